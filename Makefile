@@ -1,0 +1,51 @@
+# The front door: `make run` and `make test` work on a fresh Debian 12 machine.
+# Both install what they need (scripts/install-deps), configure meson in build/
+# and build; `run` then profiles the bundled example, `test` runs every test.
+
+BUILD     ?= build
+SAN_BUILD ?= build-sanitize
+SONDE      = $(BUILD)/src/sonde
+EXAMPLE    = $(BUILD)/examples/sort
+
+.PHONY: all deps build run test test-sanitize sanitize bench format clean
+
+all: build
+
+deps:
+	@./scripts/install-deps
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) --buildtype=debugoptimized
+
+build: deps $(BUILD)/build.ninja
+	@ninja -C $(BUILD)
+
+run: build
+	@echo
+	@echo "== sonde collect time -- $(EXAMPLE) 200000"
+	@$(SONDE) collect time -r 10 -o $(BUILD)/example-time.json -- $(EXAMPLE) 200000
+	@echo
+	@echo "== sonde show $(BUILD)/example-time.json"
+	@$(SONDE) show $(BUILD)/example-time.json
+
+test: build
+	@tests/run $(BUILD)
+
+$(SAN_BUILD)/build.ninja:
+	meson setup $(SAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+sanitize: deps $(SAN_BUILD)/build.ninja
+	@ninja -C $(SAN_BUILD)
+
+test-sanitize: sanitize
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		tests/run $(SAN_BUILD)
+
+bench: build
+	@bench/time-overhead.sh
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,104 @@
+/*
+ * collector.h - the collector interface, the registry of built-ins, and plugins.
+ *
+ * A collector is a table: a name, the profile type it produces, its units and its
+ * option table, and four hooks called by the session:
+ *   before(c)        once, before any run: validate params, set the target's env;
+ *   start(c, pid)    each run, once the target exists (with NEEDS_BARRIER it has
+ *                    not exec'ed yet: attach perf events or eBPF filters here);
+ *   stop(c, run)     each run, after the target was reaped;
+ *   after(c, p)      once: write resources and stats into the profile.
+ * Any hook may be NULL. A hook returns 0 or -errno; a failing hook stops the session.
+ *
+ * A plugin is a shared object exporting SONDE_COLLECTOR_ENTRY_NAME, a function
+ * that takes the ABI version sonde speaks and returns its collector (or NULL).
+ */
+#ifndef SONDE_COLLECTOR_H
+#define SONDE_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include <sonde/option.h>
+#include <sonde/profile.h>
+#include <sonde/runner.h>
+#include <sonde/strbuf.h>
+
+#define SONDE_COLLECTOR_ABI 1
+#define SONDE_COLLECTOR_ENTRY_NAME "sonde_collector_entry"
+
+struct sonde_collection;
+
+enum {
+	SONDE_COLLECTOR_NEEDS_BARRIER = 1u << 0, /* start() must run before the exec */
+	SONDE_COLLECTOR_WRAPS_TARGET = 1u << 1,	 /* runs as `wrapper CMD ARGS` (external) */
+};
+
+/* What the session tells collectors about one finished run. */
+struct sonde_run_info {
+	unsigned index;	      /* 0-based among the measured runs of all workloads */
+	bool warmup;	      /* a warm-up run: not to be recorded */
+	const char *workload; /* parameter value, or NULL */
+	double size;	      /* numeric parameter value (structure-unit-size) */
+	bool has_size;
+	bool interrupted;     /* the run was ended by a forwarded SIGINT/SIGTERM */
+	uint64_t t0_ns;	      /* monotonic start of the whole collection */
+	const struct sonde_run *run;
+};
+
+struct sonde_collector {
+	unsigned abi; /* SONDE_COLLECTOR_ABI */
+	const char *name;
+	const char *summary;
+	const char *profile_type;
+	const char *const *units; /* "kind", "unit" pairs, NULL-terminated */
+	const struct sonde_option *options;
+	unsigned flags;
+	int (*before)(struct sonde_collection *c);
+	int (*start)(struct sonde_collection *c, pid_t pid);
+	int (*stop)(struct sonde_collection *c, const struct sonde_run_info *run);
+	int (*after)(struct sonde_collection *c, struct sonde_profile *p);
+	void (*cleanup)(struct sonde_collection *c); /* free private state; always called */
+};
+
+typedef const struct sonde_collector *(*sonde_collector_entry_fn)(unsigned abi);
+
+/* Built-in collectors, in one table. */
+const struct sonde_collector *const *sonde_collector__builtins(size_t *n);
+/* A built-in by name, or NULL with errno ENOENT. */
+const struct sonde_collector *sonde_collector__find(const char *name);
+/*
+ * Load a plugin. NULL with errno set and a message in err: ENOENT/ENOEXEC (dlopen
+ * failed), ENOSYS (no entry function), EPROTO (the plugin refused the ABI or its
+ * table is incomplete).
+ */
+const struct sonde_collector *sonde_collector__load_plugin(const char *path,
+							  struct sonde_strbuf *err);
+
+/* --- for collectors, during a session ------------------------------------------------ */
+
+json_t *sonde_collection__params(struct sonde_collection *c);
+const struct sonde_collector *sonde_collection__collector(struct sonde_collection *c);
+void *sonde_collection__priv(struct sonde_collection *c);
+void sonde_collection__set_priv(struct sonde_collection *c, void *priv);
+/* The target command as given (argv, NULL-terminated, borrowed). */
+char *const *sonde_collection__argv(struct sonde_collection *c);
+/* Set a variable in the target's environment (before() only). */
+int sonde_collection__setenv(struct sonde_collection *c, const char *name, const char *value);
+/* Add a library to the target's LD_PRELOAD (before() only). */
+int sonde_collection__preload(struct sonde_collection *c, const char *path);
+/* Send the target's stdout of every run to fd (WRAPS_TARGET collectors, before() only). */
+int sonde_collection__set_stdout(struct sonde_collection *c, int fd);
+/* Count events the collector lost; shown in stats.dropped_events. */
+void sonde_collection__dropped(struct sonde_collection *c, unsigned long long n);
+/* Report a message for the user (goes to the log callback, and stats.notes). */
+void sonde_collection__note(struct sonde_collection *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Read an integer/real/string/bool param with a default. */
+long long sonde_collection__param_int(struct sonde_collection *c, const char *name,
+				      long long def);
+const char *sonde_collection__param_str(struct sonde_collection *c, const char *name,
+					const char *def);
+
+#endif

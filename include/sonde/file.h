@@ -1,0 +1,32 @@
+/*
+ * file.h - file helpers that never leave a partial file behind.
+ */
+#ifndef SONDE_FILE_H
+#define SONDE_FILE_H
+
+#include <stddef.h>
+
+/*
+ * Write len bytes to path atomically: a temporary file in the same directory is
+ * written, fsync'ed and renamed over path. On any failure the temporary file is
+ * removed and path is untouched. Returns 0 or -errno.
+ */
+int sonde_file__write_atomic(const char *path, const void *buf, size_t len);
+
+/*
+ * Like sonde_file__write_atomic() but never replaces an existing file: when path
+ * exists, "-1", "-2", ... is inserted before its extension. The name actually used is
+ * stored in *used (malloc'ed; may be NULL). Returns 0 or -errno.
+ */
+int sonde_file__write_new(const char *path, const void *buf, size_t len, char **used);
+
+/* Read a whole file into a NUL-terminated heap buffer. Returns 0 or -errno. */
+int sonde_file__read(const char *path, char **buf, size_t *len);
+
+/* mkdir -p. Returns 0 or -errno. */
+int sonde_file__mkdir_p(const char *path, unsigned mode);
+
+/* Rename without replacing (renameat2 RENAME_NOREPLACE). Returns 0 or -errno. */
+int sonde_file__rename_new(const char *from, const char *to);
+
+#endif

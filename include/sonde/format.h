@@ -1,0 +1,16 @@
+/*
+ * format.h - numbers for people: durations, sizes and counts with units.
+ */
+#ifndef SONDE_FORMAT_H
+#define SONDE_FORMAT_H
+
+#include <stddef.h>
+
+/* "812 ns", "12.3 µs", "4.56 ms", "1.234 s". NaN prints "-". Returns buf. */
+char *sonde_format__duration(double ns, char *buf, size_t len);
+/* "512 B", "1.5 KiB", "12.0 MiB", ... Returns buf. */
+char *sonde_format__bytes(double bytes, char *buf, size_t len);
+/* A value in unit ("ns", "B", or anything else: a plain number). Returns buf. */
+char *sonde_format__value(double v, const char *unit, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * git.h - what sonde asks git: the commit a profile was measured on.
+ *
+ * git is run as a child process (git rev-parse, git status, git log); a directory
+ * outside any work tree is not an error for the caller, it means "no origin".
+ */
+#ifndef SONDE_GIT_H
+#define SONDE_GIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sonde/strbuf.h>
+
+/*
+ * The full hash of rev (e.g. "HEAD") in the repository containing dir, into out
+ * (41 bytes). Returns 0, -ENOENT when dir is not in a git work tree or rev does not
+ * resolve, -errno otherwise.
+ */
+int sonde_git__resolve(const char *dir, const char *rev, char out[41]);
+/* Whether the work tree of dir has uncommitted changes to tracked files. 1, 0 or -errno. */
+int sonde_git__dirty(const char *dir);
+/*
+ * "HASH\tSUBJECT\n" lines of the last max commits reachable from HEAD into out.
+ * Returns 0 or -errno.
+ */
+int sonde_git__log(const char *dir, unsigned max, struct sonde_strbuf *out);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * profile.h - the profile model: what every collector produces and every view reads.
+ *
+ * A profile is a JSON document (specified in docs/profile-format.md, checked by
+ * docs/profile.schema.json) held as a jansson tree:
+ *
+ *   format_version, origin, header {type, cmd, args, workload, units},
+ *   collector_info {name, params}, machine, metadata, stats,
+ *   resource_type_map { "uid#n": {uid, type, subtype, ...fixed properties} },
+ *   resources         { "uid#n": {amount: [...], order: [...], ...columns} },
+ *   models, postprocessors.
+ *
+ * Fixed properties describe what a resource is; columns hold one value per
+ * event/run, all columns of one resource having the same length.
+ *
+ * Loading also accepts Perun's stored profiles (no format_version, and the
+ * list-of-records form under global.resources or snapshots), which are converted
+ * to the columnar form. A profile with a newer format_version is refused (ENOTSUP).
+ */
+#ifndef SONDE_PROFILE_H
+#define SONDE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <sonde/strbuf.h>
+
+#define SONDE_PROFILE_FORMAT_VERSION 1
+
+struct sonde_profile;
+
+/* A new, empty profile of the given type ("time", "memory", "mixed", ...). */
+struct sonde_profile *sonde_profile__new(const char *type);
+void sonde_profile__free(struct sonde_profile *p);
+
+/*
+ * Parse a profile from memory; name is used in messages. On failure returns NULL,
+ * sets errno (EINVAL malformed, ENOTSUP newer format, ENOMEM) and writes one line
+ * into err (when not NULL), naming line and column for malformed JSON.
+ */
+struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const char *name,
+					   struct sonde_strbuf *err);
+/* Like __parse(), from a file (errno also from open/read). */
+struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf *err);
+
+/* Serialise (indented JSON, keys in a stable order). Caller frees. NULL on ENOMEM. */
+char *sonde_profile__dump(const struct sonde_profile *p, size_t *len);
+/* Atomically write to path. Returns 0 or -errno. */
+int sonde_profile__save(const struct sonde_profile *p, const char *path);
+
+/* Borrowed parts of the document; always objects (arrays for models). */
+json_t *sonde_profile__root(const struct sonde_profile *p);
+json_t *sonde_profile__header(const struct sonde_profile *p);
+json_t *sonde_profile__stats(const struct sonde_profile *p);
+json_t *sonde_profile__metadata(const struct sonde_profile *p);
+json_t *sonde_profile__collector_info(const struct sonde_profile *p);
+const char *sonde_profile__type(const struct sonde_profile *p);
+/* The origin commit, or NULL when the profile has none. */
+const char *sonde_profile__origin(const struct sonde_profile *p);
+int sonde_profile__set_origin(struct sonde_profile *p, const char *commit);
+/* Set one key of a part; value is stolen. Returns 0 or -errno. */
+int sonde_profile__set(json_t *part, const char *key, json_t *value);
+
+/*
+ * Find or create the resource whose fixed properties are uid, type, subtype and
+ * the members of extra (may be NULL; borrowed). Returns its index (>= 0) or -errno.
+ */
+long sonde_profile__resource(struct sonde_profile *p, const char *uid, const char *type,
+			     const char *subtype, json_t *extra);
+/* Append one value to a column of resource res; value is stolen. Returns 0 or -errno. */
+int sonde_profile__append(struct sonde_profile *p, long res, const char *column, json_t *value);
+
+size_t sonde_profile__resource_count(const struct sonde_profile *p);
+/*
+ * The res-th resource: its key ("uid#n"), fixed properties and columns (borrowed).
+ * Returns 0 or -ERANGE.
+ */
+int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const char **key,
+			       json_t **fixed, json_t **columns);
+
+/* Length of a column of a resource (0 when absent). */
+size_t sonde_profile__column_len(json_t *columns, const char *column);
+
+/*
+ * Add a measurement warning to stats.warnings: code from the closed list in
+ * warning.h, message and fix are copied. Returns 0 or -errno.
+ */
+int sonde_profile__add_warning(struct sonde_profile *p, const char *code, const char *message,
+			       const char *fix);
+
+/*
+ * Add events in the list-of-records form (Perun's): each record is an object with
+ * uid, type, subtype; numbers and nulls become columns, other members fixed
+ * properties. Records of one resource become rows. Returns 0, -EINVAL, -ENOMEM.
+ */
+int sonde_profile__add_records(struct sonde_profile *p, json_t *records);
+
+/* The string form of a uid (a string as is; an object's values joined by ':'). */
+int sonde_profile__uid_string(json_t *uid, struct sonde_strbuf *out);
+
+#endif

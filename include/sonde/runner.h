@@ -1,0 +1,81 @@
+/*
+ * runner.h - start a target, wait for it, and account for everything it did.
+ *
+ * A runner is prepared once for a series (resolved executable, environment,
+ * redirections) and then runs the target any number of times. Each run:
+ *   - starts the target in its own process group, by posix_spawn (vfork-like, cheap)
+ *     or, when collectors must attach first, by fork + a start barrier: the child
+ *     waits on a pipe until attach() returned, then execs;
+ *   - waits with wait4, keeping rusage; enforces the timeout by killing the group;
+ *   - kills and reaps whatever the target left behind in its group (sonde is a
+ *     child subreaper), so no zombie or orphan outlives a run.
+ * Signals: the program calls sonde_runner__interrupt() from its SIGINT/SIGTERM
+ * handler; it forwards the signal to the running target's group.
+ */
+#ifndef SONDE_RUNNER_H
+#define SONDE_RUNNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+enum sonde_output_mode {
+	SONDE_OUTPUT_DEFAULT,  /* the target writes to sonde's stdout/stderr */
+	SONDE_OUTPUT_CAPTURE,  /* as default, and a copy goes to capture_fd */
+	SONDE_OUTPUT_SUPPRESS, /* the target's output goes to /dev/null */
+};
+
+struct sonde_runner_opts {
+	size_t sz; /* sizeof(struct sonde_runner_opts) */
+	char *const *argv;
+	char *const *envp;   /* NULL: the current environment */
+	const char *input;   /* the target's stdin: a path; NULL: /dev/null */
+	enum sonde_output_mode output;
+	int capture_fd;	     /* CAPTURE: where the copy goes */
+	int stdout_fd;	     /* >= 0: the target's stdout goes here (overrides output) */
+	double timeout_s;    /* 0: no limit */
+	bool barrier;	     /* fork + start barrier so attach() runs before exec */
+	int (*attach)(pid_t pid, void *ctx);
+	void *attach_ctx;
+};
+
+struct sonde_run {
+	pid_t pid;
+	uint64_t start_ns; /* monotonic: just before the target was started */
+	uint64_t end_ns;   /* monotonic: just after it was reaped */
+	struct rusage rusage;
+	int status;	     /* wait status */
+	bool timed_out;	     /* killed by the timeout */
+	int interrupted_by;  /* signal forwarded during this run; 0: none */
+	unsigned leftover;   /* processes left in its group and killed */
+};
+
+struct sonde_runner;
+
+/*
+ * Prepare a runner. NULL with errno ENOENT (no such command), EACCES (not
+ * executable), EINVAL (bad options) or ENOMEM.
+ */
+struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts);
+void sonde_runner__free(struct sonde_runner *r);
+/* The resolved path of the executable (borrowed). */
+const char *sonde_runner__path(const struct sonde_runner *r);
+
+/*
+ * Run the target once. Returns 0 when it ran (whatever its exit status),
+ * -errno when it could not be started or attach() failed (the child is then
+ * killed and reaped).
+ */
+int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out);
+
+/* Async-signal-safe: remember sig and forward it to the running target's group. */
+void sonde_runner__interrupt(int sig);
+/* The first signal passed to __interrupt() since the last clear; 0 if none. */
+int sonde_runner__interrupted(void);
+void sonde_runner__clear_interrupt(void);
+
+/* Resolve a command name through PATH like execvp. Returns a heap path or NULL+errno. */
+char *sonde_runner__resolve(const char *cmd);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * stats.h - summary statistics of repeated measurements.
+ *
+ * Outliers use the modified z-score of Iglewicz and Hoaglin:
+ *   M_i = 0.6745 (x_i - median) / MAD, outlier when |M_i| > SONDE_OUTLIER_Z.
+ * The 95 % confidence interval of the mean uses Student's t with n-1 degrees of
+ * freedom.
+ */
+#ifndef SONDE_STATS_H
+#define SONDE_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SONDE_OUTLIER_Z 3.5
+
+struct sonde_summary {
+	size_t n;
+	double mean;
+	double stddev; /* sample standard deviation (n-1); NaN when n < 2 */
+	double median;
+	double min, max;
+	double ci_low, ci_high; /* 95 % CI of the mean; NaN when n < 2 */
+	double mad;		/* median absolute deviation (unscaled) */
+	size_t outliers;	/* count by the modified z-score */
+};
+
+/* Summarise n values (not modified). Returns 0, -EINVAL for n == 0, -ENOMEM. */
+int sonde_stats__summarize(const double *x, size_t n, struct sonde_summary *out);
+
+/* Median of n values (x is reordered). NaN for n == 0. */
+double sonde_stats__median_inplace(double *x, size_t n);
+
+/*
+ * Modified z-score of value v against a sample's median and MAD. Returns 0 when MAD
+ * is 0 and v equals the median, +/-INFINITY when MAD is 0 and v differs.
+ */
+double sonde_stats__modified_z(double v, double median, double mad);
+
+/* The p quantile (0.5 < p < 1) of Student's t distribution with df degrees of freedom. */
+double sonde_stats__t_quantile(double p, double df);
+
+#endif

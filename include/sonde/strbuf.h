@@ -1,0 +1,40 @@
+/*
+ * strbuf.h - a growable string buffer (after git's strbuf).
+ *
+ * Invariants: buf is never NULL and always NUL-terminated; len excludes the NUL.
+ * A buffer starts as SONDE_STRBUF_INIT and is released with sonde_strbuf__release().
+ * Functions that grow the buffer return 0 or -ENOMEM; on -ENOMEM the contents are
+ * unchanged.
+ */
+#ifndef SONDE_STRBUF_H
+#define SONDE_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct sonde_strbuf {
+	char *buf;
+	size_t len;
+	size_t alloc; /* 0 while buf points at the shared empty string */
+};
+
+extern char sonde_strbuf__empty[];
+#define SONDE_STRBUF_INIT { sonde_strbuf__empty, 0, 0 }
+
+void sonde_strbuf__init(struct sonde_strbuf *sb);
+/* Make room for extra more bytes plus the NUL. */
+int sonde_strbuf__grow(struct sonde_strbuf *sb, size_t extra);
+int sonde_strbuf__add(struct sonde_strbuf *sb, const void *data, size_t len);
+int sonde_strbuf__adds(struct sonde_strbuf *sb, const char *s);
+int sonde_strbuf__addch(struct sonde_strbuf *sb, char c);
+int sonde_strbuf__addf(struct sonde_strbuf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int sonde_strbuf__vaddf(struct sonde_strbuf *sb, const char *fmt, va_list ap);
+/* Truncate to len bytes (len <= sb->len). */
+void sonde_strbuf__setlen(struct sonde_strbuf *sb, size_t len);
+void sonde_strbuf__reset(struct sonde_strbuf *sb);
+/* Hand the heap string to the caller (free() it); the buffer is left empty. NULL on ENOMEM. */
+char *sonde_strbuf__detach(struct sonde_strbuf *sb, size_t *len);
+void sonde_strbuf__release(struct sonde_strbuf *sb);
+
+#endif

@@ -1,0 +1,16 @@
+/*
+ * sysinfo.h - the machine a profile was measured on.
+ */
+#ifndef SONDE_SYSINFO_H
+#define SONDE_SYSINFO_H
+
+#include <jansson.h>
+
+/*
+ * A new object {architecture, system, release, host, cpu, cpus, memory} read from
+ * uname(2), /proc/cpuinfo and /proc/meminfo; a value that could not be read is null.
+ * NULL on ENOMEM.
+ */
+json_t *sonde_sysinfo__machine(void);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * table.h - the summary table of a profile: one row per resource, with summary
+ * statistics of its amount column. Used by `sonde show PROFILE table` and by
+ * `sonde collect` after a collection.
+ */
+#ifndef SONDE_TABLE_H
+#define SONDE_TABLE_H
+
+#include <stddef.h>
+#include <sonde/profile.h>
+#include <sonde/stats.h>
+
+struct sonde_table_row {
+	const char *uid; /* borrowed from the profile */
+	const char *type;
+	const char *subtype;
+	const char *workload; /* NULL when the resource has none */
+	const char *unit;     /* from header.units[type]; NULL when not given */
+	struct sonde_summary s;
+	size_t missing;	      /* amounts that are null (not measured) */
+};
+
+/*
+ * Rows for every resource with at least one numeric amount, in resource order.
+ * The caller frees *rows with free(). Returns 0 or -errno.
+ */
+int sonde_table__rows(const struct sonde_profile *p, struct sonde_table_row **rows, size_t *n);
+
+#endif

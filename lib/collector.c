@@ -1,0 +1,81 @@
+/*
+ * collector.c - the registry of built-in collectors and the plugin loader.
+ *
+ * Built-ins live in one table. A plugin's collector table lives in its shared
+ * object, which therefore stays loaded for the life of the process.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sonde/collector.h>
+
+extern const struct sonde_collector sonde_collector_time;
+extern const struct sonde_collector sonde_collector_external;
+
+static const struct sonde_collector *const builtins[] = {
+	&sonde_collector_time,
+	&sonde_collector_external,
+};
+
+const struct sonde_collector *const *sonde_collector__builtins(size_t *n)
+{
+	*n = sizeof(builtins) / sizeof(builtins[0]);
+	return builtins;
+}
+
+const struct sonde_collector *sonde_collector__find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		if (!strcmp(builtins[i]->name, name))
+			return builtins[i];
+	errno = ENOENT;
+	return NULL;
+}
+
+const struct sonde_collector *sonde_collector__load_plugin(const char *path,
+							  struct sonde_strbuf *err)
+{
+	const struct sonde_collector *col;
+	sonde_collector_entry_fn entry;
+	void *h;
+
+	/* dlopen searches the library path for a bare name: insist on a path. */
+	if (!strchr(path, '/')) {
+		sonde_strbuf__addf(err, "cannot load plugin '%s': give a path (./%s)", path, path);
+		errno = ENOENT;
+		return NULL;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+
+		sonde_strbuf__addf(err, "cannot load plugin '%s': %s", path, e ? e : "unknown");
+		errno = ENOEXEC;
+		return NULL;
+	}
+	*(void **)&entry = dlsym(h, SONDE_COLLECTOR_ENTRY_NAME);
+	if (!entry) {
+		sonde_strbuf__addf(err, "plugin '%s' does not export %s()", path,
+				   SONDE_COLLECTOR_ENTRY_NAME);
+		dlclose(h);
+		errno = ENOSYS;
+		return NULL;
+	}
+	col = entry(SONDE_COLLECTOR_ABI);
+	if (!col || col->abi != SONDE_COLLECTOR_ABI) {
+		sonde_strbuf__addf(err, "plugin '%s' does not speak collector ABI %d", path,
+				   SONDE_COLLECTOR_ABI);
+		dlclose(h);
+		errno = EPROTO;
+		return NULL;
+	}
+	if (!col->name || !*col->name || !col->profile_type) {
+		sonde_strbuf__addf(err, "plugin '%s' has no collector name or profile type", path);
+		dlclose(h);
+		errno = EPROTO;
+		return NULL;
+	}
+	return col;
+}

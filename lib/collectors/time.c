@@ -1,0 +1,227 @@
+/*
+ * time.c - the time collector: per run wall, user and sys time, max RSS, page
+ * faults, context switches and exit status, from the runner's clock and wait4's
+ * rusage. No barrier, no preload: it costs nothing beyond the spawn and the wait.
+ *
+ * Resources: one per (metric, workload), uid = the command line, with columns
+ * amount, order (1-based run number), timestamp (ns since the collection began)
+ * and, for numeric parameter values, structure-unit-size.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <sonde/collector.h>
+#include <sonde/format.h>
+#include <sonde/stats.h>
+#include <sonde/warning.h>
+
+enum metric {
+	M_REAL,
+	M_USER,
+	M_SYS,
+	M_MAXRSS,
+	M_MINFLT,
+	M_MAJFLT,
+	M_NVCSW,
+	M_NIVCSW,
+	M_EXIT,
+	M__COUNT,
+};
+
+static const struct {
+	const char *type, *subtype;
+} metrics[M__COUNT] = {
+	[M_REAL] = { "time", "real" },
+	[M_USER] = { "time", "user" },
+	[M_SYS] = { "time", "sys" },
+	[M_MAXRSS] = { "memory", "max-rss" },
+	[M_MINFLT] = { "count", "minor-faults" },
+	[M_MAJFLT] = { "count", "major-faults" },
+	[M_NVCSW] = { "count", "voluntary-switches" },
+	[M_NIVCSW] = { "count", "involuntary-switches" },
+	[M_EXIT] = { "status", "exit-status" },
+};
+
+struct sample {
+	long long v[M__COUNT];
+	unsigned long long ts; /* ns since the collection began */
+	unsigned order;	       /* 1-based within its workload */
+	const char *workload;
+	double size;
+	int has_size;
+};
+
+struct time_state {
+	struct sample *s;
+	size_t n, cap;
+	unsigned order;
+	const char *last_workload;
+};
+
+static long long tv_ns(const struct timeval *tv)
+{
+	return (long long)tv->tv_sec * 1000000000LL + (long long)tv->tv_usec * 1000LL;
+}
+
+static int time_before(struct sonde_collection *c)
+{
+	struct time_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return -ENOMEM;
+	sonde_collection__set_priv(c, st);
+	return 0;
+}
+
+static int time_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
+{
+	struct time_state *st = sonde_collection__priv(c);
+	const struct sonde_run *r = ri->run;
+	const struct rusage *ru = &r->rusage;
+	struct sample *x;
+
+	if (ri->warmup || ri->interrupted)
+		return 0;
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 64;
+		struct sample *ns = realloc(st->s, cap * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		st->s = ns;
+		st->cap = cap;
+	}
+	if (st->last_workload != ri->workload || (ri->workload && st->last_workload &&
+						  strcmp(st->last_workload, ri->workload)))
+		st->order = 0;
+	st->last_workload = ri->workload;
+	x = &st->s[st->n++];
+	x->v[M_REAL] = (long long)(r->end_ns - r->start_ns);
+	x->v[M_USER] = tv_ns(&ru->ru_utime);
+	x->v[M_SYS] = tv_ns(&ru->ru_stime);
+	x->v[M_MAXRSS] = (long long)ru->ru_maxrss * 1024;
+	x->v[M_MINFLT] = ru->ru_minflt;
+	x->v[M_MAJFLT] = ru->ru_majflt;
+	x->v[M_NVCSW] = ru->ru_nvcsw;
+	x->v[M_NIVCSW] = ru->ru_nivcsw;
+	x->v[M_EXIT] = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + WTERMSIG(r->status);
+	x->ts = r->start_ns - ri->t0_ns;
+	x->order = ++st->order;
+	x->workload = ri->workload;
+	x->size = ri->size;
+	x->has_size = ri->has_size;
+	return 0;
+}
+
+/* Warnings about the real times of one workload (samples [from, to)). */
+static void warn_workload(struct sonde_profile *p, const struct sample *s, size_t n)
+{
+	struct sonde_summary sum;
+	char msg[256], a[32], b[32], where[96] = "";
+	double *x = malloc(n * sizeof(*x));
+	size_t i, outliers;
+	int cold = 0;
+
+	if (!x)
+		return;
+	for (i = 0; i < n; i++)
+		x[i] = (double)s[i].v[M_REAL];
+	if (s[0].workload)
+		snprintf(where, sizeof(where), " (workload %s)", s[0].workload);
+	if (sonde_stats__summarize(x, n, &sum) == 0) {
+		if (sum.mean < 5e6) {
+			snprintf(msg, sizeof(msg), "runs took %s on average%s, under 5 ms",
+				 sonde_format__duration(sum.mean, a, sizeof(a)), where);
+			sonde_profile__add_warning(p, "short-run", msg,
+						   sonde_warning__info(SONDE_WARN_SHORT_RUN)->fix);
+		}
+		if (n >= 3 && sonde_stats__modified_z(x[0], sum.median, sum.mad) > SONDE_OUTLIER_Z &&
+		    x[0] > 1.5 * sum.median) {
+			cold = 1;
+			snprintf(msg, sizeof(msg), "the first run took %s, the median is %s%s",
+				 sonde_format__duration(x[0], a, sizeof(a)),
+				 sonde_format__duration(sum.median, b, sizeof(b)), where);
+			sonde_profile__add_warning(
+				p, "cold-first-run", msg,
+				sonde_warning__info(SONDE_WARN_COLD_FIRST_RUN)->fix);
+		}
+		outliers = sum.outliers - (size_t)cold;
+		if (outliers) {
+			snprintf(msg, sizeof(msg),
+				 "%zu of %zu runs are outliers (modified z-score above %.1f)%s",
+				 outliers, n, SONDE_OUTLIER_Z, where);
+			sonde_profile__add_warning(p, "outliers", msg,
+						   sonde_warning__info(SONDE_WARN_OUTLIERS)->fix);
+		}
+	}
+	free(x);
+}
+
+static int time_after(struct sonde_collection *c, struct sonde_profile *p)
+{
+	struct time_state *st = sonde_collection__priv(c);
+	const char *cmd = json_string_value(json_object_get(sonde_profile__header(p), "cmd"));
+	size_t i, from = 0;
+	int m, err = 0;
+
+	for (i = 0; i < st->n && !err; i++) {
+		const struct sample *x = &st->s[i];
+		json_t *extra = x->workload ? json_pack("{s:s}", "workload", x->workload) : NULL;
+
+		for (m = 0; m < M__COUNT && !err; m++) {
+			long res = sonde_profile__resource(p, cmd, metrics[m].type,
+							   metrics[m].subtype, extra);
+
+			if (res < 0) {
+				err = (int)res;
+				break;
+			}
+			err |= sonde_profile__append(p, res, "amount", json_integer(x->v[m]));
+			err |= sonde_profile__append(p, res, "order", json_integer(x->order));
+			err |= sonde_profile__append(p, res, "timestamp",
+						     json_integer((json_int_t)x->ts));
+			if (x->has_size)
+				err |= sonde_profile__append(p, res, "structure-unit-size",
+							     json_real(x->size));
+		}
+		json_decref(extra);
+		/* Warnings per workload, once its samples are all seen. */
+		if (i + 1 == st->n || st->s[i + 1].order == 1) {
+			warn_workload(p, st->s + from, i + 1 - from);
+			from = i + 1;
+		}
+	}
+	return err;
+}
+
+static void time_cleanup(struct sonde_collection *c)
+{
+	struct time_state *st = sonde_collection__priv(c);
+
+	if (st)
+		free(st->s);
+	free(st);
+}
+
+static const char *const time_units[] = { "time", "ns", "memory", "B", "count", "events",
+					  "status", "code", NULL };
+
+static const struct sonde_option time_options[] = {
+	{ .type = SONDE_OPT_END },
+};
+
+const struct sonde_collector sonde_collector_time = {
+	.abi = SONDE_COLLECTOR_ABI,
+	.name = "time",
+	.summary = "wall, user and sys time, max RSS, faults and context switches per run",
+	.profile_type = "time",
+	.units = time_units,
+	.options = time_options,
+	.before = time_before,
+	.stop = time_stop,
+	.after = time_after,
+	.cleanup = time_cleanup,
+};

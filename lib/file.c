@@ -1,0 +1,180 @@
+/*
+ * file.c - whole-file reads and writes that never leave partial files.
+ *
+ * Writes go to "<dir>/.<name>.XXXXXX" (same file system), are fsync'ed, then
+ * renamed. Any failure unlinks the temporary file and leaves the target as it was.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sonde/file.h>
+#include <sonde/strbuf.h>
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Write buf into a fresh temporary file beside path; its name goes to tmp. */
+static int write_temp(const char *path, const void *buf, size_t len, struct sonde_strbuf *tmp)
+{
+	const char *slash = strrchr(path, '/');
+	int fd, err;
+
+	if (slash)
+		err = sonde_strbuf__addf(tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path,
+					 slash + 1);
+	else
+		err = sonde_strbuf__addf(tmp, ".%s.XXXXXX", path);
+	if (err)
+		return err;
+	fd = mkostemp(tmp->buf, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = write_all(fd, buf, len);
+	if (!err && fchmod(fd, 0644) < 0)
+		err = -errno;
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (err)
+		unlink(tmp->buf);
+	return err;
+}
+
+int sonde_file__write_atomic(const char *path, const void *buf, size_t len)
+{
+	struct sonde_strbuf tmp = SONDE_STRBUF_INIT;
+	int err = write_temp(path, buf, len, &tmp);
+
+	if (!err && rename(tmp.buf, path) < 0) {
+		err = -errno;
+		unlink(tmp.buf);
+	}
+	sonde_strbuf__release(&tmp);
+	return err;
+}
+
+int sonde_file__rename_new(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* File systems without RENAME_NOREPLACE: link() refuses to replace too. */
+	if (link(from, to) < 0)
+		return -errno;
+	unlink(from);
+	return 0;
+}
+
+int sonde_file__write_new(const char *path, const void *buf, size_t len, char **used)
+{
+	struct sonde_strbuf tmp = SONDE_STRBUF_INIT, name = SONDE_STRBUF_INIT;
+	const char *slash = strrchr(path, '/');
+	const char *dot = strrchr(slash ? slash : path, '.');
+	size_t stem = dot && dot != (slash ? slash + 1 : path) ? (size_t)(dot - path)
+								: strlen(path);
+	int err = write_temp(path, buf, len, &tmp), i;
+
+	for (i = 0; !err && i < 1000; i++) {
+		sonde_strbuf__reset(&name);
+		if (i == 0)
+			err = sonde_strbuf__adds(&name, path);
+		else
+			err = sonde_strbuf__addf(&name, "%.*s-%d%s", (int)stem, path, i,
+						 path + stem);
+		if (err)
+			break;
+		err = sonde_file__rename_new(tmp.buf, name.buf);
+		if (err != -EEXIST)
+			break;
+	}
+	if (err) {
+		unlink(tmp.buf);
+	} else if (used) {
+		*used = sonde_strbuf__detach(&name, NULL);
+		if (!*used)
+			err = -ENOMEM;
+	}
+	sonde_strbuf__release(&tmp);
+	sonde_strbuf__release(&name);
+	return err;
+}
+
+int sonde_file__read(const char *path, char **buf, size_t *len)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		err = sonde_strbuf__grow(&sb, 65536);
+		if (err)
+			break;
+		n = read(fd, sb.buf + sb.len, sb.alloc - sb.len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		sb.len += (size_t)n;
+		sb.buf[sb.len] = '\0';
+	}
+	close(fd);
+	if (err) {
+		sonde_strbuf__release(&sb);
+		return err;
+	}
+	*buf = sonde_strbuf__detach(&sb, len);
+	return *buf ? 0 : -ENOMEM;
+}
+
+int sonde_file__mkdir_p(const char *path, unsigned mode)
+{
+	char *p = strdup(path), *s;
+	int err = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			err = -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return err;
+}

@@ -1,0 +1,67 @@
+/*
+ * format.c - durations and sizes with human units, three significant digits or so.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sonde/format.h>
+
+char *sonde_format__duration(double ns, char *buf, size_t len)
+{
+	static const struct {
+		double scale;
+		const char *unit;
+	} steps[] = { { 1e9, "s" }, { 1e6, "ms" }, { 1e3, "µs" } };
+	size_t i;
+
+	if (isnan(ns)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (fabs(ns) >= steps[i].scale) {
+			double v = ns / steps[i].scale;
+
+			snprintf(buf, len, "%.*f %s", fabs(v) >= 100 ? 1 : fabs(v) >= 10 ? 2 : 3, v,
+				 steps[i].unit);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%.0f ns", ns);
+	return buf;
+}
+
+char *sonde_format__bytes(double bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	size_t i = 0;
+
+	if (isnan(bytes)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	while (fabs(bytes) >= 1024 && i + 1 < sizeof(units) / sizeof(units[0])) {
+		bytes /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(buf, len, "%.0f B", bytes);
+	else
+		snprintf(buf, len, "%.1f %s", bytes, units[i]);
+	return buf;
+}
+
+char *sonde_format__value(double v, const char *unit, char *buf, size_t len)
+{
+	if (unit && !strcmp(unit, "ns"))
+		return sonde_format__duration(v, buf, len);
+	if (unit && !strcmp(unit, "B"))
+		return sonde_format__bytes(v, buf, len);
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else if (v == floor(v) && fabs(v) < 1e15)
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.2f", v);
+	return buf;
+}

@@ -1,0 +1,103 @@
+/*
+ * git.c - ask git (a child process) for commits. Output is read through a pipe;
+ * git's stderr is discarded: "not a git repository" is an answer, not an error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <sonde/git.h>
+
+extern char **environ;
+
+/* Run git -C dir ARGS...; stdout into out. Returns git's exit status or -errno. */
+static int run_git(const char *dir, const char *const *args, struct sonde_strbuf *out)
+{
+	const char *argv[16] = { "git", "-C", dir };
+	posix_spawn_file_actions_t fa;
+	int p[2], status, rc;
+	size_t n = 3;
+	pid_t pid;
+
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	rc = posix_spawnp(&pid, "git", &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (rc) {
+		close(p[0]);
+		return -rc;
+	}
+	for (;;) {
+		char buf[4096];
+		ssize_t got = read(p[0], buf, sizeof(buf));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		if (out)
+			sonde_strbuf__add(out, buf, (size_t)got);
+	}
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+int sonde_git__resolve(const char *dir, const char *rev, char out[41])
+{
+	const char *args[] = { "rev-parse", "--verify", "--quiet", "--end-of-options", NULL,
+			       NULL };
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	char spec[256];
+	int rc;
+
+	snprintf(spec, sizeof(spec), "%s^{commit}", rev);
+	args[4] = spec;
+	rc = run_git(dir, args, &sb);
+	if (rc == 0 && sb.len >= 40) {
+		memcpy(out, sb.buf, 40);
+		out[40] = '\0';
+	} else if (rc >= 0) {
+		rc = -ENOENT;
+	}
+	sonde_strbuf__release(&sb);
+	return rc;
+}
+
+int sonde_git__dirty(const char *dir)
+{
+	const char *args[] = { "status", "--porcelain", "--untracked-files=no", NULL };
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	int rc = run_git(dir, args, &sb);
+
+	if (rc == 0)
+		rc = sb.len > 0;
+	else if (rc > 0)
+		rc = -ENOENT;
+	sonde_strbuf__release(&sb);
+	return rc;
+}
+
+int sonde_git__log(const char *dir, unsigned max, struct sonde_strbuf *out)
+{
+	char n[32];
+	const char *args[] = { "log", n, "--format=%H%x09%s", NULL };
+	int rc;
+
+	snprintf(n, sizeof(n), "-%u", max);
+	rc = run_git(dir, args, out);
+	return rc > 0 ? -ENOENT : rc;
+}

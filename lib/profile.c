@@ -1,0 +1,708 @@
+/*
+ * profile.c - the profile model (see profile.h and docs/profile-format.md).
+ *
+ * Invariants:
+ *  - root always holds every top-level member of format_version 1;
+ *  - resource_type_map and resources have the same keys, in the same order, and
+ *    keys[] lists them in that order;
+ *  - index maps the canonical form of a resource's fixed properties (compact JSON,
+ *    sorted keys) to its position in keys[];
+ *  - all columns of one resource have the same length.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/file.h>
+#include <sonde/profile.h>
+
+struct sonde_profile {
+	json_t *root;
+	json_t *rtm; /* borrowed from root */
+	json_t *res; /* borrowed from root */
+	json_t *index;	    /* canonical fixed properties -> position */
+	json_t *uid_counts; /* uid string -> resources with that uid */
+	char **keys;
+	size_t n, cap;
+};
+
+static const char *const toplevel_objects[] = {
+	"header", "collector_info", "machine", "metadata", "stats", "resource_type_map",
+	"resources", NULL,
+};
+
+static int ensure_member(json_t *obj, const char *key, json_t *(*make)(void))
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (v)
+		return 0;
+	v = make();
+	if (!v || json_object_set_new(obj, key, v))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Give root every member a format_version 1 profile has. */
+static int fill_defaults(json_t *root, const char *type)
+{
+	const char *const *k;
+	json_t *h, *ci;
+	int err = 0;
+
+	if (!json_object_get(root, "format_version"))
+		err |= json_object_set_new(root, "format_version",
+					   json_integer(SONDE_PROFILE_FORMAT_VERSION));
+	if (!json_object_get(root, "origin"))
+		err |= json_object_set_new(root, "origin", json_null());
+	for (k = toplevel_objects; *k; k++)
+		err |= ensure_member(root, *k, json_object);
+	err |= ensure_member(root, "models", json_array);
+	err |= ensure_member(root, "postprocessors", json_array);
+	h = json_object_get(root, "header");
+	if (type && !json_object_get(h, "type"))
+		err |= json_object_set_new(h, "type", json_string(type));
+	if (!json_object_get(h, "cmd"))
+		err |= json_object_set_new(h, "cmd", json_string(""));
+	if (!json_object_get(h, "workload"))
+		err |= json_object_set_new(h, "workload", json_string(""));
+	err |= ensure_member(h, "units", json_object);
+	ci = json_object_get(root, "collector_info");
+	if (!json_object_get(ci, "name"))
+		err |= json_object_set_new(ci, "name", json_string(""));
+	err |= ensure_member(ci, "params", json_object);
+	return err ? -ENOMEM : 0;
+}
+
+static struct sonde_profile *wrap(json_t *root)
+{
+	struct sonde_profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->root = root;
+	p->rtm = json_object_get(root, "resource_type_map");
+	p->res = json_object_get(root, "resources");
+	p->index = json_object();
+	p->uid_counts = json_object();
+	if (!p->index || !p->uid_counts) {
+		json_decref(p->index);
+		json_decref(p->uid_counts);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct sonde_profile *sonde_profile__new(const char *type)
+{
+	json_t *root = json_object();
+	struct sonde_profile *p;
+
+	if (!root || fill_defaults(root, type ? type : "custom")) {
+		json_decref(root);
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = wrap(root);
+	if (!p) {
+		json_decref(root);
+		errno = ENOMEM;
+	}
+	return p;
+}
+
+void sonde_profile__free(struct sonde_profile *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->n; i++)
+		free(p->keys[i]);
+	free(p->keys);
+	json_decref(p->index);
+	json_decref(p->uid_counts);
+	json_decref(p->root);
+	free(p);
+}
+
+json_t *sonde_profile__root(const struct sonde_profile *p)
+{
+	return p->root;
+}
+
+json_t *sonde_profile__header(const struct sonde_profile *p)
+{
+	return json_object_get(p->root, "header");
+}
+
+json_t *sonde_profile__stats(const struct sonde_profile *p)
+{
+	return json_object_get(p->root, "stats");
+}
+
+json_t *sonde_profile__metadata(const struct sonde_profile *p)
+{
+	return json_object_get(p->root, "metadata");
+}
+
+json_t *sonde_profile__collector_info(const struct sonde_profile *p)
+{
+	return json_object_get(p->root, "collector_info");
+}
+
+const char *sonde_profile__type(const struct sonde_profile *p)
+{
+	return json_string_value(json_object_get(sonde_profile__header(p), "type"));
+}
+
+const char *sonde_profile__origin(const struct sonde_profile *p)
+{
+	return json_string_value(json_object_get(p->root, "origin"));
+}
+
+int sonde_profile__set(json_t *part, const char *key, json_t *value)
+{
+	if (!value)
+		return -ENOMEM;
+	return json_object_set_new(part, key, value) ? -ENOMEM : 0;
+}
+
+int sonde_profile__set_origin(struct sonde_profile *p, const char *commit)
+{
+	return sonde_profile__set(p->root, "origin", commit ? json_string(commit) : json_null());
+}
+
+int sonde_profile__uid_string(json_t *uid, struct sonde_strbuf *out)
+{
+	const char *k;
+	json_t *v;
+	int first = 1, err = 0;
+
+	if (json_is_string(uid))
+		return sonde_strbuf__adds(out, json_string_value(uid));
+	if (json_is_object(uid)) {
+		json_object_foreach(uid, k, v)
+		{
+			if (!first)
+				err |= sonde_strbuf__addch(out, ':');
+			first = 0;
+			if (json_is_string(v)) {
+				err |= sonde_strbuf__adds(out, json_string_value(v));
+			} else {
+				char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+				err |= s ? sonde_strbuf__adds(out, s) : -ENOMEM;
+				free(s);
+			}
+		}
+		return err;
+	}
+	{
+		char *s = json_dumps(uid, JSON_ENCODE_ANY | JSON_COMPACT);
+
+		err = s ? sonde_strbuf__adds(out, s) : -ENOMEM;
+		free(s);
+	}
+	return err;
+}
+
+static char *canonical(json_t *fixed)
+{
+	return json_dumps(fixed, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+/* Record key/fixed as the next resource in the lookup structures. */
+static int index_resource(struct sonde_profile *p, const char *key, json_t *fixed)
+{
+	char *canon = canonical(fixed), *k = strdup(key);
+
+	if (!canon || !k) {
+		free(canon);
+		free(k);
+		return -ENOMEM;
+	}
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		char **nk = realloc(p->keys, cap * sizeof(*nk));
+
+		if (!nk) {
+			free(canon);
+			free(k);
+			return -ENOMEM;
+		}
+		p->keys = nk;
+		p->cap = cap;
+	}
+	if (json_object_set_new(p->index, canon, json_integer((json_int_t)p->n))) {
+		free(canon);
+		free(k);
+		return -ENOMEM;
+	}
+	free(canon);
+	p->keys[p->n++] = k;
+	return 0;
+}
+
+long sonde_profile__resource(struct sonde_profile *p, const char *uid, const char *type,
+			     const char *subtype, json_t *extra)
+{
+	struct sonde_strbuf key = SONDE_STRBUF_INIT;
+	json_t *fixed = json_object(), *hit, *count, *cols;
+	char *canon;
+	long pos;
+	int err = 0;
+
+	if (!fixed)
+		return -ENOMEM;
+	if (extra && json_object_update(fixed, extra))
+		err = -ENOMEM;
+	err |= json_object_set_new(fixed, "uid", json_string(uid));
+	if (type)
+		err |= json_object_set_new(fixed, "type", json_string(type));
+	if (subtype)
+		err |= json_object_set_new(fixed, "subtype", json_string(subtype));
+	canon = err ? NULL : canonical(fixed);
+	if (!canon) {
+		json_decref(fixed);
+		return -ENOMEM;
+	}
+	hit = json_object_get(p->index, canon);
+	free(canon);
+	if (hit) {
+		json_decref(fixed);
+		return (long)json_integer_value(hit);
+	}
+	count = json_object_get(p->uid_counts, uid);
+	err = sonde_strbuf__addf(&key, "%s#%lld", uid,
+				 count ? (long long)json_integer_value(count) : 0LL);
+	cols = json_object();
+	if (err || !cols || json_object_set(p->rtm, key.buf, fixed) ||
+	    json_object_set_new(p->res, key.buf, cols)) {
+		json_decref(fixed);
+		sonde_strbuf__release(&key);
+		return -ENOMEM;
+	}
+	json_object_set_new(p->uid_counts, uid,
+			    json_integer(count ? json_integer_value(count) + 1 : 1));
+	pos = (long)p->n;
+	err = index_resource(p, key.buf, fixed);
+	json_decref(fixed);
+	sonde_strbuf__release(&key);
+	return err ? err : pos;
+}
+
+int sonde_profile__append(struct sonde_profile *p, long res, const char *column, json_t *value)
+{
+	json_t *cols, *arr;
+
+	if (!value)
+		return -ENOMEM;
+	if (res < 0 || (size_t)res >= p->n) {
+		json_decref(value);
+		return -ERANGE;
+	}
+	cols = json_object_get(p->res, p->keys[res]);
+	arr = json_object_get(cols, column);
+	if (!arr) {
+		arr = json_array();
+		if (!arr || json_object_set_new(cols, column, arr)) {
+			json_decref(value);
+			return -ENOMEM;
+		}
+	}
+	return json_array_append_new(arr, value) ? -ENOMEM : 0;
+}
+
+size_t sonde_profile__resource_count(const struct sonde_profile *p)
+{
+	return p->n;
+}
+
+int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const char **key,
+			       json_t **fixed, json_t **columns)
+{
+	if (res >= p->n)
+		return -ERANGE;
+	if (key)
+		*key = p->keys[res];
+	if (fixed)
+		*fixed = json_object_get(p->rtm, p->keys[res]);
+	if (columns)
+		*columns = json_object_get(p->res, p->keys[res]);
+	return 0;
+}
+
+size_t sonde_profile__column_len(json_t *columns, const char *column)
+{
+	return json_array_size(json_object_get(columns, column));
+}
+
+int sonde_profile__add_warning(struct sonde_profile *p, const char *code, const char *message,
+			       const char *fix)
+{
+	json_t *stats = sonde_profile__stats(p), *arr = json_object_get(stats, "warnings");
+	json_t *w;
+
+	if (!arr) {
+		arr = json_array();
+		if (!arr || json_object_set_new(stats, "warnings", arr))
+			return -ENOMEM;
+	}
+	w = json_pack("{s:s, s:s, s:s}", "code", code, "message", message, "fix", fix ? fix : "");
+	if (!w)
+		return -ENOMEM;
+	return json_array_append_new(arr, w) ? -ENOMEM : 0;
+}
+
+char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
+{
+	char *s = json_dumps(p->root, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
+
+	if (s && len)
+		*len = strlen(s);
+	if (!s)
+		errno = ENOMEM;
+	return s;
+}
+
+int sonde_profile__save(const struct sonde_profile *p, const char *path)
+{
+	size_t len;
+	char *s = sonde_profile__dump(p, &len);
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s[len] = '\n'; /* replaces the NUL: the file ends with a newline */
+	err = sonde_file__write_atomic(path, s, len + 1);
+	free(s);
+	return err;
+}
+
+/* ---- loading ----------------------------------------------------------------------- */
+
+static void *fail(struct sonde_strbuf *err, int e, const char *fmt, const char *name,
+		  const char *detail)
+{
+	if (err)
+		sonde_strbuf__addf(err, fmt, name, detail);
+	errno = e;
+	return NULL;
+}
+
+/*
+ * Perun's list-of-records form: each record is one event. Numbers (and null) are
+ * columns; everything else (uid, type, subtype, trace, ...) is a fixed property.
+ */
+static int convert_records(struct sonde_profile *p, json_t *records, long snapshot)
+{
+	size_t i;
+	json_t *rec;
+
+	json_array_foreach(records, i, rec)
+	{
+		json_t *fixed, *cols, *v, *uid;
+		struct sonde_strbuf us = SONDE_STRBUF_INIT;
+		const char *k;
+		size_t rows = 0, len;
+		long res;
+		int err = 0;
+
+		if (!json_is_object(rec))
+			return -EINVAL;
+		fixed = json_object();
+		if (!fixed)
+			return -ENOMEM;
+		json_object_foreach(rec, k, v)
+		{
+			if (!strcmp(k, "uid") || !strcmp(k, "type") || !strcmp(k, "subtype") ||
+			    !(json_is_number(v) || json_is_null(v)))
+				err |= json_object_set(fixed, k, v);
+		}
+		uid = json_object_get(rec, "uid");
+		if (uid)
+			err |= sonde_profile__uid_string(uid, &us);
+		json_object_del(fixed, "uid");
+		json_object_del(fixed, "type");
+		json_object_del(fixed, "subtype");
+		if (uid && !json_is_string(uid))
+			err |= json_object_set(fixed, "uid_object", uid);
+		res = err ? -ENOMEM
+			  : sonde_profile__resource(
+				    p, us.buf, json_string_value(json_object_get(rec, "type")),
+				    json_string_value(json_object_get(rec, "subtype")), fixed);
+		json_decref(fixed);
+		sonde_strbuf__release(&us);
+		if (res < 0)
+			return (int)res;
+		cols = json_object_get(p->res, p->keys[res]);
+		json_object_foreach(cols, k, v)
+		{
+			len = json_array_size(v);
+			rows = len > rows ? len : rows;
+		}
+		json_object_foreach(rec, k, v)
+		{
+			if (!strcmp(k, "uid") || !(json_is_number(v) || json_is_null(v)))
+				continue;
+			if (!json_object_get(cols, k)) {
+				json_t *arr = json_array();
+				size_t r;
+
+				for (r = 0; arr && r < rows; r++)
+					json_array_append_new(arr, json_null());
+				if (!arr || json_object_set_new(cols, k, arr))
+					return -ENOMEM;
+			}
+			json_array_append(json_object_get(cols, k), v);
+		}
+		if (snapshot >= 0) {
+			if (!json_object_get(cols, "snapshot")) {
+				json_t *arr = json_array();
+				size_t r;
+
+				for (r = 0; arr && r < rows; r++)
+					json_array_append_new(arr, json_null());
+				if (!arr || json_object_set_new(cols, "snapshot", arr))
+					return -ENOMEM;
+			}
+			json_array_append_new(json_object_get(cols, "snapshot"),
+					      json_integer(snapshot));
+		}
+		/* Pad columns this record lacks so all stay the same length. */
+		json_object_foreach(cols, k, v)
+		{
+			while (json_array_size(v) < rows + 1)
+				json_array_append_new(v, json_null());
+		}
+	}
+	return 0;
+}
+
+int sonde_profile__add_records(struct sonde_profile *p, json_t *records)
+{
+	if (!json_is_array(records))
+		return -EINVAL;
+	return convert_records(p, records, -1);
+}
+
+/* Turn a Perun profile (no format_version) into format_version 1. */
+static int convert_perun(struct sonde_profile *p, json_t *root)
+{
+	json_t *global = json_object_get(root, "global");
+	json_t *snaps = json_object_get(root, "snapshots");
+	json_t *records = json_object_get(root, "resources");
+	int err = 0;
+
+	json_object_set_new(json_object_get(root, "metadata"), "converted_from",
+			    json_string("perun"));
+	if (json_is_array(records)) {
+		json_incref(records);
+		json_object_set_new(root, "resources", json_object());
+		p->res = json_object_get(root, "resources");
+		err = convert_records(p, records, -1);
+		json_decref(records);
+	}
+	if (!err && json_is_object(global)) {
+		json_t *ts = json_object_get(global, "timestamp");
+
+		if (json_is_array(json_object_get(global, "resources")))
+			err = convert_records(p, json_object_get(global, "resources"), -1);
+		if (ts)
+			json_object_set(json_object_get(root, "metadata"), "perun_timestamp", ts);
+		json_object_del(root, "global");
+	}
+	if (!err && json_is_array(snaps)) {
+		size_t i;
+		json_t *s;
+
+		json_array_foreach(snaps, i, s)
+		{
+			err = convert_records(p, json_object_get(s, "resources"), (long)i);
+			if (err)
+				break;
+		}
+		json_object_del(root, "snapshots");
+	}
+	return err;
+}
+
+/* Check the columnar part and build the lookup structures. */
+static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_strbuf *err)
+{
+	const char *key, *ck;
+	json_t *fixed, *cols, *col;
+
+	json_object_foreach(p->rtm, key, fixed)
+	{
+		size_t len = (size_t)-1;
+		const char *uid;
+		json_t *count;
+
+		if (!json_is_object(fixed)) {
+			fail(err, EINVAL, "'%s': resource_type_map entry '%s' is not an object",
+			     name, key);
+			return -EINVAL;
+		}
+		cols = json_object_get(p->res, key);
+		if (!cols) {
+			cols = json_object();
+			json_object_set_new(p->res, key, cols);
+		}
+		if (!json_is_object(cols)) {
+			fail(err, EINVAL, "'%s': resources entry '%s' is not an object", name, key);
+			return -EINVAL;
+		}
+		json_object_foreach(cols, ck, col)
+		{
+			if (!json_is_array(col)) {
+				fail(err, EINVAL, "'%s': a column of resource '%s' is not an array",
+				     name, key);
+				return -EINVAL;
+			}
+			if (len != (size_t)-1 && json_array_size(col) != len) {
+				fail(err, EINVAL,
+				     "'%s': the columns of resource '%s' differ in length", name,
+				     key);
+				return -EINVAL;
+			}
+			len = json_array_size(col);
+		}
+		if (index_resource(p, key, fixed))
+			return -ENOMEM;
+		uid = json_string_value(json_object_get(fixed, "uid"));
+		if (uid) {
+			count = json_object_get(p->uid_counts, uid);
+			json_object_set_new(p->uid_counts, uid,
+					    json_integer(count ? json_integer_value(count) + 1 : 1));
+		}
+	}
+	json_object_foreach(p->res, key, cols)
+	{
+		if (!json_object_get(p->rtm, key)) {
+			fail(err, EINVAL, "'%s': resource '%s' has no resource_type_map entry",
+			     name, key);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const char *name,
+					   struct sonde_strbuf *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr), *fv, *v;
+	struct sonde_profile *p;
+	const char *const *k;
+	bool perun;
+
+	if (!root) {
+		char where[256];
+
+		snprintf(where, sizeof(where), "line %d, column %d: %s", jerr.line, jerr.column,
+			 jerr.text);
+		return fail(err, EINVAL, "'%s' is not valid JSON: %s", name, where);
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
+			    "the document is not a JSON object");
+	}
+	fv = json_object_get(root, "format_version");
+	perun = fv == NULL;
+	if (fv && (!json_is_integer(fv) || json_integer_value(fv) < 1)) {
+		json_decref(root);
+		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
+			    "format_version is not a positive integer");
+	}
+	if (fv && json_integer_value(fv) > SONDE_PROFILE_FORMAT_VERSION) {
+		char detail[128];
+
+		snprintf(detail, sizeof(detail),
+			 "format_version %lld is newer than this sonde reads (%d); upgrade sonde",
+			 (long long)json_integer_value(fv), SONDE_PROFILE_FORMAT_VERSION);
+		json_decref(root);
+		return fail(err, ENOTSUP, "'%s' has %s", name, detail);
+	}
+	for (k = toplevel_objects; *k; k++) {
+		v = json_object_get(root, *k);
+		if (v && !json_is_object(v) && !(perun && !strcmp(*k, "resources"))) {
+			char detail[96];
+
+			snprintf(detail, sizeof(detail), "'%s' is not an object", *k);
+			json_decref(root);
+			return fail(err, EINVAL, "'%s' is not a profile: %s", name, detail);
+		}
+	}
+	if (perun && !json_object_get(root, "header") && !json_object_get(root, "resources") &&
+	    !json_object_get(root, "global") && !json_object_get(root, "snapshots")) {
+		json_decref(root);
+		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
+			    "no format_version, header or resources");
+	}
+	if (!json_is_array(json_object_get(root, "resources")) && fill_defaults(root, NULL)) {
+		json_decref(root);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (json_is_array(json_object_get(root, "resources"))) {
+		/* fill the rest first, keeping the record list for the conversion */
+		json_t *records = json_incref(json_object_get(root, "resources"));
+
+		json_object_del(root, "resources");
+		if (fill_defaults(root, NULL)) {
+			json_decref(records);
+			json_decref(root);
+			errno = ENOMEM;
+			return NULL;
+		}
+		json_object_set_new(root, "resources", records);
+	}
+	if (!json_object_get(json_object_get(root, "header"), "type"))
+		json_object_set_new(json_object_get(root, "header"), "type", json_string("custom"));
+	p = wrap(root);
+	if (!p) {
+		json_decref(root);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (index_loaded(p, name, err)) {
+		sonde_profile__free(p);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (perun) {
+		int e = convert_perun(p, root);
+
+		p->rtm = json_object_get(root, "resource_type_map");
+		p->res = json_object_get(root, "resources");
+		if (e) {
+			sonde_profile__free(p);
+			return fail(err, e == -ENOMEM ? ENOMEM : EINVAL, "'%s' is not a profile: %s",
+				    name, "malformed Perun resource records");
+		}
+	}
+	return p;
+}
+
+struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf *err)
+{
+	struct sonde_profile *p;
+	char *buf;
+	size_t len;
+	int e = sonde_file__read(path, &buf, &len);
+
+	if (e) {
+		if (err)
+			sonde_strbuf__addf(err, "cannot read '%s': %s", path, strerror(-e));
+		errno = -e;
+		return NULL;
+	}
+	p = sonde_profile__parse(buf, len, path, err);
+	free(buf);
+	return p;
+}

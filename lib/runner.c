@@ -1,0 +1,470 @@
+/*
+ * runner.c - start, time and reap one target (see runner.h).
+ *
+ * Two ways to start:
+ *  - posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK)), the default: no copy of
+ *    sonde's address space, exec errors come back as the return value;
+ *  - fork + start barrier when a collector must attach before exec: the child
+ *    blocks reading a pipe, the parent runs attach() and then writes one byte;
+ *    exec errors come back through a close-on-exec pipe.
+ * Both apply the same redirection plan (struct redirect[]).
+ *
+ * Waiting: a plain wait4 when there is neither a timeout nor output to copy;
+ * otherwise poll() on a pidfd and the output pipes. After the target is reaped,
+ * its process group is killed and every member reaped (sonde is a child
+ * subreaper, so orphans of the target become its children).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <sonde/clock.h>
+#include <sonde/log.h>
+#include <sonde/runner.h>
+#include <sonde/strbuf.h>
+
+extern char **environ;
+
+static volatile sig_atomic_t current_pgid;
+static volatile sig_atomic_t pending_signal;
+
+struct sonde_runner {
+	struct sonde_runner_opts o;
+	char *path;
+	char *const *envp;
+	posix_spawnattr_t attr;
+};
+
+/* One step of the redirection plan: fd becomes a file opened at path, or a dup of from. */
+struct redirect {
+	int fd;
+	const char *path; /* NULL: dup from */
+	int flags;
+	int from;
+};
+
+void sonde_runner__interrupt(int sig)
+{
+	int saved = errno;
+
+	if (!pending_signal)
+		pending_signal = sig;
+	if (current_pgid > 0)
+		kill(-current_pgid, sig);
+	errno = saved;
+}
+
+int sonde_runner__interrupted(void)
+{
+	return pending_signal;
+}
+
+void sonde_runner__clear_interrupt(void)
+{
+	pending_signal = 0;
+}
+
+char *sonde_runner__resolve(const char *cmd)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	const char *path, *p;
+	int saw_eacces = 0;
+	struct stat st;
+
+	if (!cmd || !*cmd) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st) < 0)
+			return NULL;
+		if (!S_ISREG(st.st_mode) || access(cmd, X_OK) < 0) {
+			errno = EACCES;
+			return NULL;
+		}
+		return strdup(cmd);
+	}
+	path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+
+		sonde_strbuf__reset(&sb);
+		if (end == p)
+			sonde_strbuf__adds(&sb, ".");
+		else
+			sonde_strbuf__add(&sb, p, (size_t)(end - p));
+		sonde_strbuf__addf(&sb, "/%s", cmd);
+		if (stat(sb.buf, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(sb.buf, X_OK) == 0)
+				return sonde_strbuf__detach(&sb, NULL);
+			saw_eacces = 1;
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	sonde_strbuf__release(&sb);
+	errno = saw_eacces ? EACCES : ENOENT;
+	return NULL;
+}
+
+struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
+{
+	struct sonde_runner *r;
+	sigset_t none, def;
+
+	if (!opts || opts->sz < sizeof(*opts) || !opts->argv || !opts->argv[0]) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->o = *opts;
+	r->envp = opts->envp ? opts->envp : environ;
+	r->path = sonde_runner__resolve(opts->argv[0]);
+	if (!r->path) {
+		int e = errno;
+
+		free(r);
+		errno = e;
+		return NULL;
+	}
+	/* Orphans of the target become our children, so they can be reaped. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	posix_spawnattr_init(&r->attr);
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	posix_spawnattr_setsigmask(&r->attr, &none);
+	posix_spawnattr_setsigdefault(&r->attr, &def);
+	posix_spawnattr_setpgroup(&r->attr, 0);
+	posix_spawnattr_setflags(&r->attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+						   POSIX_SPAWN_SETSIGDEF);
+	return r;
+}
+
+void sonde_runner__free(struct sonde_runner *r)
+{
+	if (!r)
+		return;
+	posix_spawnattr_destroy(&r->attr);
+	free(r->path);
+	free(r);
+}
+
+const char *sonde_runner__path(const struct sonde_runner *r)
+{
+	return r->path;
+}
+
+/* The plan for stdin, stdout and stderr of one run; pipes[] are the capture pipes. */
+static size_t plan(const struct sonde_runner *r, const int pipes[4], struct redirect *rd)
+{
+	size_t n = 0;
+
+	rd[n++] = (struct redirect){ 0, r->o.input ? r->o.input : "/dev/null", O_RDONLY, -1 };
+	if (r->o.output == SONDE_OUTPUT_SUPPRESS) {
+		rd[n++] = (struct redirect){ 1, "/dev/null", O_WRONLY, -1 };
+		rd[n++] = (struct redirect){ 2, "/dev/null", O_WRONLY, -1 };
+	} else if (r->o.output == SONDE_OUTPUT_CAPTURE) {
+		rd[n++] = (struct redirect){ 1, NULL, 0, pipes[1] };
+		rd[n++] = (struct redirect){ 2, NULL, 0, pipes[3] };
+	}
+	if (r->o.stdout_fd >= 0)
+		rd[n++] = (struct redirect){ 1, NULL, 0, r->o.stdout_fd };
+	return n;
+}
+
+static int spawn_target(struct sonde_runner *r, const struct redirect *rd, size_t n, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	size_t i;
+	int err;
+
+	posix_spawn_file_actions_init(&fa);
+	for (i = 0; i < n; i++) {
+		if (rd[i].path)
+			posix_spawn_file_actions_addopen(&fa, rd[i].fd, rd[i].path, rd[i].flags, 0);
+		else
+			posix_spawn_file_actions_adddup2(&fa, rd[i].from, rd[i].fd);
+	}
+	err = posix_spawn(pid, r->path, &fa, &r->attr, r->o.argv, r->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	return -err;
+}
+
+/* In the forked child: apply the plan, wait at the barrier, exec. Never returns. */
+static void child_exec(struct sonde_runner *r, const struct redirect *rd, size_t n, int barrier,
+		       int errfd)
+{
+	sigset_t none;
+	size_t i;
+	char c;
+	int e;
+
+	setpgid(0, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (i = 0; i < n; i++) {
+		int fd = rd[i].path ? open(rd[i].path, rd[i].flags) : rd[i].from;
+
+		if (fd < 0 || dup2(fd, rd[i].fd) < 0)
+			goto fail;
+		if (rd[i].path && fd != rd[i].fd)
+			close(fd);
+	}
+	while (read(barrier, &c, 1) < 0 && errno == EINTR)
+		;
+	if (read(barrier, &c, 0) < 0) /* keep the fd referenced until exec */
+		goto fail;
+	execve(r->path, r->o.argv, r->envp);
+fail:
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+static void reap(pid_t pid, struct sonde_run *out)
+{
+	while (wait4(pid, &out->status, 0, &out->rusage) < 0 && errno == EINTR)
+		;
+	out->end_ns = sonde_clock_ns();
+}
+
+static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t n,
+		       struct sonde_run *out)
+{
+	int bar[2], errp[2], e = 0, err;
+	ssize_t got;
+	pid_t pid;
+
+	if (pipe2(bar, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(errp, O_CLOEXEC) < 0) {
+		err = -errno;
+		close(bar[0]);
+		close(bar[1]);
+		return err;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(bar[0]);
+		close(bar[1]);
+		close(errp[0]);
+		close(errp[1]);
+		return err;
+	}
+	if (pid == 0) {
+		close(bar[1]);
+		close(errp[0]);
+		child_exec(r, rd, n, bar[0], errp[1]);
+	}
+	setpgid(pid, pid);
+	current_pgid = pid;
+	close(bar[0]);
+	close(errp[1]);
+	out->pid = pid;
+	err = r->o.attach ? r->o.attach(pid, r->o.attach_ctx) : 0;
+	if (err) {
+		close(bar[1]); /* the child sees EOF and exits without exec */
+		kill(pid, SIGKILL);
+		close(errp[0]);
+		reap(pid, out);
+		current_pgid = 0;
+		return err;
+	}
+	out->start_ns = sonde_clock_ns();
+	if (write(bar[1], "g", 1) < 0)
+		err = -errno;
+	close(bar[1]);
+	while ((got = read(errp[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(errp[0]);
+	if (got == (ssize_t)sizeof(e) || err) {
+		reap(pid, out);
+		current_pgid = 0;
+		return err ? err : -e;
+	}
+	return 0;
+}
+
+static void copy_output(int from, int to, int copy, bool *open_)
+{
+	char buf[16384];
+	ssize_t n = read(from, buf, sizeof(buf));
+
+	if (n <= 0) {
+		if (n == 0 || (errno != EINTR && errno != EAGAIN))
+			*open_ = false;
+		return;
+	}
+	if (write(to, buf, (size_t)n) < 0) {
+		/* the terminal went away: keep the copy */
+	}
+	if (copy >= 0 && write(copy, buf, (size_t)n) < 0) {
+		/* reported by the caller when it closes the capture file */
+	}
+}
+
+/* Wait for pid, copying output and enforcing the timeout. */
+static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_fd,
+			struct sonde_run *out)
+{
+	bool out_open = out_fd >= 0, err_open = err_fd >= 0, exited = false;
+	uint64_t deadline = r->o.timeout_s > 0 ? out->start_ns + (uint64_t)(r->o.timeout_s * 1e9)
+					       : 0;
+	int pidfd;
+
+	if (!deadline && !out_open && !err_open) {
+		reap(pid, out);
+		return;
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	while (!exited) {
+		struct pollfd fds[3];
+		int nf = 0, ms = -1, rc;
+
+		fds[nf++] = (struct pollfd){ pidfd, POLLIN, 0 };
+		if (out_open)
+			fds[nf++] = (struct pollfd){ out_fd, POLLIN, 0 };
+		if (err_open)
+			fds[nf++] = (struct pollfd){ err_fd, POLLIN, 0 };
+		if (pidfd < 0)
+			ms = 10; /* no pidfd: poll for the exit */
+		if (deadline) {
+			uint64_t now = sonde_clock_ns();
+			int left = now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+
+			ms = ms < 0 || left < ms ? left : ms;
+		}
+		rc = poll(pidfd < 0 ? fds + 1 : fds, pidfd < 0 ? (nfds_t)nf - 1 : (nfds_t)nf, ms);
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (deadline && sonde_clock_ns() >= deadline) {
+			kill(-pid, SIGKILL);
+			out->timed_out = true;
+			deadline = 0;
+		}
+		if (pidfd < 0) {
+			siginfo_t si = { 0 };
+
+			if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+			    si.si_pid == pid)
+				exited = true;
+		}
+		if (rc <= 0)
+			continue;
+		for (int i = 0; i < nf; i++) {
+			if (!fds[i].revents)
+				continue;
+			if (fds[i].fd == pidfd)
+				exited = true;
+			else if (fds[i].fd == out_fd)
+				copy_output(out_fd, 1, r->o.capture_fd, &out_open);
+			else
+				copy_output(err_fd, 2, r->o.capture_fd, &err_open);
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	reap(pid, out);
+	/* Copy what is left; the group is killed first so no writer remains. */
+	out->leftover = 0;
+	if (kill(-pid, SIGKILL) == 0) {
+		while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
+			out->leftover++;
+	}
+	while (out_open || err_open) {
+		struct pollfd fds[2];
+		int nf = 0;
+
+		if (out_open)
+			fds[nf++] = (struct pollfd){ out_fd, POLLIN, 0 };
+		if (err_open)
+			fds[nf++] = (struct pollfd){ err_fd, POLLIN, 0 };
+		if (poll(fds, (nfds_t)nf, 1000) <= 0)
+			break; /* a writer escaped the group: stop copying */
+		for (int i = 0; i < nf; i++) {
+			if (!fds[i].revents)
+				continue;
+			if (fds[i].fd == out_fd)
+				copy_output(out_fd, 1, r->o.capture_fd, &out_open);
+			else
+				copy_output(err_fd, 2, r->o.capture_fd, &err_open);
+		}
+	}
+}
+
+int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
+{
+	int pipes[4] = { -1, -1, -1, -1 }, err = 0, i;
+	struct redirect rd[4];
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	if (r->o.output == SONDE_OUTPUT_CAPTURE &&
+	    (pipe2(pipes, O_CLOEXEC) < 0 || pipe2(pipes + 2, O_CLOEXEC) < 0)) {
+		err = -errno;
+		goto out;
+	}
+	n = plan(r, pipes, rd);
+	if (r->o.barrier) {
+		err = fork_target(r, rd, n, out);
+	} else {
+		out->start_ns = sonde_clock_ns();
+		err = spawn_target(r, rd, n, &out->pid);
+		if (!err) {
+			current_pgid = out->pid;
+			if (r->o.attach)
+				err = r->o.attach(out->pid, r->o.attach_ctx);
+			if (err) {
+				kill(-out->pid, SIGKILL);
+				reap(out->pid, out);
+				current_pgid = 0;
+			}
+		}
+	}
+	if (pipes[1] >= 0) {
+		close(pipes[1]);
+		close(pipes[3]);
+		pipes[1] = pipes[3] = -1;
+	}
+	if (err)
+		goto out;
+	/* A signal that came before current_pgid was set is forwarded now. */
+	if (pending_signal)
+		kill(-out->pid, pending_signal);
+	if (pipes[0] < 0 && !(r->o.timeout_s > 0)) {
+		reap(out->pid, out);
+		if (kill(-out->pid, SIGKILL) == 0)
+			while (waitpid(-out->pid, NULL, 0) > 0 || errno == EINTR)
+				out->leftover++;
+	} else {
+		wait_target(r, out->pid, pipes[0], pipes[2], out);
+	}
+	current_pgid = 0;
+	out->interrupted_by = pending_signal;
+	sonde_debug("runner", "pid %d status 0x%x %.3f ms", (int)out->pid, out->status,
+		    (double)(out->end_ns - out->start_ns) / 1e6);
+out:
+	for (i = 0; i < 4; i++)
+		if (pipes[i] >= 0)
+			close(pipes[i]);
+	return err;
+}

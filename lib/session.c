@@ -1,0 +1,782 @@
+/*
+ * session.c - one collection: collectors, the runner and the series (session.h).
+ *
+ * Invariants:
+ *  - state only moves UNINITIALIZED -> IDLE -> COLLECTING -> IDLE -> FINALIZED;
+ *  - the target's environment is built once in before() and never changes;
+ *  - every collector's cleanup() runs exactly once, in sonde_session__free().
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "config.h"
+#include <sonde/clock.h>
+#include <sonde/git.h>
+#include <sonde/log.h>
+#include <sonde/session.h>
+#include <sonde/sysinfo.h>
+#include <sonde/warning.h>
+
+extern char **environ;
+
+struct sonde_collection {
+	struct sonde_session *s;
+	const struct sonde_collector *col;
+	json_t *params;
+	void *priv;
+	struct sonde_profile *profile;
+	unsigned long long dropped;
+	json_t *notes;
+	int stdout_fd;
+};
+
+struct sonde_session {
+	struct sonde_session_opts o;
+	enum sonde_session_state state;
+	struct sonde_collection *cols;
+	size_t ncols;
+	char **env;	   /* the target's environment, built in before() */
+	json_t *setenv;	   /* name -> value, collected in before() */
+	struct sonde_strbuf preload;
+	char **argv;	   /* the target as run (a wrapper may come first) */
+	bool barrier;
+	int stdout_fd;
+	struct sonde_outcome out;
+	uint64_t t0;
+	uint64_t busy_ns; /* time the target (and --prepare) ran */
+};
+
+/* ---- the collection helpers ---------------------------------------------------------- */
+
+json_t *sonde_collection__params(struct sonde_collection *c)
+{
+	return c->params;
+}
+
+const struct sonde_collector *sonde_collection__collector(struct sonde_collection *c)
+{
+	return c->col;
+}
+
+void *sonde_collection__priv(struct sonde_collection *c)
+{
+	return c->priv;
+}
+
+void sonde_collection__set_priv(struct sonde_collection *c, void *priv)
+{
+	c->priv = priv;
+}
+
+char *const *sonde_collection__argv(struct sonde_collection *c)
+{
+	return c->s->o.argv;
+}
+
+int sonde_collection__setenv(struct sonde_collection *c, const char *name, const char *value)
+{
+	if (c->s->state != SONDE_SESSION_UNINITIALIZED || !name || strchr(name, '='))
+		return -EINVAL;
+	return json_object_set_new(c->s->setenv, name, json_string(value)) ? -ENOMEM : 0;
+}
+
+int sonde_collection__preload(struct sonde_collection *c, const char *path)
+{
+	struct sonde_strbuf *p = &c->s->preload;
+
+	if (c->s->state != SONDE_SESSION_UNINITIALIZED)
+		return -EINVAL;
+	if (p->len && sonde_strbuf__addch(p, ':'))
+		return -ENOMEM;
+	return sonde_strbuf__adds(p, path);
+}
+
+int sonde_collection__set_stdout(struct sonde_collection *c, int fd)
+{
+	if (c->s->state != SONDE_SESSION_UNINITIALIZED)
+		return -EINVAL;
+	c->s->stdout_fd = fd;
+	return 0;
+}
+
+void sonde_collection__dropped(struct sonde_collection *c, unsigned long long n)
+{
+	c->dropped += n;
+}
+
+void sonde_collection__note(struct sonde_collection *c, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_array_append_new(c->notes, json_string(msg));
+	sonde_log(SONDE_LOG_WARN, c->col->name, "%s", msg);
+}
+
+long long sonde_collection__param_int(struct sonde_collection *c, const char *name,
+				      long long def)
+{
+	json_t *v = json_object_get(c->params, name);
+
+	return json_is_integer(v) ? (long long)json_integer_value(v) : def;
+}
+
+const char *sonde_collection__param_str(struct sonde_collection *c, const char *name,
+					const char *def)
+{
+	json_t *v = json_object_get(c->params, name);
+
+	return json_is_string(v) ? json_string_value(v) : def;
+}
+
+/* ---- the session --------------------------------------------------------------------- */
+
+struct sonde_session *sonde_session__new(const struct sonde_session_opts *opts)
+{
+	struct sonde_session *s;
+
+	if (!opts || opts->sz < sizeof(*opts) || !opts->argv || !opts->argv[0]) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->o = *opts;
+	if (!s->o.min_runs)
+		s->o.min_runs = 10;
+	if (!(s->o.min_time_s > 0))
+		s->o.min_time_s = 3.0;
+	s->setenv = json_object();
+	s->stdout_fd = -1;
+	sonde_strbuf__init(&s->preload);
+	if (!s->setenv) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return s;
+}
+
+static void free_strv(char **v)
+{
+	char **p;
+
+	for (p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+void sonde_session__free(struct sonde_session *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->ncols; i++) {
+		struct sonde_collection *c = &s->cols[i];
+
+		if (c->col->cleanup)
+			c->col->cleanup(c);
+		json_decref(c->params);
+		json_decref(c->notes);
+		sonde_profile__free(c->profile);
+	}
+	free(s->cols);
+	free_strv(s->env);
+	free(s->argv);
+	json_decref(s->setenv);
+	sonde_strbuf__release(&s->preload);
+	free(s);
+}
+
+enum sonde_session_state sonde_session__state(const struct sonde_session *s)
+{
+	return s->state;
+}
+
+const struct sonde_outcome *sonde_session__outcome(const struct sonde_session *s)
+{
+	return &s->out;
+}
+
+size_t sonde_session__profile_count(const struct sonde_session *s)
+{
+	return s->ncols;
+}
+
+struct sonde_profile *sonde_session__profile(const struct sonde_session *s, size_t i)
+{
+	if (s->state != SONDE_SESSION_FINALIZED || i >= s->ncols)
+		return NULL;
+	return s->cols[i].profile;
+}
+
+int sonde_session__add(struct sonde_session *s, const struct sonde_collector *col,
+		       json_t *params)
+{
+	struct sonde_collection *v;
+	size_t i;
+
+	if (s->state != SONDE_SESSION_UNINITIALIZED || !col) {
+		json_decref(params);
+		return -EINVAL;
+	}
+	/* A wrapping collector owns the target's command line and stdout: it runs alone. */
+	for (i = 0; i < s->ncols; i++) {
+		if ((s->cols[i].col->flags | col->flags) & SONDE_COLLECTOR_WRAPS_TARGET) {
+			json_decref(params);
+			return -EINVAL;
+		}
+	}
+	v = realloc(s->cols, (s->ncols + 1) * sizeof(*v));
+	if (!v) {
+		json_decref(params);
+		return -ENOMEM;
+	}
+	s->cols = v;
+	v = &s->cols[s->ncols++];
+	memset(v, 0, sizeof(*v));
+	v->s = s;
+	v->col = col;
+	v->params = params ? params : json_object();
+	v->notes = json_array();
+	v->stdout_fd = -1;
+	if (col->flags & SONDE_COLLECTOR_NEEDS_BARRIER)
+		s->barrier = true;
+	return v->params && v->notes ? 0 : -ENOMEM;
+}
+
+/* environ with the collectors' variables and LD_PRELOAD additions applied. */
+static int build_env(struct sonde_session *s)
+{
+	size_t n = 0, k = 0, i;
+	const char *name;
+	json_t *val;
+	char **e;
+
+	for (e = environ; e && *e; e++)
+		n++;
+	s->env = calloc(n + json_object_size(s->setenv) + 2, sizeof(*s->env));
+	if (!s->env)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t len = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		char *key = strndup(environ[i], len);
+		bool replaced = key && (json_object_get(s->setenv, key) ||
+					(s->preload.len && !strcmp(key, "LD_PRELOAD")));
+
+		free(key);
+		if (replaced)
+			continue;
+		if (!(s->env[k++] = strdup(environ[i])))
+			return -ENOMEM;
+	}
+	json_object_foreach(s->setenv, name, val)
+	{
+		if (asprintf(&s->env[k++], "%s=%s", name, json_string_value(val)) < 0) {
+			s->env[--k] = NULL;
+			return -ENOMEM;
+		}
+	}
+	if (s->preload.len) {
+		const char *old = getenv("LD_PRELOAD");
+
+		if (asprintf(&s->env[k++], "LD_PRELOAD=%s%s%s", s->preload.buf,
+			     old && *old ? ":" : "", old ? old : "") < 0) {
+			s->env[--k] = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
+{
+	char *path;
+	size_t i, n = 0;
+	int rc;
+
+	if (s->state != SONDE_SESSION_UNINITIALIZED || s->ncols == 0) {
+		sonde_strbuf__adds(err, s->ncols ? "session already prepared" : "no collector");
+		return -EINVAL;
+	}
+	/* Refuse a command that cannot run before anything else happens. */
+	path = sonde_runner__resolve(s->o.argv[0]);
+	if (!path) {
+		rc = -errno;
+		sonde_strbuf__addf(err, "cannot execute '%s': %s", s->o.argv[0],
+				   rc == -ENOENT ? "command not found" : strerror(-rc));
+		return rc;
+	}
+	free(path);
+	for (i = 0; i < s->ncols; i++) {
+		struct sonde_collection *c = &s->cols[i];
+
+		rc = c->col->before ? c->col->before(c) : 0;
+		if (rc) {
+			sonde_strbuf__addf(err, "collector '%s' failed to prepare: %s", c->col->name,
+					   strerror(-rc));
+			return rc;
+		}
+	}
+	rc = build_env(s);
+	if (rc)
+		return rc;
+	while (s->o.argv[n])
+		n++;
+	s->argv = calloc(n + 2, sizeof(*s->argv));
+	if (!s->argv)
+		return -ENOMEM;
+	for (i = 0; i < s->ncols; i++) {
+		const char *w = s->cols[i].col->flags & SONDE_COLLECTOR_WRAPS_TARGET
+					? sonde_collection__param_str(&s->cols[i], "exe", NULL)
+					: NULL;
+		if (w) {
+			s->argv[0] = (char *)w;
+			memcpy(s->argv + 1, s->o.argv, n * sizeof(*s->argv));
+			break;
+		}
+	}
+	if (!s->argv[0])
+		memcpy(s->argv, s->o.argv, n * sizeof(*s->argv));
+	s->state = SONDE_SESSION_IDLE;
+	return 0;
+}
+
+/* argv with every "{NAME}" replaced by value; strings are owned by the result. */
+static char **substitute(char *const *argv, const char *name, const char *value)
+{
+	size_t n = 0, i;
+	char **v, pat[128];
+
+	while (argv[n])
+		n++;
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	snprintf(pat, sizeof(pat), "{%s}", name ? name : "");
+	for (i = 0; i < n; i++) {
+		struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+		const char *p = argv[i], *hit;
+
+		while (name && (hit = strstr(p, pat))) {
+			sonde_strbuf__add(&sb, p, (size_t)(hit - p));
+			sonde_strbuf__adds(&sb, value);
+			p = hit + strlen(pat);
+		}
+		sonde_strbuf__adds(&sb, p);
+		v[i] = sonde_strbuf__detach(&sb, NULL);
+		if (!v[i]) {
+			free_strv(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+static int attach_all(pid_t pid, void *ctx)
+{
+	struct sonde_session *s = ctx;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < s->ncols; i++) {
+		struct sonde_collection *c = &s->cols[i];
+
+		rc = c->col->start ? c->col->start(c, pid) : 0;
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static bool run_failed(const struct sonde_run *r)
+{
+	return r->timed_out || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0;
+}
+
+static void progress(struct sonde_session *s, unsigned done, unsigned total, bool warmup,
+		     const char *workload)
+{
+	struct sonde_progress pr = { 0 };
+
+	if (!s->o.progress)
+		return;
+	pr.done = done;
+	pr.total = total;
+	pr.warmup = warmup;
+	pr.workload = workload;
+	pr.elapsed_ns = sonde_clock_ns() - s->t0;
+	if (total && done)
+		pr.eta_ns = (uint64_t)((double)pr.elapsed_ns / done * (total - done));
+	s->o.progress(&pr, s->o.progress_ctx);
+}
+
+/* One workload (parameter value): warm-ups, then the measured runs. */
+static int run_workload(struct sonde_session *s, const char *value, unsigned *done,
+			unsigned *total, size_t nvalues, struct sonde_strbuf *err)
+{
+	struct sonde_runner_opts ro = { 0 }, po = { 0 };
+	struct sonde_runner *r = NULL, *prep = NULL;
+	char **argv = substitute(s->argv, s->o.param_name, value);
+	char *prep_argv[] = { "/bin/sh", "-c", (char *)s->o.prepare, NULL };
+	double size = 0;
+	bool has_size = false;
+	unsigned i, want, mine = 0;
+	int rc = 0;
+
+	if (!argv)
+		return -ENOMEM;
+	if (value) {
+		char *end;
+
+		size = strtod(value, &end);
+		has_size = *value && !*end;
+	}
+	ro.sz = sizeof(ro);
+	ro.argv = argv;
+	ro.envp = s->env;
+	ro.input = s->o.input;
+	ro.output = s->o.output;
+	ro.capture_fd = s->o.capture_fd;
+	ro.stdout_fd = s->stdout_fd;
+	ro.timeout_s = s->o.timeout_s;
+	ro.barrier = s->barrier;
+	ro.attach = attach_all;
+	ro.attach_ctx = s;
+	r = sonde_runner__new(&ro);
+	if (!r) {
+		rc = -errno;
+		sonde_strbuf__addf(err, "cannot execute '%s': %s", argv[0], strerror(errno));
+		goto out;
+	}
+	if (s->o.prepare) {
+		po = ro;
+		po.argv = prep_argv;
+		po.envp = NULL;
+		po.barrier = false;
+		po.attach = NULL;
+		po.stdout_fd = -1;
+		prep = sonde_runner__new(&po);
+		if (!prep) {
+			rc = -errno;
+			goto out;
+		}
+	}
+	want = s->o.repeat;
+	for (i = 0;; i++) {
+		bool warm = i < s->o.warmup;
+		struct sonde_run run;
+		struct sonde_run_info info = { 0 };
+		size_t k;
+
+		if (!warm && want && mine >= want)
+			break;
+		if (sonde_runner__interrupted())
+			break;
+		if (prep) {
+			rc = sonde_runner__run(prep, &run);
+			if (!rc && run_failed(&run)) {
+				sonde_strbuf__addf(err, "the --prepare command failed (status %d)",
+						   WIFEXITED(run.status) ? WEXITSTATUS(run.status)
+									 : 128 + WTERMSIG(run.status));
+				rc = -ECHILD;
+			}
+			if (rc || sonde_runner__interrupted())
+				break;
+		}
+		progress(s, *done, *total, warm, value);
+		rc = sonde_runner__run(r, &run);
+		if (rc) {
+			sonde_strbuf__addf(err, "cannot run '%s': %s", argv[0], strerror(-rc));
+			break;
+		}
+		s->busy_ns += run.end_ns - run.start_ns;
+		info.index = *done;
+		info.warmup = warm;
+		info.workload = value;
+		info.size = size;
+		info.has_size = has_size;
+		info.t0_ns = s->t0;
+		info.run = &run;
+		info.interrupted = run.interrupted_by && WIFSIGNALED(run.status) &&
+				   WTERMSIG(run.status) == run.interrupted_by;
+		s->out.leftover += run.leftover;
+		for (k = 0; k < s->ncols; k++) {
+			struct sonde_collection *c = &s->cols[k];
+
+			rc = c->col->stop ? c->col->stop(c, &info) : 0;
+			if (rc) {
+				sonde_strbuf__addf(err, "collector '%s' failed: %s", c->col->name,
+						   strerror(-rc));
+				goto out;
+			}
+		}
+		if (info.interrupted)
+			break; /* a run cut short by the user is not a measurement */
+		if (warm)
+			s->out.warmups++;
+		else {
+			s->out.runs++;
+			(*done)++;
+			mine++;
+		}
+		if (run.timed_out)
+			s->out.timed_out = true;
+		if (run_failed(&run)) {
+			if (!s->out.failed) {
+				s->out.failure_status = run.status;
+				s->out.failure_run = warm ? i + 1 : mine;
+			}
+			s->out.failed++;
+			if (!s->o.ignore_failure) {
+				s->out.stopped_on_failure = true;
+				break;
+			}
+		}
+		if (!warm && !want) {
+			/* Automatic count, fixed by the first measured run (hyperfine's rule). */
+			double t = (double)(run.end_ns - run.start_ns) / 1e9;
+			double by_time = t > 0 ? ceil(s->o.min_time_s / t) : s->o.min_runs;
+
+			want = by_time > s->o.min_runs ? (by_time > 1e7 ? 10000000u : (unsigned)by_time)
+						       : s->o.min_runs;
+			*total += want * (unsigned)nvalues;
+		}
+		progress(s, *done, *total, false, value);
+	}
+out:
+	sonde_runner__free(r);
+	sonde_runner__free(prep);
+	free_strv(argv);
+	return rc;
+}
+
+int sonde_session__run(struct sonde_session *s, struct sonde_strbuf *err)
+{
+	static const char *const single[] = { NULL };
+	const char *const *values = s->o.param_values ? s->o.param_values : single;
+	unsigned done = 0, total = 0;
+	size_t nvalues = 0, i;
+	int rc = 0;
+
+	if (s->state != SONDE_SESSION_IDLE || s->out.runs || s->out.warmups) {
+		sonde_strbuf__adds(err, "the session is not ready to run");
+		return -EINVAL;
+	}
+	while (s->o.param_values && values[nvalues])
+		nvalues++;
+	if (!nvalues)
+		nvalues = 1;
+	if (s->o.repeat)
+		total = s->o.repeat * (unsigned)nvalues;
+	s->state = SONDE_SESSION_COLLECTING;
+	s->t0 = sonde_clock_ns();
+	sonde_runner__clear_interrupt();
+	for (i = 0; i < nvalues; i++) {
+		rc = run_workload(s, values[i], &done, &total, s->o.repeat ? nvalues : 1, err);
+		if (rc || s->out.stopped_on_failure || sonde_runner__interrupted())
+			break;
+	}
+	s->out.interrupted_by = sonde_runner__interrupted();
+	s->out.duration_ns = sonde_clock_ns() - s->t0;
+	s->out.own_ns = s->out.duration_ns > s->busy_ns ? s->out.duration_ns - s->busy_ns : 0;
+	s->state = SONDE_SESSION_IDLE;
+	return rc;
+}
+
+/* ---- after: the profile ---------------------------------------------------------------- */
+
+static json_t *exit_status_json(int status, bool any)
+{
+	if (!any)
+		return json_null();
+	if (WIFEXITED(status))
+		return json_pack("{s:i, s:n, s:b}", "code", WEXITSTATUS(status), "signal",
+				 "core_dumped", 0);
+	return json_pack("{s:n, s:i, s:b}", "code", "signal", WTERMSIG(status), "core_dumped",
+			 WCOREDUMP(status) ? 1 : 0);
+}
+
+static void common_warnings(struct sonde_session *s, struct sonde_collection *c,
+			    struct sonde_profile *p, bool dirty)
+{
+	char msg[256];
+
+	if (s->out.timed_out) {
+		snprintf(msg, sizeof(msg), "a run was killed after the %g s timeout",
+			 s->o.timeout_s);
+		sonde_profile__add_warning(p, "timed-out", msg,
+					   sonde_warning__info(SONDE_WARN_TIMED_OUT)->fix);
+	}
+	if (s->out.interrupted_by) {
+		snprintf(msg, sizeof(msg), "the series was interrupted by %s after %u runs",
+			 strsignal(s->out.interrupted_by), s->out.runs);
+		sonde_profile__add_warning(p, "interrupted", msg,
+					   sonde_warning__info(SONDE_WARN_INTERRUPTED)->fix);
+	}
+	if (s->out.leftover) {
+		snprintf(msg, sizeof(msg), "the command left %u process(es) behind", s->out.leftover);
+		sonde_profile__add_warning(p, "leftover-processes", msg,
+					   sonde_warning__info(SONDE_WARN_LEFTOVER)->fix);
+	}
+	if (s->out.failed && s->o.ignore_failure) {
+		snprintf(msg, sizeof(msg), "%u of %u runs failed", s->out.failed,
+			 s->out.runs + s->out.warmups);
+		sonde_profile__add_warning(p, "nonzero-exit", msg,
+					   sonde_warning__info(SONDE_WARN_NONZERO_EXIT)->fix);
+	}
+	if (c->dropped) {
+		snprintf(msg, sizeof(msg), "%llu events were dropped", c->dropped);
+		sonde_profile__add_warning(p, "events-dropped", msg,
+					   sonde_warning__info(SONDE_WARN_EVENTS_DROPPED)->fix);
+	}
+	if (dirty)
+		sonde_profile__add_warning(p, "dirty-tree",
+					   "the work tree had uncommitted changes",
+					   sonde_warning__info(SONDE_WARN_DIRTY_TREE)->fix);
+}
+
+static json_t *argv_json(char *const *argv)
+{
+	json_t *a = json_array();
+
+	for (; a && *argv; argv++)
+		json_array_append_new(a, json_string(*argv));
+	return a;
+}
+
+/* The command as one line, each argument quoted when the shell would need it. */
+static json_t *cmd_string(char *const *argv)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	json_t *j;
+
+	for (; *argv; argv++) {
+		const char *a = *argv;
+
+		if (sb.len)
+			sonde_strbuf__addch(&sb, ' ');
+		if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!")])
+			sonde_strbuf__adds(&sb, a);
+		else {
+			sonde_strbuf__addch(&sb, '\'');
+			for (; *a; a++)
+				if (*a == '\'')
+					sonde_strbuf__adds(&sb, "'\\''");
+				else
+					sonde_strbuf__addch(&sb, *a);
+			sonde_strbuf__addch(&sb, '\'');
+		}
+	}
+	j = json_string(sb.buf);
+	sonde_strbuf__release(&sb);
+	return j;
+}
+
+static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
+			struct sonde_profile *p)
+{
+	json_t *h = sonde_profile__header(p), *units = json_object_get(h, "units");
+	json_t *st = sonde_profile__stats(p), *md = sonde_profile__metadata(p);
+	json_t *ci = sonde_profile__collector_info(p), *wl;
+	const char *const *u;
+	char origin[41], date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	int dirty = 0, rc = 0;
+	size_t i;
+
+	rc |= sonde_profile__set(h, "cmd", cmd_string(s->o.argv));
+	rc |= sonde_profile__set(h, "args", argv_json(s->o.argv));
+	if (s->o.param_values) {
+		struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+
+		for (i = 0; s->o.param_values[i]; i++)
+			sonde_strbuf__addf(&sb, "%s%s", i ? "," : "", s->o.param_values[i]);
+		wl = json_string(sb.buf);
+		sonde_strbuf__release(&sb);
+		rc |= sonde_profile__set(md, "parameter", json_string(s->o.param_name));
+	} else {
+		wl = json_string("");
+	}
+	rc |= sonde_profile__set(h, "workload", wl);
+	for (u = c->col->units; u && u[0] && u[1]; u += 2)
+		rc |= sonde_profile__set(units, u[0], json_string(u[1]));
+	rc |= sonde_profile__set(ci, "name", json_string(c->col->name));
+	rc |= sonde_profile__set(ci, "params", json_incref(c->params));
+	rc |= sonde_profile__set(sonde_profile__root(p), "machine", sonde_sysinfo__machine());
+	if (sonde_git__resolve(".", "HEAD", origin) == 0) {
+		rc |= sonde_profile__set_origin(p, origin);
+		dirty = sonde_git__dirty(".") == 1;
+		rc |= sonde_profile__set(md, "dirty", json_boolean(dirty));
+	}
+	localtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S%z", &tm);
+	rc |= sonde_profile__set(md, "date", json_string(date));
+	rc |= sonde_profile__set(md, "sonde_version", json_string(SONDE_VERSION));
+	rc |= sonde_profile__set(st, "runs", json_integer(s->out.runs));
+	rc |= sonde_profile__set(st, "warmup_runs", json_integer(s->out.warmups));
+	rc |= sonde_profile__set(st, "failed_runs", json_integer(s->out.failed));
+	rc |= sonde_profile__set(st, "exit_status",
+				 exit_status_json(s->out.failure_status,
+						  s->out.failed || s->out.runs || s->out.warmups));
+	rc |= sonde_profile__set(st, "timed_out", json_boolean(s->out.timed_out));
+	rc |= sonde_profile__set(st, "interrupted", json_boolean(s->out.interrupted_by != 0));
+	rc |= sonde_profile__set(st, "dropped_events", json_integer((json_int_t)c->dropped));
+	rc |= sonde_profile__set(st, "leftover_processes", json_integer(s->out.leftover));
+	rc |= sonde_profile__set(st, "duration_ns", json_integer((json_int_t)s->out.duration_ns));
+	rc |= sonde_profile__set(st, "notes", json_incref(c->notes));
+	/* Measured, not estimated: sonde's own time between and around the runs. */
+	rc |= sonde_profile__set(
+		st, "overhead",
+		json_pack("{s:s, s:I, s:f}", "method", "measured", "sonde_ns",
+			  (json_int_t)s->out.own_ns, "per_run_ns",
+			  s->out.runs + s->out.warmups
+				  ? (double)s->out.own_ns / (s->out.runs + s->out.warmups)
+				  : 0.0));
+	if (rc)
+		return -ENOMEM;
+	rc = c->col->after ? c->col->after(c, p) : 0;
+	if (rc)
+		return rc;
+	common_warnings(s, c, p, dirty);
+	return 0;
+}
+
+int sonde_session__after(struct sonde_session *s, struct sonde_strbuf *err)
+{
+	size_t i;
+	int rc;
+
+	if (s->state != SONDE_SESSION_IDLE) {
+		sonde_strbuf__adds(err, "the session has not been prepared, or is finalized");
+		return -EINVAL;
+	}
+	for (i = 0; i < s->ncols; i++) {
+		struct sonde_collection *c = &s->cols[i];
+
+		c->profile = sonde_profile__new(c->col->profile_type);
+		if (!c->profile)
+			return -ENOMEM;
+		rc = fill_profile(s, c, c->profile);
+		if (rc) {
+			sonde_strbuf__addf(err, "collector '%s' could not write its profile: %s",
+					   c->col->name, strerror(-rc));
+			return rc;
+		}
+	}
+	s->state = SONDE_SESSION_FINALIZED;
+	return 0;
+}

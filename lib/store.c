@@ -1,0 +1,382 @@
+/*
+ * store.c - the .sonde/ store (see store.h).
+ *
+ * Invariants: a row of the index always names an object file that was fully
+ * written before the row was committed; a failed add removes the object it wrote;
+ * remove deletes the row first and the object after the commit, so the index
+ * never names a missing file because of sonde.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <sonde/file.h>
+#include <sonde/log.h>
+#include <sonde/store.h>
+
+struct sonde_store {
+	char *worktree;
+	char *root;
+	char *jobs;
+	char *objects;
+	sqlite3 *db;
+};
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS profiles ("
+	" id INTEGER PRIMARY KEY,"
+	" origin TEXT NOT NULL,"
+	" path TEXT NOT NULL UNIQUE," /* relative to .sonde/ */
+	" collector TEXT, type TEXT, cmd TEXT, workload TEXT,"
+	" added INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS profiles_origin ON profiles(origin);"
+	"PRAGMA user_version = 1;";
+
+static int open_db(const char *root, sqlite3 **db)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/index.db", root);
+	rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(*db, 5000);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(*db, schema, NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sonde_log(SONDE_LOG_ERROR, "store", "index '%s': %s", path, sqlite3_errmsg(*db));
+		sqlite3_close(*db);
+		*db = NULL;
+		return rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN ? -EACCES : -EIO;
+	}
+	return 0;
+}
+
+int sonde_store__init(const char *dir)
+{
+	char path[PATH_MAX];
+	sqlite3 *db;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/.sonde/jobs", dir);
+	err = sonde_file__mkdir_p(path, 0755);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/.sonde/objects", dir);
+	err = sonde_file__mkdir_p(path, 0755);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/.sonde", dir);
+	err = open_db(path, &db);
+	if (!err)
+		sqlite3_close(db);
+	return err;
+}
+
+struct sonde_store *sonde_store__open(const char *dir)
+{
+	char cur[PATH_MAX], probe[PATH_MAX + 16];
+	struct sonde_store *s;
+	struct stat st;
+	int err;
+
+	if (!realpath(dir, cur))
+		return NULL;
+	for (;;) {
+		snprintf(probe, sizeof(probe), "%s/.sonde", strcmp(cur, "/") ? cur : "");
+		if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode))
+			break;
+		if (!strcmp(cur, "/")) {
+			errno = ENOENT;
+			return NULL;
+		}
+		*strrchr(cur, '/') = '\0';
+		if (!cur[0])
+			strcpy(cur, "/");
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->worktree = strdup(cur);
+	s->root = strdup(probe);
+	if (!s->worktree || !s->root || asprintf(&s->jobs, "%s/jobs", probe) < 0 ||
+	    asprintf(&s->objects, "%s/objects", probe) < 0) {
+		sonde_store__free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = open_db(s->root, &s->db);
+	if (err) {
+		sonde_store__free(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
+}
+
+void sonde_store__free(struct sonde_store *s)
+{
+	if (!s)
+		return;
+	if (s->db)
+		sqlite3_close(s->db);
+	free(s->worktree);
+	free(s->root);
+	free(s->jobs);
+	free(s->objects);
+	free(s);
+}
+
+const char *sonde_store__root(const struct sonde_store *s)
+{
+	return s->root;
+}
+
+const char *sonde_store__jobs(const struct sonde_store *s)
+{
+	return s->jobs;
+}
+
+const char *sonde_store__worktree(const struct sonde_store *s)
+{
+	return s->worktree;
+}
+
+void sonde_store_list__release(struct sonde_store_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->v[i].path);
+		free(l->v[i].origin);
+		free(l->v[i].collector);
+		free(l->v[i].type);
+		free(l->v[i].cmd);
+		free(l->v[i].workload);
+	}
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static struct sonde_store_entry *push(struct sonde_store_list *l)
+{
+	struct sonde_store_entry *v = realloc(l->v, (l->n + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	l->v = v;
+	memset(&v[l->n], 0, sizeof(v[0]));
+	return &v[l->n++];
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct sonde_store_entry *x = a, *y = b;
+
+	if (x->added != y->added)
+		return x->added < y->added ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
+{
+	DIR *d = opendir(s->jobs);
+	struct dirent *de;
+
+	memset(out, 0, sizeof(*out));
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct sonde_store_entry *e;
+		struct sonde_profile *p;
+		size_t len = strlen(de->d_name);
+		struct stat st;
+		char *path;
+
+		if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		if (asprintf(&path, "%s/%s", s->jobs, de->d_name) < 0)
+			break;
+		if (stat(path, &st) < 0 || !(e = push(out))) {
+			free(path);
+			continue;
+		}
+		e->path = path;
+		e->added = st.st_mtime;
+		p = sonde_profile__load(path, NULL);
+		if (p) {
+			json_t *h = sonde_profile__header(p);
+
+			e->origin = dup_or_null(sonde_profile__origin(p));
+			e->collector = dup_or_null(json_string_value(
+				json_object_get(sonde_profile__collector_info(p), "name")));
+			e->type = dup_or_null(sonde_profile__type(p));
+			e->cmd = dup_or_null(json_string_value(json_object_get(h, "cmd")));
+			e->workload = dup_or_null(json_string_value(json_object_get(h, "workload")));
+			sonde_profile__free(p);
+		}
+	}
+	closedir(d);
+	qsort(out->v, out->n, sizeof(out->v[0]), cmp_entry);
+	return 0;
+}
+
+int sonde_store__registered(struct sonde_store *s, const char *commit,
+			    struct sonde_store_list *out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = sqlite3_prepare_v2(s->db,
+				commit ? "SELECT id, path, origin, collector, type, cmd, workload, "
+					 "added FROM profiles WHERE origin = ?1 ORDER BY added, id"
+				       : "SELECT id, path, origin, collector, type, cmd, workload, "
+					 "added FROM profiles ORDER BY added, id",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return -EIO;
+	if (commit)
+		sqlite3_bind_text(st, 1, commit, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sonde_store_entry *e = push(out);
+
+		if (!e)
+			break;
+		e->id = sqlite3_column_int64(st, 0);
+		if (asprintf(&e->path, "%s/%s", s->root, (const char *)sqlite3_column_text(st, 1)) < 0)
+			e->path = NULL;
+		e->origin = dup_or_null((const char *)sqlite3_column_text(st, 2));
+		e->collector = dup_or_null((const char *)sqlite3_column_text(st, 3));
+		e->type = dup_or_null((const char *)sqlite3_column_text(st, 4));
+		e->cmd = dup_or_null((const char *)sqlite3_column_text(st, 5));
+		e->workload = dup_or_null((const char *)sqlite3_column_text(st, 6));
+		e->added = sqlite3_column_int64(st, 7);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+long sonde_store__count(struct sonde_store *s, const char *commit)
+{
+	sqlite3_stmt *st;
+	long n = -EIO;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM profiles WHERE origin = ?1", -1, &st,
+			       NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, commit, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = (long)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbuf *err)
+{
+	struct sonde_profile *p = sonde_profile__load(path, err);
+	const char *origin, *base = strrchr(path, '/');
+	char dir[PATH_MAX], dest[PATH_MAX * 2], *used = NULL, *buf = NULL;
+	sqlite3_stmt *st = NULL;
+	json_t *h;
+	size_t len;
+	int rc;
+
+	if (!p)
+		return -errno;
+	origin = sonde_profile__origin(p);
+	if (!origin) {
+		sonde_strbuf__addf(err, "'%s' has no origin commit: collect it inside a git work tree",
+				   path);
+		sonde_profile__free(p);
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", s->objects, origin);
+	rc = sonde_file__mkdir_p(dir, 0755);
+	if (!rc)
+		rc = sonde_file__read(path, &buf, &len);
+	snprintf(dest, sizeof(dest), "%s/%s", dir, base ? base + 1 : path);
+	if (!rc)
+		rc = sonde_file__write_new(dest, buf, len, &used);
+	free(buf);
+	if (rc) {
+		sonde_strbuf__addf(err, "cannot store '%s': %s", path, strerror(-rc));
+		sonde_profile__free(p);
+		return rc;
+	}
+	h = sonde_profile__header(p);
+	rc = sqlite3_prepare_v2(s->db,
+				"INSERT INTO profiles (origin, path, collector, type, cmd, workload, "
+				"added) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, origin, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, used + strlen(s->root) + 1, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3,
+				  json_string_value(
+					  json_object_get(sonde_profile__collector_info(p), "name")),
+				  -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, sonde_profile__type(p), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, json_string_value(json_object_get(h, "cmd")), -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, json_string_value(json_object_get(h, "workload")), -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+	}
+	if (rc != SQLITE_OK) {
+		sonde_strbuf__addf(err, "cannot index '%s': %s", path, sqlite3_errmsg(s->db));
+		unlink(used);
+		rc = -EIO;
+	}
+	sqlite3_finalize(st);
+	free(used);
+	sonde_profile__free(p);
+	return rc;
+}
+
+int sonde_store__remove(struct sonde_store *s, long long id)
+{
+	sqlite3_stmt *st;
+	char *rel = NULL, *path = NULL;
+	int rc = -ENOENT;
+
+	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -EIO;
+	if (sqlite3_prepare_v2(s->db, "SELECT path FROM profiles WHERE id = ?1", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			rel = dup_or_null((const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	if (rel && sqlite3_prepare_v2(s->db, "DELETE FROM profiles WHERE id = ?1", -1, &st,
+				      NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+		sqlite3_finalize(st);
+	}
+	if (rc || sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		free(rel);
+		return rc ? rc : -EIO;
+	}
+	if (asprintf(&path, "%s/%s", s->root, rel) >= 0) {
+		unlink(path);
+		free(path);
+	}
+	free(rel);
+	return 0;
+}

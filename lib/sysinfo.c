@@ -1,0 +1,60 @@
+/*
+ * sysinfo.c - describe the machine: uname, the CPU model, CPU count, memory.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <sonde/sysinfo.h>
+
+/* The value of the first "key : value" line of a /proc file, or NULL. */
+static json_t *proc_field(const char *path, const char *key)
+{
+	char line[512];
+	size_t klen = strlen(key);
+	FILE *f = fopen(path, "re");
+	json_t *v = NULL;
+
+	if (!f)
+		return json_null();
+	while (!v && fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':'), *val;
+
+		if (!colon || strncmp(line, key, klen) || (line[klen] != ' ' && line[klen] != '\t' &&
+							   line[klen] != ':'))
+			continue;
+		val = colon + 1;
+		val += strspn(val, " \t");
+		val[strcspn(val, "\n")] = '\0';
+		v = json_string(val);
+	}
+	fclose(f);
+	return v ? v : json_null();
+}
+
+json_t *sonde_sysinfo__machine(void)
+{
+	struct utsname u;
+	json_t *m = json_object(), *mem;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+	if (!m)
+		return NULL;
+	if (uname(&u) == 0) {
+		json_object_set_new(m, "architecture", json_string(u.machine));
+		json_object_set_new(m, "system", json_string(u.sysname));
+		json_object_set_new(m, "release", json_string(u.release));
+		json_object_set_new(m, "host", json_string(u.nodename));
+	} else {
+		json_object_set_new(m, "architecture", json_null());
+		json_object_set_new(m, "system", json_null());
+		json_object_set_new(m, "release", json_null());
+		json_object_set_new(m, "host", json_null());
+	}
+	json_object_set_new(m, "cpu", proc_field("/proc/cpuinfo", "model name"));
+	json_object_set_new(m, "cpus", cpus > 0 ? json_integer(cpus) : json_null());
+	mem = pages > 0 && psize > 0 ? json_integer((json_int_t)pages * psize) : json_null();
+	json_object_set_new(m, "memory", mem);
+	return m;
+}

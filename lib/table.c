@@ -1,0 +1,62 @@
+/*
+ * table.c - summarise each resource's amount column (see table.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sonde/table.h>
+
+int sonde_table__rows(const struct sonde_profile *p, struct sonde_table_row **rows, size_t *n)
+{
+	size_t count = sonde_profile__resource_count(p), i, k = 0;
+	json_t *units = json_object_get(sonde_profile__header(p), "units");
+	struct sonde_table_row *v = calloc(count ? count : 1, sizeof(*v));
+	double *x = NULL;
+	size_t xcap = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		json_t *fixed, *cols, *amount, *a;
+		struct sonde_table_row *r = &v[k];
+		size_t j, m = 0;
+
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		amount = json_object_get(cols, "amount");
+		if (json_array_size(amount) > xcap) {
+			double *nx = realloc(x, json_array_size(amount) * sizeof(*nx));
+
+			if (!nx) {
+				free(x);
+				free(v);
+				return -ENOMEM;
+			}
+			x = nx;
+			xcap = json_array_size(amount);
+		}
+		r->missing = 0;
+		json_array_foreach(amount, j, a)
+		{
+			if (json_is_number(a))
+				x[m++] = json_number_value(a);
+			else
+				r->missing++;
+		}
+		if (!m)
+			continue;
+		r->uid = json_string_value(json_object_get(fixed, "uid"));
+		r->type = json_string_value(json_object_get(fixed, "type"));
+		r->subtype = json_string_value(json_object_get(fixed, "subtype"));
+		r->workload = json_string_value(json_object_get(fixed, "workload"));
+		r->unit = r->type ? json_string_value(json_object_get(units, r->type)) : NULL;
+		if (sonde_stats__summarize(x, m, &r->s)) {
+			free(x);
+			free(v);
+			return -ENOMEM;
+		}
+		k++;
+	}
+	free(x);
+	*rows = v;
+	*n = k;
+	return 0;
+}

@@ -1,0 +1,161 @@
+/*
+ * cli.c - helpers shared by the commands: messages, exit codes, option parsing
+ * with generated help, and profile names (path, N@p, N@i).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+static void verror(const char *cmd, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "sonde: %s%s", cmd ? cmd : "", cmd ? ": " : "");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(cmd, fmt, ap);
+	va_end(ap);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(cmd, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "try 'sonde %s --help'\n", cmd);
+	return EXIT_USAGE;
+}
+
+int cli_exit_code(int err)
+{
+	switch (-err) {
+	case 0:
+		return EXIT_OK;
+	case EPERM:
+	case EACCES:
+	case ENOTSUP:
+	case ENOSYS:
+		return EXIT_UNSUPPORTED;
+	default:
+		return EXIT_FAILURE_;
+	}
+}
+
+void cli_help(const char *usage, const struct sonde_option *opts)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+
+	sonde_options__help(opts, &sb);
+	printf("%s\n\noptions:\n%s", usage, sb.buf);
+	sonde_strbuf__release(&sb);
+}
+
+int cli_parse(const char *cmd, const char *usage, const struct sonde_option *opts, int argc,
+	      char **argv, unsigned flags, json_t *params, int *code)
+{
+	struct sonde_optparse st = { .flags = flags, .params = params };
+	int first = sonde_options__parse(opts, argc, argv, &st);
+
+	if (first < 0) {
+		*code = cli_usage(cmd, "%s", st.err.len ? st.err.buf : strerror(-first));
+		sonde_optparse__release(&st);
+		return -1;
+	}
+	if (st.help) {
+		cli_help(usage, opts);
+		*code = EXIT_OK;
+		sonde_optparse__release(&st);
+		return -1;
+	}
+	sonde_optparse__release(&st);
+	return first;
+}
+
+/* "N@p" / "N@i": 1 and the number and kind when name has that form. */
+static int indexed_name(const char *name, long *n, char *kind)
+{
+	char *end;
+
+	if (!*name || *name < '0' || *name > '9')
+		return 0;
+	*n = strtol(name, &end, 10);
+	if (end[0] != '@' || (end[1] != 'p' && end[1] != 'i') || end[2])
+		return 0;
+	*kind = end[1];
+	return 1;
+}
+
+char *cli_profile_path(const char *cmd, const char *name, long long *store_id)
+{
+	struct sonde_store_list l;
+	struct sonde_store *s;
+	char head[41], kind, *path = NULL;
+	long n;
+	int rc;
+
+	if (store_id)
+		*store_id = 0;
+	if (!indexed_name(name, &n, &kind))
+		return strdup(name);
+	s = sonde_store__open(".");
+	if (!s) {
+		cli_error(cmd, "'%s' names a profile in the store, but there is no .sonde here "
+			       "(run 'sonde init')",
+			  name);
+		return NULL;
+	}
+	if (kind == 'p') {
+		rc = sonde_store__pending(s, &l);
+	} else if (sonde_git__resolve(sonde_store__worktree(s), "HEAD", head)) {
+		cli_error(cmd, "'%s' names a profile of HEAD, but '%s' is not a git work tree "
+			       "with commits",
+			  name, sonde_store__worktree(s));
+		sonde_store__free(s);
+		return NULL;
+	} else {
+		rc = sonde_store__registered(s, head, &l);
+	}
+	if (rc) {
+		cli_error(cmd, "cannot list the store: %s", strerror(-rc));
+	} else if ((size_t)n >= l.n) {
+		cli_error(cmd, "no profile '%s': there are %zu %s profile(s)", name, l.n,
+			  kind == 'p' ? "pending" : "registered");
+	} else {
+		path = strdup(l.v[n].path);
+		if (store_id)
+			*store_id = l.v[n].id;
+	}
+	if (!rc)
+		sonde_store_list__release(&l);
+	sonde_store__free(s);
+	return path;
+}
+
+struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *code)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *p;
+	char *path = cli_profile_path(cmd, name, NULL);
+
+	if (!path) {
+		*code = EXIT_FAILURE_;
+		return NULL;
+	}
+	p = sonde_profile__load(path, &err);
+	if (!p) {
+		*code = errno == ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
+		cli_error(cmd, "%s", err.buf);
+	}
+	sonde_strbuf__release(&err);
+	free(path);
+	return p;
+}

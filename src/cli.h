@@ -1,0 +1,70 @@
+/*
+ * cli.h - what the commands of the sonde program share: exit codes, messages,
+ * option handling, profile names, and the summary table.
+ */
+#ifndef SONDE_CLI_H
+#define SONDE_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sonde/sonde.h>
+
+/* The one exit-code table (docs/cli.md). */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAILURE_ = 1,
+	EXIT_USAGE = 2,
+	EXIT_UNSUPPORTED = 3,
+	EXIT_DEGRADATION = 4,
+	EXIT_NOEXEC = 126,
+	EXIT_NOTFOUND = 127,
+	EXIT_INTERRUPTED = 130,
+};
+
+struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+/* "sonde: CMD: message" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cli_error + "try 'sonde CMD --help'"; returns EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit code for a library error (-errno). */
+int cli_exit_code(int err);
+
+/*
+ * Parse a command's options. Returns the index of the first positional argument,
+ * or -1 after printing help (*code = EXIT_OK) or an error (*code = EXIT_USAGE).
+ */
+int cli_parse(const char *cmd, const char *usage, const struct sonde_option *opts, int argc,
+	      char **argv, unsigned flags, json_t *params, int *code);
+void cli_help(const char *usage, const struct sonde_option *opts);
+
+/*
+ * Resolve a profile name: a path, N@p (pending) or N@i (registered for HEAD).
+ * Returns a heap path or NULL after printing why. *store_id gets the index id of
+ * a registered profile (0 otherwise) when not NULL.
+ */
+char *cli_profile_path(const char *cmd, const char *name, long long *store_id);
+/* Load a profile named as above; prints why on failure and sets *code. */
+struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *code);
+
+enum cli_format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_MARKDOWN };
+extern const char *const cli_formats[];
+enum cli_format cli_format_of(const char *name);
+/* Print the summary table of a profile. Returns 0 or -errno. */
+int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out);
+
+int cmd_init(int argc, char **argv);
+int cmd_collect(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_add(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_log(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_utils(int argc, char **argv);
+
+#endif

@@ -1,0 +1,510 @@
+/*
+ * cmd-collect.c - `sonde collect COLLECTOR [options] -- CMD [ARGS...]`.
+ *
+ * Runs the command under one collector (built-in, --plugin PATH or --external
+ * EXE) and writes its profile: to -o FILE, else to .sonde/jobs/ inside an
+ * initialised tree, else to the current directory, named
+ * BIN-COLLECTOR[-WORKLOAD]-YYYY-MM-DD-HH-MM-SS.json. The profile is written
+ * whatever happened to the runs (failure, crash, timeout, SIGINT): the runs
+ * completed are kept and the profile says how the series ended.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sonde collect COLLECTOR [options] [--] CMD [ARGS...]\n"
+	"       sonde collect --plugin PATH [options] [--] CMD [ARGS...]\n"
+	"       sonde collect --external EXE [options] [--] CMD [ARGS...]\n"
+	"\n"
+	"Run CMD under a collector and write its profile. Collectors: time, external;\n"
+	"'sonde collect COLLECTOR --help' also lists the collector's own options.";
+
+static const char *const output_modes[] = { "default", "capture", "suppress", NULL };
+
+struct collect_opts {
+	long long warmup, repeat;
+	const char *prepare, *parameter, *output_mode, *input, *out_file, *plugin, *external;
+	double timeout;
+	bool ignore_failure, quiet;
+};
+
+/* Parse NAME=V1,V2,... or NAME=A..B[:STEP] into a NULL-terminated list. */
+static int parse_parameter(const char *spec, char **name, char ***values)
+{
+	const char *eq = strchr(spec, '=');
+	struct sonde_strlist l = { 0 };
+	char *list, *tok, *save, *dots;
+	size_t i;
+
+	if (!eq || eq == spec)
+		return -EINVAL;
+	for (i = 0; spec + i < eq; i++)
+		if (!(spec[i] == '_' || (spec[i] >= 'a' && spec[i] <= 'z') ||
+		      (spec[i] >= 'A' && spec[i] <= 'Z') || (i && spec[i] >= '0' && spec[i] <= '9')))
+			return -EINVAL;
+	*name = strndup(spec, (size_t)(eq - spec));
+	list = strdup(eq + 1);
+	if (!*name || !list)
+		return -ENOMEM;
+	dots = strstr(list, "..");
+	if (dots) {
+		char *end, *colon = strchr(dots, ':');
+		double a, b, step = 1;
+		long k, count;
+
+		*dots = '\0';
+		if (colon)
+			*colon = '\0';
+		a = strtod(list, &end);
+		if (!*list || *end)
+			goto bad;
+		b = strtod(dots + 2, &end);
+		if (!dots[2] || *end)
+			goto bad;
+		if (colon) {
+			step = strtod(colon + 1, &end);
+			if (!colon[1] || *end)
+				goto bad;
+		}
+		if (!(step > 0) || b < a || (b - a) / step > 1e6)
+			goto bad;
+		count = (long)floor((b - a) / step + 1e-9) + 1;
+		for (k = 0; k < count; k++) {
+			char buf[64];
+
+			snprintf(buf, sizeof(buf), "%.15g", a + (double)k * step);
+			sonde_strlist__push(&l, strdup(buf));
+		}
+	} else {
+		for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			sonde_strlist__push(&l, strdup(tok));
+		if (!l.n)
+			goto bad;
+	}
+	free(list);
+	*values = (char **)l.items;
+	return 0;
+bad:
+	free(list);
+	for (i = 0; i < l.n; i++)
+		free((char *)l.items[i]);
+	sonde_strlist__release(&l);
+	return -EINVAL;
+}
+
+/* ---- progress ------------------------------------------------------------------------- */
+
+static void draw_progress(const struct sonde_progress *pr, void *ctx)
+{
+	char el[32], eta[32], bar[31];
+	int fill = 0, i;
+
+	(void)ctx;
+	sonde_format__duration((double)pr->elapsed_ns, el, sizeof(el));
+	if (pr->total)
+		fill = (int)(30.0 * pr->done / pr->total);
+	for (i = 0; i < 30; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[30] = '\0';
+	if (pr->warmup)
+		fprintf(stderr, "\r\033[Kwarming up%s%s  %s", pr->workload ? " @" : "",
+			pr->workload ? pr->workload : "", el);
+	else if (pr->total)
+		fprintf(stderr, "\r\033[K[%s] %u/%u%s%s  %s  ETA %s", bar, pr->done, pr->total,
+			pr->workload ? " @" : "", pr->workload ? pr->workload : "", el,
+			pr->done ? sonde_format__duration((double)pr->eta_ns, eta, sizeof(eta))
+				 : "-");
+	else
+		fprintf(stderr, "\r\033[Kmeasuring the first run%s%s", pr->workload ? " @" : "",
+			pr->workload ? pr->workload : "");
+	fflush(stderr);
+}
+
+static void on_signal(int sig)
+{
+	sonde_runner__interrupt(sig);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = on_signal; /* no SA_RESTART: wait4 returns EINTR, then resumes */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- where the profile goes ----------------------------------------------------------- */
+
+static void sanitize(struct sonde_strbuf *sb, const char *s)
+{
+	for (; *s; s++)
+		sonde_strbuf__addch(sb, (*s == '/' || *s == ' ' || *s == '\t' || *s == '*' ||
+					 *s == '?' || *s == ':')
+						? '_'
+						: *s);
+}
+
+static char *default_path(const char *argv0, const char *collector, char **values)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct sonde_store *s = sonde_store__open(".");
+	char date[32], *a0 = strdup(argv0);
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t i;
+
+	if (s)
+		sonde_strbuf__addf(&sb, "%s/", sonde_store__jobs(s));
+	sonde_store__free(s);
+	sanitize(&sb, a0 ? basename(a0) : "cmd");
+	free(a0);
+	sonde_strbuf__addch(&sb, '-');
+	sanitize(&sb, collector);
+	if (values) {
+		sonde_strbuf__addch(&sb, '-');
+		for (i = 0; values[i] && i < 4; i++) {
+			if (i)
+				sonde_strbuf__addch(&sb, ',');
+			sanitize(&sb, values[i]);
+		}
+		if (values[i])
+			sonde_strbuf__adds(&sb, ",...");
+	}
+	localtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%Y-%m-%d-%H-%M-%S", &tm);
+	sonde_strbuf__addf(&sb, "-%s.json", date);
+	return sonde_strbuf__detach(&sb, NULL);
+}
+
+/* The directory part of path must be writable; say so before running anything. */
+static int check_writable(const char *path)
+{
+	char *d = strdup(path);
+	int rc = 0;
+
+	if (!d)
+		return -ENOMEM;
+	if (access(dirname(d), W_OK) < 0)
+		rc = -errno;
+	free(d);
+	return rc;
+}
+
+/* Open a temporary capture file beside the profile. */
+static int open_capture(const char *profile, char **tmp)
+{
+	char *d = strdup(profile);
+	int fd;
+
+	if (!d || asprintf(tmp, "%s/.sonde-output-XXXXXX", dirname(d)) < 0) {
+		free(d);
+		return -ENOMEM;
+	}
+	free(d);
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static void describe_status(struct sonde_strbuf *sb, int status)
+{
+	if (WIFEXITED(status))
+		sonde_strbuf__addf(sb, "exited with status %d", WEXITSTATUS(status));
+	else
+		sonde_strbuf__addf(sb, "was killed by signal %d (%s)%s", WTERMSIG(status),
+				   strsignal(WTERMSIG(status)),
+				   WCOREDUMP(status) ? ", core dumped" : "");
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static const struct sonde_collector *pick_collector(int argc, char **argv, const char **name,
+						    int *skip, int *code)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	const struct sonde_collector *col;
+	const char *plugin = NULL;
+	int i;
+
+	*skip = 0;
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strncmp(argv[i], "--plugin=", 9))
+			plugin = argv[i] + 9;
+		else if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+			plugin = argv[i + 1];
+		else if (!strcmp(argv[i], "--external") || !strncmp(argv[i], "--external=", 11))
+			return sonde_collector__find("external");
+		if (argv[i][0] != '-' && !plugin && i == 1)
+			break;
+	}
+	if (plugin) {
+		col = sonde_collector__load_plugin(plugin, &err);
+		if (!col) {
+			cli_error("collect", "%s", err.buf);
+			*code = EXIT_FAILURE_;
+		}
+		sonde_strbuf__release(&err);
+		return col;
+	}
+	if (argc < 2 || argv[1][0] == '-') {
+		*code = -1; /* no collector: help or usage, decided by the caller */
+		return NULL;
+	}
+	*name = argv[1];
+	*skip = 1;
+	col = sonde_collector__find(argv[1]);
+	if (!col)
+		*code = cli_usage("collect", "unknown collector '%s' (collectors: time, external)",
+				  argv[1]);
+	return col;
+}
+
+static int finish(struct sonde_session *s, const struct collect_opts *o, char **argv,
+		  const char *col_name, char **values, int capture_fd, char *capture_tmp)
+{
+	const struct sonde_outcome *out = sonde_session__outcome(s);
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *p;
+	char *path, *used = NULL, *buf;
+	size_t len;
+	int rc, code = EXIT_OK;
+
+	rc = sonde_session__after(s, &err);
+	if (rc) {
+		cli_error("collect", "%s", err.buf);
+		sonde_strbuf__release(&err);
+		return cli_exit_code(rc);
+	}
+	p = sonde_session__profile(s, 0);
+	path = o->out_file ? strdup(o->out_file) : default_path(argv[0], col_name, values);
+	if (capture_tmp) {
+		char *out_name = NULL;
+		size_t stem = strlen(path) > 5 && !strcmp(path + strlen(path) - 5, ".json")
+				      ? strlen(path) - 5
+				      : strlen(path);
+
+		close(capture_fd);
+		if (asprintf(&out_name, "%.*s.out", (int)stem, path) >= 0 &&
+		    rename(capture_tmp, out_name) == 0) {
+			char *b = strdup(out_name);
+
+			sonde_profile__set(sonde_profile__metadata(p), "captured_output",
+					   json_string(basename(b)));
+			free(b);
+		} else {
+			unlink(capture_tmp);
+		}
+		free(out_name);
+	}
+	buf = sonde_profile__dump(p, &len);
+	if (!buf) {
+		rc = -ENOMEM;
+	} else {
+		buf[len] = '\n';
+		rc = o->out_file ? sonde_file__write_atomic(path, buf, len + 1)
+				 : sonde_file__write_new(path, buf, len + 1, &used);
+		free(buf);
+	}
+	if (rc) {
+		cli_error("collect", "cannot write profile '%s': %s", path, strerror(-rc));
+		free(path);
+		sonde_strbuf__release(&err);
+		return EXIT_FAILURE_;
+	}
+	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by)
+		cli_show_table(p, FMT_TEXT, stdout);
+	sonde_strbuf__reset(&err);
+	if (out->interrupted_by) {
+		cli_error("collect", "interrupted by %s after %u run(s); profile written to '%s'",
+			  strsignal(out->interrupted_by), out->runs, used ? used : path);
+		code = EXIT_INTERRUPTED;
+	} else if (out->stopped_on_failure) {
+		describe_status(&err, out->failure_status);
+		cli_error("collect",
+			  "'%s' %s%s in run %u; profile written to '%s' (use --ignore-failure to "
+			  "measure failing runs)",
+			  argv[0], out->timed_out ? "timed out and " : "", err.buf,
+			  out->failure_run, used ? used : path);
+		code = EXIT_FAILURE_;
+	} else {
+		printf("profile written to '%s'\n", used ? used : path);
+	}
+	sonde_strbuf__release(&err);
+	free(used);
+	free(path);
+	return code;
+}
+
+int cmd_collect(int argc, char **argv)
+{
+	struct collect_opts o = { .repeat = 0, .output_mode = "default" };
+	const struct sonde_option common[] = {
+		{ SONDE_OPT_INT, 'w', "warmup", &o.warmup, "N",
+		  "run the command N times before measuring", 0, 1e9 },
+		{ SONDE_OPT_INT, 'r', "repeat", &o.repeat, "N",
+		  "measure N runs (default: at least 10 runs and 3 s)", 1, 1e9 },
+		{ SONDE_OPT_STRING, 0, "prepare", &o.prepare, "CMD",
+		  "shell command run before every run (not measured)" },
+		{ SONDE_OPT_STRING, 0, "parameter", &o.parameter, "NAME=LIST|A..B:STEP",
+		  "run once per value, with {NAME} replaced in the arguments" },
+		{ SONDE_OPT_DOUBLE, 't', "timeout", &o.timeout, "SECONDS",
+		  "kill a run (its whole process group) after SECONDS", 0, 1e9 },
+		{ SONDE_OPT_CHOICE, 0, "output", &o.output_mode, NULL,
+		  "the command's output: shown, shown and kept beside the profile, or discarded",
+		  0, 0, output_modes },
+		{ SONDE_OPT_STRING, 0, "input", &o.input, "FILE",
+		  "the command's stdin (default: /dev/null)" },
+		{ SONDE_OPT_FLAG, 'i', "ignore-failure", &o.ignore_failure, NULL,
+		  "measure runs that exit non-zero instead of stopping" },
+		{ SONDE_OPT_STRING, 'o', "output-file", &o.out_file, "FILE",
+		  "write the profile to FILE" },
+		{ SONDE_OPT_FLAG, 'q', "quiet", &o.quiet, NULL, "no progress bar and no table" },
+		{ SONDE_OPT_STRING, 0, "plugin", &o.plugin, "PATH",
+		  "use the collector of a plugin (a shared object)" },
+		{ SONDE_OPT_STRING, 0, "external", &o.external, "EXE",
+		  "use an executable as the collector (see docs/collectors.md)" },
+		{ .type = SONDE_OPT_END },
+	};
+	struct sonde_option table[4] = { 0 };
+	struct sonde_session_opts so = { .sz = sizeof(so) };
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	const struct sonde_collector *col;
+	const char *col_name = NULL;
+	char *pname = NULL, **values = NULL, *capture_tmp = NULL, *probe;
+	json_t *params = json_object(), *cparams;
+	struct sonde_session *s = NULL;
+	int skip, first, code = EXIT_OK, rc, capture_fd = -1;
+	size_t i;
+
+	col = pick_collector(argc, argv, &col_name, &skip, &code);
+	if (!col && code != -1) {
+		json_decref(params);
+		return code;
+	}
+	table[0] = (struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL, NULL, 0, 0, NULL,
+					  common };
+	if (col && col->options && col->options[0].type != SONDE_OPT_END) {
+		static char heading[128];
+
+		snprintf(heading, sizeof(heading), "options of the %s collector", col->name);
+		table[1] = (struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL, heading,
+						  0, 0, NULL, col->options };
+	}
+	first = cli_parse("collect", usage, table, argc - 1 - skip, argv + 1 + skip, 0, params,
+			  &code);
+	if (first < 0) {
+		json_decref(params);
+		return code;
+	}
+	if (!col) {
+		json_decref(params);
+		return cli_usage("collect", "which collector? (collectors: time, external)");
+	}
+	col_name = col->name;
+	argv += 1 + skip + first;
+	argc -= 1 + skip + first;
+	if (argc < 1) {
+		json_decref(params);
+		return cli_usage("collect", "which command? give it after the options: "
+					    "sonde collect %s -- CMD",
+				 col_name);
+	}
+	/* collector_info.params: what the user asked for; the plugin path as given. */
+	cparams = params;
+	if (o.external)
+		json_object_set_new(cparams, "exe", json_string(o.external));
+	if (o.parameter && parse_parameter(o.parameter, &pname, &values)) {
+		json_decref(params);
+		free(pname);
+		return cli_usage("collect",
+				 "invalid value '%s' for '--parameter': expected NAME=V1,V2,... or "
+				 "NAME=A..B:STEP",
+				 o.parameter);
+	}
+	probe = o.out_file ? strdup(o.out_file) : default_path(argv[0], col_name, values);
+	rc = probe ? check_writable(probe) : -ENOMEM;
+	if (rc) {
+		cli_error("collect", "cannot write the profile to '%s': %s", probe, strerror(-rc));
+		code = cli_exit_code(rc) == EXIT_UNSUPPORTED ? EXIT_FAILURE_ : EXIT_FAILURE_;
+		free(probe);
+		goto out;
+	}
+	if (!strcmp(o.output_mode, "capture")) {
+		capture_fd = open_capture(probe, &capture_tmp);
+		if (capture_fd < 0) {
+			cli_error("collect", "cannot create the capture file: %s",
+				  strerror(-capture_fd));
+			free(probe);
+			code = EXIT_FAILURE_;
+			goto out;
+		}
+	}
+	free(probe);
+	so.argv = argv;
+	so.warmup = (unsigned)o.warmup;
+	so.repeat = (unsigned)o.repeat;
+	so.prepare = o.prepare;
+	so.param_name = pname;
+	so.param_values = (const char *const *)values;
+	so.timeout_s = o.timeout;
+	so.input = o.input;
+	so.output = !strcmp(o.output_mode, "capture")	 ? SONDE_OUTPUT_CAPTURE
+		    : !strcmp(o.output_mode, "suppress") ? SONDE_OUTPUT_SUPPRESS
+							 : SONDE_OUTPUT_DEFAULT;
+	so.capture_fd = capture_fd;
+	so.ignore_failure = o.ignore_failure;
+	if (!o.quiet && isatty(2))
+		so.progress = draw_progress;
+	s = sonde_session__new(&so);
+	if (!s || sonde_session__add(s, col, json_incref(cparams))) {
+		cli_error("collect", "out of memory");
+		code = EXIT_FAILURE_;
+		goto out;
+	}
+	rc = sonde_session__before(s, &err);
+	if (rc) {
+		cli_error("collect", "%s", err.buf);
+		code = rc == -ENOENT ? EXIT_NOTFOUND : rc == -EACCES ? EXIT_NOEXEC : cli_exit_code(rc);
+		goto out;
+	}
+	install_signals();
+	rc = sonde_session__run(s, &err);
+	if (so.progress)
+		fprintf(stderr, "\r\033[K");
+	if (rc) {
+		/* Nothing measured can be trusted if the runner broke; still keep the runs. */
+		cli_error("collect", "%s", err.buf);
+		finish(s, &o, argv, col_name, values, capture_fd, capture_tmp);
+		capture_tmp = NULL;
+		code = EXIT_FAILURE_;
+		goto out;
+	}
+	code = finish(s, &o, argv, col_name, values, capture_fd, capture_tmp);
+	capture_tmp = NULL;
+out:
+	if (capture_tmp) {
+		close(capture_fd);
+		unlink(capture_tmp);
+	}
+	free(capture_tmp);
+	sonde_session__free(s);
+	sonde_strbuf__release(&err);
+	json_decref(params);
+	for (i = 0; values && values[i]; i++)
+		free(values[i]);
+	free(values);
+	free(pname);
+	return code;
+}

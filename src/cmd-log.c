@@ -1,0 +1,56 @@
+/*
+ * cmd-log.c - `sonde log [-n N]`: the last commits with their profile counts.
+ */
+#include <errno.h>
+#include <string.h>
+#include "cli.h"
+
+static const char usage[] = "usage: sonde log [-n N]";
+
+int cmd_log(int argc, char **argv)
+{
+	long long max = 20;
+	const struct sonde_option opts[] = {
+		{ SONDE_OPT_INT, 'n', "max-count", &max, "N", "show N commits (default 20)", 1,
+		  1e9 },
+		{ .type = SONDE_OPT_END },
+	};
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct sonde_store *s;
+	char *line, *save;
+	int first, code, rc;
+
+	first = cli_parse("log", usage, opts, argc - 1, argv + 1, 0, NULL, &code);
+	if (first < 0)
+		return code;
+	if (first < argc - 1)
+		return cli_usage("log", "unexpected argument '%s'", argv[1 + first]);
+	s = sonde_store__open(".");
+	if (!s) {
+		cli_error("log", "no .sonde store here or above (run 'sonde init')");
+		return EXIT_FAILURE_;
+	}
+	rc = sonde_git__log(sonde_store__worktree(s), (unsigned)max, &sb);
+	if (rc) {
+		cli_error("log", "'%s' is not a git work tree with commits",
+			  sonde_store__worktree(s));
+		sonde_store__free(s);
+		return EXIT_FAILURE_;
+	}
+	for (line = strtok_r(sb.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(line, '\t');
+		long n;
+
+		if (!tab)
+			continue;
+		*tab = '\0';
+		n = sonde_store__count(s, line);
+		if (n < 0)
+			printf("%.12s    ? profiles  %s\n", line, tab + 1);
+		else
+			printf("%.12s  %3ld profile%s  %s\n", line, n, n == 1 ? " " : "s", tab + 1);
+	}
+	sonde_strbuf__release(&sb);
+	sonde_store__free(s);
+	return EXIT_OK;
+}
