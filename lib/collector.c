@@ -35,7 +35,7 @@ const struct sonde_collector *sonde_collector__find(const char *name)
 }
 
 const struct sonde_collector *sonde_collector__load_plugin(const char *path,
-							  struct sonde_strbuf *err)
+							   struct sonde_strbuf *err)
 {
 	const struct sonde_collector *col;
 	sonde_collector_entry_fn entry;

@@ -91,11 +91,16 @@ int sonde_file__write_new(const char *path, const void *buf, size_t len, char **
 	struct sonde_strbuf tmp = SONDE_STRBUF_INIT, name = SONDE_STRBUF_INIT;
 	const char *slash = strrchr(path, '/');
 	const char *dot = strrchr(slash ? slash : path, '.');
-	size_t stem = dot && dot != (slash ? slash + 1 : path) ? (size_t)(dot - path)
-								: strlen(path);
+	size_t stem =
+		dot && dot != (slash ? slash + 1 : path) ? (size_t)(dot - path) : strlen(path);
 	int err = write_temp(path, buf, len, &tmp), i;
 
-	for (i = 0; !err && i < 1000; i++) {
+	if (err) {
+		sonde_strbuf__release(&tmp);
+		return err;
+	}
+
+	for (i = 0; i < 1000; i++) {
 		sonde_strbuf__reset(&name);
 		if (i == 0)
 			err = sonde_strbuf__adds(&name, path);

@@ -22,8 +22,11 @@ char *sonde_format__duration(double ns, char *buf, size_t len)
 		if (fabs(ns) >= steps[i].scale) {
 			double v = ns / steps[i].scale;
 
-			snprintf(buf, len, "%.*f %s", fabs(v) >= 100 ? 1 : fabs(v) >= 10 ? 2 : 3, v,
-				 steps[i].unit);
+			snprintf(buf, len, "%.*f %s",
+				 fabs(v) >= 100	 ? 1
+				 : fabs(v) >= 10 ? 2
+						 : 3,
+				 v, steps[i].unit);
 			return buf;
 		}
 	}

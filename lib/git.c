@@ -58,8 +58,7 @@ static int run_git(const char *dir, const char *const *args, struct sonde_strbuf
 
 int sonde_git__resolve(const char *dir, const char *rev, char out[41])
 {
-	const char *args[] = { "rev-parse", "--verify", "--quiet", "--end-of-options", NULL,
-			       NULL };
+	const char *args[] = { "rev-parse", "--verify", "--quiet", "--end-of-options", NULL, NULL };
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	char spec[256];
 	int rc;

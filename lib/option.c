@@ -46,7 +46,8 @@ static const struct sonde_option *find_long(const struct sonde_option *o, const 
 				return f;
 			continue;
 		}
-		if (o->long_name && strlen(o->long_name) == len && !strncmp(o->long_name, name, len))
+		if (o->long_name && strlen(o->long_name) == len &&
+		    !strncmp(o->long_name, name, len))
 			return o;
 	}
 	return NULL;
@@ -88,12 +89,12 @@ static int range_error(struct sonde_optparse *st, const char *shown, const char 
 	if (o->min == o->max)
 		return 0;
 	if (isinf(o->max) || o->max >= 1e300)
-		sonde_strbuf__addf(&st->err, "invalid value '%s' for '%s': must be at least %.15g", arg,
-				   shown, o->min);
+		sonde_strbuf__addf(&st->err, "invalid value '%s' for '%s': must be at least %.15g",
+				   arg, shown, o->min);
 	else
 		sonde_strbuf__addf(&st->err,
-				   "invalid value '%s' for '%s': must be between %.15g and %.15g", arg,
-				   shown, o->min, o->max);
+				   "invalid value '%s' for '%s': must be between %.15g and %.15g",
+				   arg, shown, o->min, o->max);
 	return -EINVAL;
 }
 
@@ -143,8 +144,9 @@ static int set_value(const struct sonde_option *o, const char *shown, const char
 		errno = 0;
 		v = strtod(arg, &end);
 		if (!*arg || *end || errno || !isfinite(v)) {
-			sonde_strbuf__addf(&st->err, "invalid value '%s' for '%s': expected a number",
-					   arg, shown);
+			sonde_strbuf__addf(&st->err,
+					   "invalid value '%s' for '%s': expected a number", arg,
+					   shown);
 			return -EINVAL;
 		}
 		if (o->min != o->max && (v < o->min || v > o->max))
@@ -161,10 +163,12 @@ static int set_value(const struct sonde_option *o, const char *shown, const char
 			if (!strcmp(*c, arg))
 				break;
 		if (!c || !*c) {
-			sonde_strbuf__addf(&st->err, "invalid value '%s' for '%s': expected one of ",
-					   arg, shown);
+			sonde_strbuf__addf(&st->err,
+					   "invalid value '%s' for '%s': expected one of ", arg,
+					   shown);
 			for (c = o->choices; c && *c; c++)
-				sonde_strbuf__addf(&st->err, "%s%s", c == o->choices ? "" : ", ", *c);
+				sonde_strbuf__addf(&st->err, "%s%s", c == o->choices ? "" : ", ",
+						   *c);
 			return -EINVAL;
 		}
 	}
@@ -326,8 +330,8 @@ static int help_table(const struct sonde_option *o, struct sonde_strbuf *out)
 
 				sonde_strbuf__adds(&left, " ");
 				for (c = o->choices; *c; c++)
-					sonde_strbuf__addf(&left, "%s%s", c == o->choices ? "" : "|",
-							   *c);
+					sonde_strbuf__addf(&left, "%s%s",
+							   c == o->choices ? "" : "|", *c);
 			} else {
 				sonde_strbuf__adds(&left, " VALUE");
 			}
@@ -335,7 +339,8 @@ static int help_table(const struct sonde_option *o, struct sonde_strbuf *out)
 		if (left.len < 30)
 			sonde_strbuf__addf(out, "%-30s%s\n", left.buf, o->help ? o->help : "");
 		else
-			sonde_strbuf__addf(out, "%s\n%-30s%s\n", left.buf, "", o->help ? o->help : "");
+			sonde_strbuf__addf(out, "%s\n%-30s%s\n", left.buf, "",
+					   o->help ? o->help : "");
 		sonde_strbuf__release(&left);
 	}
 	return 0;

@@ -19,8 +19,8 @@
 
 struct sonde_profile {
 	json_t *root;
-	json_t *rtm; /* borrowed from root */
-	json_t *res; /* borrowed from root */
+	json_t *rtm;	    /* borrowed from root */
+	json_t *res;	    /* borrowed from root */
 	json_t *index;	    /* canonical fixed properties -> position */
 	json_t *uid_counts; /* uid string -> resources with that uid */
 	char **keys;
@@ -28,8 +28,8 @@ struct sonde_profile {
 };
 
 static const char *const toplevel_objects[] = {
-	"header", "collector_info", "machine", "metadata", "stats", "resource_type_map",
-	"resources", NULL,
+	"header", "collector_info",    "machine",   "metadata",
+	"stats",  "resource_type_map", "resources", NULL,
 };
 
 static int ensure_member(json_t *obj, const char *key, json_t *(*make)(void))
@@ -576,8 +576,9 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 		uid = json_string_value(json_object_get(fixed, "uid"));
 		if (uid) {
 			count = json_object_get(p->uid_counts, uid);
-			json_object_set_new(p->uid_counts, uid,
-					    json_integer(count ? json_integer_value(count) + 1 : 1));
+			json_object_set_new(
+				p->uid_counts, uid,
+				json_integer(count ? json_integer_value(count) + 1 : 1));
 		}
 	}
 	json_object_foreach(p->res, key, cols)
@@ -682,8 +683,9 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 		p->res = json_object_get(root, "resources");
 		if (e) {
 			sonde_profile__free(p);
-			return fail(err, e == -ENOMEM ? ENOMEM : EINVAL, "'%s' is not a profile: %s",
-				    name, "malformed Perun resource records");
+			return fail(err, e == -ENOMEM ? ENOMEM : EINVAL,
+				    "'%s' is not a profile: %s", name,
+				    "malformed Perun resource records");
 		}
 	}
 	return p;

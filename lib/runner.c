@@ -327,8 +327,8 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 			struct sonde_run *out)
 {
 	bool out_open = out_fd >= 0, err_open = err_fd >= 0, exited = false;
-	uint64_t deadline = r->o.timeout_s > 0 ? out->start_ns + (uint64_t)(r->o.timeout_s * 1e9)
-					       : 0;
+	uint64_t deadline =
+		r->o.timeout_s > 0 ? out->start_ns + (uint64_t)(r->o.timeout_s * 1e9) : 0;
 	int pidfd;
 
 	if (!deadline && !out_open && !err_open) {

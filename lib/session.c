@@ -41,10 +41,10 @@ struct sonde_session {
 	enum sonde_session_state state;
 	struct sonde_collection *cols;
 	size_t ncols;
-	char **env;	   /* the target's environment, built in before() */
-	json_t *setenv;	   /* name -> value, collected in before() */
+	char **env;	/* the target's environment, built in before() */
+	json_t *setenv; /* name -> value, collected in before() */
 	struct sonde_strbuf preload;
-	char **argv;	   /* the target as run (a wrapper may come first) */
+	char **argv; /* the target as run (a wrapper may come first) */
 	bool barrier;
 	int stdout_fd;
 	struct sonde_outcome out;
@@ -122,8 +122,7 @@ void sonde_collection__note(struct sonde_collection *c, const char *fmt, ...)
 	sonde_log(SONDE_LOG_WARN, c->col->name, "%s", msg);
 }
 
-long long sonde_collection__param_int(struct sonde_collection *c, const char *name,
-				      long long def)
+long long sonde_collection__param_int(struct sonde_collection *c, const char *name, long long def)
 {
 	json_t *v = json_object_get(c->params, name);
 
@@ -221,8 +220,7 @@ struct sonde_profile *sonde_session__profile(const struct sonde_session *s, size
 	return s->cols[i].profile;
 }
 
-int sonde_session__add(struct sonde_session *s, const struct sonde_collector *col,
-		       json_t *params)
+int sonde_session__add(struct sonde_session *s, const struct sonde_collector *col, json_t *params)
 {
 	struct sonde_collection *v;
 	size_t i;
@@ -325,8 +323,8 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 
 		rc = c->col->before ? c->col->before(c) : 0;
 		if (rc) {
-			sonde_strbuf__addf(err, "collector '%s' failed to prepare: %s", c->col->name,
-					   strerror(-rc));
+			sonde_strbuf__addf(err, "collector '%s' failed to prepare: %s",
+					   c->col->name, strerror(-rc));
 			return rc;
 		}
 	}
@@ -424,8 +422,8 @@ static void progress(struct sonde_session *s, unsigned done, unsigned total, boo
 }
 
 /* One workload (parameter value): warm-ups, then the measured runs. */
-static int run_workload(struct sonde_session *s, const char *value, unsigned *done,
-			unsigned *total, size_t nvalues, struct sonde_strbuf *err)
+static int run_workload(struct sonde_session *s, const char *value, unsigned *done, unsigned *total,
+			size_t nvalues, struct sonde_strbuf *err)
 {
 	struct sonde_runner_opts ro = { 0 }, po = { 0 };
 	struct sonde_runner *r = NULL, *prep = NULL;
@@ -434,6 +432,8 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 	double size = 0;
 	bool has_size = false;
 	unsigned i, want, mine = 0;
+	bool auto_count = s->o.repeat == 0;
+	uint64_t sum_ns = 0;
 	int rc = 0;
 
 	if (!argv)
@@ -489,8 +489,9 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 			rc = sonde_runner__run(prep, &run);
 			if (!rc && run_failed(&run)) {
 				sonde_strbuf__addf(err, "the --prepare command failed (status %d)",
-						   WIFEXITED(run.status) ? WEXITSTATUS(run.status)
-									 : 128 + WTERMSIG(run.status));
+						   WIFEXITED(run.status)
+							   ? WEXITSTATUS(run.status)
+							   : 128 + WTERMSIG(run.status));
 				rc = -ECHILD;
 			}
 			if (rc || sonde_runner__interrupted())
@@ -545,14 +546,25 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 				break;
 			}
 		}
-		if (!warm && !want) {
-			/* Automatic count, fixed by the first measured run (hyperfine's rule). */
-			double t = (double)(run.end_ns - run.start_ns) / 1e9;
-			double by_time = t > 0 ? ceil(s->o.min_time_s / t) : s->o.min_runs;
+		if (!warm && auto_count) {
+			/*
+			 * Automatic count: at least min_runs runs and min_time_s of measured
+			 * time, re-estimated from the mean run so far (so a slow first run
+			 * cannot end the series early).
+			 */
+			double mean;
 
-			want = by_time > s->o.min_runs ? (by_time > 1e7 ? 10000000u : (unsigned)by_time)
-						       : s->o.min_runs;
-			*total += want * (unsigned)nvalues;
+			sum_ns += run.end_ns - run.start_ns;
+			mean = (double)sum_ns / mine;
+			want = mine;
+			if ((double)sum_ns < s->o.min_time_s * 1e9 && mean > 0) {
+				double more = ceil((s->o.min_time_s * 1e9 - (double)sum_ns) / mean);
+
+				want = mine + (more > 1e7 ? 10000000u : (unsigned)more);
+			}
+			if (want < s->o.min_runs)
+				want = s->o.min_runs;
+			*total = *done - mine + want;
 		}
 		progress(s, *done, *total, false, value);
 	}
@@ -627,7 +639,8 @@ static void common_warnings(struct sonde_session *s, struct sonde_collection *c,
 					   sonde_warning__info(SONDE_WARN_INTERRUPTED)->fix);
 	}
 	if (s->out.leftover) {
-		snprintf(msg, sizeof(msg), "the command left %u process(es) behind", s->out.leftover);
+		snprintf(msg, sizeof(msg), "the command left %u process(es) behind",
+			 s->out.leftover);
 		sonde_profile__add_warning(p, "leftover-processes", msg,
 					   sonde_warning__info(SONDE_WARN_LEFTOVER)->fix);
 	}
@@ -643,8 +656,7 @@ static void common_warnings(struct sonde_session *s, struct sonde_collection *c,
 					   sonde_warning__info(SONDE_WARN_EVENTS_DROPPED)->fix);
 	}
 	if (dirty)
-		sonde_profile__add_warning(p, "dirty-tree",
-					   "the work tree had uncommitted changes",
+		sonde_profile__add_warning(p, "dirty-tree", "the work tree had uncommitted changes",
 					   sonde_warning__info(SONDE_WARN_DIRTY_TREE)->fix);
 }
 

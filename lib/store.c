@@ -28,15 +28,14 @@ struct sonde_store {
 	sqlite3 *db;
 };
 
-static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS profiles ("
-	" id INTEGER PRIMARY KEY,"
-	" origin TEXT NOT NULL,"
-	" path TEXT NOT NULL UNIQUE," /* relative to .sonde/ */
-	" collector TEXT, type TEXT, cmd TEXT, workload TEXT,"
-	" added INTEGER NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS profiles_origin ON profiles(origin);"
-	"PRAGMA user_version = 1;";
+static const char schema[] = "CREATE TABLE IF NOT EXISTS profiles ("
+			     " id INTEGER PRIMARY KEY,"
+			     " origin TEXT NOT NULL,"
+			     " path TEXT NOT NULL UNIQUE," /* relative to .sonde/ */
+			     " collector TEXT, type TEXT, cmd TEXT, workload TEXT,"
+			     " added INTEGER NOT NULL);"
+			     "CREATE INDEX IF NOT EXISTS profiles_origin ON profiles(origin);"
+			     "PRAGMA user_version = 1;";
 
 static int open_db(const char *root, sqlite3 **db)
 {
@@ -224,7 +223,8 @@ int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
 				json_object_get(sonde_profile__collector_info(p), "name")));
 			e->type = dup_or_null(sonde_profile__type(p));
 			e->cmd = dup_or_null(json_string_value(json_object_get(h, "cmd")));
-			e->workload = dup_or_null(json_string_value(json_object_get(h, "workload")));
+			e->workload =
+				dup_or_null(json_string_value(json_object_get(h, "workload")));
 			sonde_profile__free(p);
 		}
 	}
@@ -233,8 +233,7 @@ int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
 	return 0;
 }
 
-int sonde_store__registered(struct sonde_store *s, const char *commit,
-			    struct sonde_store_list *out)
+int sonde_store__registered(struct sonde_store *s, const char *commit, struct sonde_store_list *out)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -256,7 +255,8 @@ int sonde_store__registered(struct sonde_store *s, const char *commit,
 		if (!e)
 			break;
 		e->id = sqlite3_column_int64(st, 0);
-		if (asprintf(&e->path, "%s/%s", s->root, (const char *)sqlite3_column_text(st, 1)) < 0)
+		if (asprintf(&e->path, "%s/%s", s->root, (const char *)sqlite3_column_text(st, 1)) <
+		    0)
 			e->path = NULL;
 		e->origin = dup_or_null((const char *)sqlite3_column_text(st, 2));
 		e->collector = dup_or_null((const char *)sqlite3_column_text(st, 3));
@@ -298,8 +298,8 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 		return -errno;
 	origin = sonde_profile__origin(p);
 	if (!origin) {
-		sonde_strbuf__addf(err, "'%s' has no origin commit: collect it inside a git work tree",
-				   path);
+		sonde_strbuf__addf(
+			err, "'%s' has no origin commit: collect it inside a git work tree", path);
 		sonde_profile__free(p);
 		return -EINVAL;
 	}
@@ -317,16 +317,17 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 		return rc;
 	}
 	h = sonde_profile__header(p);
-	rc = sqlite3_prepare_v2(s->db,
-				"INSERT INTO profiles (origin, path, collector, type, cmd, workload, "
-				"added) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO profiles (origin, path, collector, type, cmd, workload, "
+		"added) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		-1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, origin, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, used + strlen(s->root) + 1, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3,
-				  json_string_value(
-					  json_object_get(sonde_profile__collector_info(p), "name")),
+				  json_string_value(json_object_get(
+					  sonde_profile__collector_info(p), "name")),
 				  -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 4, sonde_profile__type(p), -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, json_string_value(json_object_get(h, "cmd")), -1,
@@ -362,8 +363,8 @@ int sonde_store__remove(struct sonde_store *s, long long id)
 			rel = dup_or_null((const char *)sqlite3_column_text(st, 0));
 		sqlite3_finalize(st);
 	}
-	if (rel && sqlite3_prepare_v2(s->db, "DELETE FROM profiles WHERE id = ?1", -1, &st,
-				      NULL) == SQLITE_OK) {
+	if (rel && sqlite3_prepare_v2(s->db, "DELETE FROM profiles WHERE id = ?1", -1, &st, NULL) ==
+			   SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, id);
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 		sqlite3_finalize(st);

@@ -20,8 +20,8 @@ static json_t *proc_field(const char *path, const char *key)
 	while (!v && fgets(line, sizeof(line), f)) {
 		char *colon = strchr(line, ':'), *val;
 
-		if (!colon || strncmp(line, key, klen) || (line[klen] != ' ' && line[klen] != '\t' &&
-							   line[klen] != ':'))
+		if (!colon || strncmp(line, key, klen) ||
+		    (line[klen] != ' ' && line[klen] != '\t' && line[klen] != ':'))
 			continue;
 		val = colon + 1;
 		val += strspn(val, " \t");

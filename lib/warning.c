@@ -17,8 +17,7 @@ static const struct sonde_warning_info warnings[SONDE_WARN__COUNT] = {
 	[SONDE_WARN_NONZERO_EXIT] = { "nonzero-exit",
 				      "check that the command does what you mean; these runs "
 				      "were measured because of --ignore-failure" },
-	[SONDE_WARN_TIMED_OUT] = { "timed-out",
-				   "raise --timeout, or give the command less work" },
+	[SONDE_WARN_TIMED_OUT] = { "timed-out", "raise --timeout, or give the command less work" },
 	[SONDE_WARN_INTERRUPTED] = { "interrupted",
 				     "the profile holds the runs completed before the signal; "
 				     "collect again for a full series" },
@@ -27,8 +26,8 @@ static const struct sonde_warning_info warnings[SONDE_WARN__COUNT] = {
 				  "killed them; make the command wait for its children" },
 	[SONDE_WARN_EVENTS_DROPPED] = { "events-dropped",
 					"use the lossless ring policy, or larger rings" },
-	[SONDE_WARN_DIRTY_TREE] = { "dirty-tree",
-				    "commit your changes so the profile matches its origin commit" },
+	[SONDE_WARN_DIRTY_TREE] = { "dirty-tree", "commit your changes so the profile matches its "
+						  "origin commit" },
 };
 
 const struct sonde_warning_info *sonde_warning__info(enum sonde_warning w)

@@ -108,16 +108,18 @@ char *cli_profile_path(const char *cmd, const char *name, long long *store_id)
 		return strdup(name);
 	s = sonde_store__open(".");
 	if (!s) {
-		cli_error(cmd, "'%s' names a profile in the store, but there is no .sonde here "
-			       "(run 'sonde init')",
+		cli_error(cmd,
+			  "'%s' names a profile in the store, but there is no .sonde here "
+			  "(run 'sonde init')",
 			  name);
 		return NULL;
 	}
 	if (kind == 'p') {
 		rc = sonde_store__pending(s, &l);
 	} else if (sonde_git__resolve(sonde_store__worktree(s), "HEAD", head)) {
-		cli_error(cmd, "'%s' names a profile of HEAD, but '%s' is not a git work tree "
-			       "with commits",
+		cli_error(cmd,
+			  "'%s' names a profile of HEAD, but '%s' is not a git work tree "
+			  "with commits",
 			  name, sonde_store__worktree(s));
 		sonde_store__free(s);
 		return NULL;

@@ -69,7 +69,8 @@ int cmd_add(int argc, char **argv)
 			code = cli_exit_code(rc);
 		} else {
 			printf("registered '%s' against %.12s\n", argv[i], origin);
-			if (!keep && realpath(paths[i], real) && realpath(sonde_store__jobs(s), jobs) &&
+			if (!keep && realpath(paths[i], real) &&
+			    realpath(sonde_store__jobs(s), jobs) &&
 			    !strncmp(real, jobs, strlen(jobs)) && real[strlen(jobs)] == '/')
 				unlink(real);
 		}

@@ -50,7 +50,8 @@ static int parse_parameter(const char *spec, char **name, char ***values)
 		return -EINVAL;
 	for (i = 0; spec + i < eq; i++)
 		if (!(spec[i] == '_' || (spec[i] >= 'a' && spec[i] <= 'z') ||
-		      (spec[i] >= 'A' && spec[i] <= 'Z') || (i && spec[i] >= '0' && spec[i] <= '9')))
+		      (spec[i] >= 'A' && spec[i] <= 'Z') ||
+		      (i && spec[i] >= '0' && spec[i] <= '9')))
 			return -EINVAL;
 	*name = strndup(spec, (size_t)(eq - spec));
 	list = strdup(eq + 1);
@@ -362,8 +363,8 @@ int cmd_collect(int argc, char **argv)
 		{ SONDE_OPT_DOUBLE, 't', "timeout", &o.timeout, "SECONDS",
 		  "kill a run (its whole process group) after SECONDS", 0, 1e9 },
 		{ SONDE_OPT_CHOICE, 0, "output", &o.output_mode, NULL,
-		  "the command's output: shown, shown and kept beside the profile, or discarded",
-		  0, 0, output_modes },
+		  "the command's output: shown, shown and kept beside the profile, or discarded", 0,
+		  0, output_modes },
 		{ SONDE_OPT_STRING, 0, "input", &o.input, "FILE",
 		  "the command's stdin (default: /dev/null)" },
 		{ SONDE_OPT_FLAG, 'i', "ignore-failure", &o.ignore_failure, NULL,
@@ -399,8 +400,8 @@ int cmd_collect(int argc, char **argv)
 		static char heading[128];
 
 		snprintf(heading, sizeof(heading), "options of the %s collector", col->name);
-		table[1] = (struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL, heading,
-						  0, 0, NULL, col->options };
+		table[1] = (struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL,
+						  heading,	   0, 0,    NULL, col->options };
 	}
 	first = cli_parse("collect", usage, table, argc - 1 - skip, argv + 1 + skip, 0, params,
 			  &code);
@@ -417,8 +418,9 @@ int cmd_collect(int argc, char **argv)
 	argc -= 1 + skip + first;
 	if (argc < 1) {
 		json_decref(params);
-		return cli_usage("collect", "which command? give it after the options: "
-					    "sonde collect %s -- CMD",
+		return cli_usage("collect",
+				 "which command? give it after the options: "
+				 "sonde collect %s -- CMD",
 				 col_name);
 	}
 	/* collector_info.params: what the user asked for; the plugin path as given. */
@@ -476,7 +478,9 @@ int cmd_collect(int argc, char **argv)
 	rc = sonde_session__before(s, &err);
 	if (rc) {
 		cli_error("collect", "%s", err.buf);
-		code = rc == -ENOENT ? EXIT_NOTFOUND : rc == -EACCES ? EXIT_NOEXEC : cli_exit_code(rc);
+		code = rc == -ENOENT   ? EXIT_NOTFOUND
+		       : rc == -EACCES ? EXIT_NOEXEC
+				       : cli_exit_code(rc);
 		goto out;
 	}
 	install_signals();

@@ -79,12 +79,14 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			json_t *o = json_object();
 
 			json_object_set_new(o, "uid", json_string(r->uid ? r->uid : ""));
-			json_object_set_new(o, "type", r->type ? json_string(r->type) : json_null());
+			json_object_set_new(o, "type",
+					    r->type ? json_string(r->type) : json_null());
 			json_object_set_new(o, "subtype",
 					    r->subtype ? json_string(r->subtype) : json_null());
 			json_object_set_new(o, "workload",
 					    r->workload ? json_string(r->workload) : json_null());
-			json_object_set_new(o, "unit", r->unit ? json_string(r->unit) : json_null());
+			json_object_set_new(o, "unit",
+					    r->unit ? json_string(r->unit) : json_null());
 			json_object_set_new(o, "n", json_integer((json_int_t)r->s.n));
 			json_object_set_new(o, "mean", num(r->s.mean));
 			json_object_set_new(o, "stddev", num(r->s.stddev));
@@ -117,7 +119,9 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			fputc('"', out);
 			for (; *u; u++)
 				fprintf(out, *u == '"' ? "\"\"" : "%c", *u);
-			fprintf(out, "\",%s,%s,%s,%s,%zu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%zu\n",
+			fprintf(out,
+				"\",%s,%s,%s,%s,%zu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%"
+				"zu\n",
 				r->type ? r->type : "", r->subtype ? r->subtype : "",
 				r->workload ? r->workload : "", r->unit ? r->unit : "", r->s.n,
 				r->s.mean, r->s.stddev, r->s.median, r->s.min, r->s.max,
@@ -165,8 +169,8 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			else
 				snprintf(ci, sizeof(ci), "[%s, %s]", f, g);
 			if (md) {
-				fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %zu |\n", lb, a, b,
-					c, d, e, ci, r->s.outliers);
+				fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %zu |\n", lb, a,
+					b, c, d, e, ci, r->s.outliers);
 				continue;
 			}
 			snprintf(ms, sizeof(ms), "%s ± %s", a, b);
@@ -193,12 +197,11 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 	return 0;
 }
 
-static const char usage[] =
-	"usage: sonde show PROFILE [VIEW] [--format text|json|csv|markdown]\n"
-	"\n"
-	"Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
-	"'sonde status') or N@i (the Nth profile registered for HEAD).\n"
-	"VIEW: table (default): summary statistics of every resource.";
+static const char usage[] = "usage: sonde show PROFILE [VIEW] [--format text|json|csv|markdown]\n"
+			    "\n"
+			    "Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
+			    "'sonde status') or N@i (the Nth profile registered for HEAD).\n"
+			    "VIEW: table (default): summary statistics of every resource.";
 
 int cmd_show(int argc, char **argv)
 {

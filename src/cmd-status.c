@@ -55,7 +55,7 @@ int cmd_status(int argc, char **argv)
 	else
 		printf("HEAD: %s%s\n", head,
 		       sonde_git__dirty(sonde_store__worktree(s)) == 1 ? " (uncommitted changes)"
-									: "");
+								       : "");
 	rc = sonde_store__pending(s, &pend);
 	if (rc) {
 		cli_error("status", "cannot list pending profiles: %s", strerror(-rc));

@@ -153,8 +153,7 @@ static const char template_readme[] =
 	"hooks). The libsonde functions it calls are resolved from the sonde program\n"
 	"that loads it.\n";
 
-static int write_template(const char *path, const char *tmpl, const char *name,
-			  const char *incdir)
+static int write_template(const char *path, const char *tmpl, const char *name, const char *incdir)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	const char *p;
@@ -200,7 +199,8 @@ int cmd_utils(int argc, char **argv)
 	name = argv[2];
 	for (i = 0; name[i]; i++)
 		if (!(name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') ||
-		      (name[i] >= 'A' && name[i] <= 'Z') || (i && name[i] >= '0' && name[i] <= '9')))
+		      (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (i && name[i] >= '0' && name[i] <= '9')))
 			break;
 	if (!*name || name[i])
 		return cli_usage("utils", "invalid collector name '%s': use a C identifier", name);
@@ -211,7 +211,7 @@ int cmd_utils(int argc, char **argv)
 	}
 	rc = sonde_file__mkdir_p(path, 0755);
 	incdir = access(SONDE_INCLUDEDIR "/sonde/collector.h", R_OK) == 0 ? SONDE_INCLUDEDIR
-									   : SONDE_SOURCE_INCLUDEDIR;
+									  : SONDE_SOURCE_INCLUDEDIR;
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/%s/%s.c", dir, name, name);
 		rc = write_template(path, template_c, name, incdir);

@@ -67,7 +67,8 @@ int main(int argc, char **argv)
 			printf("sonde %s\n", sonde_version());
 			return EXIT_OK;
 		} else {
-			fprintf(stderr, "sonde: unknown option '%s'\ntry 'sonde --help'\n", argv[i]);
+			fprintf(stderr, "sonde: unknown option '%s'\ntry 'sonde --help'\n",
+				argv[i]);
 			return EXIT_USAGE;
 		}
 	}

@@ -25,7 +25,7 @@
 #include <sonde/runner.h>
 #include <sonde/strbuf.h>
 
-#define SONDE_COLLECTOR_ABI 1
+#define SONDE_COLLECTOR_ABI	   1
 #define SONDE_COLLECTOR_ENTRY_NAME "sonde_collector_entry"
 
 struct sonde_collection;
@@ -42,8 +42,8 @@ struct sonde_run_info {
 	const char *workload; /* parameter value, or NULL */
 	double size;	      /* numeric parameter value (structure-unit-size) */
 	bool has_size;
-	bool interrupted;     /* the run was ended by a forwarded SIGINT/SIGTERM */
-	uint64_t t0_ns;	      /* monotonic start of the whole collection */
+	bool interrupted; /* the run was ended by a forwarded SIGINT/SIGTERM */
+	uint64_t t0_ns;	  /* monotonic start of the whole collection */
 	const struct sonde_run *run;
 };
 
@@ -74,7 +74,7 @@ const struct sonde_collector *sonde_collector__find(const char *name);
  * table is incomplete).
  */
 const struct sonde_collector *sonde_collector__load_plugin(const char *path,
-							  struct sonde_strbuf *err);
+							   struct sonde_strbuf *err);
 
 /* --- for collectors, during a session ------------------------------------------------ */
 
@@ -96,8 +96,7 @@ void sonde_collection__dropped(struct sonde_collection *c, unsigned long long n)
 void sonde_collection__note(struct sonde_collection *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Read an integer/real/string/bool param with a default. */
-long long sonde_collection__param_int(struct sonde_collection *c, const char *name,
-				      long long def);
+long long sonde_collection__param_int(struct sonde_collection *c, const char *name, long long def);
 const char *sonde_collection__param_str(struct sonde_collection *c, const char *name,
 					const char *def);
 

@@ -29,13 +29,13 @@ enum sonde_output_mode {
 struct sonde_runner_opts {
 	size_t sz; /* sizeof(struct sonde_runner_opts) */
 	char *const *argv;
-	char *const *envp;   /* NULL: the current environment */
-	const char *input;   /* the target's stdin: a path; NULL: /dev/null */
+	char *const *envp; /* NULL: the current environment */
+	const char *input; /* the target's stdin: a path; NULL: /dev/null */
 	enum sonde_output_mode output;
-	int capture_fd;	     /* CAPTURE: where the copy goes */
-	int stdout_fd;	     /* >= 0: the target's stdout goes here (overrides output) */
-	double timeout_s;    /* 0: no limit */
-	bool barrier;	     /* fork + start barrier so attach() runs before exec */
+	int capture_fd;	  /* CAPTURE: where the copy goes */
+	int stdout_fd;	  /* >= 0: the target's stdout goes here (overrides output) */
+	double timeout_s; /* 0: no limit */
+	bool barrier;	  /* fork + start barrier so attach() runs before exec */
 	int (*attach)(pid_t pid, void *ctx);
 	void *attach_ctx;
 };
@@ -45,10 +45,10 @@ struct sonde_run {
 	uint64_t start_ns; /* monotonic: just before the target was started */
 	uint64_t end_ns;   /* monotonic: just after it was reaped */
 	struct rusage rusage;
-	int status;	     /* wait status */
-	bool timed_out;	     /* killed by the timeout */
-	int interrupted_by;  /* signal forwarded during this run; 0: none */
-	unsigned leftover;   /* processes left in its group and killed */
+	int status;	    /* wait status */
+	bool timed_out;	    /* killed by the timeout */
+	int interrupted_by; /* signal forwarded during this run; 0: none */
+	unsigned leftover;  /* processes left in its group and killed */
 };
 
 struct sonde_runner;

@@ -40,9 +40,9 @@ struct sonde_session_opts {
 	size_t sz; /* sizeof(struct sonde_session_opts) */
 	char *const *argv;
 	unsigned warmup;
-	unsigned repeat;   /* 0: automatic (min_runs, min_time_s) */
-	unsigned min_runs; /* automatic: default 10 */
-	double min_time_s; /* automatic: default 3 */
+	unsigned repeat;     /* 0: automatic (min_runs, min_time_s) */
+	unsigned min_runs;   /* automatic: default 10 */
+	double min_time_s;   /* automatic: default 3 */
 	const char *prepare; /* shell command run before each run, or NULL */
 	const char *param_name;
 	const char *const *param_values; /* NULL-terminated, or NULL */
@@ -57,17 +57,17 @@ struct sonde_session_opts {
 
 /* How the series ended. */
 struct sonde_outcome {
-	unsigned runs;	     /* measured runs recorded */
-	unsigned warmups;    /* warm-up runs done */
-	unsigned failed;     /* runs that exited non-zero or by a signal */
+	unsigned runs;		 /* measured runs recorded */
+	unsigned warmups;	 /* warm-up runs done */
+	unsigned failed;	 /* runs that exited non-zero or by a signal */
 	bool stopped_on_failure; /* a failing run ended the series (no ignore_failure) */
-	int failure_status;  /* wait status of the first failing run */
-	unsigned failure_run; /* its 1-based number */
+	int failure_status;	 /* wait status of the first failing run */
+	unsigned failure_run;	 /* its 1-based number */
 	bool timed_out;
-	int interrupted_by;  /* signal that interrupted the series; 0: none */
-	unsigned leftover;   /* processes the target left behind (killed) */
+	int interrupted_by; /* signal that interrupted the series; 0: none */
+	unsigned leftover;  /* processes the target left behind (killed) */
 	uint64_t duration_ns;
-	uint64_t own_ns;     /* time sonde spent outside the runs */
+	uint64_t own_ns; /* time sonde spent outside the runs */
 };
 
 struct sonde_session;
@@ -77,8 +77,7 @@ void sonde_session__free(struct sonde_session *s);
 enum sonde_session_state sonde_session__state(const struct sonde_session *s);
 
 /* Add a collector with its params (stolen; may be NULL). UNINITIALIZED only. */
-int sonde_session__add(struct sonde_session *s, const struct sonde_collector *col,
-		       json_t *params);
+int sonde_session__add(struct sonde_session *s, const struct sonde_collector *col, json_t *params);
 /*
  * Prepare: resolve the target (-ENOENT / -EACCES when it cannot be executed),
  * call every before(). On failure a message is in err.

@@ -28,7 +28,7 @@ struct sonde_store_entry {
 	char *type;
 	char *cmd;
 	char *workload;
-	int64_t added;	 /* seconds since the epoch (registered) or mtime (pending) */
+	int64_t added; /* seconds since the epoch (registered) or mtime (pending) */
 };
 
 struct sonde_store_list {

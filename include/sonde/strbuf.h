@@ -19,7 +19,10 @@ struct sonde_strbuf {
 };
 
 extern char sonde_strbuf__empty[];
-#define SONDE_STRBUF_INIT { sonde_strbuf__empty, 0, 0 }
+#define SONDE_STRBUF_INIT                                                                          \
+	{                                                                                          \
+		sonde_strbuf__empty, 0, 0                                                          \
+	}
 
 void sonde_strbuf__init(struct sonde_strbuf *sb);
 /* Make room for extra more bytes plus the NUL. */

@@ -17,7 +17,7 @@ struct sonde_table_row {
 	const char *workload; /* NULL when the resource has none */
 	const char *unit;     /* from header.units[type]; NULL when not given */
 	struct sonde_summary s;
-	size_t missing;	      /* amounts that are null (not measured) */
+	size_t missing; /* amounts that are null (not measured) */
 };
 
 /*

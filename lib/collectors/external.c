@@ -69,8 +69,9 @@ static int external_stop(struct sonde_collection *c, const struct sonde_run_info
 	doc = json_loadb(sb.buf, sb.len, 0, &jerr);
 	sonde_strbuf__release(&sb);
 	if (!doc) {
-		sonde_collection__note(c, "run %u: the collector printed invalid JSON: line %d, column %d: %s",
-				       ri->index + 1, jerr.line, jerr.column, jerr.text);
+		sonde_collection__note(
+			c, "run %u: the collector printed invalid JSON: line %d, column %d: %s",
+			ri->index + 1, jerr.line, jerr.column, jerr.text);
 		return -EBADMSG;
 	}
 	recs = json_is_array(doc) ? doc : json_object_get(doc, "resources");

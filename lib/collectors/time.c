@@ -94,8 +94,8 @@ static int time_stop(struct sonde_collection *c, const struct sonde_run_info *ri
 		st->s = ns;
 		st->cap = cap;
 	}
-	if (st->last_workload != ri->workload || (ri->workload && st->last_workload &&
-						  strcmp(st->last_workload, ri->workload)))
+	if (st->last_workload != ri->workload ||
+	    (ri->workload && st->last_workload && strcmp(st->last_workload, ri->workload)))
 		st->order = 0;
 	st->last_workload = ri->workload;
 	x = &st->s[st->n++];
@@ -138,7 +138,8 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 			sonde_profile__add_warning(p, "short-run", msg,
 						   sonde_warning__info(SONDE_WARN_SHORT_RUN)->fix);
 		}
-		if (n >= 3 && sonde_stats__modified_z(x[0], sum.median, sum.mad) > SONDE_OUTLIER_Z &&
+		if (n >= 3 &&
+		    sonde_stats__modified_z(x[0], sum.median, sum.mad) > SONDE_OUTLIER_Z &&
 		    x[0] > 1.5 * sum.median) {
 			cold = 1;
 			snprintf(msg, sizeof(msg), "the first run took %s, the median is %s%s",
@@ -206,8 +207,8 @@ static void time_cleanup(struct sonde_collection *c)
 	free(st);
 }
 
-static const char *const time_units[] = { "time", "ns", "memory", "B", "count", "events",
-					  "status", "code", NULL };
+static const char *const time_units[] = { "time",   "ns",     "memory", "B", "count",
+					  "events", "status", "code",	NULL };
 
 static const struct sonde_option time_options[] = {
 	{ .type = SONDE_OPT_END },

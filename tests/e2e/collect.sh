@@ -1,0 +1,77 @@
+#!/bin/sh
+# The time collector: runs, warm-ups, automatic repeat, parameters, output modes.
+. "$SRC/tests/e2e/lib.sh"
+
+run collect time -q -r 3 -w 2 -o p.json -- "$PROGS/s-spin" 1
+check "collect exits 0" [ "$rc" = 0 ]
+check "profile written" [ -f p.json ]
+check "profile matches the schema" validate p.json
+check "3 measured runs" jq_eq p.json .stats.runs 3
+check "2 warm-up runs" jq_eq p.json .stats.warmup_runs 2
+check "every resource has 3 amounts" jq_eq p.json '[.resources[] | .amount | length] | unique | join(",")' 3
+check "orders are 1 2 3" jq_eq p.json '.resources["'"$PROGS"'/s-spin 1#0"].order | join(",")' "1,2,3"
+check "real time is positive" jq_eq p.json '.resources["'"$PROGS"'/s-spin 1#0"].amount | all(. > 0)' true
+check "exit status recorded 0" jq_eq p.json '.resources["'"$PROGS"'/s-spin 1#8"].amount | join(",")' "0,0,0"
+check "units declared" jq_eq p.json '.header.units.time' ns
+check "format_version 1" jq_eq p.json .format_version 1
+check "machine described" jq_eq p.json '.machine.cpus > 0' true
+check "params recorded" jq_eq p.json '.collector_info.params.repeat' 3
+
+# the resource layout, with times stripped
+jq -r '.resource_type_map | to_entries[] | "\(.key) \(.value.type) \(.value.subtype)"' p.json |
+	sed "s|$PROGS|PROGS|" >layout.txt
+cat >layout.expected <<EOT
+PROGS/s-spin 1#0 time real
+PROGS/s-spin 1#1 time user
+PROGS/s-spin 1#2 time sys
+PROGS/s-spin 1#3 memory max-rss
+PROGS/s-spin 1#4 count minor-faults
+PROGS/s-spin 1#5 count major-faults
+PROGS/s-spin 1#6 count voluntary-switches
+PROGS/s-spin 1#7 count involuntary-switches
+PROGS/s-spin 1#8 status exit-status
+EOT
+check "resource layout" diff -u layout.expected layout.txt
+
+# without -r: at least 10 runs and at least 3 s
+run collect time -q -o auto.json -- "$PROGS/s-exit"
+check "automatic repeat: at least 10 runs" jq_eq auto.json '.stats.runs >= 10' true
+check "automatic repeat: at least 3 s measured" \
+	jq_eq auto.json '[.resources["'"$PROGS"'/s-exit#0"].amount[]] | add >= 3e9' true
+check "short runs warned" jq_eq auto.json '[.stats.warnings[].code] | index("short-run") != null' true
+
+# --parameter: one workload per value, {n} substituted, sizes recorded
+run collect time -q -r 2 --parameter n=1,3 -o par.json -- "$PROGS/s-spin" "{n}"
+check "parameter: exit 0" [ "$rc" = 0 ]
+check "parameter: workloads" jq_eq par.json '[.resource_type_map[] | select(.subtype=="real") | .workload] | join(",")' "1,3"
+check "parameter: structure-unit-size" jq_eq par.json '[.resources[] | ."structure-unit-size" // empty | .[]] | unique | join(",")' "1,3"
+check "parameter: header workload" jq_eq par.json .header.workload "1,3"
+run collect time -q -r 1 --parameter n=2..6:2 -o range.json -- "$PROGS/s-spin" "{n}"
+check "parameter range 2..6:2" jq_eq range.json .header.workload "2,4,6"
+check "parameter profile matches the schema" validate par.json range.json
+
+# output handling
+run collect time -q -r 2 --output suppress -o s.json -- "$PROGS/s-echo" hi
+check "suppress: nothing from the command" [ -z "$(printf '%s' "$out" | grep 'out hi')" ]
+run collect time -q -r 2 --output capture -o c.json -- "$PROGS/s-echo" hi
+check "capture: shown on stdout" has "$out" "out hi"
+check "capture: shown on stderr" has "$err" "err hi"
+check "capture: kept beside the profile" [ "$(grep -c 'hi' c.out)" = 4 ]
+check "capture: named in metadata" jq_eq c.json .metadata.captured_output c.out
+run collect time -q -r 1 --input /etc/hostname -o in.json -- /bin/cat
+check "--input feeds stdin" has "$out" "$(cat /etc/hostname)"
+
+# --prepare runs before every run
+run collect time -q -r 3 --prepare "echo x >> prep.log" -o pr.json -- "$PROGS/s-exit"
+check "prepare ran before each run" [ "$(wc -l <prep.log)" = 3 ]
+
+# default output: the current directory, named bin-collector-timestamp.json
+run collect time -q -r 1 -- "$PROGS/s-exit"
+check "default name in the current directory" [ -n "$(ls s-exit-time-*.json 2>/dev/null)" ]
+check "prints where the profile went" has "$out" "profile written to 's-exit-time-"
+
+# the summary table after collect
+run collect time -r 2 -o t.json -- "$PROGS/s-exit"
+check "table printed" has "$out" "mean ± σ"
+check "table has real" has "$out" "  real "
+finish

@@ -1,0 +1,96 @@
+#!/bin/sh
+# Bad input: one clear line, a documented exit code, and nothing partial left.
+. "$SRC/tests/e2e/lib.sh"
+
+run collect time -r 1 -- ./no-such-command
+check "missing command: exit 127" [ "$rc" = 127 ]
+check "missing command: says so" has "$err" "cannot execute './no-such-command': command not found"
+check "missing command: no profile" [ -z "$(ls ./*.json 2>/dev/null)" ]
+run collect time -r 1 -- no-such-command-in-path
+check "missing command in PATH: exit 127" [ "$rc" = 127 ]
+printf 'x' >notexec
+run collect time -r 1 -- ./notexec
+check "not executable: exit 126" [ "$rc" = 126 ]
+check "not executable: no profile" [ -z "$(ls ./*.json 2>/dev/null)" ]
+
+run collect time -r -1 -- /bin/true
+check "-r -1: exit 2" [ "$rc" = 2 ]
+check "-r -1: one clear line" has "$err" "invalid value '-1' for '-r'"
+check "-r -1: points at help" has "$err" "try 'sonde collect --help'"
+run collect time -r abc -- /bin/true
+check "-r abc: exit 2" [ "$rc" = 2 ]
+check "-r abc: message" has "$err" "expected an integer"
+run collect nosuch -- /bin/true
+check "unknown collector: exit 2" [ "$rc" = 2 ]
+check "unknown collector: message" has "$err" "unknown collector 'nosuch'"
+run collect time --parameter 'n=' -- /bin/true
+check "bad parameter: exit 2" [ "$rc" = 2 ]
+run collect time -r 1
+check "no command: exit 2" [ "$rc" = 2 ]
+run frobnicate
+check "unknown command: exit 2" [ "$rc" = 2 ]
+
+printf '{\n  "format_version": 1,\n  "header": {,}\n}\n' >bad.json
+run show bad.json
+check "malformed JSON: exit 1" [ "$rc" = 1 ]
+check "malformed JSON: line and column" has "$err" "'bad.json' is not valid JSON: line 3, column"
+printf '{"format_version": 99, "header": {"type": "time"}}' >new.json
+run show new.json
+check "newer format: exit 3" [ "$rc" = 3 ]
+check "newer format: says upgrade" has "$err" "format_version 99 is newer than this sonde reads (1)"
+run show missing.json
+check "missing profile: exit 1" [ "$rc" = 1 ]
+check "missing profile: message" has "$err" "cannot read 'missing.json': No such file or directory"
+
+# an unwritable output directory: refused before running, nothing written
+mkdir ro && chmod 555 ro
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$SONDE" collect time -r 1 -o ro/p.json \
+		-- /bin/true >/dev/null 2>.err
+	rc=$?
+	check "unwritable directory: exit 1" [ "$rc" = 1 ]
+	check "unwritable directory: message" grep -q "cannot write the profile to 'ro/p.json'" .err
+	check "unwritable directory: nothing written" [ -z "$(ls -A ro)" ]
+elif [ "$(id -u)" != 0 ]; then
+	run collect time -r 1 -o ro/p.json -- /bin/true
+	check "unwritable directory: exit 1" [ "$rc" = 1 ]
+	check "unwritable directory: nothing written" [ -z "$(ls -A ro)" ]
+else
+	skip "unwritable directory" "root without setpriv cannot be denied"
+fi
+
+# a full disk: a 64 KiB tmpfs; the profile cannot fit, nothing partial remains
+mkdir full
+if mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
+	dd if=/dev/zero of=full/filler bs=4k count=15 2>/dev/null
+	run collect time -q -r 400 -o full/p.json -- "$PROGS/s-exit"
+	check "full disk: exit 1" [ "$rc" = 1 ]
+	check "full disk: says why" has "$err" "No space left on device"
+	check "full disk: no partial profile" [ "$(ls -A full)" = filler ]
+	umount full
+else
+	skip "full disk" "cannot mount a tmpfs here (needs root)"
+	skip "full disk: says why" "cannot mount a tmpfs here (needs root)"
+	skip "full disk: no partial profile" "cannot mount a tmpfs here (needs root)"
+fi
+
+# a target that fails: recorded, profile still written, exit 1
+run collect time -q -r 3 -o fail.json -- "$PROGS/s-exit" 3
+check "failing target: exit 1" [ "$rc" = 1 ]
+check "failing target: message" has "$err" "exited with status 3 in run 1"
+check "failing target: profile written" jq_eq fail.json .stats.exit_status.code 3
+check "failing target: stopped after the failure" jq_eq fail.json .stats.runs 1
+run collect time -q -r 3 --ignore-failure -o ign.json -- "$PROGS/s-exit" 3
+check "--ignore-failure: exit 0" [ "$rc" = 0 ]
+check "--ignore-failure: 3 runs" jq_eq ign.json .stats.failed_runs 3
+check "--ignore-failure: warned" jq_eq ign.json '[.stats.warnings[].code] | index("nonzero-exit") != null' true
+
+run collect time -q -r 2 -o segv.json -- "$PROGS/s-segv"
+check "segfault: exit 1" [ "$rc" = 1 ]
+check "segfault: named" has "$err" "was killed by signal 11 (Segmentation fault)"
+check "segfault: signal recorded" jq_eq segv.json .stats.exit_status.signal 11
+check "segfault: the run is recorded" jq_eq segv.json '[.resources[] | .amount | length] | unique | join(",")' 1
+check "segfault: exit-status column 139" jq_eq segv.json \
+	'[.resource_type_map | to_entries[] | select(.value.subtype=="exit-status") | .key][0] as $k | .resources[$k].amount[0]' 139
+check "error profiles match the schema" validate fail.json ign.json segv.json
+finish

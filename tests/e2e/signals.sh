@@ -1,0 +1,51 @@
+#!/bin/sh
+# Signals and processes: SIGINT mid-series, timeouts, leftovers; no zombie or orphan.
+. "$SRC/tests/e2e/lib.sh"
+
+# SIGINT after a few runs: the profile keeps the completed runs, exit 130
+"$SONDE" collect time -q -r 50 -o int.json -- "$PROGS/s-sleep" 100 >/dev/null 2>int.err &
+pid=$!
+sleep 0.75
+kill -INT $pid
+wait $pid
+rc=$?
+check "SIGINT: exit 130" [ "$rc" = 130 ]
+check "SIGINT: says interrupted" grep -q "interrupted by Interrupt after" int.err
+check "SIGINT: profile written" [ -f int.json ]
+check "SIGINT: marked interrupted" jq_eq int.json .stats.interrupted true
+check "SIGINT: completed runs kept" jq_eq int.json '.stats.runs >= 3 and .stats.runs < 50' true
+check "SIGINT: runs match the amounts" jq_eq int.json \
+	'.stats.runs == (.resources | to_entries[0].value.amount | length)' true
+check "SIGINT: warning recorded" jq_eq int.json '[.stats.warnings[].code] | index("interrupted") != null' true
+check "SIGINT: no s-sleep left" [ -z "$(pgrep -f "$PROGS/s-sleep" || true)" ]
+check "SIGINT: profile matches the schema" validate int.json
+
+# --timeout kills the whole group, records it, stops the series
+start=$(date +%s%N)
+run collect time -q -r 3 -t 0.3 -o to.json -- "$PROGS/s-sleep" 5000
+end=$(date +%s%N)
+check "timeout: exit 1" [ "$rc" = 1 ]
+check "timeout: says timed out" has "$err" "timed out"
+check "timeout: killed promptly" [ $(((end - start) / 1000000)) -lt 3000 ]
+check "timeout: recorded" jq_eq to.json .stats.timed_out true
+check "timeout: signal 9 recorded" jq_eq to.json .stats.exit_status.signal 9
+check "timeout: warning" jq_eq to.json '[.stats.warnings[].code] | index("timed-out") != null' true
+
+# a target that leaves a child behind: killed and reaped, and said so
+run collect time -q -r 2 -o orphan.json -- "$PROGS/s-orphan"
+check "leftover: exit 0" [ "$rc" = 0 ]
+check "leftover: counted" jq_eq orphan.json .stats.leftover_processes 2
+check "leftover: warned" jq_eq orphan.json '[.stats.warnings[].code] | index("leftover-processes") != null' true
+check "leftover: nothing left running" [ -z "$(pgrep -f "$PROGS/s-orphan" || true)" ]
+
+# a run that is not measured by the series when the user stops it early
+"$SONDE" collect time -q -r 3 -o early.json -- "$PROGS/s-sleep" 2000 >/dev/null 2>&1 &
+pid=$!
+sleep 0.3
+kill -TERM $pid
+wait $pid
+rc=$?
+check "SIGTERM in the first run: exit 130" [ "$rc" = 130 ]
+check "SIGTERM in the first run: 0 runs, profile written" jq_eq early.json .stats.runs 0
+check "SIGTERM: target gone" [ -z "$(pgrep -f "$PROGS/s-sleep 2000" || true)" ]
+finish

@@ -1,0 +1,70 @@
+#!/bin/sh
+# The store: init, pending jobs, add against HEAD, N@p / N@i names, rm, log.
+. "$SRC/tests/e2e/lib.sh"
+
+git init -q repo && cd repo || exit 1
+echo a >a && git add a && git commit -qm first
+run init
+check "init: exit 0" [ "$rc" = 0 ]
+check "init: layout" [ -d .sonde/jobs ] && [ -d .sonde/objects ] && [ -f .sonde/index.db ]
+run init
+check "init is idempotent" [ "$rc" = 0 ]
+mkdir sub && cd sub || exit 1
+run collect time -q -r 2 -- "$PROGS/s-exit"
+cd .. || exit 1
+check "collect inside the tree writes to jobs/" [ "$(ls .sonde/jobs | grep -c '^s-exit-time-.*\.json$')" = 1 ]
+job=$(ls .sonde/jobs/*.json)
+check "origin is HEAD" jq_eq "$job" .origin "$(git rev-parse HEAD)"
+check "clean tree noted" jq_eq "$job" .metadata.dirty false
+run status
+check "status lists 0@p" has "$out" "0@p  time"
+check "status names HEAD" has "$out" "HEAD: $(git rev-parse HEAD)"
+run show 0@p --format csv
+check "show 0@p" has "$out" "uid,type,subtype"
+run show 5@p
+check "show 5@p: exit 1" [ "$rc" = 1 ]
+check "show 5@p: says how many" has "$err" "there are 1 pending profile(s)"
+run add 0@p
+check "add: exit 0" [ "$rc" = 0 ]
+check "add: removed from jobs" [ -z "$(ls .sonde/jobs)" ]
+check "add: stored under its origin" [ -n "$(ls .sonde/objects/"$(git rev-parse HEAD)"/)" ]
+run status
+check "status lists 0@i" has "$out" "0@i  time"
+run show 0@i --format json
+check "show 0@i" jq_eq "$WORK/.out" '.rows[0].subtype' real
+run log
+check "log counts the profile" has "$out" "$(git rev-parse --short=12 HEAD)    1 profile "
+
+# a profile of another commit is refused, unless --force
+run collect time -q -r 1 -o old.json -- "$PROGS/s-exit"
+echo b >b && git add b && git commit -qm second
+run add old.json
+check "add other origin: exit 1" [ "$rc" = 1 ]
+check "add other origin: says so" has "$err" "not on HEAD"
+run add --force old.json
+check "add --force: exit 0" [ "$rc" = 0 ]
+run log
+check "log lists both commits" [ "$(printf '%s\n' "$out" | wc -l)" = 2 ]
+check "first commit has 2 profiles" has "$(printf '%s\n' "$out" | tail -1)" "2 profiles"
+git checkout -q HEAD~1
+run rm 0@i
+check "rm 0@i: exit 0" [ "$rc" = 0 ]
+run log
+check "rm: one profile left" has "$(printf '%s\n' "$out" | tail -1)" "1 profile "
+run rm 9@i
+check "rm 9@i: exit 1" [ "$rc" = 1 ]
+
+# a dirty tree is noted and warned about
+echo c >>a
+run collect time -q -r 1 -o dirty.json -- "$PROGS/s-exit"
+check "dirty tree noted" jq_eq dirty.json .metadata.dirty true
+check "dirty tree warned" jq_eq dirty.json '[.stats.warnings[].code] | index("dirty-tree") != null' true
+
+# outside any store and git tree: no origin, add refused
+cd "$WORK" && mkdir plain && cd plain || exit 1
+run collect time -q -r 1 -o p.json -- "$PROGS/s-exit"
+check "no git: origin null" jq_eq p.json .origin null
+run status
+check "status without a store: exit 1" [ "$rc" = 1 ]
+check "status without a store: says init" has "$err" "run 'sonde init'"
+finish

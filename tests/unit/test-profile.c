@@ -1,0 +1,158 @@
+/* Unit tests: the profile model, loading (errors, newer formats, Perun forms), saving. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <sonde/file.h>
+#include <sonde/profile.h>
+
+static void test_resources(void **state)
+{
+	struct sonde_profile *p = sonde_profile__new("time");
+	json_t *fixed, *cols, *extra = json_pack("{s:s}", "workload", "10");
+	const char *key;
+	long a, b, c;
+
+	assert_non_null(p);
+	a = sonde_profile__resource(p, "./x", "time", "real", NULL);
+	b = sonde_profile__resource(p, "./x", "time", "user", NULL);
+	c = sonde_profile__resource(p, "./x", "time", "real", extra);
+	assert_int_equal(a, 0);
+	assert_int_equal(b, 1);
+	assert_int_equal(c, 2);
+	assert_int_equal(sonde_profile__resource(p, "./x", "time", "real", NULL), a);
+	assert_int_equal(sonde_profile__append(p, a, "amount", json_integer(5)), 0);
+	assert_int_equal(sonde_profile__append(p, a, "amount", json_integer(6)), 0);
+	assert_int_equal(sonde_profile__append(p, 7, "amount", json_integer(6)), -ERANGE);
+	assert_int_equal(sonde_profile__resource_at(p, 2, &key, &fixed, &cols), 0);
+	assert_string_equal(key, "./x#2");
+	assert_string_equal(json_string_value(json_object_get(fixed, "workload")), "10");
+	sonde_profile__resource_at(p, 0, &key, &fixed, &cols);
+	assert_int_equal(sonde_profile__column_len(cols, "amount"), 2);
+	assert_int_equal(sonde_profile__resource_count(p), 3);
+	json_decref(extra);
+	sonde_profile__free(p);
+}
+
+static struct sonde_profile *parse(const char *s, struct sonde_strbuf *err)
+{
+	sonde_strbuf__reset(err);
+	return sonde_profile__parse(s, strlen(s), "t.json", err);
+}
+
+static void test_errors(void **state)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+
+	assert_null(parse("{\n  \"a\": [1, 2,,]\n}", &err));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(err.buf, "'t.json' is not valid JSON: line 2, column"));
+	assert_null(parse("[1]", &err));
+	assert_non_null(strstr(err.buf, "not a JSON object"));
+	assert_null(parse("{\"format_version\": 2, \"header\": {}}", &err));
+	assert_int_equal(errno, ENOTSUP);
+	assert_non_null(strstr(err.buf, "format_version 2 is newer"));
+	assert_null(parse("{\"format_version\": \"1\"}", &err));
+	assert_int_equal(errno, EINVAL);
+	assert_null(parse("{\"format_version\": 1, \"resource_type_map\": {\"a#0\": {}},"
+			  " \"resources\": {\"a#0\": {\"amount\": [1], \"order\": [1, 2]}}}",
+			  &err));
+	assert_non_null(strstr(err.buf, "differ in length"));
+	assert_null(parse("{\"format_version\": 1, \"resources\": {\"a#0\": {}}}", &err));
+	assert_non_null(strstr(err.buf, "no resource_type_map entry"));
+	assert_null(parse("{\"x\": 1}", &err));
+	sonde_strbuf__release(&err);
+}
+
+static void test_perun_records(void **state)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *p =
+		parse("{\"origin\": \"abc\", \"header\": {\"type\": \"time\", \"cmd\": \"./t\","
+		      " \"units\": {\"time\": \"s\"}}, \"collector_info\": {\"name\": \"time\"},"
+		      " \"global\": {\"timestamp\": 0.5, \"resources\": ["
+		      " {\"uid\": \"./t\", \"type\": \"time\", \"subtype\": \"real\", \"order\": "
+		      "1, \"amount\": 0.25},"
+		      " {\"uid\": \"./t\", \"type\": \"time\", \"subtype\": \"user\", \"order\": "
+		      "1, \"amount\": 0.125},"
+		      " {\"uid\": \"./t\", \"type\": \"time\", \"subtype\": \"real\", \"order\": "
+		      "2, \"amount\": 0.5}]}}",
+		      &err);
+	json_t *fixed, *cols;
+
+	assert_non_null(p);
+	assert_int_equal(sonde_profile__resource_count(p), 2);
+	sonde_profile__resource_at(p, 0, NULL, &fixed, &cols);
+	assert_string_equal(json_string_value(json_object_get(fixed, "subtype")), "real");
+	assert_int_equal(json_array_size(json_object_get(cols, "amount")), 2);
+	assert_true(json_real_value(json_array_get(json_object_get(cols, "amount"), 1)) == 0.5);
+	assert_string_equal(sonde_profile__origin(p), "abc");
+	assert_string_equal(
+		json_string_value(json_object_get(sonde_profile__metadata(p), "converted_from")),
+		"perun");
+	assert_null(json_object_get(sonde_profile__root(p), "global"));
+	sonde_profile__free(p);
+
+	/* memory-style records: object uid, list form, a missing column is padded */
+	p = parse(
+		"{\"header\": {\"type\": \"memory\"}, \"resources\": ["
+		" {\"uid\": {\"source\": \"m.c\", \"function\": \"main\", \"line\": 22},"
+		"  \"type\": \"memory\", \"subtype\": \"malloc\", \"amount\": 4, \"address\": 100},"
+		" {\"uid\": {\"source\": \"m.c\", \"function\": \"main\", \"line\": 22},"
+		"  \"type\": \"memory\", \"subtype\": \"malloc\", \"amount\": 8}]}",
+		&err);
+	assert_non_null(p);
+	assert_int_equal(sonde_profile__resource_count(p), 1);
+	sonde_profile__resource_at(p, 0, NULL, &fixed, &cols);
+	assert_string_equal(json_string_value(json_object_get(fixed, "uid")), "m.c:main:22");
+	assert_true(json_is_null(json_array_get(json_object_get(cols, "address"), 1)));
+	sonde_profile__free(p);
+	sonde_strbuf__release(&err);
+}
+
+static void test_round_trip(void **state)
+{
+	char dir[] = "/tmp/sonde-test-XXXXXX", path[64];
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *p = sonde_profile__new("time"), *q;
+	long r;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/p.json", dir);
+	r = sonde_profile__resource(p, "u", "time", "real", NULL);
+	sonde_profile__append(p, r, "amount", json_integer(42));
+	sonde_profile__set_origin(p, "0123456789012345678901234567890123456789");
+	sonde_profile__add_warning(p, "outliers", "m", "f");
+	assert_int_equal(sonde_profile__save(p, path), 0);
+	q = sonde_profile__load(path, &err);
+	assert_non_null(q);
+	assert_true(json_equal(sonde_profile__root(p), sonde_profile__root(q)));
+	/* the loaded profile keeps numbering resources after the loaded ones */
+	assert_int_equal(sonde_profile__resource(q, "u", "time", "user", NULL), 1);
+	assert_non_null(json_object_get(
+		json_object_get(sonde_profile__root(q), "resource_type_map"), "u#1"));
+	/* saving into a missing directory fails and leaves nothing */
+	snprintf(path, sizeof(path), "%s/missing/p.json", dir);
+	assert_int_equal(sonde_profile__save(p, path), -ENOENT);
+	sonde_profile__free(p);
+	sonde_profile__free(q);
+	snprintf(path, sizeof(path), "%s/p.json", dir);
+	unlink(path);
+	rmdir(dir);
+	sonde_strbuf__release(&err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resources),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_perun_records),
+		cmocka_unit_test(test_round_trip),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

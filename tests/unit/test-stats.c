@@ -1,0 +1,71 @@
+/* Unit tests: summary statistics against values computed by hand or from tables. */
+#include <math.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <sonde/stats.h>
+
+static void test_summary(void **state)
+{
+	const double x[] = { 2, 4, 4, 4, 5, 5, 7, 9 };
+	struct sonde_summary s;
+
+	assert_int_equal(sonde_stats__summarize(x, 8, &s), 0);
+	assert_true(fabs(s.mean - 5) < 1e-12);
+	assert_true(fabs(s.stddev - sqrt(32.0 / 7)) < 1e-12);
+	assert_true(fabs(s.median - 4.5) < 1e-12);
+	assert_true(s.min == 2 && s.max == 9);
+	/* |x - 4.5| sorted: .5 .5 .5 .5 .5 2.5 2.5 4.5, median .5 */
+	assert_true(fabs(s.mad - 0.5) < 1e-12);
+	/* 95 % CI: mean ± t(0.975, 7) σ/√8, t = 2.364624 */
+	assert_true(fabs(s.ci_high - (5 + 2.364624 * sqrt(32.0 / 7) / sqrt(8))) < 1e-5);
+	/* 9: 0.6745 * 4.5 / 0.5 = 6.07 > 3.5; 2 and 7: 3.37 < 3.5 */
+	assert_int_equal(s.outliers, 1);
+}
+
+static void test_t_quantiles(void **state)
+{
+	/* Student-t table values */
+	assert_true(fabs(sonde_stats__t_quantile(0.975, 1) - 12.706205) < 1e-5);
+	assert_true(fabs(sonde_stats__t_quantile(0.975, 9) - 2.262157) < 1e-5);
+	assert_true(fabs(sonde_stats__t_quantile(0.975, 30) - 2.042272) < 1e-5);
+	assert_true(fabs(sonde_stats__t_quantile(0.995, 4) - 4.604095) < 1e-5);
+	assert_true(fabs(sonde_stats__t_quantile(0.975, 1e6) - 1.959966) < 1e-4);
+	assert_true(isnan(sonde_stats__t_quantile(0.4, 3)));
+}
+
+static void test_outliers(void **state)
+{
+	const double x[] = { 10, 10.1, 9.9, 10, 10.2, 9.8, 10, 30 };
+	struct sonde_summary s;
+
+	assert_int_equal(sonde_stats__summarize(x, 8, &s), 0);
+	assert_int_equal(s.outliers, 1);
+	assert_true(sonde_stats__modified_z(30, s.median, s.mad) > SONDE_OUTLIER_Z);
+}
+
+static void test_edges(void **state)
+{
+	const double one[] = { 3 };
+	struct sonde_summary s;
+
+	assert_int_equal(sonde_stats__summarize(one, 0, &s), -EINVAL);
+	assert_int_equal(sonde_stats__summarize(one, 1, &s), 0);
+	assert_true(isnan(s.stddev) && isnan(s.ci_low));
+	assert_true(s.mean == 3 && s.median == 3);
+	assert_true(sonde_stats__modified_z(3, 3, 0) == 0);
+	assert_true(isinf(sonde_stats__modified_z(4, 3, 0)));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_t_quantiles),
+		cmocka_unit_test(test_outliers),
+		cmocka_unit_test(test_edges),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
