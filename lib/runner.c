@@ -41,6 +41,8 @@ struct sonde_runner {
 	char *path;
 	char *const *envp;
 	posix_spawnattr_t attr;
+	int null_fd;  /* /dev/null, opened once: children dup it instead of opening */
+	int input_fd; /* the --input file, rewound before each run; -1: none */
 };
 
 /* One step of the redirection plan: fd becomes a file opened at path, or a dup of from. */
@@ -140,6 +142,19 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 		errno = e;
 		return NULL;
 	}
+	r->input_fd = -1;
+	r->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (r->null_fd < 0 ||
+	    (opts->input && (r->input_fd = open(opts->input, O_RDONLY | O_CLOEXEC)) < 0)) {
+		int e = errno;
+
+		if (r->null_fd >= 0)
+			close(r->null_fd);
+		free(r->path);
+		free(r);
+		errno = e;
+		return NULL;
+	}
 	/* Orphans of the target become our children, so they can be reaped. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	posix_spawnattr_init(&r->attr);
@@ -159,6 +174,9 @@ void sonde_runner__free(struct sonde_runner *r)
 	if (!r)
 		return;
 	posix_spawnattr_destroy(&r->attr);
+	close(r->null_fd);
+	if (r->input_fd >= 0)
+		close(r->input_fd);
 	free(r->path);
 	free(r);
 }
@@ -173,10 +191,10 @@ static size_t plan(const struct sonde_runner *r, const int pipes[4], struct redi
 {
 	size_t n = 0;
 
-	rd[n++] = (struct redirect){ 0, r->o.input ? r->o.input : "/dev/null", O_RDONLY, -1 };
+	rd[n++] = (struct redirect){ 0, NULL, 0, r->input_fd >= 0 ? r->input_fd : r->null_fd };
 	if (r->o.output == SONDE_OUTPUT_SUPPRESS) {
-		rd[n++] = (struct redirect){ 1, "/dev/null", O_WRONLY, -1 };
-		rd[n++] = (struct redirect){ 2, "/dev/null", O_WRONLY, -1 };
+		rd[n++] = (struct redirect){ 1, NULL, 0, r->null_fd };
+		rd[n++] = (struct redirect){ 2, NULL, 0, r->null_fd };
 	} else if (r->o.output == SONDE_OUTPUT_CAPTURE) {
 		rd[n++] = (struct redirect){ 1, NULL, 0, pipes[1] };
 		rd[n++] = (struct redirect){ 2, NULL, 0, pipes[3] };
@@ -420,6 +438,11 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 	memset(out, 0, sizeof(*out));
 	if (r->o.output == SONDE_OUTPUT_CAPTURE &&
 	    (pipe2(pipes, O_CLOEXEC) < 0 || pipe2(pipes + 2, O_CLOEXEC) < 0)) {
+		err = -errno;
+		goto out;
+	}
+	/* Every run reads its input from the start (the offset is shared with the child). */
+	if (r->input_fd >= 0 && lseek(r->input_fd, 0, SEEK_SET) < 0) {
 		err = -errno;
 		goto out;
 	}

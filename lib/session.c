@@ -318,6 +318,12 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 		return rc;
 	}
 	free(path);
+	if (s->o.input && access(s->o.input, R_OK) < 0) {
+		rc = -errno;
+		sonde_strbuf__addf(err, "cannot read the input file '%s': %s", s->o.input,
+				   strerror(-rc));
+		return rc == -EACCES ? -EPERM : rc == -ENOENT ? -ENODATA : rc;
+	}
 	for (i = 0; i < s->ncols; i++) {
 		struct sonde_collection *c = &s->cols[i];
 
