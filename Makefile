@@ -23,10 +23,8 @@ build: deps $(BUILD)/build.ninja
 run: build
 	@echo
 	@echo "== sonde collect time -- $(EXAMPLE) 200000"
-	@$(SONDE) collect time -r 10 -o $(BUILD)/example-time.json -- $(EXAMPLE) 200000
-	@echo
-	@echo "== sonde show $(BUILD)/example-time.json"
-	@$(SONDE) show $(BUILD)/example-time.json
+	@$(SONDE) collect time -r 10 --output suppress -o $(BUILD)/example-time.json -- $(EXAMPLE) 200000
+	@echo "(show it again with: $(SONDE) show $(BUILD)/example-time.json)"
 
 test: build
 	@tests/run $(BUILD)
