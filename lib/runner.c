@@ -264,6 +264,15 @@ static void reap(pid_t pid, struct sonde_run *out)
 	out->end_ns = sonde_clock_ns();
 }
 
+/* Kill what the target left in its group and reap it (orphans are ours: subreaper). */
+static void reap_group(pid_t pgid, struct sonde_run *out)
+{
+	if (kill(-pgid, SIGKILL) < 0)
+		return; /* ESRCH: nothing was left, the usual case */
+	while (waitpid(-pgid, NULL, 0) > 0 || errno == EINTR)
+		out->leftover++;
+}
+
 static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t n,
 		       struct sonde_run *out)
 {
@@ -403,11 +412,7 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 		close(pidfd);
 	reap(pid, out);
 	/* Copy what is left; the group is killed first so no writer remains. */
-	out->leftover = 0;
-	if (kill(-pid, SIGKILL) == 0) {
-		while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
-			out->leftover++;
-	}
+	reap_group(pid, out);
 	while (out_open || err_open) {
 		struct pollfd fds[2];
 		int nf = 0;
@@ -475,9 +480,7 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 		kill(-out->pid, pending_signal);
 	if (pipes[0] < 0 && !(r->o.timeout_s > 0)) {
 		reap(out->pid, out);
-		if (kill(-out->pid, SIGKILL) == 0)
-			while (waitpid(-out->pid, NULL, 0) > 0 || errno == EINTR)
-				out->leftover++;
+		reap_group(out->pid, out);
 	} else {
 		wait_target(r, out->pid, pipes[0], pipes[2], out);
 	}
