@@ -229,7 +229,8 @@ int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
 		}
 	}
 	closedir(d);
-	qsort(out->v, out->n, sizeof(out->v[0]), cmp_entry);
+	if (out->n)
+		qsort(out->v, out->n, sizeof(out->v[0]), cmp_entry);
 	return 0;
 }
 
