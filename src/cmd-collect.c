@@ -439,7 +439,7 @@ int cmd_collect(int argc, char **argv)
 	rc = probe ? check_writable(probe) : -ENOMEM;
 	if (rc) {
 		cli_error("collect", "cannot write the profile to '%s': %s", probe, strerror(-rc));
-		code = cli_exit_code(rc) == EXIT_UNSUPPORTED ? EXIT_FAILURE_ : EXIT_FAILURE_;
+		code = EXIT_FAILURE_;
 		free(probe);
 		goto out;
 	}
