@@ -489,23 +489,20 @@ int sonde_profile__add_records(struct sonde_profile *p, json_t *records)
 	return convert_records(p, records, -1);
 }
 
-/* Turn a Perun profile (no format_version) into format_version 1. */
-static int convert_perun(struct sonde_profile *p, json_t *root)
+/*
+ * Turn a Perun profile (no format_version) into format_version 1; records is its
+ * top-level list of resource records, taken out of the document, or NULL.
+ */
+static int convert_perun(struct sonde_profile *p, json_t *root, json_t *records)
 {
 	json_t *global = json_object_get(root, "global");
 	json_t *snaps = json_object_get(root, "snapshots");
-	json_t *records = json_object_get(root, "resources");
 	int err = 0;
 
 	json_object_set_new(json_object_get(root, "metadata"), "converted_from",
 			    json_string("perun"));
-	if (json_is_array(records)) {
-		json_incref(records);
-		json_object_set_new(root, "resources", json_object());
-		p->res = json_object_get(root, "resources");
+	if (records)
 		err = convert_records(p, records, -1);
-		json_decref(records);
-	}
 	if (!err && json_is_object(global)) {
 		json_t *ts = json_object_get(global, "timestamp");
 
@@ -596,7 +593,7 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 					   struct sonde_strbuf *err)
 {
 	json_error_t jerr;
-	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr), *fv, *v;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr), *fv, *v, *records;
 	struct sonde_profile *p;
 	const char *const *k;
 	bool perun;
@@ -645,42 +642,36 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
 			    "no format_version, header or resources");
 	}
-	if (!json_is_array(json_object_get(root, "resources")) && fill_defaults(root, NULL)) {
+	/* Perun's list of records is kept aside; the document gets a columnar part. */
+	records = json_object_get(root, "resources");
+	records = perun && json_is_array(records) ? json_incref(records) : NULL;
+	if (records)
+		json_object_del(root, "resources");
+	if (fill_defaults(root, NULL)) {
+		json_decref(records);
 		json_decref(root);
 		errno = ENOMEM;
 		return NULL;
-	}
-	if (json_is_array(json_object_get(root, "resources"))) {
-		/* fill the rest first, keeping the record list for the conversion */
-		json_t *records = json_incref(json_object_get(root, "resources"));
-
-		json_object_del(root, "resources");
-		if (fill_defaults(root, NULL)) {
-			json_decref(records);
-			json_decref(root);
-			errno = ENOMEM;
-			return NULL;
-		}
-		json_object_set_new(root, "resources", records);
 	}
 	if (!json_object_get(json_object_get(root, "header"), "type"))
 		json_object_set_new(json_object_get(root, "header"), "type", json_string("custom"));
 	p = wrap(root);
 	if (!p) {
+		json_decref(records);
 		json_decref(root);
 		errno = ENOMEM;
 		return NULL;
 	}
 	if (index_loaded(p, name, err)) {
+		json_decref(records);
 		sonde_profile__free(p);
 		errno = EINVAL;
 		return NULL;
 	}
 	if (perun) {
-		int e = convert_perun(p, root);
+		int e = convert_perun(p, root, records);
 
-		p->rtm = json_object_get(root, "resource_type_map");
-		p->res = json_object_get(root, "resources");
+		json_decref(records);
 		if (e) {
 			sonde_profile__free(p);
 			return fail(err, e == -ENOMEM ? ENOMEM : EINVAL,

@@ -227,6 +227,7 @@ static void child_exec(struct sonde_runner *r, const struct redirect *rd, size_t
 		       int errfd)
 {
 	sigset_t none;
+	ssize_t got;
 	size_t i;
 	char c;
 	int e;
@@ -245,10 +246,11 @@ static void child_exec(struct sonde_runner *r, const struct redirect *rd, size_t
 		if (rd[i].path && fd != rd[i].fd)
 			close(fd);
 	}
-	while (read(barrier, &c, 1) < 0 && errno == EINTR)
+	/* One byte releases the child; EOF means attach() failed: leave without exec. */
+	while ((got = read(barrier, &c, 1)) < 0 && errno == EINTR)
 		;
-	if (read(barrier, &c, 0) < 0) /* keep the fd referenced until exec */
-		goto fail;
+	if (got != 1)
+		_exit(127);
 	execve(r->path, r->o.argv, r->envp);
 fail:
 	e = errno;

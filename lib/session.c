@@ -429,7 +429,7 @@ static void progress(struct sonde_session *s, unsigned done, unsigned total, boo
 
 /* One workload (parameter value): warm-ups, then the measured runs. */
 static int run_workload(struct sonde_session *s, const char *value, unsigned *done, unsigned *total,
-			size_t nvalues, struct sonde_strbuf *err)
+			struct sonde_strbuf *err)
 {
 	struct sonde_runner_opts ro = { 0 }, po = { 0 };
 	struct sonde_runner *r = NULL, *prep = NULL;
@@ -603,7 +603,7 @@ int sonde_session__run(struct sonde_session *s, struct sonde_strbuf *err)
 	s->t0 = sonde_clock_ns();
 	sonde_runner__clear_interrupt();
 	for (i = 0; i < nvalues; i++) {
-		rc = run_workload(s, values[i], &done, &total, s->o.repeat ? nvalues : 1, err);
+		rc = run_workload(s, values[i], &done, &total, err);
 		if (rc || s->out.stopped_on_failure || sonde_runner__interrupted())
 			break;
 	}

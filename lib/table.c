@@ -33,13 +33,10 @@ int sonde_table__rows(const struct sonde_profile *p, struct sonde_table_row **ro
 			x = nx;
 			xcap = json_array_size(amount);
 		}
-		r->missing = 0;
 		json_array_foreach(amount, j, a)
 		{
 			if (json_is_number(a))
 				x[m++] = json_number_value(a);
-			else
-				r->missing++;
 		}
 		if (!m)
 			continue;

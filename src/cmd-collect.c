@@ -384,7 +384,7 @@ int cmd_collect(int argc, char **argv)
 	const struct sonde_collector *col;
 	const char *col_name = NULL;
 	char *pname = NULL, **values = NULL, *capture_tmp = NULL, *probe;
-	json_t *params = json_object(), *cparams;
+	json_t *params = json_object();
 	struct sonde_session *s = NULL;
 	int skip, first, code = EXIT_OK, rc, capture_fd = -1;
 	size_t i;
@@ -423,10 +423,9 @@ int cmd_collect(int argc, char **argv)
 				 "sonde collect %s -- CMD",
 				 col_name);
 	}
-	/* collector_info.params: what the user asked for; the plugin path as given. */
-	cparams = params;
+	/* collector_info.params: every option the user gave, and the external's path. */
 	if (o.external)
-		json_object_set_new(cparams, "exe", json_string(o.external));
+		json_object_set_new(params, "exe", json_string(o.external));
 	if (o.parameter && parse_parameter(o.parameter, &pname, &values)) {
 		json_decref(params);
 		free(pname);
@@ -470,7 +469,7 @@ int cmd_collect(int argc, char **argv)
 	if (!o.quiet && isatty(2))
 		so.progress = draw_progress;
 	s = sonde_session__new(&so);
-	if (!s || sonde_session__add(s, col, json_incref(cparams))) {
+	if (!s || sonde_session__add(s, col, json_incref(params))) {
 		cli_error("collect", "out of memory");
 		code = EXIT_FAILURE_;
 		goto out;

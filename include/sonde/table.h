@@ -14,10 +14,9 @@ struct sonde_table_row {
 	const char *uid; /* borrowed from the profile */
 	const char *type;
 	const char *subtype;
-	const char *workload; /* NULL when the resource has none */
-	const char *unit;     /* from header.units[type]; NULL when not given */
-	struct sonde_summary s;
-	size_t missing; /* amounts that are null (not measured) */
+	const char *workload;	/* NULL when the resource has none */
+	const char *unit;	/* from header.units[type]; NULL when not given */
+	struct sonde_summary s; /* of the numeric amounts; nulls (not measured) are left out */
 };
 
 /*

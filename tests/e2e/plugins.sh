@@ -4,7 +4,7 @@
 
 run utils create collector myc
 check "create collector: exit 0" [ "$rc" = 0 ]
-check "template files" [ -f myc/myc.c ] && [ -f myc/Makefile ] && [ -f myc/README.md ]
+check "template files" test -f myc/myc.c -a -f myc/Makefile -a -f myc/README.md
 check "template builds" make -s -C myc SONDE_INCLUDE="$SRC/include"
 run collect --plugin ./myc/myc.so --help
 check "plugin options in help" has "$out" "--scale N"

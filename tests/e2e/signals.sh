@@ -2,13 +2,21 @@
 # Signals and processes: SIGINT mid-series, timeouts, leftovers; no zombie or orphan.
 . "$SRC/tests/e2e/lib.sh"
 
+# interrupt SIGNAL SECONDS ERRFILE SONDE-ARGS...: run sonde in the background, send it
+# SIGNAL after SECONDS, wait; its status goes to $rc, its stderr to ERRFILE
+interrupt() {
+	sig=$1 after=$2 errfile=$3
+	shift 3
+	"$SONDE" "$@" >/dev/null 2>"$errfile" &
+	pid=$!
+	sleep "$after"
+	kill "-$sig" $pid
+	wait $pid
+	rc=$?
+}
+
 # SIGINT after a few runs: the profile keeps the completed runs, exit 130
-"$SONDE" collect time -q -r 50 -o int.json -- "$PROGS/s-sleep" 100 >/dev/null 2>int.err &
-pid=$!
-sleep 0.75
-kill -INT $pid
-wait $pid
-rc=$?
+interrupt INT 0.75 int.err collect time -q -r 50 -o int.json -- "$PROGS/s-sleep" 100
 check "SIGINT: exit 130" [ "$rc" = 130 ]
 check "SIGINT: says interrupted" grep -q "interrupted by Interrupt after" int.err
 check "SIGINT: profile written" [ -f int.json ]
@@ -39,12 +47,7 @@ check "leftover: warned" jq_eq orphan.json '[.stats.warnings[].code] | index("le
 check "leftover: nothing left running" [ -z "$(pgrep -f "$PROGS/s-orphan" || true)" ]
 
 # a run that is not measured by the series when the user stops it early
-"$SONDE" collect time -q -r 3 -o early.json -- "$PROGS/s-sleep" 2000 >/dev/null 2>&1 &
-pid=$!
-sleep 0.3
-kill -TERM $pid
-wait $pid
-rc=$?
+interrupt TERM 0.3 early.err collect time -q -r 3 -o early.json -- "$PROGS/s-sleep" 2000
 check "SIGTERM in the first run: exit 130" [ "$rc" = 130 ]
 check "SIGTERM in the first run: 0 runs, profile written" jq_eq early.json .stats.runs 0
 check "SIGTERM: target gone" [ -z "$(pgrep -f "$PROGS/s-sleep 2000" || true)" ]

@@ -6,7 +6,7 @@ git init -q repo && cd repo || exit 1
 echo a >a && git add a && git commit -qm first
 run init
 check "init: exit 0" [ "$rc" = 0 ]
-check "init: layout" [ -d .sonde/jobs ] && [ -d .sonde/objects ] && [ -f .sonde/index.db ]
+check "init: layout" test -d .sonde/jobs -a -d .sonde/objects -a -f .sonde/index.db
 run init
 check "init is idempotent" [ "$rc" = 0 ]
 mkdir sub && cd sub || exit 1

@@ -47,10 +47,9 @@ static void test_atomic_and_new(void **state)
 	rmdir(dir);
 }
 
-static void test_full_device(void **state)
+static void test_unwritable_place(void **state)
 {
-	/* /dev/full's directory is /dev: a temporary there is refused or fills; either
-	 * way nothing named like our temporaries may remain. */
+	/* No temporary can be created where the directory does not exist. */
 	char path[] = "/proc/sonde-no-such-dir/x.json";
 
 	assert_true(sonde_file__write_atomic(path, "x", 1) < 0);
@@ -79,7 +78,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_atomic_and_new),
-		cmocka_unit_test(test_full_device),
+		cmocka_unit_test(test_unwritable_place),
 		cmocka_unit_test(test_mkdir_p),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

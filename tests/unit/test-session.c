@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <sonde/session.h>
 
@@ -120,6 +121,44 @@ static void test_missing_command(void **state)
 	sonde_strbuf__release(&err);
 }
 
+static int h_refuse(struct sonde_collection *c, pid_t pid)
+{
+	return -EPERM;
+}
+
+static const struct sonde_collector refusing = {
+	.abi = SONDE_COLLECTOR_ABI,
+	.name = "refusing",
+	.profile_type = "custom",
+	.flags = SONDE_COLLECTOR_NEEDS_BARRIER,
+	.start = h_refuse,
+};
+
+/* When a collector cannot attach, the target waiting at the barrier never executes. */
+static void test_attach_failure(void **state)
+{
+	char dir[] = "/tmp/sonde-attach-XXXXXX", mark[64];
+	char *argv[] = { "/bin/touch", mark, NULL };
+	struct sonde_session_opts o = { .sz = sizeof(o), .argv = argv, .repeat = 1 };
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_session *s;
+	int i;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(mark, sizeof(mark), "%s/ran", dir);
+	for (i = 0; i < 20; i++) { /* the exec raced the kill before: try it often */
+		s = sonde_session__new(&o);
+		assert_int_equal(sonde_session__add(s, &refusing, NULL), 0);
+		assert_int_equal(sonde_session__before(s, &err), 0);
+		assert_int_equal(sonde_session__run(s, &err), -EPERM);
+		assert_int_equal(sonde_session__outcome(s)->runs, 0);
+		sonde_session__free(s);
+		assert_int_equal(access(mark, F_OK), -1);
+	}
+	rmdir(dir);
+	sonde_strbuf__release(&err);
+}
+
 static void test_bad_opts(void **state)
 {
 	struct sonde_session_opts o = { .sz = sizeof(o) };
@@ -135,6 +174,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_missing_command),
+		cmocka_unit_test(test_attach_failure),
 		cmocka_unit_test(test_bad_opts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
