@@ -11,9 +11,11 @@
 
 extern const struct sonde_collector sonde_collector_time;
 extern const struct sonde_collector sonde_collector_external;
+extern const struct sonde_collector sonde_collector_memory;
 
 static const struct sonde_collector *const builtins[] = {
 	&sonde_collector_time,
+	&sonde_collector_memory,
 	&sonde_collector_external,
 };
 

@@ -34,6 +34,7 @@ struct sonde_collection {
 	unsigned long long dropped;
 	json_t *notes;
 	int stdout_fd;
+	struct sonde_strbuf failure; /* set by sonde_collection__fail() */
 };
 
 struct sonde_session {
@@ -122,6 +123,28 @@ void sonde_collection__note(struct sonde_collection *c, const char *fmt, ...)
 	sonde_log(SONDE_LOG_WARN, c->col->name, "%s", msg);
 }
 
+void sonde_collection__fail(struct sonde_collection *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	sonde_strbuf__reset(&c->failure);
+	va_start(ap, fmt);
+	sonde_strbuf__vaddf(&c->failure, fmt, ap);
+	va_end(ap);
+}
+
+double sonde_collection__param_double(struct sonde_collection *c, const char *name, double def)
+{
+	json_t *v = json_object_get(c->params, name);
+
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+bool sonde_collection__param_bool(struct sonde_collection *c, const char *name)
+{
+	return json_is_true(json_object_get(c->params, name));
+}
+
 long long sonde_collection__param_int(struct sonde_collection *c, const char *name, long long def)
 {
 	json_t *v = json_object_get(c->params, name);
@@ -188,6 +211,7 @@ void sonde_session__free(struct sonde_session *s)
 			c->col->cleanup(c);
 		json_decref(c->params);
 		json_decref(c->notes);
+		sonde_strbuf__release(&c->failure);
 		sonde_profile__free(c->profile);
 	}
 	free(s->cols);
@@ -329,10 +353,15 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 
 		rc = c->col->before ? c->col->before(c) : 0;
 		if (rc) {
-			sonde_strbuf__addf(err, "collector '%s' failed to prepare: %s",
-					   c->col->name, strerror(-rc));
+			if (c->failure.len)
+				sonde_strbuf__addf(err, "%s", c->failure.buf);
+			else
+				sonde_strbuf__addf(err, "collector '%s' failed to prepare: %s",
+						   c->col->name, strerror(-rc));
 			return rc;
 		}
+		if (!s->o.repeat && (c->col->flags & SONDE_COLLECTOR_ONE_RUN))
+			s->o.repeat = 1;
 	}
 	rc = build_env(s);
 	if (rc)
@@ -525,8 +554,11 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 
 			rc = c->col->stop ? c->col->stop(c, &info) : 0;
 			if (rc) {
-				sonde_strbuf__addf(err, "collector '%s' failed: %s", c->col->name,
-						   strerror(-rc));
+				if (c->failure.len)
+					sonde_strbuf__addf(err, "%s", c->failure.buf);
+				else
+					sonde_strbuf__addf(err, "collector '%s' failed: %s",
+							   c->col->name, strerror(-rc));
 				goto out;
 			}
 		}

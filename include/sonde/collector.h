@@ -33,6 +33,7 @@ struct sonde_collection;
 enum {
 	SONDE_COLLECTOR_NEEDS_BARRIER = 1u << 0, /* start() must run before the exec */
 	SONDE_COLLECTOR_WRAPS_TARGET = 1u << 1,	 /* runs as `wrapper CMD ARGS` (external) */
+	SONDE_COLLECTOR_ONE_RUN = 1u << 2,	 /* without --repeat, measure one run */
 };
 
 /* What the session tells collectors about one finished run. */
@@ -95,9 +96,17 @@ void sonde_collection__dropped(struct sonde_collection *c, unsigned long long n)
 /* Report a message for the user (goes to the log callback, and stats.notes). */
 void sonde_collection__note(struct sonde_collection *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * Say why a hook is about to fail, in one line for the user (replaces the
+ * generic "collector X failed: strerror" message).
+ */
+void sonde_collection__fail(struct sonde_collection *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Read an integer/real/string/bool param with a default. */
 long long sonde_collection__param_int(struct sonde_collection *c, const char *name, long long def);
 const char *sonde_collection__param_str(struct sonde_collection *c, const char *name,
 					const char *def);
+double sonde_collection__param_double(struct sonde_collection *c, const char *name, double def);
+bool sonde_collection__param_bool(struct sonde_collection *c, const char *name);
 
 #endif

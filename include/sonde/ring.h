@@ -1,0 +1,148 @@
+/*
+ * ring.h - per-thread event rings in shared memory.
+ *
+ * One *area* (a memfd that sonde creates and the target maps) holds N rings.
+ * Each thread of the target claims a ring of its own and is its only writer;
+ * the sonde process is the only reader and drains every ring to disk while the
+ * target runs, so a crash of the target loses nothing that was committed.
+ *
+ * A ring is a byte buffer with two 64-bit positions that only grow: head (next
+ * byte the writer will publish) and tail (next byte the reader will consume).
+ * Records are 8-byte aligned and start with a 32-bit word: the record type in
+ * the top 8 bits and its length in bytes (header included) in the low 24. Type
+ * 0 is padding, written when a record would straddle the end of the buffer. A
+ * record becomes visible when the writer publishes head (release), so a writer
+ * that dies half-way through a record leaves nothing torn behind.
+ *
+ * Policies, per area:
+ *   LOSSLESS     a writer that finds its ring full waits for the reader; if the
+ *                reader shows no sign of life for 2 s it drops instead (counted).
+ *   DROP_OLDEST  a full ring discards its oldest records (the writer advances
+ *                tail with compare-and-swap); each record dropped is counted.
+ *
+ * The writer side never allocates, locks or calls stdio: it is used inside
+ * malloc hooks and instrumentation hooks.
+ */
+#ifndef SONDE_RING_H
+#define SONDE_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SONDE_RING_PAD	       0u
+#define SONDE_RING_MAX_RECORD  (1u << 20) /* bytes, header included */
+#define SONDE_RING_REC(type, len) (((uint32_t)(type) << 24) | (uint32_t)(len))
+#define SONDE_RING_REC_TYPE(h)	  ((h) >> 24)
+#define SONDE_RING_REC_LEN(h)	  ((h)&0xffffffu)
+
+enum sonde_ring_policy {
+	SONDE_RING_LOSSLESS = 0,
+	SONDE_RING_DROP_OLDEST = 1,
+};
+
+struct sonde_ring_area;
+struct sonde_ring_desc;
+
+/* The writer's handle to its ring; lives in the writer's thread-local storage. */
+struct sonde_ring_writer {
+	struct sonde_ring_area *area;
+	struct sonde_ring_desc *d;
+	uint8_t *data;
+	uint64_t mask;
+	uint64_t head;	    /* private copy; published by commit */
+	uint64_t tail_seen; /* last tail read: most reserves need not read it again */
+	uint64_t reserved;  /* length of the record being written */
+};
+
+/* What the reader knows about the bytes it hands to the sink. */
+struct sonde_ring_chunk {
+	uint32_t ring;
+	uint32_t pid, tid;
+	uint32_t serial; /* the writer's process serial (see __next_serial) */
+	uint64_t bytes;
+};
+
+/* ---- owner side (sonde) --------------------------------------------------------------- */
+
+/*
+ * Create an area of nrings rings of ring_bytes each (a power of two, >= 4096)
+ * in a memfd. Returns 0 or -errno. The memfd stays open in the owner; writers
+ * open it through __path().
+ */
+int sonde_ring_area__create(unsigned nrings, size_t ring_bytes, enum sonde_ring_policy policy,
+			    struct sonde_ring_area **out);
+void sonde_ring_area__destroy(struct sonde_ring_area *a);
+/* The path a writer opens ("/proc/PID/fd/N"); valid while the area exists. */
+const char *sonde_ring_area__path(const struct sonde_ring_area *a);
+
+typedef int (*sonde_ring_sink)(void *ctx, const struct sonde_ring_chunk *c, const void *data);
+
+/*
+ * Copy what every ring holds to sink, one chunk per ring with whole records.
+ * A ring whose thread has retired and that is empty becomes free again. Returns
+ * the bytes drained or a negative errno from the sink. Not thread-safe: one
+ * reader at a time.
+ */
+long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx);
+/*
+ * Free rings whose writer process no longer exists (call after a drain; dead_ok
+ * true frees every ring, for use once all writers are known to be gone).
+ */
+void sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead);
+/* Records dropped so far (all rings, plus writers that found no free ring). */
+uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a);
+/* Mark the reader alive (lossless writers stop waiting when it goes quiet). */
+void sonde_ring_area__heartbeat(struct sonde_ring_area *a);
+
+/* ---- writer side (the target) --------------------------------------------------------- */
+
+/* Map an existing area by path (no allocation). Returns NULL with errno on failure. */
+struct sonde_ring_area *sonde_ring_area__attach(const char *path);
+void sonde_ring_area__detach(struct sonde_ring_area *a);
+/* A number unique among the processes writing into this area. */
+uint32_t sonde_ring_area__next_serial(struct sonde_ring_area *a);
+/* Count n records lost by a writer that could not claim a ring. */
+void sonde_ring_area__lost(struct sonde_ring_area *a, uint64_t n);
+/* Claim a free ring for the calling thread. Returns 0, -EBUSY (none free), -EINVAL. */
+int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uint32_t serial,
+		      struct sonde_ring_writer *w);
+/*
+ * Space for one record of len bytes (a multiple of 8, header included), with its
+ * header already written. NULL when the record is dropped (counted).
+ */
+void *sonde_ring__reserve(struct sonde_ring_writer *w, uint32_t type, uint32_t len);
+/* Publish the record reserved last. */
+void sonde_ring__commit(struct sonde_ring_writer *w);
+/* Give the ring back once the reader has drained it (thread exit). */
+void sonde_ring__retire(struct sonde_ring_writer *w);
+
+/* ---- the drained log (sonde) ---------------------------------------------------------- */
+
+/*
+ * A drainer is a thread that drains an area into a file every interval_us: each
+ * chunk is written as struct sonde_ring_chunk followed by its bytes. The file is
+ * what survives: a target that crashes loses nothing committed before.
+ */
+struct sonde_ring_drainer;
+
+int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interval_us,
+			      struct sonde_ring_drainer **out);
+/* Drain now, from the calling thread (serialised with the drainer thread). */
+long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d);
+/* Stop the thread after a last drain. Returns 0 or the first write error (-errno). */
+int sonde_ring_drainer__stop(struct sonde_ring_drainer *d);
+/* CPU time the drainer thread has used so far. */
+uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d);
+
+/*
+ * Walk a drained log held in memory (8-byte aligned): cb is called per record
+ * with the chunk it came from, which lies in buf just before its records
+ * (padding is skipped). A truncated tail is ignored. Returns 0, the first
+ * non-zero value cb returned, or -EINVAL for a corrupt log.
+ */
+typedef int (*sonde_ring_record_fn)(void *ctx, const struct sonde_ring_chunk *c,
+				    const uint32_t *rec);
+int sonde_ring_log__walk(const void *buf, size_t len, sonde_ring_record_fn cb, void *ctx);
+
+#endif

@@ -1,0 +1,1114 @@
+/*
+ * analysis.c - from one run's drained log to sites, resources and totals.
+ *
+ * Pass 1 walks the log once: process images (PROC), their objects (MODULE),
+ * their stacks (STACK), and the offsets of every event, per thread stream.
+ * Pass 2 merges the thread streams by time and replays the heap: each
+ * allocation goes into a live map (address -> allocation), each free takes it
+ * out. The replay yields leaks (still live when the image ended; not those of
+ * an image replaced by exec), temporaries (freed before the same thread
+ * allocated anything else: heaptrack's definition, per thread), the peak of
+ * live bytes over all processes and what each resource held at that moment,
+ * the size histogram, the first run's timeline and, with --sampling, a
+ * snapshot of live bytes per site every interval.
+ *
+ * Symbols are resolved once per distinct (image, stack), never per event.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/clock.h>
+#include <sonde/ring.h>
+#include <sonde/strbuf.h>
+#include "memory.h"
+
+const char *const mem_op_names[MEM_OP__COUNT] = {
+	[MEM_OP_MALLOC] = "malloc",
+	[MEM_OP_CALLOC] = "calloc",
+	[MEM_OP_REALLOC] = "realloc",
+	[MEM_OP_REALLOCARRAY] = "reallocarray",
+	[MEM_OP_POSIX_MEMALIGN] = "posix_memalign",
+	[MEM_OP_ALIGNED_ALLOC] = "aligned_alloc",
+	[MEM_OP_MEMALIGN] = "memalign",
+	[MEM_OP_VALLOC] = "valloc",
+	[MEM_OP_PVALLOC] = "pvalloc",
+	[MEM_OP_NEW] = "new",
+	[MEM_OP_NEW_ARRAY] = "new[]",
+	[MEM_OP_MMAP] = "mmap",
+	[MEM_OP_FREE] = "free",
+	[MEM_OP_DELETE] = "delete",
+	[MEM_OP_DELETE_ARRAY] = "delete[]",
+	[MEM_OP_MUNMAP] = "munmap",
+};
+
+#define NO_RES UINT32_MAX
+
+struct module {
+	uint64_t bias, start, end;
+	const char *path; /* points into the log */
+};
+
+struct image {
+	uint32_t serial, pid, parent_serial;
+	uint64_t ts0;
+	struct module *mods;
+	size_t nmods, capmods;
+	struct u64map stacks;	 /* id -> offset of the STACK record */
+	struct u64map live;	 /* address -> allocation index */
+	struct u64map stack_res; /* id << 8 | op -> resource index */
+	struct u64map free_res;	 /* caller << 8 | op -> resource index */
+	bool exec_replaced, flushed, started;
+};
+
+/* A thread's events: the chunks of its ring, in order, read in place. */
+struct stream {
+	uint32_t image, tid;
+	uint64_t *chunk; /* offset << 24 | length of each chunk's data */
+	size_t n, cap;
+	size_t ci;	  /* cursor: chunk, and offset of the current event in it */
+	uint64_t off, end; /* [off, end): what is left of the current chunk */
+	uint64_t last_alloc; /* sequence number of its latest allocation */
+};
+
+/* A live block. Slots are reused once freed: only the live set is in memory. */
+struct alloc {
+	uint32_t res, tid;
+	uint64_t ts, size, seq;
+	int64_t row; /* index in its resource's rows, or -1 */
+};
+
+struct run {
+	struct mem_analysis *a;
+	const uint8_t *log;
+	uint64_t t0;
+	unsigned run;
+	struct image *img;
+	size_t nimg, capimg;
+	struct u64map img_index; /* serial -> image */
+	struct stream *st;
+	size_t nst, capst;
+	struct u64map st_index; /* serial << 32 | tid -> stream */
+	struct u64map tids;
+	struct alloc *al;
+	size_t nal, capal;
+	uint64_t *free_slots;
+	size_t nfree, capfree;
+	uint64_t seq;
+	uint64_t events, allocs_seen, keep_every, first_ts, last_ts;
+	const struct sonde_ring_chunk *cur_chunk;
+	uint64_t heap, peak, peak_epoch;
+	uint64_t *res_live, *res_seen, *res_peak; /* per resource, grown with a->nres */
+	size_t res_cap;
+	uint64_t *site_live;
+	size_t site_cap;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap ? *cap : 16;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	n = realloc(*p, c * size);
+	if (!n)
+		return -ENOMEM;
+	memset((char *)n + *cap * size, 0, (c - *cap) * size);
+	*p = n;
+	*cap = c;
+	return 0;
+}
+
+void mem_analysis__init(struct mem_analysis *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sym = sonde_symbols__new();
+	a->site_index = json_object();
+}
+
+void mem_analysis__release(struct mem_analysis *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nsites; i++) {
+		free(a->sites[i].uid);
+		json_decref(a->sites[i].uid_obj);
+		json_decref(a->sites[i].trace);
+	}
+	free(a->sites);
+	for (i = 0; i < a->nres; i++)
+		free(a->res[i].rows);
+	free(a->res);
+	free(a->snaps);
+	u64map__release(&a->res_index);
+	json_decref(a->site_index);
+	json_decref(a->no_source);
+	json_decref(a->no_func);
+	sonde_symbols__free(a->sym);
+	memset(a, 0, sizeof(*a));
+}
+
+/* ---- pass 1 ------------------------------------------------------------------------------ */
+
+static struct image *image_of(struct run *r, uint32_t serial, bool create)
+{
+	uint64_t idx;
+
+	if (u64map__get(&r->img_index, serial, &idx))
+		return &r->img[idx];
+	if (!create || grow((void **)&r->img, &r->capimg, r->nimg + 1, sizeof(*r->img)) ||
+	    u64map__put(&r->img_index, serial, r->nimg))
+		return NULL;
+	r->img[r->nimg].serial = serial;
+	return &r->img[r->nimg++];
+}
+
+/* The stream of (serial, tid); created on first sight. */
+static struct stream *stream_of(struct run *r, const struct sonde_ring_chunk *c)
+{
+	uint64_t key = ((uint64_t)c->serial << 32) | c->tid, idx;
+
+	if (!u64map__get(&r->st_index, key, &idx)) {
+		struct image *im = image_of(r, c->serial, true);
+
+		if (!im || grow((void **)&r->st, &r->capst, r->nst + 1, sizeof(*r->st)) ||
+		    u64map__put(&r->st_index, key, r->nst) || u64map__put(&r->tids, c->tid, 1))
+			return NULL;
+		idx = r->nst++;
+		r->st[idx].image = (uint32_t)(im - r->img);
+		r->st[idx].tid = c->tid;
+		r->st[idx].last_alloc = UINT64_MAX;
+	}
+	return &r->st[idx];
+}
+
+/* Note the chunk that rec belongs to, once per chunk. */
+static int add_event(struct run *r, const struct sonde_ring_chunk *c, const uint32_t *rec)
+{
+	const uint8_t *data = (const uint8_t *)(c + 1);
+	uint64_t off = (uint64_t)(data - r->log), ent;
+	struct stream *s;
+
+	(void)rec;
+	if (r->cur_chunk == c)
+		return 0;
+	r->cur_chunk = c;
+	s = stream_of(r, c);
+	if (!s || grow((void **)&s->chunk, &s->cap, s->n + 1, sizeof(*s->chunk)))
+		return -ENOMEM;
+	ent = (off << 24) | c->bytes;
+	s->chunk[s->n++] = ent;
+	return 0;
+}
+
+static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
+{
+	struct run *r = ctx;
+	uint32_t type = SONDE_RING_REC_TYPE(rec[0]);
+	struct image *im;
+	uint64_t ts;
+
+	switch (type) {
+	case MEM_REC_PROC: {
+		const struct mem_proc *p = (const void *)rec;
+
+		im = image_of(r, c->serial, true);
+		if (!im)
+			return -ENOMEM;
+		im->pid = p->pid;
+		im->parent_serial = p->parent_serial;
+		im->ts0 = p->ts;
+		return 0;
+	}
+	case MEM_REC_MODULE: {
+		const struct mem_module *m = (const void *)rec;
+		size_t i;
+
+		im = image_of(r, c->serial, true);
+		if (!im)
+			return -ENOMEM;
+		for (i = 0; i < im->nmods; i++)
+			if (im->mods[i].start == m->start && !strcmp(im->mods[i].path, m->path))
+				return 0;
+		if (grow((void **)&im->mods, &im->capmods, im->nmods + 1, sizeof(*im->mods)))
+			return -ENOMEM;
+		im->mods[im->nmods++] = (struct module){ m->bias, m->start, m->end, m->path };
+		return 0;
+	}
+	case MEM_REC_STACK: {
+		const struct mem_stack *s = (const void *)rec;
+
+		im = image_of(r, c->serial, true);
+		if (!im)
+			return -ENOMEM;
+		r->a->t.stacks++;
+		return u64map__put(&im->stacks, s->id,
+				   (uint64_t)((const uint8_t *)rec - r->log));
+	}
+	case MEM_REC_MISSED:
+		r->a->t.missed += ((const struct mem_missed *)(const void *)rec)->count;
+		return 0;
+	case MEM_REC_ALLOC:
+	case MEM_REC_REALLOC:
+		r->allocs_seen++;
+		/* fall through */
+	case MEM_REC_FREE:
+		ts = ((const uint64_t *)(const void *)rec)[1] & MEM_TS_MASK;
+		if (!r->events || ts < r->first_ts)
+			r->first_ts = ts;
+		if (ts > r->last_ts)
+			r->last_ts = ts;
+		r->events++;
+		return add_event(r, c, rec);
+	default:
+		return 0; /* a record type from a newer runtime: skip it */
+	}
+}
+
+/* ---- symbols and sites --------------------------------------------------------------------- */
+
+static const struct module *module_of(const struct image *im, uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; i < im->nmods; i++)
+		if (pc >= im->mods[i].start && pc < im->mods[i].end)
+			return &im->mods[i];
+	return NULL;
+}
+
+static bool allocator_frame(const char *fn)
+{
+	static const char *const exact[] = {
+		"malloc",	  "calloc",	    "realloc",	      "reallocarray", "free",
+		"posix_memalign", "aligned_alloc",  "memalign",	      "valloc",	      "pvalloc",
+		"__libc_malloc",  "__libc_calloc",  "__libc_realloc", "__libc_memalign",
+		"strdup",	  "strndup",	    "__strdup",	      "__strndup",    NULL,
+	};
+	static const char *const prefix[] = {
+		"operator new", "operator delete", "std::allocator", "__gnu_cxx::new_allocator",
+		"std::__new_allocator", "std::allocator_traits", NULL,
+	};
+	size_t i;
+
+	if (!fn)
+		return false;
+	for (i = 0; exact[i]; i++)
+		if (!strcmp(fn, exact[i]))
+			return true;
+	for (i = 0; prefix[i]; i++)
+		if (!strncmp(fn, prefix[i], strlen(prefix[i])))
+			return true;
+	return false;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+
+	return s ? s + 1 : p;
+}
+
+static bool matches_file(json_t *list, const char *file)
+{
+	size_t i;
+	json_t *v;
+
+	if (!file)
+		return false;
+	json_array_foreach(list, i, v)
+	{
+		const char *f = json_string_value(v);
+		size_t fl, l;
+
+		if (!f)
+			continue;
+		fl = strlen(f);
+		l = strlen(file);
+		if (!strcmp(f, file) || !strcmp(f, base_name(file)) ||
+		    (l > fl && !strcmp(file + l - fl, f) && file[l - fl - 1] == '/'))
+			return true;
+	}
+	return false;
+}
+
+static bool matches_func(json_t *list, const char *fn)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(list, i, v)
+		if (fn && json_string_value(v) && !strcmp(fn, json_string_value(v)))
+			return true;
+	return false;
+}
+
+/* One frame as JSON, and its part of the site key. */
+static json_t *frame_json(const struct sonde_frame *f, struct sonde_strbuf *key)
+{
+	char fn[512];
+
+	if (f->function)
+		snprintf(fn, sizeof(fn), "%s", f->function);
+	else
+		snprintf(fn, sizeof(fn), "%s+0x%llx", base_name(f->module),
+			 (unsigned long long)f->offset);
+	sonde_strbuf__addf(key, "%s|%s|%u|%s;", fn, f->file ? f->file : "", f->line,
+			   f->function ? "" : f->module);
+	return json_pack("{s:s, s:s, s:i, s:s}", "function", fn, "source",
+			 f->file ? f->file : "", "line", (int)f->line, "module", f->module);
+}
+
+/* The site of a list of return addresses (innermost first) in image im. */
+static int site_of(struct run *r, const struct image *im, const uint64_t *pc, uint32_t depth,
+		   uint32_t *site)
+{
+	struct mem_analysis *a = r->a;
+	struct sonde_strbuf key = SONDE_STRBUF_INIT;
+	struct sonde_frame fr[32];
+	json_t *trace = json_array(), *hit;
+	bool skipping = !a->all;
+	struct mem_site *s;
+	uint32_t i;
+	int n, k, err = 0;
+
+	for (i = 0; i < depth && !err; i++) {
+		const struct module *m = module_of(im, pc[i]);
+
+		if (!m) {
+			struct sonde_frame u = { .module = "[unknown]", .offset = pc[i] };
+
+			fr[0] = u;
+			n = 1;
+		} else {
+			n = sonde_symbols__resolve(a->sym, m->path, pc[i] - m->bias, true, fr, 32);
+			if (n < 0) {
+				err = n;
+				break;
+			}
+		}
+		for (k = 0; k < n; k++) {
+			if (skipping && allocator_frame(fr[k].function) &&
+			    !(i + 1 == depth && k + 1 == n && !json_array_size(trace)))
+				continue;
+			skipping = false;
+			if (json_array_append_new(trace, frame_json(&fr[k], &key)))
+				err = -ENOMEM;
+		}
+	}
+	if (!err && !json_array_size(trace)) {
+		json_array_append_new(trace, json_pack("{s:s, s:s, s:i, s:s}", "function",
+						       "[unknown stack]", "source", "", "line", 0,
+						       "module", ""));
+		sonde_strbuf__adds(&key, "[unknown stack]");
+	}
+	if (err || !key.buf) {
+		json_decref(trace);
+		sonde_strbuf__release(&key);
+		return err ? err : -ENOMEM;
+	}
+	hit = json_object_get(a->site_index, key.buf);
+	if (hit) {
+		*site = (uint32_t)json_integer_value(hit);
+		json_decref(trace);
+		sonde_strbuf__release(&key);
+		return 0;
+	}
+	if (grow((void **)&a->sites, &a->capsites, a->nsites + 1, sizeof(*a->sites)))
+		err = -ENOMEM;
+	else {
+		json_t *top = json_array_get(trace, 0);
+		const char *fn = json_string_value(json_object_get(top, "function"));
+		const char *src = json_string_value(json_object_get(top, "source"));
+		json_int_t line = json_integer_value(json_object_get(top, "line"));
+		struct sonde_strbuf uid = SONDE_STRBUF_INIT;
+
+		s = &a->sites[a->nsites];
+		s->trace = trace;
+		s->uid_obj = json_pack("{s:s, s:s, s:I}", "function", fn, "source", src, "line",
+				       line);
+		sonde_profile__uid_string(s->uid_obj, &uid);
+		s->uid = sonde_strbuf__detach(&uid, NULL);
+		s->excluded = (a->no_source && matches_file(a->no_source, src)) ||
+			      (a->no_func && matches_func(a->no_func, fn));
+		trace = NULL;
+		if (!s->uid_obj || !s->uid ||
+		    json_object_set_new(a->site_index, key.buf, json_integer((json_int_t)a->nsites)))
+			err = -ENOMEM;
+		else
+			*site = (uint32_t)a->nsites++;
+	}
+	json_decref(trace);
+	sonde_strbuf__release(&key);
+	return err;
+}
+
+static int res_of_site(struct run *r, uint32_t site, unsigned op, uint32_t *res)
+{
+	struct mem_analysis *a = r->a;
+	uint64_t key = ((uint64_t)site << 8) | op, idx;
+
+	if (a->sites[site].excluded) {
+		*res = NO_RES;
+		return 0;
+	}
+	if (!u64map__get(&a->res_index, key, &idx)) {
+		if (grow((void **)&a->res, &a->capres, a->nres + 1, sizeof(*a->res)) ||
+		    u64map__put(&a->res_index, key, a->nres))
+			return -ENOMEM;
+		a->res[a->nres].site = site;
+		a->res[a->nres].op = (uint8_t)op;
+		idx = a->nres++;
+	}
+	if (a->nres > r->res_cap) {
+		size_t c1 = r->res_cap, c2 = r->res_cap, c3 = r->res_cap;
+
+		if (grow((void **)&r->res_live, &c1, a->nres, 8) ||
+		    grow((void **)&r->res_seen, &c2, a->nres, 8) ||
+		    grow((void **)&r->res_peak, &c3, a->nres, 8))
+			return -ENOMEM;
+		r->res_cap = c1;
+	}
+	if (a->nsites > r->site_cap && grow((void **)&r->site_live, &r->site_cap, a->nsites, 8))
+		return -ENOMEM;
+	*res = (uint32_t)idx;
+	return 0;
+}
+
+static int alloc_res(struct run *r, struct image *im, uint32_t stack, unsigned op, uint32_t *res)
+{
+	uint64_t key = ((uint64_t)stack << 8) | op, v, off;
+	uint32_t site;
+	int rc;
+
+	if (u64map__get(&im->stack_res, key, &v)) {
+		*res = (uint32_t)v;
+		return 0;
+	}
+	if (stack && u64map__get(&im->stacks, stack, &off)) {
+		const struct mem_stack *s = (const void *)(r->log + off);
+
+		rc = site_of(r, im, s->pc, s->depth, &site);
+	} else {
+		rc = site_of(r, im, NULL, 0, &site);
+	}
+	if (!rc)
+		rc = res_of_site(r, site, op, res);
+	if (!rc)
+		rc = u64map__put(&im->stack_res, key, *res);
+	return rc;
+}
+
+static int free_res(struct run *r, struct image *im, uint64_t caller, unsigned op, uint32_t *res)
+{
+	uint64_t key = (caller << 8) | op, v;
+	uint32_t site;
+	int rc;
+
+	if (u64map__get(&im->free_res, key, &v)) {
+		*res = (uint32_t)v;
+		return 0;
+	}
+	rc = site_of(r, im, &caller, 1, &site);
+	if (!rc)
+		rc = res_of_site(r, site, op, res);
+	if (!rc)
+		rc = u64map__put(&im->free_res, key, *res);
+	return rc;
+}
+
+/* ---- pass 2: the replay -------------------------------------------------------------------- */
+
+static void res_live_change(struct run *r, uint32_t res, int64_t delta)
+{
+	if (res == NO_RES)
+		return;
+	if (r->res_seen[res] != r->peak_epoch) {
+		r->res_peak[res] = r->res_live[res]; /* unchanged since the last peak */
+		r->res_seen[res] = r->peak_epoch;
+	}
+	r->res_live[res] += (uint64_t)delta;
+	r->site_live[r->a->res[res].site] += (uint64_t)delta;
+}
+
+static int add_row(struct mem_res *res, const struct mem_row *row, int64_t *at)
+{
+	if (grow((void **)&res->rows, &res->caprows, res->nrows + 1, sizeof(*res->rows)))
+		return -ENOMEM;
+	res->rows[res->nrows] = *row;
+	if (at)
+		*at = (int64_t)res->nrows;
+	res->nrows++;
+	return 0;
+}
+
+static void heap_change(struct run *r, int64_t delta, uint64_t ts, uint32_t pid)
+{
+	r->heap += (uint64_t)delta;
+	if (r->heap > r->peak) {
+		r->peak = r->heap;
+		r->peak_epoch++;
+		if (r->peak > r->a->t.peak) {
+			r->a->t.peak = r->peak;
+			r->a->t.peak_ts = ts - r->t0;
+			r->a->t.peak_pid = pid;
+		}
+	}
+}
+
+static void timeline(struct run *r, uint64_t ts, uint64_t bytes, bool alloc)
+{
+	struct mem_totals *t = &r->a->t;
+	uint64_t i;
+
+	if (t->tl_done || !t->tl_slice_ns)
+		return;
+	i = (ts - r->first_ts) / t->tl_slice_ns;
+	if (i >= MEM_TIMELINE)
+		i = MEM_TIMELINE - 1;
+	if (alloc) {
+		t->tl_alloc[i]++;
+		t->tl_bytes[i] += bytes;
+	}
+	t->tl_heap[i] = r->heap + 1; /* +1: "set"; fixed up at the end */
+}
+
+static int snapshot(struct run *r, uint32_t k, uint64_t ts)
+{
+	struct mem_analysis *a = r->a;
+	size_t i;
+
+	for (i = 0; i < a->nsites && i < r->site_cap; i++) {
+		if (!r->site_live[i] || a->sites[i].excluded)
+			continue;
+		if (grow((void **)&a->snaps, &a->capsnaps, a->nsnaps + 1, sizeof(*a->snaps)))
+			return -ENOMEM;
+		a->snaps[a->nsnaps++] =
+			(struct mem_snapshot_row){ (uint32_t)i, k, ts - r->t0, r->site_live[i] };
+	}
+	return 0;
+}
+
+/* The blocks of an image replaced by exec are gone, not leaked. */
+static void flush_image(struct run *r, struct image *im)
+{
+	size_t i;
+
+	for (i = 0; i < im->live.cap; i++) {
+		struct alloc *al;
+
+		if (im->live.k[i] == U64MAP_EMPTY)
+			continue;
+		al = &r->al[im->live.v[i]];
+		res_live_change(r, al->res, -(int64_t)al->size);
+		r->heap -= al->size;
+		r->free_slots[r->nfree++] = im->live.v[i];
+		im->live.k[i] = U64MAP_EMPTY;
+	}
+	im->live.n = 0;
+	im->flushed = true;
+}
+
+static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t stack,
+		    unsigned op, uint64_t ts, uint64_t addr, uint64_t size)
+{
+	struct mem_analysis *a = r->a;
+	struct alloc al = { .tid = s->tid, .ts = ts, .size = size, .seq = ++r->seq, .row = -1 };
+	uint64_t slot;
+	unsigned b;
+	int rc = alloc_res(r, im, stack, op, &al.res);
+
+	if (rc)
+		return rc;
+	if (al.res == NO_RES) {
+		a->t.excluded++;
+	} else {
+		struct mem_res *res = &a->res[al.res];
+
+		res->count++;
+		res->bytes += size;
+		a->t.allocations++;
+		a->t.bytes += size;
+		b = size <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(size - 1); /* ceil(log2) */
+		if (b >= MEM_HIST_BUCKETS)
+			b = MEM_HIST_BUCKETS - 1;
+		a->t.hist_count[b]++;
+		a->t.hist_bytes[b] += size;
+		a->t.rows_total++;
+		if (r->keep_every <= 1 || a->t.rows_total % r->keep_every == 0) {
+			struct mem_row row = { size, addr, ts - r->t0, -1, s->tid, r->run };
+
+			if (add_row(res, &row, &al.row))
+				return -ENOMEM;
+			a->t.rows_kept++;
+		}
+	}
+	{
+		uint64_t old;
+
+		if (u64map__take(&im->live, addr, &old)) { /* a block we never saw freed */
+			res_live_change(r, r->al[old].res, -(int64_t)r->al[old].size);
+			r->heap -= r->al[old].size;
+			r->free_slots[r->nfree++] = old;
+		}
+	}
+	if (r->nfree) {
+		slot = r->free_slots[--r->nfree];
+	} else {
+		if (grow((void **)&r->al, &r->capal, r->nal + 1, sizeof(*r->al)) ||
+		    grow((void **)&r->free_slots, &r->capfree, r->nal + 1, sizeof(*r->free_slots)))
+			return -ENOMEM;
+		slot = r->nal++;
+	}
+	r->al[slot] = al;
+	if (u64map__put(&im->live, addr, slot))
+		return -ENOMEM;
+	s->last_alloc = al.seq;
+	res_live_change(r, al.res, (int64_t)size);
+	heap_change(r, (int64_t)size, ts, im->pid);
+	timeline(r, ts, size, true);
+	return 0;
+}
+
+static int on_free(struct run *r, struct stream *s, struct image *im, unsigned op, uint64_t ts,
+		   uint64_t addr, uint64_t caller, bool from_realloc)
+{
+	struct mem_analysis *a = r->a;
+	uint64_t idx;
+	uint32_t fres = NO_RES;
+	struct alloc *al = NULL;
+	int rc;
+
+	if (u64map__take(&im->live, addr, &idx)) {
+		al = &r->al[idx];
+		if (al->res != NO_RES) {
+			struct mem_res *res = &a->res[al->res];
+
+			res->freed++;
+			if (al->row >= 0)
+				res->rows[al->row].freed = (int64_t)(ts - r->t0);
+			if (!from_realloc && s->last_alloc == al->seq) {
+				res->temporary++;
+				a->t.temporary++;
+			}
+		}
+		res_live_change(r, al->res, -(int64_t)al->size);
+		heap_change(r, -(int64_t)al->size, ts, im->pid);
+		r->free_slots[r->nfree++] = idx; /* al stays readable until the next alloc */
+	} else if (!from_realloc) {
+		a->t.unmatched_frees++;
+	}
+	timeline(r, ts, 0, false);
+	if (from_realloc)
+		return 0;
+	a->t.frees++;
+	rc = free_res(r, im, caller, op, &fres);
+	if (rc || fres == NO_RES)
+		return rc;
+	{
+		struct mem_res *res = &a->res[fres];
+
+		res->count++;
+		res->bytes += al ? al->size : 0;
+		if (r->keep_every <= 1 || a->t.frees % r->keep_every == 0) {
+			struct mem_row row = { al ? al->size : UINT64_MAX, addr, ts - r->t0, -1,
+					       s->tid, r->run };
+
+			return add_row(res, &row, NULL);
+		}
+	}
+	return 0;
+}
+
+static bool is_event(uint32_t type)
+{
+	return type == MEM_REC_ALLOC || type == MEM_REC_FREE || type == MEM_REC_REALLOC;
+}
+
+/* Move the stream's cursor to its next event (from off). false: no more. */
+static bool seek_event(const struct run *r, struct stream *s)
+{
+	for (;;) {
+		while (s->off < s->end) {
+			uint32_t h;
+
+			memcpy(&h, r->log + s->off, 4);
+			if (is_event(SONDE_RING_REC_TYPE(h)))
+				return true;
+			s->off += SONDE_RING_REC_LEN(h);
+		}
+		if (++s->ci >= s->n)
+			return false;
+		s->off = s->chunk[s->ci] >> 24;
+		s->end = s->off + (s->chunk[s->ci] & 0xffffff);
+	}
+}
+
+static uint64_t ts_of(const struct run *r, const struct stream *s)
+{
+	return ((const uint64_t *)(const void *)(r->log + s->off))[1] & MEM_TS_MASK;
+}
+
+/* A binary heap of streams ordered by their next event's time. */
+static void sift_down(const struct run *r, uint32_t *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		uint32_t t;
+
+		if (l < n && ts_of(r, &r->st[h[l]]) < ts_of(r, &r->st[h[m]]))
+			m = l;
+		if (l + 1 < n && ts_of(r, &r->st[h[l + 1]]) < ts_of(r, &r->st[h[m]]))
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static int replay(struct run *r)
+{
+	struct mem_analysis *a = r->a;
+	uint32_t *heap = calloc(r->nst + 1, sizeof(*heap));
+	size_t n = 0, i;
+	uint64_t snap_every = a->sampling_s > 0 ? (uint64_t)(a->sampling_s * 1e9) : 0;
+	uint64_t next_snap = r->first_ts + snap_every;
+	uint32_t k = 0;
+	int rc = 0;
+
+	if (!heap)
+		return -ENOMEM;
+	for (i = 0; i < r->nst; i++) {
+		struct stream *s = &r->st[i];
+
+		if (!s->n)
+			continue;
+		s->ci = 0;
+		s->off = s->chunk[0] >> 24;
+		s->end = s->off + (s->chunk[0] & 0xffffff);
+		if (seek_event(r, s))
+			heap[n++] = (uint32_t)i;
+	}
+	for (i = n; i-- > 0;)
+		sift_down(r, heap, n, i);
+	while (n && !rc) {
+		struct stream *s = &r->st[heap[0]];
+		struct image *im = &r->img[s->image];
+		const uint32_t *rec = (const void *)(r->log + s->off);
+		uint64_t ts = ts_of(r, s);
+		unsigned op = (unsigned)(((const uint64_t *)(const void *)rec)[1] >> MEM_TS_BITS);
+
+		if (!im->started) {
+			/* first event of an image: the image it replaced by exec is gone */
+			size_t j;
+
+			for (j = 0; j < r->nimg; j++)
+				if (r->img[j].exec_replaced && r->img[j].pid == im->pid &&
+				    r->img[j].serial < im->serial && !r->img[j].flushed)
+					flush_image(r, &r->img[j]);
+			im->started = true;
+		}
+		while (snap_every && ts >= next_snap && !rc) {
+			rc = snapshot(r, k++, next_snap);
+			next_snap += snap_every;
+		}
+		switch (SONDE_RING_REC_TYPE(rec[0])) {
+		case MEM_REC_ALLOC: {
+			const struct mem_alloc *e = (const void *)rec;
+
+			rc = on_alloc(r, s, im, e->stack, op, ts, e->addr, e->size);
+			break;
+		}
+		case MEM_REC_REALLOC: {
+			const struct mem_realloc *e = (const void *)rec;
+
+			rc = on_free(r, s, im, MEM_OP_FREE, ts, e->old, 0, true);
+			if (!rc)
+				rc = on_alloc(r, s, im, e->stack, op, ts, e->addr, e->size);
+			break;
+		}
+		case MEM_REC_FREE: {
+			const struct mem_free *e = (const void *)rec;
+
+			rc = on_free(r, s, im, op, ts, e->addr, e->caller, false);
+			break;
+		}
+		}
+		s->off += SONDE_RING_REC_LEN(rec[0]);
+		if (!seek_event(r, s))
+			heap[0] = heap[--n];
+		sift_down(r, heap, n, 0);
+	}
+	free(heap);
+	if (!rc && snap_every)
+		rc = snapshot(r, k, r->last_ts);
+	return rc;
+}
+
+/* Leaks: what is still live in images that ended by exit or crash. */
+static int leaks(struct run *r)
+{
+	struct mem_analysis *a = r->a;
+	size_t i, j;
+
+	for (i = 0; i < r->nimg; i++) {
+		struct image *im = &r->img[i];
+
+		if (im->exec_replaced)
+			continue;
+		for (j = 0; j < im->live.cap; j++) {
+			struct alloc *al;
+			struct mem_res *res;
+
+			if (im->live.k[j] == U64MAP_EMPTY)
+				continue;
+			al = &r->al[im->live.v[j]];
+			if (al->res == NO_RES)
+				continue;
+			res = &a->res[al->res];
+			res->leaked++;
+			res->leaked_bytes += al->size;
+			a->t.leaked++;
+			a->t.leaked_bytes += al->size;
+			if (al->row < 0) { /* every leak keeps its row */
+				struct mem_row row = { al->size, im->live.k[j], al->ts - r->t0, -1,
+						       al->tid, r->run };
+
+				if (add_row(res, &row, NULL))
+					return -ENOMEM;
+				a->t.rows_kept++;
+			}
+		}
+	}
+	return 0;
+}
+
+int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint64_t t0,
+		      unsigned run)
+{
+	struct run r = { .a = a, .log = log, .t0 = t0, .run = run };
+	uint64_t start = sonde_clock_ns();
+	size_t i, j;
+	int rc;
+
+	if (!a->sym || !a->site_index)
+		return -ENOMEM;
+	rc = sonde_ring_log__walk(log, len, pass1, &r);
+	if (rc)
+		goto out;
+	a->t.log_bytes += len;
+	a->t.processes += r.nimg;
+	a->t.threads += r.tids.n;
+	r.keep_every = a->max_rows && r.allocs_seen > a->max_rows
+			       ? (r.allocs_seen + a->max_rows - 1) / a->max_rows
+			       : 1;
+	/* an image is replaced by exec when a later one has the same pid */
+	for (i = 0; i < r.nimg; i++)
+		for (j = 0; j < r.nimg; j++)
+			if (i != j && r.img[j].pid == r.img[i].pid &&
+			    r.img[j].serial > r.img[i].serial)
+				r.img[i].exec_replaced = true;
+	if (!a->t.tl_done && r.events)
+		a->t.tl_slice_ns = (r.last_ts - r.first_ts) / MEM_TIMELINE + 1;
+	rc = replay(&r);
+	if (!rc)
+		rc = leaks(&r);
+	if (!rc) {
+		/* what each resource held at the peak */
+		for (i = 0; i < a->nres && i < r.res_cap; i++) {
+			uint64_t at_peak = r.res_seen[i] == r.peak_epoch ? r.res_peak[i]
+									 : r.res_live[i];
+
+			if (at_peak > a->res[i].peak_bytes && r.peak >= a->t.peak)
+				a->res[i].peak_bytes = at_peak;
+		}
+		if (r.events)
+			a->t.tl_done = true;
+	}
+out:
+	for (i = 0; i < r.nimg; i++) {
+		free(r.img[i].mods);
+		u64map__release(&r.img[i].stacks);
+		u64map__release(&r.img[i].live);
+		u64map__release(&r.img[i].stack_res);
+		u64map__release(&r.img[i].free_res);
+	}
+	for (i = 0; i < r.nst; i++)
+		free(r.st[i].chunk);
+	free(r.img);
+	free(r.st);
+	free(r.al);
+	free(r.free_slots);
+	free(r.res_live);
+	free(r.res_seen);
+	free(r.res_peak);
+	free(r.site_live);
+	u64map__release(&r.img_index);
+	u64map__release(&r.st_index);
+	u64map__release(&r.tids);
+	a->t.analysis_ns += sonde_clock_ns() - start;
+	return rc;
+}
+
+/* ---- the profile ---------------------------------------------------------------------------- */
+
+static json_t *u64_array(const uint64_t *v, size_t n)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_integer((json_int_t)v[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static int write_rows(struct sonde_profile *p, long idx, const struct mem_res *res)
+{
+	json_t *cols, *amount = json_array(), *addr = json_array(), *ts = json_array(),
+		      *freed = json_array(), *tid = json_array(), *order = json_array();
+	bool is_free = res->op >= MEM_OP_FREE;
+	size_t i;
+	int err = !amount || !addr || !ts || !freed || !tid || !order;
+
+	for (i = 0; i < res->nrows && !err; i++) {
+		const struct mem_row *w = &res->rows[i];
+
+		err |= json_array_append_new(amount, w->amount == UINT64_MAX
+							     ? json_null()
+							     : json_integer((json_int_t)w->amount));
+		err |= json_array_append_new(addr, json_integer((json_int_t)w->address));
+		err |= json_array_append_new(ts, json_integer((json_int_t)w->ts));
+		if (!is_free)
+			err |= json_array_append_new(freed, w->freed < 0 ? json_null()
+									 : json_integer(w->freed));
+		err |= json_array_append_new(tid, json_integer(w->tid));
+		err |= json_array_append_new(order, json_integer(w->run + 1));
+	}
+	if (!err && sonde_profile__resource_at(p, (size_t)idx, NULL, NULL, &cols) == 0) {
+		err |= json_object_set(cols, "amount", amount);
+		err |= json_object_set(cols, "address", addr);
+		err |= json_object_set(cols, "timestamp", ts);
+		if (!is_free)
+			err |= json_object_set(cols, "freed", freed);
+		err |= json_object_set(cols, "thread", tid);
+		err |= json_object_set(cols, "order", order);
+	}
+	json_decref(amount);
+	json_decref(addr);
+	json_decref(ts);
+	json_decref(freed);
+	json_decref(tid);
+	json_decref(order);
+	return err ? -ENOMEM : 0;
+}
+
+static int write_snapshots(struct mem_analysis *a, struct sonde_profile *p)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < a->nsnaps && !err; i++) {
+		const struct mem_snapshot_row *s = &a->snaps[i];
+		const struct mem_site *site = &a->sites[s->site];
+		json_t *extra = json_pack("{s:O}", "uid_object", site->uid_obj);
+		long idx = extra ? sonde_profile__resource(p, site->uid, "memory", "live", extra)
+				 : -ENOMEM;
+
+		json_decref(extra);
+		if (idx < 0)
+			return (int)idx;
+		err |= sonde_profile__append(p, idx, "amount", json_integer((json_int_t)s->bytes));
+		err |= sonde_profile__append(p, idx, "snapshot", json_integer(s->snapshot));
+		err |= sonde_profile__append(p, idx, "timestamp", json_integer((json_int_t)s->ts));
+	}
+	return err;
+}
+
+static json_t *stats_json(const struct mem_analysis *a)
+{
+	const struct mem_totals *t = &a->t;
+	json_t *hist = json_array(), *tl, *heap = json_array();
+	uint64_t last = 0;
+	size_t i;
+
+	for (i = 0; hist && i < MEM_HIST_BUCKETS; i++) {
+		if (!t->hist_count[i])
+			continue;
+		json_array_append_new(
+			hist, json_pack("{s:o, s:I, s:I}", "max_bytes",
+					i + 1 < MEM_HIST_BUCKETS ? json_integer(1ll << i) : json_null(),
+					"count", (json_int_t)t->hist_count[i], "bytes",
+					(json_int_t)t->hist_bytes[i]));
+	}
+	for (i = 0; heap && i < MEM_TIMELINE; i++) {
+		if (t->tl_heap[i])
+			last = t->tl_heap[i] - 1;
+		json_array_append_new(heap, json_integer((json_int_t)last));
+	}
+	tl = json_pack("{s:I, s:o, s:o, s:o}", "slice_ns", (json_int_t)t->tl_slice_ns,
+		       "allocations", u64_array(t->tl_alloc, MEM_TIMELINE), "bytes",
+		       u64_array(t->tl_bytes, MEM_TIMELINE), "heap", heap);
+	return json_pack(
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+		" s:{s:I, s:I}, s:o, s:o, s:{s:I, s:I, s:I}}",
+		"allocations", (json_int_t)t->allocations, "frees", (json_int_t)t->frees,
+		"allocated_bytes", (json_int_t)t->bytes, "peak_heap_bytes", (json_int_t)t->peak,
+		"peak_heap_time_ns", (json_int_t)t->peak_ts, "peak_heap_pid",
+		(json_int_t)t->peak_pid, "leaked_blocks", (json_int_t)t->leaked, "leaked_bytes",
+		(json_int_t)t->leaked_bytes, "temporary_allocations", (json_int_t)t->temporary,
+		"unmatched_frees", (json_int_t)t->unmatched_frees, "missed_events",
+		(json_int_t)t->missed, "excluded_allocations", (json_int_t)t->excluded,
+		"processes", (json_int_t)t->processes, "threads", (json_int_t)t->threads, "stacks",
+		(json_int_t)t->stacks, "rows", "total", (json_int_t)t->rows_total, "kept",
+		(json_int_t)t->rows_kept, "size_histogram", hist, "timeline", tl, "cost",
+		"log_bytes", (json_int_t)t->log_bytes, "drain_cpu_ns", (json_int_t)t->drain_cpu_ns,
+		"analysis_ns", (json_int_t)t->analysis_ns);
+}
+
+int mem_analysis__write(struct mem_analysis *a, struct sonde_profile *p)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < a->nres && !rc; i++) {
+		const struct mem_res *res = &a->res[i];
+		const struct mem_site *site = &a->sites[res->site];
+		json_t *summary =
+			res->op >= MEM_OP_FREE
+				? json_pack("{s:I, s:I}", "count", (json_int_t)res->count, "bytes",
+					    (json_int_t)res->bytes)
+				: json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "count",
+					    (json_int_t)res->count, "bytes", (json_int_t)res->bytes,
+					    "freed", (json_int_t)res->freed, "leaked",
+					    (json_int_t)res->leaked, "leaked_bytes",
+					    (json_int_t)res->leaked_bytes, "temporary",
+					    (json_int_t)res->temporary, "peak_bytes",
+					    (json_int_t)res->peak_bytes);
+		json_t *extra = json_pack("{s:O, s:O, s:o}", "uid_object", site->uid_obj, "trace",
+					  site->trace, "summary", summary);
+		long idx = extra ? sonde_profile__resource(p, site->uid, "memory",
+							   mem_op_names[res->op], extra)
+				 : -ENOMEM;
+
+		json_decref(extra);
+		rc = idx < 0 ? (int)idx : write_rows(p, idx, res);
+	}
+	if (!rc)
+		rc = write_snapshots(a, p);
+	if (!rc) {
+		json_t *st = stats_json(a);
+
+		rc = st ? sonde_profile__set(sonde_profile__stats(p), "memory", st) : -ENOMEM;
+	}
+	return rc;
+}

@@ -1,0 +1,91 @@
+/*
+ * memory.h - the memory collector's insides: the state kept across runs and the
+ * analysis of one run's drained log.
+ */
+#ifndef SONDE_COLLECTORS_MEMORY_H
+#define SONDE_COLLECTORS_MEMORY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <sonde/profile.h>
+#include <sonde/symbols.h>
+#include "../../u64map.h"
+#include "proto.h"
+
+#define MEM_HIST_BUCKETS 24 /* sizes <= 2^0 ... 2^22, and larger */
+#define MEM_TIMELINE	 64
+
+/* An allocation site with one full stack: the unit of the profile's resources. */
+struct mem_site {
+	char *uid;	/* "function:source:line" */
+	json_t *uid_obj; /* {function, source, line} */
+	json_t *trace;	 /* [{function, source, line, module}...], innermost first */
+	bool excluded;	 /* --no-source / --no-func */
+};
+
+/* One resource: a site and an operation. */
+struct mem_res {
+	uint32_t site;
+	uint8_t op;
+	uint64_t count, bytes;
+	uint64_t freed, leaked, leaked_bytes, temporary;
+	uint64_t peak_bytes; /* live at the peak of its process image */
+	/* rows kept (see max_rows): amount, address, timestamp, freed (or -1), thread, run */
+	struct mem_row *rows;
+	size_t nrows, caprows;
+};
+
+struct mem_row {
+	uint64_t amount, address, ts;
+	int64_t freed; /* ns since the collection began, -1: never freed */
+	uint32_t tid, run;
+};
+
+struct mem_totals {
+	uint64_t allocations, frees, bytes, peak, peak_ts, peak_pid;
+	uint64_t leaked, leaked_bytes, temporary, unmatched_frees, missed;
+	uint64_t excluded, processes, threads, stacks, rows_total, rows_kept, log_bytes;
+	uint64_t hist_count[MEM_HIST_BUCKETS], hist_bytes[MEM_HIST_BUCKETS];
+	/* the first run's timeline: allocations, bytes and heap per slice */
+	uint64_t tl_slice_ns, tl_alloc[MEM_TIMELINE], tl_bytes[MEM_TIMELINE], tl_heap[MEM_TIMELINE];
+	bool tl_done;
+	uint64_t analysis_ns, drain_cpu_ns;
+};
+
+struct mem_snapshot_row {
+	uint32_t site;
+	uint32_t snapshot;
+	uint64_t ts, bytes;
+};
+
+struct mem_analysis {
+	/* options */
+	bool all;
+	double sampling_s;
+	uint64_t max_rows; /* 0: every row */
+	json_t *no_source, *no_func; /* arrays of strings, or NULL */
+	/* what is built across runs */
+	struct sonde_symbols *sym;
+	struct mem_site *sites;
+	size_t nsites, capsites;
+	json_t *site_index; /* trace key -> site index */
+	struct mem_res *res;
+	size_t nres, capres;
+	struct u64map res_index; /* site << 8 | op -> res index */
+	struct mem_snapshot_row *snaps;
+	size_t nsnaps, capsnaps;
+	struct mem_totals t;
+};
+
+void mem_analysis__init(struct mem_analysis *a);
+void mem_analysis__release(struct mem_analysis *a);
+/* Analyse one run's log (t0: the collection's start, for timestamps). */
+int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint64_t t0,
+		      unsigned run);
+/* Write resources and stats.memory into the profile. */
+int mem_analysis__write(struct mem_analysis *a, struct sonde_profile *p);
+
+extern const char *const mem_op_names[MEM_OP__COUNT];
+
+#endif

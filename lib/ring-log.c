@@ -1,0 +1,180 @@
+/*
+ * ring-log.c - draining an area of rings to a file, and reading the file back.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <sonde/ring.h>
+
+struct sonde_ring_drainer {
+	struct sonde_ring_area *a;
+	int fd;
+	unsigned interval_us;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	int stop, error;
+	clockid_t cpu_clock;
+};
+
+static int write_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+static int to_file(void *ctx, const struct sonde_ring_chunk *c, const void *data)
+{
+	struct sonde_ring_drainer *d = ctx;
+	struct iovec iov[2] = { { (void *)c, sizeof(*c) }, { (void *)data, c->bytes } };
+
+	return write_all(d->fd, iov, 2);
+}
+
+long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d)
+{
+	long long n;
+
+	pthread_mutex_lock(&d->lock);
+	n = sonde_ring_area__drain(d->a, to_file, d);
+	if (n < 0 && !d->error)
+		d->error = (int)n;
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+static void *drain_loop(void *arg)
+{
+	struct sonde_ring_drainer *d = arg;
+	unsigned idle = 0;
+
+	for (;;) {
+		long long n;
+
+		pthread_mutex_lock(&d->lock);
+		if (d->stop) {
+			pthread_mutex_unlock(&d->lock);
+			break;
+		}
+		pthread_mutex_unlock(&d->lock);
+		n = sonde_ring_drainer__sync(d);
+		if (n < 0)
+			break;
+		/*
+		 * Back off while the rings stay empty (up to 10 intervals); drain again
+		 * at once while much is flowing.
+		 */
+		idle = n ? 0 : idle < 10 ? idle + 1 : idle;
+		if (n < 256 * 1024) {
+			struct timespec ts = { 0, (long)d->interval_us * 1000L * (idle ? idle : 1) };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interval_us,
+			      struct sonde_ring_drainer **out)
+{
+	struct sonde_ring_drainer *d = calloc(1, sizeof(*d));
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	d->a = a;
+	d->fd = fd;
+	d->interval_us = interval_us ? interval_us : 1000;
+	pthread_mutex_init(&d->lock, NULL);
+	rc = pthread_create(&d->thread, NULL, drain_loop, d);
+	if (rc) {
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+		return -rc;
+	}
+	if (pthread_getcpuclockid(d->thread, &d->cpu_clock))
+		d->cpu_clock = (clockid_t)-1;
+	*out = d;
+	return 0;
+}
+
+uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d)
+{
+	struct timespec ts;
+
+	if (d->cpu_clock == (clockid_t)-1 || clock_gettime(d->cpu_clock, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sonde_ring_drainer__stop(struct sonde_ring_drainer *d)
+{
+	int err;
+
+	if (!d)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	d->stop = 1;
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	sonde_ring_drainer__sync(d);
+	err = d->error;
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	return err;
+}
+
+int sonde_ring_log__walk(const void *buf, size_t len, sonde_ring_record_fn cb, void *ctx)
+{
+	const uint8_t *p = buf, *end = p + len;
+
+	if ((uintptr_t)p & 7)
+		return -EINVAL;
+	while ((size_t)(end - p) >= sizeof(struct sonde_ring_chunk)) {
+		const struct sonde_ring_chunk *c = (const void *)p;
+		const uint8_t *r, *cend;
+
+		p += sizeof(*c);
+		if (c->bytes > (size_t)(end - p))
+			return 0; /* a chunk cut short by a crash of sonde: stop there */
+		cend = p + c->bytes;
+		for (r = p; r + 4 <= cend;) {
+			uint32_t h;
+			uint32_t l;
+			int rc;
+
+			memcpy(&h, r, 4);
+			l = SONDE_RING_REC_LEN(h);
+			if (l < 8 || (l & 7) || r + l > cend)
+				return -EINVAL;
+			if (SONDE_RING_REC_TYPE(h) != SONDE_RING_PAD) {
+				rc = cb(ctx, c, (const uint32_t *)(const void *)r);
+				if (rc)
+					return rc;
+			}
+			r += l;
+		}
+		p = cend;
+	}
+	return 0;
+}

@@ -1,0 +1,405 @@
+/*
+ * ring.c - per-thread event rings in shared memory (see ring.h for the model).
+ *
+ * Layout of the area (one memfd):
+ *   page 0        struct area: magic, geometry, policy, serial counter, reader
+ *                 heartbeat, drops of writers that found no ring;
+ *   descriptors   one struct sonde_ring_desc per ring, three cache lines each so
+ *                 that the writer's head and the reader's tail never share one;
+ *   data          nrings buffers of ring_bytes, page aligned.
+ *
+ * The writer side is also compiled into the preloaded runtimes: it must not
+ * allocate, lock, or touch stdio.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <sonde/ring.h>
+
+#define AREA_MAGIC   0x31676e6972646e73ULL /* "sndring1" */
+#define AREA_HDR     4096u
+#define WAIT_GIVE_UP 2000000000ull /* ns without a reader heartbeat */
+
+enum { R_FREE = 0, R_CLAIMING, R_OWNED, R_RETIRED };
+
+struct sonde_ring_desc {
+	_Atomic uint32_t state;
+	uint32_t pid, tid, serial;
+	char pad0[48];
+	_Atomic uint64_t head;
+	char pad1[56];
+	_Atomic uint64_t tail;
+	_Atomic uint64_t dropped;
+	char pad2[48];
+};
+
+struct sonde_ring_area {
+	uint64_t magic;
+	uint32_t nrings, policy;
+	uint64_t ring_bytes, map_len, data_off;
+	_Atomic uint32_t serial_next;
+	_Atomic uint64_t heartbeat_ns;
+	_Atomic uint64_t unclaimed_drops;
+	/* the owner's private part: meaningful in the sonde process only */
+	int owner_fd;
+	char path[64];
+	uint8_t *scratch;
+};
+
+_Static_assert(sizeof(struct sonde_ring_area) <= AREA_HDR, "area header fits its page");
+_Static_assert(sizeof(struct sonde_ring_desc) == 192, "three cache lines per ring");
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct sonde_ring_desc *desc(struct sonde_ring_area *a, unsigned i)
+{
+	return (struct sonde_ring_desc *)((char *)a + AREA_HDR) + i;
+}
+
+static uint8_t *ring_data(struct sonde_ring_area *a, unsigned i)
+{
+	return (uint8_t *)a + a->data_off + (size_t)i * a->ring_bytes;
+}
+
+/* ---- owner side ------------------------------------------------------------------------ */
+
+int sonde_ring_area__create(unsigned nrings, size_t ring_bytes, enum sonde_ring_policy policy,
+			    struct sonde_ring_area **out)
+{
+	size_t descs, data_off, len;
+	struct sonde_ring_area *a;
+	int fd, err;
+
+	if (!nrings || nrings > 65536 || ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)) ||
+	    ring_bytes > (1ull << 32))
+		return -EINVAL;
+	descs = (size_t)nrings * sizeof(struct sonde_ring_desc);
+	data_off = (AREA_HDR + descs + 4095) & ~(size_t)4095;
+	len = data_off + (size_t)nrings * ring_bytes;
+	fd = memfd_create("sonde-rings", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (a == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	a->scratch = malloc(ring_bytes);
+	if (!a->scratch) {
+		munmap(a, len);
+		close(fd);
+		return -ENOMEM;
+	}
+	a->nrings = nrings;
+	a->policy = policy;
+	a->ring_bytes = ring_bytes;
+	a->map_len = len;
+	a->data_off = data_off;
+	atomic_store(&a->serial_next, 1);
+	atomic_store(&a->heartbeat_ns, now_ns());
+	a->owner_fd = fd;
+	snprintf(a->path, sizeof(a->path), "/proc/%d/fd/%d", (int)getpid(), fd);
+	atomic_thread_fence(memory_order_release);
+	a->magic = AREA_MAGIC;
+	*out = a;
+	return 0;
+}
+
+void sonde_ring_area__destroy(struct sonde_ring_area *a)
+{
+	int fd;
+
+	if (!a)
+		return;
+	fd = a->owner_fd;
+	free(a->scratch);
+	munmap(a, a->map_len);
+	close(fd);
+}
+
+const char *sonde_ring_area__path(const struct sonde_ring_area *a)
+{
+	return a->path;
+}
+
+void sonde_ring_area__heartbeat(struct sonde_ring_area *a)
+{
+	atomic_store_explicit(&a->heartbeat_ns, now_ns(), memory_order_relaxed);
+}
+
+/* Copy [t, h) of ring i into the scratch buffer (it may wrap). */
+static void copy_out(struct sonde_ring_area *a, unsigned i, uint64_t t, uint64_t h)
+{
+	uint64_t mask = a->ring_bytes - 1, pos = t & mask, n = h - t;
+	uint64_t first = n < a->ring_bytes - pos ? n : a->ring_bytes - pos;
+	const uint8_t *d = ring_data(a, i);
+
+	memcpy(a->scratch, d + pos, first);
+	if (n > first)
+		memcpy(a->scratch + first, d, n - first);
+}
+
+long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx)
+{
+	long long total = 0;
+	unsigned i;
+
+	sonde_ring_area__heartbeat(a);
+	for (i = 0; i < a->nrings; i++) {
+		struct sonde_ring_desc *d = desc(a, i);
+		uint32_t st = atomic_load_explicit(&d->state, memory_order_acquire);
+		struct sonde_ring_chunk c;
+		uint64_t t, h;
+		int rc;
+
+		if (st != R_OWNED && st != R_RETIRED)
+			continue;
+		for (;;) {
+			t = atomic_load_explicit(&d->tail, memory_order_acquire);
+			h = atomic_load_explicit(&d->head, memory_order_acquire);
+			if (h == t || h - t > a->ring_bytes)
+				break;
+			copy_out(a, i, t, h);
+			if (a->policy == SONDE_RING_DROP_OLDEST) {
+				/* the writer may have dropped what we copied: then retry */
+				if (!atomic_compare_exchange_strong(&d->tail, &t, h))
+					continue;
+			} else {
+				atomic_store_explicit(&d->tail, h, memory_order_release);
+			}
+			c.ring = i;
+			c.pid = d->pid;
+			c.tid = d->tid;
+			c.serial = d->serial;
+			c.bytes = h - t;
+			rc = sink(ctx, &c, a->scratch);
+			if (rc < 0)
+				return rc;
+			total += (long long)c.bytes;
+			break;
+		}
+		if (st == R_RETIRED && atomic_load(&d->head) == atomic_load(&d->tail)) {
+			uint32_t r = R_RETIRED;
+
+			atomic_compare_exchange_strong(&d->state, &r, R_FREE);
+		}
+	}
+	return total;
+}
+
+void sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
+{
+	unsigned i;
+
+	for (i = 0; i < a->nrings; i++) {
+		struct sonde_ring_desc *d = desc(a, i);
+		uint32_t st = atomic_load(&d->state);
+
+		if (st != R_OWNED && st != R_RETIRED)
+			continue;
+		if (atomic_load(&d->head) != atomic_load(&d->tail))
+			continue;
+		if (all_dead || (kill((pid_t)d->pid, 0) < 0 && errno == ESRCH))
+			atomic_compare_exchange_strong(&d->state, &st, R_FREE);
+	}
+}
+
+uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a)
+{
+	struct sonde_ring_area *m = (struct sonde_ring_area *)a;
+	uint64_t n = atomic_load(&m->unclaimed_drops);
+	unsigned i;
+
+	for (i = 0; i < a->nrings; i++)
+		n += atomic_load(&desc(m, i)->dropped);
+	return n;
+}
+
+/* ---- writer side ----------------------------------------------------------------------- */
+
+struct sonde_ring_area *sonde_ring_area__attach(const char *path)
+{
+	struct sonde_ring_area *a;
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < AREA_HDR) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	a = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (a == MAP_FAILED)
+		return NULL;
+	if (a->magic != AREA_MAGIC || a->map_len != (uint64_t)st.st_size) {
+		munmap(a, (size_t)st.st_size);
+		errno = EINVAL;
+		return NULL;
+	}
+	return a;
+}
+
+void sonde_ring_area__detach(struct sonde_ring_area *a)
+{
+	if (a)
+		munmap(a, a->map_len);
+}
+
+uint32_t sonde_ring_area__next_serial(struct sonde_ring_area *a)
+{
+	return atomic_fetch_add(&a->serial_next, 1);
+}
+
+void sonde_ring_area__lost(struct sonde_ring_area *a, uint64_t n)
+{
+	atomic_fetch_add_explicit(&a->unclaimed_drops, n, memory_order_relaxed);
+}
+
+int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uint32_t serial,
+		      struct sonde_ring_writer *w)
+{
+	unsigned i;
+
+	if (!a || a->magic != AREA_MAGIC)
+		return -EINVAL;
+	for (i = 0; i < a->nrings; i++) {
+		struct sonde_ring_desc *d = desc(a, i);
+		uint32_t st = R_FREE;
+
+		if (!atomic_compare_exchange_strong(&d->state, &st, R_CLAIMING))
+			continue;
+		d->pid = pid;
+		d->tid = tid;
+		d->serial = serial;
+		w->area = a;
+		w->d = d;
+		w->data = ring_data(a, i);
+		w->mask = a->ring_bytes - 1;
+		w->head = atomic_load_explicit(&d->head, memory_order_relaxed);
+		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
+		w->reserved = 0;
+		atomic_store_explicit(&d->state, R_OWNED, memory_order_release);
+		return 0;
+	}
+	return -EBUSY;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Make need bytes free after head. false: the record must be dropped. */
+static bool make_room(struct sonde_ring_writer *w, uint64_t need)
+{
+	struct sonde_ring_desc *d = w->d;
+	uint64_t size = w->mask + 1, t;
+	unsigned spins = 0;
+	uint64_t since = 0;
+
+	if (need > size)
+		return false;
+	if (w->area->policy == SONDE_RING_DROP_OLDEST) {
+		t = atomic_load_explicit(&d->tail, memory_order_acquire);
+		while (w->head + need - t > size) {
+			uint32_t hd = *(volatile uint32_t *)(w->data + (t & w->mask));
+			uint64_t l = SONDE_RING_REC_LEN(hd);
+
+			if (l < 8 || l > size)
+				return false; /* cannot happen with a sane ring */
+			if (atomic_compare_exchange_strong(&d->tail, &t, t + l)) {
+				if (SONDE_RING_REC_TYPE(hd) != SONDE_RING_PAD)
+					atomic_fetch_add_explicit(&d->dropped, 1,
+								  memory_order_relaxed);
+				t += l;
+			}
+		}
+		w->tail_seen = t;
+		return true;
+	}
+	for (;;) {
+		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
+		if (w->head + need - w->tail_seen <= size)
+			return true;
+		if (++spins < 256) {
+			cpu_relax();
+			continue;
+		}
+		if (!since)
+			since = now_ns();
+		else if (now_ns() - since > WAIT_GIVE_UP &&
+			 now_ns() - atomic_load_explicit(&w->area->heartbeat_ns,
+							 memory_order_relaxed) >
+				 WAIT_GIVE_UP)
+			return false; /* the reader is gone: do not hang the target */
+		{
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+void *sonde_ring__reserve(struct sonde_ring_writer *w, uint32_t type, uint32_t len)
+{
+	uint64_t size = w->mask + 1, pos = w->head & w->mask, contig = size - pos, need = len;
+	uint32_t *r;
+
+	if (contig < len)
+		need += contig;
+	if (w->head + need - w->tail_seen > size && !make_room(w, need)) {
+		atomic_fetch_add_explicit(&w->d->dropped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	if (contig < len) {
+		*(uint32_t *)(w->data + pos) = SONDE_RING_REC(SONDE_RING_PAD, contig);
+		w->head += contig;
+		pos = 0;
+	}
+	r = (uint32_t *)(w->data + pos);
+	*r = SONDE_RING_REC(type, len);
+	w->reserved = len;
+	return r;
+}
+
+void sonde_ring__commit(struct sonde_ring_writer *w)
+{
+	w->head += w->reserved;
+	w->reserved = 0;
+	atomic_store_explicit(&w->d->head, w->head, memory_order_release);
+}
+
+void sonde_ring__retire(struct sonde_ring_writer *w)
+{
+	if (w->d)
+		atomic_store_explicit(&w->d->state, R_RETIRED, memory_order_release);
+	w->d = NULL;
+}

@@ -1,0 +1,122 @@
+/*
+ * u64map.h - a map from 64-bit keys to 64-bit values, for libsonde's insides:
+ * open addressing, linear probing, deletion by backward shift (no tombstones,
+ * so a map with as many frees as allocations stays fast).
+ * The key UINT64_MAX is reserved.
+ */
+#ifndef SONDE_U64MAP_H
+#define SONDE_U64MAP_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define U64MAP_EMPTY UINT64_MAX
+
+struct u64map {
+	uint64_t *k, *v;
+	size_t cap, n; /* cap: a power of two, or 0 */
+};
+
+static inline size_t u64map__slot(const struct u64map *m, uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return (size_t)key & (m->cap - 1);
+}
+
+static inline void u64map__release(struct u64map *m)
+{
+	free(m->k);
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
+static inline int u64map__put(struct u64map *m, uint64_t key, uint64_t val);
+
+static inline int u64map__grow(struct u64map *m)
+{
+	struct u64map big = { 0 };
+	size_t i;
+
+	big.cap = m->cap ? m->cap * 2 : 1024;
+	big.k = malloc(big.cap * sizeof(*big.k));
+	big.v = malloc(big.cap * sizeof(*big.v));
+	if (!big.k || !big.v) {
+		free(big.k);
+		free(big.v);
+		return -ENOMEM;
+	}
+	memset(big.k, 0xff, big.cap * sizeof(*big.k));
+	for (i = 0; i < m->cap; i++)
+		if (m->k[i] != U64MAP_EMPTY)
+			u64map__put(&big, m->k[i], m->v[i]);
+	u64map__release(m);
+	*m = big;
+	return 0;
+}
+
+/* Insert or replace. Returns 0 or -ENOMEM. */
+static inline int u64map__put(struct u64map *m, uint64_t key, uint64_t val)
+{
+	size_t i;
+
+	if ((m->n + 1) * 4 > m->cap * 3 && u64map__grow(m))
+		return -ENOMEM;
+	for (i = u64map__slot(m, key); m->k[i] != U64MAP_EMPTY; i = (i + 1) & (m->cap - 1))
+		if (m->k[i] == key) {
+			m->v[i] = val;
+			return 0;
+		}
+	m->k[i] = key;
+	m->v[i] = val;
+	m->n++;
+	return 0;
+}
+
+static inline bool u64map__get(const struct u64map *m, uint64_t key, uint64_t *val)
+{
+	size_t i;
+
+	if (!m->cap)
+		return false;
+	for (i = u64map__slot(m, key); m->k[i] != U64MAP_EMPTY; i = (i + 1) & (m->cap - 1))
+		if (m->k[i] == key) {
+			if (val)
+				*val = m->v[i];
+			return true;
+		}
+	return false;
+}
+
+/* Remove key; its value goes to *val. Returns false when absent. */
+static inline bool u64map__take(struct u64map *m, uint64_t key, uint64_t *val)
+{
+	size_t i, j, mask = m->cap - 1;
+
+	if (!m->cap)
+		return false;
+	for (i = u64map__slot(m, key); m->k[i] != key; i = (i + 1) & mask)
+		if (m->k[i] == U64MAP_EMPTY)
+			return false;
+	if (val)
+		*val = m->v[i];
+	/* backward shift: pull later members of the cluster into the hole */
+	for (j = (i + 1) & mask; m->k[j] != U64MAP_EMPTY; j = (j + 1) & mask) {
+		size_t home = u64map__slot(m, m->k[j]);
+
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->k[i] = m->k[j];
+			m->v[i] = m->v[j];
+			i = j;
+		}
+	}
+	m->k[i] = U64MAP_EMPTY;
+	m->n--;
+	return true;
+}
+
+#endif
