@@ -357,15 +357,64 @@ int sonde_profile__add_warning(struct sonde_profile *p, const char *code, const 
 	return json_array_append_new(arr, w) ? -ENOMEM : 0;
 }
 
+static int dump_to_strbuf(const char *buf, size_t size, void *data)
+{
+	return sonde_strbuf__add(data, buf, size) ? -1 : 0;
+}
+
+/*
+ * Indented JSON, except that each resource's columns go on one line: a profile
+ * with a million values stays a file of a few lines per resource, not a
+ * million lines.
+ */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 {
-	char *s = json_dumps(p->root, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
+	static const char mark[] = "\\u0001resources\\u0001";
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	json_t *res = json_incref(json_object_get(p->root, "resources"));
+	const char *key, *at;
+	char *top;
+	json_t *v;
+	int err, first = 1;
 
-	if (s && len)
-		*len = strlen(s);
-	if (!s)
+	if (!res || json_object_set_new(p->root, "resources", json_string("\001resources\001"))) {
+		json_decref(res);
 		errno = ENOMEM;
-	return s;
+		return NULL;
+	}
+	top = json_dumps(p->root, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
+	err = json_object_set(p->root, "resources", res);
+	at = top ? strstr(top, mark) : NULL;
+	if (!at || err) {
+		free(top);
+		json_decref(res);
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = sonde_strbuf__add(&sb, top, (size_t)(at - top - 1)); /* up to the quote */
+	err |= sonde_strbuf__adds(&sb, "{");
+	json_object_foreach(res, key, v)
+	{
+		json_t *k = json_string(key);
+
+		err |= sonde_strbuf__adds(&sb, first ? "\n  " : ",\n  ");
+		first = 0;
+		err |= !k || json_dump_callback(k, dump_to_strbuf, &sb, JSON_ENCODE_ANY);
+		err |= sonde_strbuf__adds(&sb, ": ");
+		err |= json_dump_callback(v, dump_to_strbuf, &sb,
+					  JSON_COMPACT | JSON_REAL_PRECISION(15));
+		json_decref(k);
+	}
+	err |= sonde_strbuf__adds(&sb, first ? "}" : "\n }");
+	err |= sonde_strbuf__adds(&sb, at + strlen(mark) + 1); /* after the closing quote */
+	free(top);
+	json_decref(res);
+	if (err) {
+		sonde_strbuf__release(&sb);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return sonde_strbuf__detach(&sb, len);
 }
 
 int sonde_profile__save(const struct sonde_profile *p, const char *path)

@@ -149,10 +149,15 @@ struct stk_slot {
 static struct stk_slot *stk;
 static _Atomic uint32_t stk_next;
 
-static uint64_t now_ns(void)
+/* An event's time: TSC ticks when sonde said the TSC is invariant, else ns. */
+static inline uint64_t now_ns(void)
 {
 	struct timespec t;
 
+#if defined(__x86_64__)
+	if (likely(proc.flags & MEM_F_TSC))
+		return __builtin_ia32_rdtsc();
+#endif
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }

@@ -70,6 +70,7 @@ struct stream {
 	size_t ci;	  /* cursor: chunk, and offset of the current event in it */
 	uint64_t off, end; /* [off, end): what is left of the current chunk */
 	uint64_t last_alloc; /* sequence number of its latest allocation */
+	uint64_t ts;	     /* time of the current event, in ns */
 };
 
 /* A live block. Slots are reused once freed: only the live set is in memory. */
@@ -97,6 +98,9 @@ struct run {
 	size_t nfree, capfree;
 	uint64_t seq;
 	uint64_t events, allocs_seen, keep_every, first_ts, last_ts;
+	uint64_t alloc_countdown, free_countdown; /* rows: keep one in keep_every */
+	uint64_t tl_next, tl_slice;		  /* the timeline's current slice end */
+	unsigned tl_i;
 	const struct sonde_ring_chunk *cur_chunk;
 	uint64_t heap, peak, peak_epoch;
 	uint64_t *res_live, *res_seen, *res_peak; /* per resource, grown with a->nres */
@@ -104,6 +108,13 @@ struct run {
 	uint64_t *site_live;
 	size_t site_cap;
 };
+
+static inline uint64_t to_ns(const struct mem_analysis *a, uint64_t t)
+{
+	if (a->ns_per_tick == 0)
+		return t;
+	return a->ns0 + (uint64_t)((double)((t - a->tick0) & MEM_TS_MASK) * a->ns_per_tick);
+}
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
@@ -221,7 +232,7 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 			return -ENOMEM;
 		im->pid = p->pid;
 		im->parent_serial = p->parent_serial;
-		im->ts0 = p->ts;
+		im->ts0 = to_ns(r->a, p->ts);
 		return 0;
 	}
 	case MEM_REC_MODULE: {
@@ -257,7 +268,7 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 		r->allocs_seen++;
 		/* fall through */
 	case MEM_REC_FREE:
-		ts = ((const uint64_t *)(const void *)rec)[1] & MEM_TS_MASK;
+		ts = to_ns(r->a, ((const uint64_t *)(const void *)rec)[1] & MEM_TS_MASK);
 		if (!r->events || ts < r->first_ts)
 			r->first_ts = ts;
 		if (ts > r->last_ts)
@@ -567,9 +578,11 @@ static void timeline(struct run *r, uint64_t ts, uint64_t bytes, bool alloc)
 
 	if (t->tl_done || !t->tl_slice_ns)
 		return;
-	i = (ts - r->first_ts) / t->tl_slice_ns;
-	if (i >= MEM_TIMELINE)
-		i = MEM_TIMELINE - 1;
+	while (ts >= r->tl_next && r->tl_i + 1 < MEM_TIMELINE) {
+		r->tl_i++;
+		r->tl_next += t->tl_slice_ns;
+	}
+	i = r->tl_i;
 	if (alloc) {
 		t->tl_alloc[i]++;
 		t->tl_bytes[i] += bytes;
@@ -639,7 +652,8 @@ static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t 
 		a->t.hist_count[b]++;
 		a->t.hist_bytes[b] += size;
 		a->t.rows_total++;
-		if (r->keep_every <= 1 || a->t.rows_total % r->keep_every == 0) {
+		if (--r->alloc_countdown == 0) {
+			r->alloc_countdown = r->keep_every;
 			struct mem_row row = { size, addr, ts - r->t0, -1, s->tid, r->run };
 
 			if (add_row(res, &row, &al.row))
@@ -714,7 +728,8 @@ static int on_free(struct run *r, struct stream *s, struct image *im, unsigned o
 
 		res->count++;
 		res->bytes += al ? al->size : 0;
-		if (r->keep_every <= 1 || a->t.frees % r->keep_every == 0) {
+		if (--r->free_countdown == 0) {
+			r->free_countdown = r->keep_every;
 			struct mem_row row = { al ? al->size : UINT64_MAX, addr, ts - r->t0, -1,
 					       s->tid, r->run };
 
@@ -730,15 +745,18 @@ static bool is_event(uint32_t type)
 }
 
 /* Move the stream's cursor to its next event (from off). false: no more. */
-static bool seek_event(const struct run *r, struct stream *s)
+static bool seek_event(struct run *r, struct stream *s)
 {
 	for (;;) {
 		while (s->off < s->end) {
 			uint32_t h;
 
 			memcpy(&h, r->log + s->off, 4);
-			if (is_event(SONDE_RING_REC_TYPE(h)))
+			if (is_event(SONDE_RING_REC_TYPE(h))) {
+				s->ts = to_ns(r->a, ((const uint64_t *)(const void *)(r->log + s->off))[1] &
+							 MEM_TS_MASK);
 				return true;
+			}
 			s->off += SONDE_RING_REC_LEN(h);
 		}
 		if (++s->ci >= s->n)
@@ -750,7 +768,8 @@ static bool seek_event(const struct run *r, struct stream *s)
 
 static uint64_t ts_of(const struct run *r, const struct stream *s)
 {
-	return ((const uint64_t *)(const void *)(r->log + s->off))[1] & MEM_TS_MASK;
+	(void)r;
+	return s->ts;
 }
 
 /* A binary heap of streams ordered by their next event's time. */
@@ -909,14 +928,17 @@ int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint6
 	r.keep_every = a->max_rows && r.allocs_seen > a->max_rows
 			       ? (r.allocs_seen + a->max_rows - 1) / a->max_rows
 			       : 1;
+	r.alloc_countdown = r.free_countdown = r.keep_every;
 	/* an image is replaced by exec when a later one has the same pid */
 	for (i = 0; i < r.nimg; i++)
 		for (j = 0; j < r.nimg; j++)
 			if (i != j && r.img[j].pid == r.img[i].pid &&
 			    r.img[j].serial > r.img[i].serial)
 				r.img[i].exec_replaced = true;
-	if (!a->t.tl_done && r.events)
+	if (!a->t.tl_done && r.events) {
 		a->t.tl_slice_ns = (r.last_ts - r.first_ts) / MEM_TIMELINE + 1;
+		r.tl_next = r.first_ts + a->t.tl_slice_ns;
+	}
 	rc = replay(&r);
 	if (!rc)
 		rc = leaks(&r);

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sonde/clock.h>
 #include <sonde/collector.h>
 #include <sonde/ring.h>
 #include <sonde/runner.h>
@@ -36,7 +37,45 @@ struct mem_state {
 	int log_fd;
 	off_t run_start;
 	uint64_t dropped_seen;
+	bool tsc;
 };
+
+/* An invariant TSC (constant rate, ticking in every state) can time events. */
+static bool invariant_tsc(void)
+{
+#if defined(__x86_64__)
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[4096];
+	bool constant = false, nonstop = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f) && !(constant && nonstop))
+		if (!strncmp(line, "flags", 5)) {
+			constant = strstr(line, " constant_tsc") != NULL;
+			nonstop = strstr(line, " nonstop_tsc") != NULL;
+			break;
+		}
+	fclose(f);
+	return constant && nonstop;
+#else
+	return false;
+#endif
+}
+
+/* One reading of both clocks, as close together as they can be taken. */
+static void clock_pair(uint64_t *tick, uint64_t *ns)
+{
+#if defined(__x86_64__)
+	uint64_t a = __builtin_ia32_rdtsc(), b;
+
+	*ns = sonde_clock_ns();
+	b = __builtin_ia32_rdtsc();
+	*tick = a + (b - a) / 2;
+#else
+	*tick = *ns = sonde_clock_ns();
+#endif
+}
 
 /* 1: dynamically linked (or a script), 0: static, -errno: unreadable. */
 static int dynamic_target(const char *path)
@@ -131,11 +170,16 @@ static int memory_before(struct sonde_collection *c)
 		return -ENOMEM;
 	st->a.all = sonde_collection__param_bool(c, "all");
 	st->a.sampling_s = sonde_collection__param_double(c, "sampling", 0);
-	st->a.max_rows = (uint64_t)sonde_collection__param_int(c, "max-rows", 100000);
+	st->a.max_rows = (uint64_t)sonde_collection__param_int(c, "max-rows", 25000);
 	st->a.no_source = list_param(c, "no-source");
 	st->a.no_func = list_param(c, "no-func");
 	if (sonde_collection__param_bool(c, "mmap"))
 		flags |= MEM_F_MMAP;
+	if (invariant_tsc()) {
+		flags |= MEM_F_TSC;
+		clock_pair(&st->a.tick0, &st->a.ns0);
+		st->tsc = true;
+	}
 
 	exe = sonde_runner__resolve(argv[0]);
 	if (exe) {
@@ -216,6 +260,13 @@ static int memory_stop(struct sonde_collection *c, const struct sonde_run_info *
 		st->run_start = end;
 		return 0;
 	}
+	if (st->tsc) {
+		uint64_t tick, ns;
+
+		clock_pair(&tick, &ns);
+		if (tick > st->a.tick0 && ns > st->a.ns0)
+			st->a.ns_per_tick = (double)(ns - st->a.ns0) / (double)(tick - st->a.tick0);
+	}
 	map_from = st->run_start & ~(off_t)4095;
 	map = mmap(NULL, (size_t)(end - map_from), PROT_READ, MAP_PRIVATE, st->log_fd, map_from);
 	if (map == MAP_FAILED)
@@ -281,7 +332,7 @@ static const struct sonde_option memory_options[] = {
 	  "never slow the target down: drop the oldest events when a ring is full "
 	  "(counted)" },
 	{ SONDE_OPT_INT, 0, "max-rows", NULL, "N",
-	  "per-allocation rows to keep (100000; 0: all); summaries always count all", 0,
+	  "per-allocation rows to keep (25000; 0: all); summaries always count all", 0,
 	  1e12 },
 	{ .type = SONDE_OPT_END },
 };

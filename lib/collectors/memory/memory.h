@@ -62,6 +62,9 @@ struct mem_snapshot_row {
 struct mem_analysis {
 	/* options */
 	bool all;
+	/* TSC ticks -> ns: ns = ns0 + (tick - tick0) * ns_per_tick; 0: times are ns */
+	uint64_t tick0, ns0;
+	double ns_per_tick;
 	double sampling_s;
 	uint64_t max_rows; /* 0: every row */
 	json_t *no_source, *no_func; /* arrays of strings, or NULL */

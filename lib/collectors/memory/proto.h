@@ -3,7 +3,9 @@
  *
  * Shared by runtime/memory/ (the writer) and the memory collector (the reader).
  * Every record starts with the ring's 32-bit header word (type, length). Times
- * are CLOCK_MONOTONIC nanoseconds, the clock sonde itself uses. Stack ids are
+ * are CLOCK_MONOTONIC nanoseconds, the clock sonde itself uses, or with
+ * MEM_F_TSC raw TSC ticks (a third of the cost) that sonde maps onto
+ * CLOCK_MONOTONIC from two readings of both clocks around the run. Stack ids are
  * per process image (serial): each new stack is written once, before the first
  * event that uses it, in the ring of the thread that saw it first.
  */
@@ -19,6 +21,7 @@
 
 enum mem_flag {
 	MEM_F_MMAP = 1u << 0, /* record mmap/munmap */
+	MEM_F_TSC = 1u << 1,  /* times are TSC ticks (sonde converts them), not ns */
 };
 
 enum mem_rec {
