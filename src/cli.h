@@ -57,6 +57,10 @@ enum cli_format cli_format_of(const char *name);
 /* Print the summary table of a profile. Returns 0 or -errno. */
 int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out);
 
+/* The memory view of a memory profile (top: sites and leaks listed). -EINVAL: not one. */
+int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out);
+
+int cmd_export(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
 int cmd_status(int argc, char **argv);

@@ -26,7 +26,7 @@ static const char usage[] =
 	"       sonde collect --plugin PATH [options] [--] CMD [ARGS...]\n"
 	"       sonde collect --external EXE [options] [--] CMD [ARGS...]\n"
 	"\n"
-	"Run CMD under a collector and write its profile. Collectors: time, external;\n"
+	"Run CMD under a collector and write its profile. Collectors: time, memory, external;\n"
 	"'sonde collect COLLECTOR --help' also lists the collector's own options.";
 
 static const char *const output_modes[] = { "default", "capture", "suppress", NULL };
@@ -267,7 +267,7 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 	*skip = 1;
 	col = sonde_collector__find(argv[1]);
 	if (!col)
-		*code = cli_usage("collect", "unknown collector '%s' (collectors: time, external)",
+		*code = cli_usage("collect", "unknown collector '%s' (collectors: time, memory, external)",
 				  argv[1]);
 	return col;
 }
@@ -324,7 +324,8 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		sonde_strbuf__release(&err);
 		return EXIT_FAILURE_;
 	}
-	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by)
+	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by &&
+	    cli_show_memory(p, FMT_TEXT, 10, stdout) == -EINVAL)
 		cli_show_table(p, FMT_TEXT, stdout);
 	sonde_strbuf__reset(&err);
 	if (out->interrupted_by) {
@@ -411,7 +412,7 @@ int cmd_collect(int argc, char **argv)
 	}
 	if (!col) {
 		json_decref(params);
-		return cli_usage("collect", "which collector? (collectors: time, external)");
+		return cli_usage("collect", "which collector? (collectors: time, memory, external)");
 	}
 	col_name = col->name;
 	argv += 1 + skip + first;

@@ -3,6 +3,7 @@
  * summarises every resource's amount (mean ± σ, median, min, max, 95 % CI,
  * outliers), in text, JSON, CSV or Markdown.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,14 +202,19 @@ static const char usage[] = "usage: sonde show PROFILE [VIEW] [--format text|jso
 			    "\n"
 			    "Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
 			    "'sonde status') or N@i (the Nth profile registered for HEAD).\n"
-			    "VIEW: table (default): summary statistics of every resource.";
+			    "VIEW: table (default): summary statistics of every resource;\n"
+			    "      memory: totals, top sites, leaks with their stacks, sizes and the\n"
+			    "      heap over time (memory profiles).";
 
 int cmd_show(int argc, char **argv)
 {
 	const char *format = "text";
+	long long top = 20;
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "output format", 0, 0,
 		  cli_formats },
+		{ SONDE_OPT_INT, 'n', "top", &top, "N", "memory view: list N sites and leaks (20)", 1,
+		  1e9 },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_profile *p;
@@ -226,12 +232,24 @@ int cmd_show(int argc, char **argv)
 	if (argc > 2)
 		return cli_usage("show", "too many arguments");
 	view = argc > 1 ? argv[1] : "table";
-	if (strcmp(view, "table"))
-		return cli_usage("show", "unknown view '%s' (views: table)", view);
+	if (strcmp(view, "table") && strcmp(view, "memory"))
+		return cli_usage("show", "unknown view '%s' (views: table, memory)", view);
 	p = cli_load_profile("show", argv[0], &code);
 	if (!p)
 		return code;
-	if (cli_show_table(p, cli_format_of(format), stdout)) {
+	if (!strcmp(view, "memory")) {
+		int rc = cli_show_memory(p, cli_format_of(format), (unsigned)top, stdout);
+
+		if (rc == -EINVAL) {
+			cli_error("show", "'%s' is a %s profile: the memory view needs a memory "
+					  "profile (sonde collect memory)",
+				  argv[0], sonde_profile__type(p));
+			code = EXIT_UNSUPPORTED;
+		} else if (rc) {
+			cli_error("show", "out of memory");
+			code = EXIT_FAILURE_;
+		}
+	} else if (cli_show_table(p, cli_format_of(format), stdout)) {
 		cli_error("show", "out of memory");
 		code = EXIT_FAILURE_;
 	}

@@ -13,7 +13,8 @@ static const struct cli_command commands[] = {
 	{ "add", cmd_add, "register profiles against their origin commit" },
 	{ "rm", cmd_rm, "remove registered or pending profiles" },
 	{ "log", cmd_log, "list commits with the number of profiles of each" },
-	{ "show", cmd_show, "print a profile (summary table)" },
+	{ "show", cmd_show, "print a profile (summary table, memory view)" },
+	{ "export", cmd_export, "write a profile in another format (folded stacks, csv)" },
 	{ "version", cmd_version, "print the version and the optional parts built in" },
 	{ "utils", cmd_utils, "helpers: create a collector plugin template" },
 };

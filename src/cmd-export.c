@@ -1,0 +1,200 @@
+/*
+ * cmd-export.c - `sonde export PROFILE --format folded|csv [-o FILE]`.
+ *
+ * folded: one line per stack, frames from the outermost to the innermost
+ *         joined by ';', then a space and the weight (flamegraph.pl, speedscope,
+ *         inferno read it). Memory profiles weigh by bytes or by count.
+ * csv:    one line per value row of every resource: uid, type, subtype, then
+ *         every column that any resource has (empty where a resource has none).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sonde export PROFILE --format folded|csv [--weight bytes|count] [-o FILE]\n"
+	"\n"
+	"Write a profile in another format, to FILE or to stdout.";
+
+static const char *const formats[] = { "folded", "csv", NULL };
+static const char *const weights[] = { "bytes", "count", NULL };
+
+/* A frame's name in folded form: ';' and newlines would break the format. */
+static void add_frame(struct sonde_strbuf *sb, const char *fn)
+{
+	for (; fn && *fn; fn++)
+		sonde_strbuf__addch(sb, *fn == ';' || *fn == '\n' || *fn == '\r' ? '_' : *fn);
+}
+
+static int folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out)
+{
+	size_t n = sonde_profile__resource_count(p), i, j;
+	json_t *index = json_object(), *order = json_array();
+	size_t stacks = 0;
+	int err = !index || !order;
+
+	for (i = 0; i < n && !err; i++) {
+		json_t *fixed, *cols, *trace, *sum, *hit;
+		struct sonde_strbuf line = SONDE_STRBUF_INIT;
+		json_int_t w;
+
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		trace = json_object_get(fixed, "trace");
+		sum = json_object_get(fixed, "summary");
+		if (!json_array_size(trace) || !sum)
+			continue;
+		if (json_object_get(sum, "freed") == NULL)
+			continue; /* frees: the flame graph is of what was allocated */
+		stacks++;
+		for (j = json_array_size(trace); j-- > 0;) {
+			add_frame(&line, json_string_value(
+						 json_object_get(json_array_get(trace, j), "function")));
+			if (j)
+				sonde_strbuf__addch(&line, ';');
+		}
+		w = json_integer_value(json_object_get(sum, weight));
+		if (!line.buf) {
+			err = -ENOMEM;
+			break;
+		}
+		hit = json_object_get(index, line.buf);
+		if (hit) {
+			json_integer_set(hit, json_integer_value(hit) + w);
+		} else {
+			err |= json_object_set_new(index, line.buf, json_integer(w));
+			err |= json_array_append_new(order, json_string(line.buf));
+		}
+		sonde_strbuf__release(&line);
+	}
+	for (i = 0; i < json_array_size(order) && !err; i++) {
+		const char *k = json_string_value(json_array_get(order, i));
+
+		err |= sonde_strbuf__addf(out, "%s %lld\n", k,
+					  (long long)json_integer_value(json_object_get(index, k)));
+	}
+	json_decref(index);
+	json_decref(order);
+	if (!err && !stacks)
+		return -ENOTSUP;
+	return err ? -ENOMEM : 0;
+}
+
+static void csv_field(struct sonde_strbuf *sb, json_t *v)
+{
+	if (json_is_string(v)) {
+		const char *q;
+
+		sonde_strbuf__addch(sb, '"');
+		for (q = json_string_value(v); *q; q++) {
+			if (*q == '"')
+				sonde_strbuf__addch(sb, '"');
+			sonde_strbuf__addch(sb, *q);
+		}
+		sonde_strbuf__addch(sb, '"');
+	} else if (v && !json_is_null(v)) {
+		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
+
+		sonde_strbuf__adds(sb, s ? s : "");
+		free(s);
+	}
+}
+
+static int csv(const struct sonde_profile *p, struct sonde_strbuf *out)
+{
+	size_t n = sonde_profile__resource_count(p), i, r, k, rows;
+	json_t *names = json_array(), *seen = json_object();
+	const char *key;
+	json_t *v, *fixed, *cols;
+	int err = !names || !seen;
+
+	for (i = 0; i < n && !err; i++) {
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		json_object_foreach(cols, key, v)
+		{
+			if (!json_object_get(seen, key)) {
+				err |= json_object_set_new(seen, key, json_true());
+				err |= json_array_append_new(names, json_string(key));
+			}
+		}
+	}
+	sonde_strbuf__adds(out, "uid,type,subtype");
+	json_array_foreach(names, k, v)
+		sonde_strbuf__addf(out, ",%s", json_string_value(v));
+	sonde_strbuf__addch(out, '\n');
+	for (i = 0; i < n && !err; i++) {
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		rows = 0;
+		json_object_foreach(cols, key, v)
+			if (json_array_size(v) > rows)
+				rows = json_array_size(v);
+		for (r = 0; r < rows; r++) {
+			csv_field(out, json_object_get(fixed, "uid"));
+			sonde_strbuf__addch(out, ',');
+			csv_field(out, json_object_get(fixed, "type"));
+			sonde_strbuf__addch(out, ',');
+			csv_field(out, json_object_get(fixed, "subtype"));
+			json_array_foreach(names, k, v)
+			{
+				sonde_strbuf__addch(out, ',');
+				csv_field(out, json_array_get(json_object_get(cols, json_string_value(v)),
+							      r));
+			}
+			err |= sonde_strbuf__addch(out, '\n');
+		}
+	}
+	json_decref(names);
+	json_decref(seen);
+	return err ? -ENOMEM : 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	const char *format = NULL, *weight = "bytes", *out_file = NULL;
+	struct sonde_option opts[] = {
+		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "what to write", 0, 0, formats },
+		{ SONDE_OPT_CHOICE, 0, "weight", &weight, NULL,
+		  "folded memory stacks: weigh by bytes allocated or by allocations", 0, 0,
+		  weights },
+		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE", "write to FILE (default: stdout)" },
+		{ .type = SONDE_OPT_END },
+	};
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct sonde_profile *p;
+	int first, code = EXIT_OK, rc;
+
+	first = cli_parse("export", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
+			  &code);
+	if (first < 0)
+		return code;
+	argv += 1 + first;
+	argc -= 1 + first;
+	if (argc != 1)
+		return cli_usage("export", argc ? "one profile at a time" : "which profile?");
+	if (!format)
+		return cli_usage("export", "which format? --format folded|csv");
+	p = cli_load_profile("export", argv[0], &code);
+	if (!p)
+		return code;
+	rc = !strcmp(format, "folded") ? folded(p, !strcmp(weight, "count") ? "count" : "bytes", &sb)
+				       : csv(p, &sb);
+	if (rc == -ENOTSUP) {
+		cli_error("export", "'%s' has no stacks to fold (a %s profile)", argv[0],
+			  sonde_profile__type(p));
+		code = EXIT_UNSUPPORTED;
+	} else if (rc) {
+		cli_error("export", "out of memory");
+		code = EXIT_FAILURE_;
+	} else if (out_file) {
+		rc = sonde_file__write_atomic(out_file, sb.buf ? sb.buf : "", sb.len);
+		if (rc) {
+			cli_error("export", "cannot write '%s': %s", out_file, strerror(-rc));
+			code = EXIT_FAILURE_;
+		}
+	} else if (sb.len && fwrite(sb.buf, 1, sb.len, stdout) != sb.len) {
+		code = EXIT_FAILURE_;
+	}
+	sonde_strbuf__release(&sb);
+	sonde_profile__free(p);
+	return code;
+}
