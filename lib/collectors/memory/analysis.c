@@ -292,7 +292,13 @@ static const struct module *module_of(const struct image *im, uint64_t pc)
 	return NULL;
 }
 
-static bool allocator_frame(const char *fn)
+/*
+ * Frames of the allocator, left out of stacks unless --all: the allocation
+ * functions themselves, the C++ allocators, and code instantiated from the
+ * system's headers on the way (std::vector growing, ...), so that the site is
+ * the user's line that asked for memory.
+ */
+static bool allocator_frame(const char *fn, const char *file)
 {
 	static const char *const exact[] = {
 		"malloc",	  "calloc",	    "realloc",	      "reallocarray", "free",
@@ -306,6 +312,8 @@ static bool allocator_frame(const char *fn)
 	};
 	size_t i;
 
+	if (file && !strncmp(file, "/usr/include/", 13))
+		return true;
 	if (!fn)
 		return false;
 	for (i = 0; exact[i]; i++)
@@ -403,7 +411,7 @@ static int site_of(struct run *r, const struct image *im, const uint64_t *pc, ui
 			}
 		}
 		for (k = 0; k < n; k++) {
-			if (skipping && allocator_frame(fr[k].function) &&
+			if (skipping && allocator_frame(fr[k].function, fr[k].file) &&
 			    !(i + 1 == depth && k + 1 == n && !json_array_size(trace)))
 				continue;
 			skipping = false;

@@ -1,0 +1,113 @@
+#!/bin/sh
+# The memory collector: exact counts, sizes, lines and leaks from programs with
+# known answers; threads, fork + exec, C++, a crash, a signal handler that
+# allocates, and a statically linked target.
+. "$SRC/tests/e2e/lib.sh"
+
+P="$SRC/tests/programs"
+line() { grep -n -- "$2" "$P/$1" | head -1 | cut -d: -f1; }
+# site FILE SUBTYPE LINE FIELD: the sum of FIELD over the resources of one site
+site() {
+	jq -r --arg st "$2" --argjson l "$3" \
+		'[.resource_type_map[] | select(.subtype == $st and .uid_object.line == $l) | .summary.'"$4"'] | add // 0' "$1"
+}
+
+# ---- a program with known answers ------------------------------------------------------------
+run collect memory -o known.json -- "$PROGS/m-known"
+check "collect memory exits 0" [ "$rc" = 0 ]
+check "profile matches the schema" validate known.json
+check "profile type is memory" jq_eq known.json .header.type memory
+check "the memory view is printed" has "$out" "leaks (still allocated"
+check "7 allocations of 100 B at the MAKE line" [ "$(site known.json malloc "$(line m-known.c MAKE)" count)" = 7 ]
+check "... 700 bytes" [ "$(site known.json malloc "$(line m-known.c MAKE)" bytes)" = 700 ]
+check "... all 7 are temporaries" [ "$(site known.json malloc "$(line m-known.c MAKE)" temporary)" = 7 ]
+check "their free site is the LOOP line" [ "$(site known.json free "$(line m-known.c LOOP)" count)" = 7 ]
+check "leak A: 1000 B at its line" [ "$(site known.json malloc "$(line m-known.c LEAK-A)" leaked_bytes)" = 1000 ]
+check "leak B: 300 B by calloc at its line" [ "$(site known.json calloc "$(line m-known.c LEAK-B)" leaked_bytes)" = 300 ]
+check "calloc in a constructor (before main) is seen" [ "$(site known.json calloc "$(line m-known.c EARLY)" count)" = 1 ]
+check "the realloc chain: two reallocs" [ "$(site known.json realloc "$(line m-known.c CHAIN-1)" bytes)$(site known.json realloc "$(line m-known.c CHAIN-2)" bytes)" = 2040 ]
+check "posix_memalign seen" [ "$(site known.json posix_memalign "$(line m-known.c MEMALIGN)" bytes)" = 64 ]
+check "aligned_alloc seen" [ "$(site known.json aligned_alloc "$(line m-known.c ALIGNED)" bytes)" = 96 ]
+check "the leak stack names make and main" jq_eq known.json \
+	'[.resource_type_map[] | select(.summary.leaked_bytes == 1000) | .trace[0].function] | join(",")' main
+check "leak rows keep their address and no free time" jq_eq known.json \
+	'[.resource_type_map | to_entries[] | select(.value.summary.leaked_bytes == 1000) | .key] as $k | .resources[$k[0]].freed | join(",")' ""
+check "peak heap is at least the two leaks" jq_eq known.json '.stats.memory.peak_heap_bytes >= 1300' true
+check "no dropped events" jq_eq known.json .stats.dropped_events 0
+check "one run by default" jq_eq known.json .stats.runs 1
+
+run show known.json memory --format json
+check "show memory --format json" jq_eq /dev/stdin '.totals.leaked_bytes >= 1300' true <<EOT
+$out
+EOT
+run export known.json --format folded
+check "export folded: main;make weighted by bytes" has "$out" "main;make 700"
+run export known.json --format folded --weight count
+check "export folded by count" has "$out" "main;make 7"
+run export known.json --format csv
+check "export csv has a header" has "$out" "uid,type,subtype,amount"
+run show known.json memory --format csv
+check "show memory --format csv" has "$out" "site,allocations,bytes"
+
+run collect memory -q -o filtered.json --no-func make -- "$PROGS/m-known"
+check "--no-func leaves the site out" [ "$(site filtered.json malloc "$(line m-known.c MAKE)" count)" = 0 ]
+check "... and counts what it left out" jq_eq filtered.json '.stats.memory.excluded_allocations' 7
+run collect memory -q -o filtered2.json --no-source m-known.c -- "$PROGS/m-known"
+check "--no-source leaves the file out" jq_eq filtered2.json '[.resource_type_map[] | select(.uid_object.source | endswith("m-known.c"))] | length' 0
+run collect memory -q -o all.json --all -- "$PROGS/m-cxx"
+check "--all keeps the allocator frames (std::allocator)" jq_eq all.json \
+	'[.resource_type_map[] | select(.trace[0].function | test("allocator|allocate"))] | length > 0' true
+run collect memory -q -o snap.json --sampling 0.0001 -- "$PROGS/m-signal"
+check "--sampling writes live snapshots" jq_eq snap.json '[.resource_type_map[] | select(.subtype == "live")] | length > 0' true
+
+# ---- threads (built without frame pointers: the libunwind path) -----------------------------
+run collect memory -q -o threads.json -- "$PROGS/m-threads"
+check "threads: exit 0" [ "$rc" = 0 ]
+check "threads: 4000 allocations of 777 B at one line" [ "$(site threads.json malloc "$(line m-threads.c THREAD-ALLOC)" count)" = 4000 ]
+check "threads: at least 5 threads seen" jq_eq threads.json '.stats.memory.threads >= 5' true
+check "threads: the stacks reach work()" jq_eq threads.json \
+	'[.resource_type_map[] | select(.subtype == "malloc" and .summary.bytes == 3108000) | .trace[0].function] | join(",")' work
+
+# ---- fork + exec -----------------------------------------------------------------------------
+run collect memory -q -o fork.json -- "$PROGS/m-fork" "$PROGS/m-leaf"
+check "fork+exec: exit 0" [ "$rc" = 0 ]
+check "fork+exec: three process images" jq_eq fork.json '.stats.memory.processes' 3
+check "fork+exec: the parent's allocations" [ "$(site fork.json malloc "$(line m-fork.c PARENT)" count)" = 3 ]
+check "fork+exec: the child's allocation before exec" [ "$(site fork.json malloc "$(line m-fork.c CHILD)" count)" = 1 ]
+check "fork+exec: released by exec, not leaked" [ "$(site fork.json malloc "$(line m-fork.c CHILD)" leaked)" = 0 ]
+check "fork+exec: the exec'ed program's leaks" [ "$(site fork.json malloc "$(line m-leaf.c LEAF)" leaked_bytes)" = 666 ]
+
+# ---- C++ -------------------------------------------------------------------------------------
+run collect memory -q -o cxx.json -- "$PROGS/m-cxx"
+check "c++: exit 0" [ "$rc" = 0 ]
+check "c++: 6 operator new at NEW-LOOP and NEW-LEAK" [ "$(site cxx.json new "$(line m-cxx.cpp NEW-LOOP)" count)$(site cxx.json new "$(line m-cxx.cpp NEW-LEAK)" count)" = 51 ]
+check "c++: the leaked object" [ "$(site cxx.json new "$(line m-cxx.cpp NEW-LEAK)" leaked_bytes)" = 48 ]
+check "c++: new[] of 100 B" [ "$(site cxx.json 'new[]' "$(line m-cxx.cpp NEW-ARRAY)" bytes)" = 100 ]
+check "c++: delete seen" jq_eq cxx.json '[.resource_type_map[] | select(.subtype == "delete")] | length > 0' true
+check "c++: std::vector's allocation lands on its line" [ "$(site cxx.json new "$(line m-cxx.cpp VECTOR)" bytes)" = 256 ]
+
+# ---- a crash ---------------------------------------------------------------------------------
+run collect memory -q -o crash.json -- "$PROGS/m-crash"
+check "crash: sonde reports the failure (exit 1)" [ "$rc" = 1 ]
+check "crash: the profile is written" [ -f crash.json ]
+check "crash: all 50 allocations are there" [ "$(site crash.json malloc "$(line m-crash.c CRASH-ALLOC)" count)" = 50 ]
+check "crash: and count as leaked" [ "$(site crash.json malloc "$(line m-crash.c CRASH-ALLOC)" leaked)" = 50 ]
+
+# ---- a signal handler that allocates ----------------------------------------------------------
+run collect memory -q -o signal.json -- "$PROGS/m-signal"
+check "signal: exit 0" [ "$rc" = 0 ]
+check "signal: the handler's allocations are recorded" [ "$(site signal.json malloc "$(line m-signal.c HANDLER)" count)" -gt 0 ]
+check "signal: the loop's allocations all recorded or counted missed" jq_eq signal.json \
+	"([.resource_type_map[] | select(.subtype == \"malloc\" and .uid_object.line == $(line m-signal.c LOOP)) | .summary.count] | add) + .stats.memory.missed_events >= 200000" true
+
+# ---- what cannot be done ---------------------------------------------------------------------
+run collect memory -q -o static.json -- "$PROGS/s-static"
+check "static target: exit 3" [ "$rc" = 3 ]
+check "static target: one clear line" has "$err" "statically linked"
+check "static target: nothing written" [ ! -e static.json ]
+run show known.json nonsense
+check "unknown view: usage error" [ "$rc" = 2 ]
+run collect time -q -r 1 -o t.json -- "$PROGS/s-exit" 0
+run show t.json memory
+check "memory view of a time profile: exit 3" [ "$rc" = 3 ]
+finish
