@@ -1,0 +1,302 @@
+/*
+ * Unit tests of the event rings: wrap-around, concurrent writers with a
+ * concurrent reader, a reader that falls behind (drop-oldest), a writer that
+ * dies in the middle of a record, and the drained log read back from a file.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <sonde/ring.h>
+
+#define T_REC 9
+
+/* A test record: header, writer id, sequence number, then filler bytes. */
+struct rec {
+	uint32_t hdr;
+	uint32_t writer;
+	uint64_t seq;
+	uint8_t fill[];
+};
+
+static uint32_t rec_len(uint64_t seq)
+{
+	return (uint32_t)(16 + 8 * (seq % 23)); /* 16 to 192 bytes */
+}
+
+static int write_rec(struct sonde_ring_writer *w, uint32_t writer, uint64_t seq)
+{
+	uint32_t len = rec_len(seq);
+	struct rec *r = sonde_ring__reserve(w, T_REC, len);
+
+	if (!r)
+		return -1;
+	r->writer = writer;
+	r->seq = seq;
+	memset(r->fill, (int)(seq & 0xff), len - 16);
+	sonde_ring__commit(w);
+	return 0;
+}
+
+struct check {
+	uint64_t next[8]; /* next sequence expected per writer */
+	uint64_t records, gaps;
+	int bad;
+};
+
+static int check_rec(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *h)
+{
+	struct check *k = ctx;
+	const struct rec *r = (const void *)h;
+	uint32_t i, len = SONDE_RING_REC_LEN(h[0]);
+
+	(void)c;
+	if (SONDE_RING_REC_TYPE(h[0]) != T_REC || r->writer >= 8 || len != rec_len(r->seq)) {
+		k->bad++;
+		return 0;
+	}
+	for (i = 0; i < len - 16; i++)
+		if (r->fill[i] != (uint8_t)(r->seq & 0xff))
+			k->bad++;
+	if (r->seq != k->next[r->writer])
+		k->gaps++;
+	k->next[r->writer] = r->seq + 1;
+	k->records++;
+	return 0;
+}
+
+/* A sink that walks each chunk's records (the log format without a file). */
+static int sink(void *ctx, const struct sonde_ring_chunk *c, const void *data)
+{
+	size_t len = sizeof(*c) + c->bytes;
+	uint64_t *buf = malloc(len + 8);
+	int rc;
+
+	memcpy(buf, c, sizeof(*c));
+	memcpy((char *)buf + sizeof(*c), data, c->bytes);
+	rc = sonde_ring_log__walk(buf, len, check_rec, ctx);
+	free(buf);
+	return rc;
+}
+
+static void test_wrap_around(void **state)
+{
+	struct sonde_ring_area *a;
+	struct sonde_ring_writer w;
+	struct check k = { 0 };
+	uint64_t seq;
+
+	(void)state;
+	assert_int_equal(sonde_ring_area__create(1, 4096, SONDE_RING_LOSSLESS, &a), 0);
+	assert_int_equal(sonde_ring__claim(a, 1, 1, 1, &w), 0);
+	/* ~100 bytes a record, drained every 20: the 4 KiB buffer wraps > 100 times */
+	for (seq = 0; seq < 20000; seq++) {
+		assert_int_equal(write_rec(&w, 0, seq), 0);
+		if (seq % 20 == 19)
+			assert_true(sonde_ring_area__drain(a, sink, &k) > 0);
+	}
+	assert_true(sonde_ring_area__drain(a, sink, &k) >= 0);
+	assert_int_equal(k.bad, 0);
+	assert_int_equal(k.gaps, 0);
+	assert_int_equal(k.records, 20000);
+	assert_int_equal(sonde_ring_area__dropped(a), 0);
+	/* a second claim finds no free ring */
+	{
+		struct sonde_ring_writer w2;
+
+		assert_int_equal(sonde_ring__claim(a, 1, 2, 1, &w2), -EBUSY);
+	}
+	sonde_ring__retire(&w);
+	sonde_ring_area__drain(a, sink, &k); /* an empty retired ring is freed */
+	{
+		struct sonde_ring_writer w3;
+
+		assert_int_equal(sonde_ring__claim(a, 1, 3, 1, &w3), 0);
+	}
+	sonde_ring_area__destroy(a);
+}
+
+struct writer_arg {
+	struct sonde_ring_area *a;
+	uint32_t id;
+	uint64_t n;
+};
+
+static void *writer_thread(void *p)
+{
+	struct writer_arg *wa = p;
+	struct sonde_ring_writer w;
+	uint64_t seq;
+
+	if (sonde_ring__claim(wa->a, (uint32_t)getpid(), wa->id, 1, &w))
+		return (void *)1;
+	for (seq = 0; seq < wa->n; seq++)
+		if (write_rec(&w, wa->id, seq))
+			return (void *)2;
+	sonde_ring__retire(&w);
+	return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+	struct sonde_ring_area *a;
+	struct writer_arg wa[4];
+	pthread_t t[4];
+	struct check k = { 0 };
+	int i, done = 0;
+	void *res;
+
+	(void)state;
+	assert_int_equal(sonde_ring_area__create(4, 8192, SONDE_RING_LOSSLESS, &a), 0);
+	for (i = 0; i < 4; i++) {
+		wa[i] = (struct writer_arg){ a, (uint32_t)i, 50000 };
+		assert_int_equal(pthread_create(&t[i], NULL, writer_thread, &wa[i]), 0);
+	}
+	/* the reader runs while they write; small rings make the writers wait */
+	while (k.records < 4 * 50000ull && done < 1000000) {
+		if (sonde_ring_area__drain(a, sink, &k) == 0)
+			done++;
+	}
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i], &res), 0);
+		assert_null(res);
+	}
+	sonde_ring_area__drain(a, sink, &k);
+	assert_int_equal(k.bad, 0);
+	assert_int_equal(k.gaps, 0);
+	assert_int_equal(k.records, 4 * 50000);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(k.next[i], 50000);
+	assert_int_equal(sonde_ring_area__dropped(a), 0);
+	sonde_ring_area__destroy(a);
+}
+
+static void test_reader_behind_drop_oldest(void **state)
+{
+	struct sonde_ring_area *a;
+	struct sonde_ring_writer w;
+	struct check k = { 0 };
+	uint64_t seq, first;
+
+	(void)state;
+	assert_int_equal(sonde_ring_area__create(1, 4096, SONDE_RING_DROP_OLDEST, &a), 0);
+	assert_int_equal(sonde_ring__claim(a, 1, 1, 1, &w), 0);
+	for (seq = 0; seq < 1000; seq++)
+		assert_int_equal(write_rec(&w, 0, seq), 0); /* never blocks */
+	k.next[0] = UINT64_MAX;
+	assert_true(sonde_ring_area__drain(a, sink, &k) > 0);
+	assert_int_equal(k.bad, 0);
+	/* what is left is the newest records, in order, ending with the last */
+	assert_int_equal(k.next[0], 1000);
+	first = 1000 - k.records;
+	assert_true(first > 0);
+	assert_int_equal(k.gaps, 1); /* only the jump from "nothing" to the first kept */
+	/* every record is either drained or counted as dropped */
+	assert_int_equal(sonde_ring_area__dropped(a) + k.records, 1000);
+	sonde_ring_area__destroy(a);
+}
+
+static void test_writer_dies_mid_record(void **state)
+{
+	struct sonde_ring_area *a;
+	struct check k = { 0 };
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(sonde_ring_area__create(2, 4096, SONDE_RING_LOSSLESS, &a), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* the child maps the area by path, as a preloaded runtime does */
+		struct sonde_ring_area *m = sonde_ring_area__attach(sonde_ring_area__path(a));
+		struct sonde_ring_writer w;
+		struct rec *r;
+		uint64_t seq;
+
+		if (!m || sonde_ring__claim(m, (uint32_t)getpid(), 7, 2, &w))
+			_exit(2);
+		for (seq = 0; seq < 10; seq++)
+			write_rec(&w, 1, seq);
+		r = sonde_ring__reserve(&w, T_REC, 64); /* started, never committed */
+		if (r) {
+			r->writer = 1;
+			r->seq = 10;
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(sonde_ring_area__drain(a, sink, &k) > 0);
+	assert_int_equal(k.bad, 0);
+	assert_int_equal(k.records, 10);
+	assert_int_equal(k.next[1], 10);
+	/* the dead writer's ring comes back once drained */
+	sonde_ring_area__reclaim(a, false);
+	{
+		struct sonde_ring_writer w1, w2;
+
+		assert_int_equal(sonde_ring__claim(a, 1, 1, 1, &w1), 0);
+		assert_int_equal(sonde_ring__claim(a, 1, 2, 1, &w2), 0);
+	}
+	sonde_ring_area__destroy(a);
+}
+
+static void test_drainer_to_file(void **state)
+{
+	char path[] = "/tmp/sonde-ring-XXXXXX";
+	struct sonde_ring_area *a;
+	struct sonde_ring_drainer *d;
+	struct sonde_ring_writer w;
+	struct check k = { 0 };
+	struct stat st;
+	uint64_t seq;
+	void *map;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(sonde_ring_area__create(2, 4096, SONDE_RING_LOSSLESS, &a), 0);
+	assert_int_equal(sonde_ring_drainer__start(a, fd, 100, &d), 0);
+	assert_int_equal(sonde_ring__claim(a, 1, 1, 1, &w), 0);
+	for (seq = 0; seq < 30000; seq++)
+		assert_int_equal(write_rec(&w, 3, seq), 0);
+	assert_int_equal(sonde_ring_drainer__stop(d), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(sonde_ring_log__walk(map, (size_t)st.st_size, check_rec, &k), 0);
+	assert_int_equal(k.bad, 0);
+	assert_int_equal(k.gaps, 0);
+	assert_int_equal(k.records, 30000);
+	/* a log cut short (a crash of the reader) is read up to the cut */
+	memset(&k, 0, sizeof(k));
+	assert_int_equal(sonde_ring_log__walk(map, (size_t)st.st_size - 7, check_rec, &k), 0);
+	assert_true(k.records < 30000 && k.bad == 0 && k.gaps == 0);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+	sonde_ring_area__destroy(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wrap_around),
+		cmocka_unit_test(test_concurrent_writers),
+		cmocka_unit_test(test_reader_behind_drop_oldest),
+		cmocka_unit_test(test_writer_dies_mid_record),
+		cmocka_unit_test(test_drainer_to_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
