@@ -41,6 +41,7 @@ test-sanitize: sanitize
 
 bench: build
 	@bench/time-overhead.sh
+	@bench/memory-overhead.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -6,7 +6,7 @@
  * (each new block replaces a random old one, which is freed), and every fourth
  * block is freed at once (a temporary). Every block is freed by the end, so
  * the event count is exactly 2 * threads * ITER.
- * Usage: memwork [ITER]   (default 750000: 6 million events)
+ * Usage: memwork [ITER]   (default 750000: 3 million events)
  */
 #include <pthread.h>
 #include <stdint.h>

@@ -1,0 +1,68 @@
+#!/bin/sh
+# memory-overhead.sh - `sonde collect memory` against heaptrack on one
+# allocation-heavy workload (bench/memwork.c: 2 threads, 3 million malloc/free
+# of mixed sizes from call depths 4-19), plain and under both tools,
+# interleaved, ROUNDS rounds; medians.
+#
+# Reports for each tool: the slowdown of the whole command, the overhead per
+# event in ns ((T_tool - T_plain) / events), and the size of its output. For
+# sonde the overhead is split into the part the target feels (the run, from
+# the profile) and the analysis after it (symbols, replay, the profile);
+# heaptrack's analysis is a separate step (heaptrack_print), timed as well, so
+# that "the same answers" can be compared end to end.
+# Usage: bench/memory-overhead.sh [BUILD] [ITER] [ROUNDS]
+set -eu
+BUILD=${1:-build}
+ITER=${2:-750000}
+ROUNDS=${3:-5}
+SONDE=$BUILD/src/sonde
+WORK=$BUILD/bench/memwork
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+command -v heaptrack >/dev/null || { echo "memory-overhead: heaptrack is missing (scripts/install-deps)"; exit 3; }
+command -v jq >/dev/null || { echo "memory-overhead: jq is missing (scripts/install-deps)"; exit 3; }
+EVENTS=$((4 * ITER)) # 2 threads, ITER allocations each, every one freed
+now() { date +%s%N; }
+wall() { t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); echo $((t1 - t0)); }
+
+: >"$TMP/plain"; : >"$TMP/sonde"; : >"$TMP/sonde_run"; : >"$TMP/heap"; : >"$TMP/print"
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	wall "$WORK" "$ITER" >>"$TMP/plain"
+	rm -f "$TMP/p.json"
+	wall "$SONDE" collect memory -q -o "$TMP/p.json" -- "$WORK" "$ITER" >>"$TMP/sonde"
+	jq '.stats.duration_ns - .stats.overhead.sonde_ns' "$TMP/p.json" >>"$TMP/sonde_run"
+	rm -f "$TMP"/ht.*
+	wall heaptrack -o "$TMP/ht" "$WORK" "$ITER" >>"$TMP/heap"
+	wall heaptrack_print "$TMP"/ht.* >>"$TMP/print"
+	r=$((r + 1))
+done
+median() { sort -n "$1" | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+plain=$(median "$TMP/plain")
+sonde=$(median "$TMP/sonde")
+srun=$(median "$TMP/sonde_run")
+heap=$(median "$TMP/heap")
+print=$(median "$TMP/print")
+ssize=$(stat -c %s "$TMP/p.json")
+hsize=$(stat -c %s "$TMP"/ht.*)
+check=$(jq '.stats.memory.allocations + .stats.memory.frees' "$TMP/p.json")
+awk -v p="$plain" -v s="$sonde" -v sr="$srun" -v h="$heap" -v e="$EVENTS" -v ss="$ssize" \
+	-v hs="$hsize" -v r="$ROUNDS" -v c="$check" -v hp="$print" 'BEGIN {
+	printf "memwork: %d events (sonde recorded %d), %d rounds, medians\n", e, c, r
+	printf "  plain                 %8.1f ms\n", p / 1e6
+	printf "  sonde collect memory  %8.1f ms  slowdown %5.2fx  %6.1f ns/event  output %6.2f MB\n",
+		s / 1e6, s / p, (s - p) / e, ss / 1e6
+	printf "    of which the run    %8.1f ms  slowdown %5.2fx  %6.1f ns/event (what the target feels)\n",
+		sr / 1e6, sr / p, (sr - p) / e
+	printf "  heaptrack             %8.1f ms  slowdown %5.2fx  %6.1f ns/event  output %6.2f MB\n",
+		h / 1e6, h / p, (h - p) / e, hs / 1e6
+	printf "  heaptrack_print       %8.1f ms  (heaptrack + print: %6.1f ns/event)\n", hp / 1e6,
+		(h + hp - p) / e
+	ratio = (sr - p) / (h - p)
+	printf "  recording overhead per event, sonde / heaptrack: %.2f (target <= 0.33: %s)\n",
+		ratio, ratio <= 0.33 ? "met" : "NOT met"
+	printf "  end to end, sonde collect / heaptrack alone: %.2f, / heaptrack + print: %.2f\n",
+		(s - p) / (h - p), (s - p) / (h + hp - p)
+	printf "  output: sonde / heaptrack %.2f (target <= 1: %s)\n", ss / hs, ss <= hs ? "met" : "NOT met"
+}'
