@@ -25,6 +25,10 @@ run: build
 	@echo "== sonde collect time -- $(EXAMPLE) 200000"
 	@$(SONDE) collect time -r 10 --output suppress -o $(BUILD)/example-time.json -- $(EXAMPLE) 200000
 	@echo "(show it again with: $(SONDE) show $(BUILD)/example-time.json)"
+	@echo
+	@echo "== sonde collect memory -- $(EXAMPLE) 200000"
+	@$(SONDE) collect memory --output suppress -o $(BUILD)/example-memory.json -- $(EXAMPLE) 200000
+	@echo "(show it again with: $(SONDE) show $(BUILD)/example-memory.json memory)"
 
 test: build
 	@tests/run $(BUILD)

@@ -39,7 +39,7 @@ static size_t pick_size(uint64_t r)
 		return 16 + (r >> 8) % 240; /* small */
 	if (k < 95)
 		return 256 + (r >> 8) % 3840; /* medium */
-	return 4096 + (r >> 8) % 61440; /* large */
+	return 4096 + (r >> 8) % 61440;	      /* large */
 }
 
 static __attribute__((noinline)) void leaf(struct worker *w, uint64_t r)

@@ -86,7 +86,8 @@ static void *drain_loop(void *arg)
 		 */
 		idle = n ? 0 : idle < 10 ? idle + 1 : idle;
 		if (n < 256 * 1024) {
-			struct timespec ts = { 0, (long)d->interval_us * 1000L * (idle ? idle : 1) };
+			struct timespec ts = { 0,
+					       (long)d->interval_us * 1000L * (idle ? idle : 1) };
 
 			nanosleep(&ts, NULL);
 		}

@@ -251,7 +251,8 @@ static int lookup(struct sonde_symbols *s, struct object *o, uint64_t shown, Dwa
 		int tag = dwarf_tag(&scopes[i]);
 
 		if (tag == DW_TAG_inlined_subroutine) {
-			f.function = intern(s, sonde_symbols__demangle(s, dwarf_diename(&scopes[i])));
+			f.function =
+				intern(s, sonde_symbols__demangle(s, dwarf_diename(&scopes[i])));
 			f.file = intern(s, file);
 			f.line = (unsigned)line_no;
 			f.inlined = true;

@@ -267,7 +267,8 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 	*skip = 1;
 	col = sonde_collector__find(argv[1]);
 	if (!col)
-		*code = cli_usage("collect", "unknown collector '%s' (collectors: time, memory, external)",
+		*code = cli_usage("collect",
+				  "unknown collector '%s' (collectors: time, memory, external)",
 				  argv[1]);
 	return col;
 }
@@ -412,7 +413,8 @@ int cmd_collect(int argc, char **argv)
 	}
 	if (!col) {
 		json_decref(params);
-		return cli_usage("collect", "which collector? (collectors: time, memory, external)");
+		return cli_usage("collect",
+				 "which collector? (collectors: time, memory, external)");
 	}
 	col_name = col->name;
 	argv += 1 + skip + first;

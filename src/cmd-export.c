@@ -48,8 +48,8 @@ static int folded(const struct sonde_profile *p, const char *weight, struct sond
 			continue; /* frees: the flame graph is of what was allocated */
 		stacks++;
 		for (j = json_array_size(trace); j-- > 0;) {
-			add_frame(&line, json_string_value(
-						 json_object_get(json_array_get(trace, j), "function")));
+			add_frame(&line, json_string_value(json_object_get(json_array_get(trace, j),
+									   "function")));
 			if (j)
 				sonde_strbuf__addch(&line, ';');
 		}
@@ -119,15 +119,13 @@ static int csv(const struct sonde_profile *p, struct sonde_strbuf *out)
 		}
 	}
 	sonde_strbuf__adds(out, "uid,type,subtype");
-	json_array_foreach(names, k, v)
-		sonde_strbuf__addf(out, ",%s", json_string_value(v));
+	json_array_foreach(names, k, v) sonde_strbuf__addf(out, ",%s", json_string_value(v));
 	sonde_strbuf__addch(out, '\n');
 	for (i = 0; i < n && !err; i++) {
 		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
 		rows = 0;
-		json_object_foreach(cols, key, v)
-			if (json_array_size(v) > rows)
-				rows = json_array_size(v);
+		json_object_foreach(cols, key, v) if (json_array_size(v) > rows) rows =
+			json_array_size(v);
 		for (r = 0; r < rows; r++) {
 			csv_field(out, json_object_get(fixed, "uid"));
 			sonde_strbuf__addch(out, ',');
@@ -137,8 +135,9 @@ static int csv(const struct sonde_profile *p, struct sonde_strbuf *out)
 			json_array_foreach(names, k, v)
 			{
 				sonde_strbuf__addch(out, ',');
-				csv_field(out, json_array_get(json_object_get(cols, json_string_value(v)),
-							      r));
+				csv_field(out,
+					  json_array_get(
+						  json_object_get(cols, json_string_value(v)), r));
 			}
 			err |= sonde_strbuf__addch(out, '\n');
 		}
@@ -156,7 +155,8 @@ int cmd_export(int argc, char **argv)
 		{ SONDE_OPT_CHOICE, 0, "weight", &weight, NULL,
 		  "folded memory stacks: weigh by bytes allocated or by allocations", 0, 0,
 		  weights },
-		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE", "write to FILE (default: stdout)" },
+		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
+		  "write to FILE (default: stdout)" },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
@@ -176,8 +176,9 @@ int cmd_export(int argc, char **argv)
 	p = cli_load_profile("export", argv[0], &code);
 	if (!p)
 		return code;
-	rc = !strcmp(format, "folded") ? folded(p, !strcmp(weight, "count") ? "count" : "bytes", &sb)
-				       : csv(p, &sb);
+	rc = !strcmp(format, "folded")
+		     ? folded(p, !strcmp(weight, "count") ? "count" : "bytes", &sb)
+		     : csv(p, &sb);
 	if (rc == -ENOTSUP) {
 		cli_error("export", "'%s' has no stacks to fold (a %s profile)", argv[0],
 			  sonde_profile__type(p));

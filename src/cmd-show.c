@@ -198,13 +198,14 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 	return 0;
 }
 
-static const char usage[] = "usage: sonde show PROFILE [VIEW] [--format text|json|csv|markdown]\n"
-			    "\n"
-			    "Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
-			    "'sonde status') or N@i (the Nth profile registered for HEAD).\n"
-			    "VIEW: table (default): summary statistics of every resource;\n"
-			    "      memory: totals, top sites, leaks with their stacks, sizes and the\n"
-			    "      heap over time (memory profiles).";
+static const char usage[] =
+	"usage: sonde show PROFILE [VIEW] [--format text|json|csv|markdown]\n"
+	"\n"
+	"Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
+	"'sonde status') or N@i (the Nth profile registered for HEAD).\n"
+	"VIEW: table (default): summary statistics of every resource;\n"
+	"      memory: totals, top sites, leaks with their stacks, sizes and the\n"
+	"      heap over time (memory profiles).";
 
 int cmd_show(int argc, char **argv)
 {
@@ -213,8 +214,8 @@ int cmd_show(int argc, char **argv)
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "output format", 0, 0,
 		  cli_formats },
-		{ SONDE_OPT_INT, 'n', "top", &top, "N", "memory view: list N sites and leaks (20)", 1,
-		  1e9 },
+		{ SONDE_OPT_INT, 'n', "top", &top, "N", "memory view: list N sites and leaks (20)",
+		  1, 1e9 },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_profile *p;
@@ -241,8 +242,9 @@ int cmd_show(int argc, char **argv)
 		int rc = cli_show_memory(p, cli_format_of(format), (unsigned)top, stdout);
 
 		if (rc == -EINVAL) {
-			cli_error("show", "'%s' is a %s profile: the memory view needs a memory "
-					  "profile (sonde collect memory)",
+			cli_error("show",
+				  "'%s' is a %s profile: the memory view needs a memory "
+				  "profile (sonde collect memory)",
 				  argv[0], sonde_profile__type(p));
 			code = EXIT_UNSUPPORTED;
 		} else if (rc) {

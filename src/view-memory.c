@@ -68,8 +68,8 @@ static const char *where(json_t *frame, char *buf, size_t len)
 }
 
 /* Per uid sums of the allocating resources. */
-static struct site_sum *collect_sites(const struct sonde_profile *p, size_t *n,
-				      struct leak **leaks, size_t *nleaks)
+static struct site_sum *collect_sites(const struct sonde_profile *p, size_t *n, struct leak **leaks,
+				      size_t *nleaks)
 {
 	size_t nres = sonde_profile__resource_count(p), i, j, k = 0, nl = 0;
 	struct site_sum *s = calloc(nres + 1, sizeof(*s));
@@ -152,21 +152,22 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 		for (i = 0; doc && i < n && i < top; i++)
 			json_array_append_new(json_object_get(doc, "sites"), site_json(&s[i]));
 		for (i = 0; doc && i < nl && i < top; i++)
-			json_array_append_new(
-				json_object_get(doc, "leaks"),
-				json_pack("{s:O, s:I, s:I, s:O}", "uid",
-					  json_object_get(l[i].fixed, "uid"), "blocks", l[i].blocks,
-					  "bytes", l[i].bytes, "trace",
-					  json_object_get(l[i].fixed, "trace")));
+			json_array_append_new(json_object_get(doc, "leaks"),
+					      json_pack("{s:O, s:I, s:I, s:O}", "uid",
+							json_object_get(l[i].fixed, "uid"),
+							"blocks", l[i].blocks, "bytes", l[i].bytes,
+							"trace",
+							json_object_get(l[i].fixed, "trace")));
 		json_dumpf(doc, out, JSON_INDENT(2));
 		fputc('\n', out);
 		json_decref(doc);
 	} else if (fmt == FMT_CSV || fmt == FMT_MARKDOWN) {
 		bool md = fmt == FMT_MARKDOWN;
 
-		fprintf(out, md ? "| site | allocations | bytes | peak bytes | leaked | leaked bytes | "
-				  "temporary |\n|---|---:|---:|---:|---:|---:|---:|\n"
-				: "site,allocations,bytes,peak_bytes,leaked,leaked_bytes,temporary\n");
+		fprintf(out,
+			md ? "| site | allocations | bytes | peak bytes | leaked | leaked bytes | "
+			     "temporary |\n|---|---:|---:|---:|---:|---:|---:|\n"
+			   : "site,allocations,bytes,peak_bytes,leaked,leaked_bytes,temporary\n");
 		for (i = 0; i < n && i < top; i++) {
 			if (md)
 				fprintf(out, "| `%s` | %lld | %lld | %lld | %lld | %lld | %lld |\n",
@@ -193,9 +194,12 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 			sonde_format__bytes((double)sget(m, "peak_heap_bytes"), a, sizeof(a)),
 			sonde_format__duration((double)sget(m, "peak_heap_time_ns"), b, sizeof(b)),
 			(long long)sget(m, "peak_heap_pid"));
-		fprintf(out, "  leaked        %lld blocks, %s\n", (long long)sget(m, "leaked_blocks"),
+		fprintf(out, "  leaked        %lld block%s, %s\n",
+			(long long)sget(m, "leaked_blocks"),
+			sget(m, "leaked_blocks") == 1 ? "" : "s",
 			sonde_format__bytes((double)sget(m, "leaked_bytes"), a, sizeof(a)));
-		fprintf(out, "  processes     %lld   threads %lld   stacks %lld   dropped events %lld",
+		fprintf(out,
+			"  processes     %lld   threads %lld   stacks %lld   dropped events %lld",
 			(long long)sget(m, "processes"), (long long)sget(m, "threads"),
 			(long long)sget(m, "stacks"),
 			(long long)json_integer_value(
@@ -239,31 +243,35 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 			json_t *bk;
 
 			fputs("\nsizes\n", out);
-			json_array_foreach(x, i, bk)
-				if (sget(bk, "count") > most)
-					most = sget(bk, "count");
+			json_array_foreach(x, i, bk) if (sget(bk, "count") > most) most =
+				sget(bk, "count");
 			json_array_foreach(x, i, bk)
 			{
 				json_t *mx = json_object_get(bk, "max_bytes");
 				int bar = (int)(40 * sget(bk, "count") / most);
 
 				snprintf(d, sizeof(d), "%s %s", json_is_null(mx) ? ">" : "<=",
-					 sonde_format__bytes(json_is_null(mx) ? 4194304.0
-									      : (double)json_integer_value(mx),
-							     a, sizeof(a)));
-				fprintf(out, "  %-12s %11lld  %.*s\n", d, (long long)sget(bk, "count"),
-					bar ? bar * 3 : 3, bar ? "███████████████████████████████████████████████████████████████████████████████████████████████████████████████████████████" : "▏");
+					 sonde_format__bytes(
+						 json_is_null(mx) ? 4194304.0
+								  : (double)json_integer_value(mx),
+						 a, sizeof(a)));
+				fprintf(out, "  %-12s %11lld  %.*s\n", d,
+					(long long)sget(bk, "count"), bar ? bar * 3 : 3,
+					bar ? "████████████████████████████████████████████████████"
+					      "████████████████████████████████████████████████████"
+					      "███████████████████"
+					    : "▏");
 			}
 		}
 		x = json_object_get(json_object_get(m, "timeline"), "heap");
 		if (json_array_size(x)) {
-			static const char *const bars[] = { " ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
+			static const char *const bars[] = { " ", "▁", "▂", "▃", "▄",
+							    "▅", "▆", "▇", "█" };
 			json_int_t most = 1;
 			json_t *v;
 
-			json_array_foreach(x, i, v)
-				if (json_integer_value(v) > most)
-					most = json_integer_value(v);
+			json_array_foreach(x, i, v) if (json_integer_value(v) > most) most =
+				json_integer_value(v);
 			fprintf(out, "\nheap over time (%s per column, peak %s)\n  ",
 				sonde_format__duration(
 					(double)sget(json_object_get(m, "timeline"), "slice_ns"), a,

@@ -30,8 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SONDE_RING_PAD	       0u
-#define SONDE_RING_MAX_RECORD  (1u << 20) /* bytes, header included */
+#define SONDE_RING_PAD		  0u
+#define SONDE_RING_MAX_RECORD	  (1u << 20) /* bytes, header included */
 #define SONDE_RING_REC(type, len) (((uint32_t)(type) << 24) | (uint32_t)(len))
 #define SONDE_RING_REC_TYPE(h)	  ((h) >> 24)
 #define SONDE_RING_REC_LEN(h)	  ((h)&0xffffffu)

@@ -115,8 +115,9 @@ static void resolve(void)
 	atomic_store(&resolved, 2);
 }
 
-#define READY() (likely(atomic_load_explicit(&resolved, memory_order_acquire) == 2) || \
-		 (resolve(), atomic_load(&resolved) == 2))
+#define READY()                                                                                    \
+	(likely(atomic_load_explicit(&resolved, memory_order_acquire) == 2) ||                     \
+	 (resolve(), atomic_load(&resolved) == 2))
 
 /* ---- process and thread state ---------------------------------------------------------- */
 
@@ -130,7 +131,8 @@ static struct {
 } proc;
 
 struct tstate {
-	int guard; /* 1: recording an event; 2: sonde's own set-up (its allocations are not the target's) */
+	int guard; /* 1: recording an event; 2: sonde's own set-up (its allocations are not the
+		      target's) */
 	int has_ring;
 	uint32_t missed;
 	uintptr_t stack_lo, stack_hi;
@@ -211,8 +213,8 @@ static bool thread_ring(void)
 		return true;
 	ts.guard = 2;
 	for (tries = 0;; tries++) {
-		if (sonde_ring__claim(proc.area, (uint32_t)getpid(), (uint32_t)gettid(), proc.serial,
-				      &ts.w) == 0)
+		if (sonde_ring__claim(proc.area, (uint32_t)getpid(), (uint32_t)gettid(),
+				      proc.serial, &ts.w) == 0)
 			break;
 		/* all rings taken: wait for the reader to free one, or give up */
 		if (tries > 2000) {
@@ -496,15 +498,15 @@ static inline bool recording(void)
 	return atomic_load_explicit(&proc.state, memory_order_relaxed) != 3;
 }
 
-#define ON_ALLOC(op, p, n, old)                                                       \
-	do {                                                                          \
-		if ((p) && recording())                                               \
-			record_alloc((op), (p), (n), (old), __builtin_frame_address(0)); \
+#define ON_ALLOC(op, p, n, old)                                                                    \
+	do {                                                                                       \
+		if ((p) && recording())                                                            \
+			record_alloc((op), (p), (n), (old), __builtin_frame_address(0));           \
 	} while (0)
-#define ON_FREE(op, p)                                                      \
-	do {                                                                \
-		if ((p) && recording())                                     \
-			record_free((op), (p), __builtin_return_address(0)); \
+#define ON_FREE(op, p)                                                                             \
+	do {                                                                                       \
+		if ((p) && recording())                                                            \
+			record_free((op), (p), __builtin_return_address(0));                       \
 	} while (0)
 
 /* C++ operators, by their mangled names */
@@ -654,7 +656,8 @@ EXPORT void *pvalloc(size_t n)
 	return p;
 }
 
-static inline __attribute__((always_inline)) void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static inline __attribute__((always_inline)) void *do_mmap(void *addr, size_t len, int prot,
+							   int flags, int fd, off_t off)
 {
 	void *p;
 
@@ -777,13 +780,13 @@ EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
 	return p;
 }
 
-#define DELETE(name, op, ...)                       \
-	EXPORT void name(void *p, ##__VA_ARGS__)    \
-	{                                           \
-		if (!p || in_boot(p) || !READY())   \
-			return;                     \
-		ON_FREE(op, p);                     \
-		real.free(p);                       \
+#define DELETE(name, op, ...)                                                                      \
+	EXPORT void name(void *p, ##__VA_ARGS__)                                                   \
+	{                                                                                          \
+		if (!p || in_boot(p) || !READY())                                                  \
+			return;                                                                    \
+		ON_FREE(op, p);                                                                    \
+		real.free(p);                                                                      \
 	}
 
 DELETE(_ZdlPv, MEM_OP_DELETE)

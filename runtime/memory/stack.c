@@ -213,15 +213,22 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t *loc, uintpt
 				p += 4;
 				break;
 			}
-			case 0x05: case 0x09: case 0x14: /* reg, uleb */
+			case 0x05:
+			case 0x09:
+			case 0x14: /* reg, uleb */
 				uleb(&p, end);
 				uleb(&p, end);
 				continue;
-			case 0x11: case 0x15: case 0x2f: /* reg, sleb */
+			case 0x11:
+			case 0x15:
+			case 0x2f: /* reg, sleb */
 				uleb(&p, end);
 				sleb(&p, end);
 				continue;
-			case 0x06: case 0x07: case 0x08: case 0x2e: /* one uleb */
+			case 0x06:
+			case 0x07:
+			case 0x08:
+			case 0x2e: /* one uleb */
 				uleb(&p, end);
 				continue;
 			case 0x0a:
@@ -257,7 +264,8 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t *loc, uintpt
 				c->unknown = true;
 				continue;
 			}
-			case 0x10: case 0x16: { /* reg, block */
+			case 0x10:
+			case 0x16: { /* reg, block */
 				uint64_t n;
 
 				uleb(&p, end);

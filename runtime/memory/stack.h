@@ -13,8 +13,8 @@ void rt_stack_modules_changed(void);
  * Return addresses from the caller of the function whose frame is `frame`
  * (innermost first), at most max. *truncated is set when max was reached.
  */
-int rt_stack_capture(void *frame, uint64_t *pc, int max, int *truncated,
-		     uintptr_t stack_lo, uintptr_t stack_hi);
+int rt_stack_capture(void *frame, uint64_t *pc, int max, int *truncated, uintptr_t stack_lo,
+		     uintptr_t stack_hi);
 /* Statistics for the curious: how many captures fell back to libunwind. */
 uint64_t rt_stack_fallbacks(void);
 

@@ -2,7 +2,7 @@
 # Every command has --help; version lists the parts built in.
 . "$SRC/tests/e2e/lib.sh"
 
-for c in init collect status add rm log show version utils; do
+for c in init collect status add rm log show export version utils; do
 	run "$c" --help
 	check "$c --help: exit 0 and usage" sh -c "[ $rc = 0 ] && printf '%s' \"\$1\" | grep -q 'usage: sonde $c'" _ "$out"
 done

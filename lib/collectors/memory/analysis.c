@@ -67,8 +67,8 @@ struct stream {
 	uint32_t image, tid;
 	uint64_t *chunk; /* offset << 24 | length of each chunk's data */
 	size_t n, cap;
-	size_t ci;	  /* cursor: chunk, and offset of the current event in it */
-	uint64_t off, end; /* [off, end): what is left of the current chunk */
+	size_t ci;	     /* cursor: chunk, and offset of the current event in it */
+	uint64_t off, end;   /* [off, end): what is left of the current chunk */
 	uint64_t last_alloc; /* sequence number of its latest allocation */
 	uint64_t ts;	     /* time of the current event, in ns */
 };
@@ -257,8 +257,7 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 		if (!im)
 			return -ENOMEM;
 		r->a->t.stacks++;
-		return u64map__put(&im->stacks, s->id,
-				   (uint64_t)((const uint8_t *)rec - r->log));
+		return u64map__put(&im->stacks, s->id, (uint64_t)((const uint8_t *)rec - r->log));
 	}
 	case MEM_REC_MISSED:
 		r->a->t.missed += ((const struct mem_missed *)(const void *)rec)->count;
@@ -301,14 +300,34 @@ static const struct module *module_of(const struct image *im, uint64_t pc)
 static bool allocator_frame(const char *fn, const char *file)
 {
 	static const char *const exact[] = {
-		"malloc",	  "calloc",	    "realloc",	      "reallocarray", "free",
-		"posix_memalign", "aligned_alloc",  "memalign",	      "valloc",	      "pvalloc",
-		"__libc_malloc",  "__libc_calloc",  "__libc_realloc", "__libc_memalign",
-		"strdup",	  "strndup",	    "__strdup",	      "__strndup",    NULL,
+		"malloc",
+		"calloc",
+		"realloc",
+		"reallocarray",
+		"free",
+		"posix_memalign",
+		"aligned_alloc",
+		"memalign",
+		"valloc",
+		"pvalloc",
+		"__libc_malloc",
+		"__libc_calloc",
+		"__libc_realloc",
+		"__libc_memalign",
+		"strdup",
+		"strndup",
+		"__strdup",
+		"__strndup",
+		NULL,
 	};
 	static const char *const prefix[] = {
-		"operator new", "operator delete", "std::allocator", "__gnu_cxx::new_allocator",
-		"std::__new_allocator", "std::allocator_traits", NULL,
+		"operator new",
+		"operator delete",
+		"std::allocator",
+		"__gnu_cxx::new_allocator",
+		"std::__new_allocator",
+		"std::allocator_traits",
+		NULL,
 	};
 	size_t i;
 
@@ -360,9 +379,8 @@ static bool matches_func(json_t *list, const char *fn)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(list, i, v)
-		if (fn && json_string_value(v) && !strcmp(fn, json_string_value(v)))
-			return true;
+	json_array_foreach(list, i, v) if (fn && json_string_value(v) &&
+					   !strcmp(fn, json_string_value(v))) return true;
 	return false;
 }
 
@@ -378,8 +396,8 @@ static json_t *frame_json(const struct sonde_frame *f, struct sonde_strbuf *key)
 			 (unsigned long long)f->offset);
 	sonde_strbuf__addf(key, "%s|%s|%u|%s;", fn, f->file ? f->file : "", f->line,
 			   f->function ? "" : f->module);
-	return json_pack("{s:s, s:s, s:i, s:s}", "function", fn, "source",
-			 f->file ? f->file : "", "line", (int)f->line, "module", f->module);
+	return json_pack("{s:s, s:s, s:i, s:s}", "function", fn, "source", f->file ? f->file : "",
+			 "line", (int)f->line, "module", f->module);
 }
 
 /* The site of a list of return addresses (innermost first) in image im. */
@@ -448,15 +466,16 @@ static int site_of(struct run *r, const struct image *im, const uint64_t *pc, ui
 
 		s = &a->sites[a->nsites];
 		s->trace = trace;
-		s->uid_obj = json_pack("{s:s, s:s, s:I}", "function", fn, "source", src, "line",
-				       line);
+		s->uid_obj =
+			json_pack("{s:s, s:s, s:I}", "function", fn, "source", src, "line", line);
 		sonde_profile__uid_string(s->uid_obj, &uid);
 		s->uid = sonde_strbuf__detach(&uid, NULL);
 		s->excluded = (a->no_source && matches_file(a->no_source, src)) ||
 			      (a->no_func && matches_func(a->no_func, fn));
 		trace = NULL;
 		if (!s->uid_obj || !s->uid ||
-		    json_object_set_new(a->site_index, key.buf, json_integer((json_int_t)a->nsites)))
+		    json_object_set_new(a->site_index, key.buf,
+					json_integer((json_int_t)a->nsites)))
 			err = -ENOMEM;
 		else
 			*site = (uint32_t)a->nsites++;
@@ -634,8 +653,8 @@ static void flush_image(struct run *r, struct image *im)
 	im->flushed = true;
 }
 
-static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t stack,
-		    unsigned op, uint64_t ts, uint64_t addr, uint64_t size)
+static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t stack, unsigned op,
+		    uint64_t ts, uint64_t addr, uint64_t size)
 {
 	struct mem_analysis *a = r->a;
 	struct alloc al = { .tid = s->tid, .ts = ts, .size = size, .seq = ++r->seq, .row = -1 };
@@ -738,8 +757,9 @@ static int on_free(struct run *r, struct stream *s, struct image *im, unsigned o
 		res->bytes += al ? al->size : 0;
 		if (--r->free_countdown == 0) {
 			r->free_countdown = r->keep_every;
-			struct mem_row row = { al ? al->size : UINT64_MAX, addr, ts - r->t0, -1,
-					       s->tid, r->run };
+			struct mem_row row = {
+				al ? al->size : UINT64_MAX, addr, ts - r->t0, -1, s->tid, r->run
+			};
 
 			return add_row(res, &row, NULL);
 		}
@@ -761,8 +781,9 @@ static bool seek_event(struct run *r, struct stream *s)
 
 			memcpy(&h, r->log + s->off, 4);
 			if (is_event(SONDE_RING_REC_TYPE(h))) {
-				s->ts = to_ns(r->a, ((const uint64_t *)(const void *)(r->log + s->off))[1] &
-							 MEM_TS_MASK);
+				s->ts = to_ns(r->a, ((const uint64_t *)(const void *)(r->log +
+										      s->off))[1] &
+							    MEM_TS_MASK);
 				return true;
 			}
 			s->off += SONDE_RING_REC_LEN(h);
@@ -905,8 +926,8 @@ static int leaks(struct run *r)
 			a->t.leaked++;
 			a->t.leaked_bytes += al->size;
 			if (al->row < 0) { /* every leak keeps its row */
-				struct mem_row row = { al->size, im->live.k[j], al->ts - r->t0, -1,
-						       al->tid, r->run };
+				struct mem_row row = { al->size, im->live.k[j], al->ts - r->t0,
+						       -1,	 al->tid,	r->run };
 
 				if (add_row(res, &row, NULL))
 					return -ENOMEM;
@@ -953,8 +974,8 @@ int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint6
 	if (!rc) {
 		/* what each resource held at the peak */
 		for (i = 0; i < a->nres && i < r.res_cap; i++) {
-			uint64_t at_peak = r.res_seen[i] == r.peak_epoch ? r.res_peak[i]
-									 : r.res_live[i];
+			uint64_t at_peak =
+				r.res_seen[i] == r.peak_epoch ? r.res_peak[i] : r.res_live[i];
 
 			if (at_peak > a->res[i].peak_bytes && r.peak >= a->t.peak)
 				a->res[i].peak_bytes = at_peak;
@@ -1075,10 +1096,11 @@ static json_t *stats_json(const struct mem_analysis *a)
 		if (!t->hist_count[i])
 			continue;
 		json_array_append_new(
-			hist, json_pack("{s:o, s:I, s:I}", "max_bytes",
-					i + 1 < MEM_HIST_BUCKETS ? json_integer(1ll << i) : json_null(),
-					"count", (json_int_t)t->hist_count[i], "bytes",
-					(json_int_t)t->hist_bytes[i]));
+			hist,
+			json_pack("{s:o, s:I, s:I}", "max_bytes",
+				  i + 1 < MEM_HIST_BUCKETS ? json_integer(1ll << i) : json_null(),
+				  "count", (json_int_t)t->hist_count[i], "bytes",
+				  (json_int_t)t->hist_bytes[i]));
 	}
 	for (i = 0; heap && i < MEM_TIMELINE; i++) {
 		if (t->tl_heap[i])
@@ -1097,8 +1119,8 @@ static json_t *stats_json(const struct mem_analysis *a)
 		(json_int_t)t->peak_pid, "leaked_blocks", (json_int_t)t->leaked, "leaked_bytes",
 		(json_int_t)t->leaked_bytes, "temporary_allocations", (json_int_t)t->temporary,
 		"unmatched_frees", (json_int_t)t->unmatched_frees, "missed_events",
-		(json_int_t)t->missed, "excluded_allocations", (json_int_t)t->excluded,
-		"processes", (json_int_t)t->processes, "threads", (json_int_t)t->threads, "stacks",
+		(json_int_t)t->missed, "excluded_allocations", (json_int_t)t->excluded, "processes",
+		(json_int_t)t->processes, "threads", (json_int_t)t->threads, "stacks",
 		(json_int_t)t->stacks, "rows", "total", (json_int_t)t->rows_total, "kept",
 		(json_int_t)t->rows_kept, "size_histogram", hist, "timeline", tl, "cost",
 		"log_bytes", (json_int_t)t->log_bytes, "drain_cpu_ns", (json_int_t)t->drain_cpu_ns,

@@ -96,7 +96,8 @@ static int dynamic_target(const char *path)
 		return 1;
 	}
 	for (i = 0; i < eh.e_phnum && !rc; i++)
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
+		if (pread(fd, &ph, sizeof(ph),
+			  (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
 			    (ssize_t)sizeof(ph) &&
 		    (ph.p_type == PT_INTERP || ph.p_type == PT_DYNAMIC))
 			rc = 1;
@@ -108,8 +109,8 @@ static int dynamic_target(const char *path)
 static char *find_runtime(void)
 {
 	const char *env = getenv("SONDE_RUNTIME_DIR");
-	static const char *const rel[] = { "sonde/" RUNTIME_NAME,
-					   "../runtime/memory/" RUNTIME_NAME, NULL };
+	static const char *const rel[] = { "sonde/" RUNTIME_NAME, "../runtime/memory/" RUNTIME_NAME,
+					   NULL };
 	char *path = NULL, *copy, *dir;
 	Dl_info di;
 	size_t i;
@@ -197,8 +198,9 @@ static int memory_before(struct sonde_collection *c)
 	free(exe);
 	runtime = find_runtime();
 	if (!runtime) {
-		sonde_collection__fail(c, "cannot find the memory runtime %s (set "
-					  "SONDE_RUNTIME_DIR to the directory that holds it)",
+		sonde_collection__fail(c,
+				       "cannot find the memory runtime %s (set "
+				       "SONDE_RUNTIME_DIR to the directory that holds it)",
 				       RUNTIME_NAME);
 		return -ENOENT;
 	}
@@ -325,15 +327,14 @@ static const struct sonde_option memory_options[] = {
 	  "leave out allocations made by function FUNC (repeatable)" },
 	{ SONDE_OPT_FLAG, 0, "all", NULL, NULL,
 	  "keep the allocator's own frames (malloc, operator new, ...) in stacks" },
-	{ SONDE_OPT_INT, 0, "max-depth", NULL, "N", "record at most N frames per stack (64)",
-	  1, MEM_MAX_DEPTH },
+	{ SONDE_OPT_INT, 0, "max-depth", NULL, "N", "record at most N frames per stack (64)", 1,
+	  MEM_MAX_DEPTH },
 	{ SONDE_OPT_FLAG, 0, "mmap", NULL, NULL, "also record mmap and munmap" },
 	{ SONDE_OPT_FLAG, 0, "drop-oldest", NULL, NULL,
 	  "never slow the target down: drop the oldest events when a ring is full "
 	  "(counted)" },
 	{ SONDE_OPT_INT, 0, "max-rows", NULL, "N",
-	  "per-allocation rows to keep (25000; 0: all); summaries always count all", 0,
-	  1e12 },
+	  "per-allocation rows to keep (25000; 0: all); summaries always count all", 0, 1e12 },
 	{ .type = SONDE_OPT_END },
 };
 

@@ -18,7 +18,7 @@
 
 /* An allocation site with one full stack: the unit of the profile's resources. */
 struct mem_site {
-	char *uid;	/* "function:source:line" */
+	char *uid;	 /* "function:source:line" */
 	json_t *uid_obj; /* {function, source, line} */
 	json_t *trace;	 /* [{function, source, line, module}...], innermost first */
 	bool excluded;	 /* --no-source / --no-func */
@@ -66,7 +66,7 @@ struct mem_analysis {
 	uint64_t tick0, ns0;
 	double ns_per_tick;
 	double sampling_s;
-	uint64_t max_rows; /* 0: every row */
+	uint64_t max_rows;	     /* 0: every row */
 	json_t *no_source, *no_func; /* arrays of strings, or NULL */
 	/* what is built across runs */
 	struct sonde_symbols *sym;

@@ -14,10 +14,10 @@
 
 #include <stdint.h>
 
-#define MEM_ENV_RING	"SONDE_MEMORY_RING"	/* path of the ring area */
-#define MEM_ENV_FLAGS	"SONDE_MEMORY_FLAGS"	/* MEM_F_* bits, decimal */
-#define MEM_ENV_DEPTH	"SONDE_MEMORY_DEPTH"	/* maximum stack depth */
-#define MEM_MAX_DEPTH	256
+#define MEM_ENV_RING  "SONDE_MEMORY_RING"  /* path of the ring area */
+#define MEM_ENV_FLAGS "SONDE_MEMORY_FLAGS" /* MEM_F_* bits, decimal */
+#define MEM_ENV_DEPTH "SONDE_MEMORY_DEPTH" /* maximum stack depth */
+#define MEM_MAX_DEPTH 256
 
 enum mem_flag {
 	MEM_F_MMAP = 1u << 0, /* record mmap/munmap */
