@@ -54,6 +54,10 @@ check "--no-func leaves the site out" [ "$(site filtered.json malloc "$(line m-k
 check "... and counts what it left out" jq_eq filtered.json '.stats.memory.excluded_allocations' 7
 run collect memory -q -o filtered2.json --no-source m-known.c -- "$PROGS/m-known"
 check "--no-source leaves the file out" jq_eq filtered2.json '[.resource_type_map[] | select(.uid_object.source | endswith("m-known.c"))] | length' 0
+check "without --mmap, no mmap recorded" jq_eq known.json '[.resource_type_map[] | select(.subtype == "mmap")] | length' 0
+run collect memory -q -o mmap.json --mmap -- "$PROGS/m-known"
+check "--mmap: the mapping of 8192 B at its line" [ "$(site mmap.json mmap "$(line m-known.c '/\* MMAP')" bytes)" = 8192 ]
+check "--mmap: and its munmap" [ "$(site mmap.json munmap "$(line m-known.c MUNMAP)" count)" = 1 ]
 run collect memory -q -o all.json --all -- "$PROGS/m-cxx"
 check "--all keeps the allocator frames (std::allocator)" jq_eq all.json \
 	'[.resource_type_map[] | select(.trace[0].function | test("allocator|allocate"))] | length > 0' true

@@ -2,6 +2,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void *early, *leak_a, *leak_b;
 
@@ -31,6 +32,9 @@ int main(void)
 	if (posix_memalign(&p, 64, 64) == 0) /* MEMALIGN */
 		free(p);
 	free(aligned_alloc(32, 96)); /* ALIGNED */
+	p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); /* MMAP */
+	if (p != MAP_FAILED)
+		munmap(p, 8192); /* MUNMAP */
 	free(early);
 	leak_a = leak_b = NULL; /* lose them */
 	return 0;
