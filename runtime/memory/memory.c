@@ -275,8 +275,6 @@ static bool attach(void)
 		proc.depth = env_uint(MEM_ENV_DEPTH, 64);
 		if (proc.depth < 1 || proc.depth > MEM_MAX_DEPTH)
 			proc.depth = 64;
-		proc.key_ok = pthread_key_create(&proc.key, thread_gone) == 0;
-		pthread_atfork(NULL, NULL, after_fork_child);
 		rt_stack_modules_changed();
 	}
 	/* a fresh stack table per image (a forked child must write its own) */
@@ -796,7 +794,18 @@ DELETE(_ZdaPvm, MEM_OP_DELETE_ARRAY, size_t n)
 DELETE(_ZdlPvRKSt9nothrow_t, MEM_OP_DELETE, const void *tag)
 DELETE(_ZdaPvRKSt9nothrow_t, MEM_OP_DELETE_ARRAY, const void *tag)
 
+/*
+ * The thread-exit key and the fork handler are set up here, not in a hook: a
+ * hook may run inside fork's prepare handlers, where pthread_atfork would wait
+ * for the lock fork holds.
+ */
 __attribute__((constructor)) static void init(void)
 {
+	int guard = ts.guard;
+
 	resolve();
+	ts.guard = 2; /* what these allocate is sonde's, not the target's */
+	proc.key_ok = pthread_key_create(&proc.key, thread_gone) == 0;
+	pthread_atfork(NULL, NULL, after_fork_child);
+	ts.guard = guard;
 }
