@@ -23,8 +23,7 @@ trap 'rm -rf "$TMP"' EXIT
 command -v heaptrack >/dev/null || { echo "memory-overhead: heaptrack is missing (scripts/install-deps)"; exit 3; }
 command -v jq >/dev/null || { echo "memory-overhead: jq is missing (scripts/install-deps)"; exit 3; }
 EVENTS=$((4 * ITER)) # 2 threads, ITER allocations each, every one freed
-now() { date +%s%N; }
-wall() { t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); echo $((t1 - t0)); }
+. "$(dirname "$0")/lib.sh"
 
 : >"$TMP/plain"; : >"$TMP/sonde"; : >"$TMP/sonde_run"; : >"$TMP/heap"; : >"$TMP/print"
 r=0
@@ -38,7 +37,6 @@ while [ $r -lt "$ROUNDS" ]; do
 	wall heaptrack_print "$TMP"/ht.* >>"$TMP/print"
 	r=$((r + 1))
 done
-median() { sort -n "$1" | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 plain=$(median "$TMP/plain")
 sonde=$(median "$TMP/sonde")
 srun=$(median "$TMP/sonde_run")

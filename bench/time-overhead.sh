@@ -16,11 +16,9 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 command -v hyperfine >/dev/null || { echo "time-overhead: hyperfine is missing (scripts/install-deps)"; exit 3; }
-now() { date +%s%N; }
+. "$(dirname "$0")/lib.sh"
 
 : >"$TMP/loop"; : >"$TMP/sonde"; : >"$TMP/hyper"
-# wall time of a whole command in ns
-wall() { t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); echo $((t1 - t0)); }
 # Per-run cost without start-up and profile writing: (T(2N) - T(N)) / N.
 per_run() {
 	a=$(wall "$@" "$N")
@@ -36,7 +34,6 @@ while [ $r -lt "$ROUNDS" ]; do
 	per_run hyper_n >>"$TMP/hyper"
 	r=$((r + 1))
 done
-median() { sort -n "$1" | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 loop=$(median "$TMP/loop")
 sonde=$(median "$TMP/sonde")
 hyper=$(median "$TMP/hyper")

@@ -25,6 +25,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <sonde/clock.h>
 #include <sonde/ring.h>
 
 #define AREA_MAGIC   0x31676e6972646e73ULL /* "sndring1" */
@@ -59,14 +60,6 @@ struct sonde_ring_area {
 
 _Static_assert(sizeof(struct sonde_ring_area) <= AREA_HDR, "area header fits its page");
 _Static_assert(sizeof(struct sonde_ring_desc) == 192, "three cache lines per ring");
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct sonde_ring_desc *desc(struct sonde_ring_area *a, unsigned i)
 {
@@ -119,7 +112,7 @@ int sonde_ring_area__create(unsigned nrings, size_t ring_bytes, enum sonde_ring_
 	a->map_len = len;
 	a->data_off = data_off;
 	atomic_store(&a->serial_next, 1);
-	atomic_store(&a->heartbeat_ns, now_ns());
+	atomic_store(&a->heartbeat_ns, sonde_clock_ns());
 	a->owner_fd = fd;
 	snprintf(a->path, sizeof(a->path), "/proc/%d/fd/%d", (int)getpid(), fd);
 	atomic_thread_fence(memory_order_release);
@@ -147,7 +140,7 @@ const char *sonde_ring_area__path(const struct sonde_ring_area *a)
 
 void sonde_ring_area__heartbeat(struct sonde_ring_area *a)
 {
-	atomic_store_explicit(&a->heartbeat_ns, now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&a->heartbeat_ns, sonde_clock_ns(), memory_order_relaxed);
 }
 
 /* Copy [t, h) of ring i into the scratch buffer (it may wrap). */
@@ -323,7 +316,7 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 	struct sonde_ring_desc *d = w->d;
 	uint64_t size = w->mask + 1, t;
 	unsigned spins = 0;
-	uint64_t since = 0;
+	uint64_t since = 0, now;
 
 	if (need > size)
 		return false;
@@ -353,11 +346,11 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 			cpu_relax();
 			continue;
 		}
+		now = sonde_clock_ns();
 		if (!since)
-			since = now_ns();
-		else if (now_ns() - since > WAIT_GIVE_UP &&
-			 now_ns() - atomic_load_explicit(&w->area->heartbeat_ns,
-							 memory_order_relaxed) >
+			since = now;
+		else if (now - since > WAIT_GIVE_UP &&
+			 now - atomic_load_explicit(&w->area->heartbeat_ns, memory_order_relaxed) >
 				 WAIT_GIVE_UP)
 			return false; /* the reader is gone: do not hang the target */
 		{

@@ -10,7 +10,7 @@
 /* The value of the first "key : value" line of a /proc file, or NULL. */
 static json_t *proc_field(const char *path, const char *key)
 {
-	char line[512];
+	char line[8192]; /* the flags line of /proc/cpuinfo is long */
 	size_t klen = strlen(key);
 	FILE *f = fopen(path, "re");
 	json_t *v = NULL;
@@ -30,6 +30,24 @@ static json_t *proc_field(const char *path, const char *key)
 	}
 	fclose(f);
 	return v ? v : json_null();
+}
+
+bool sonde_sysinfo__cpu_flag(const char *flag)
+{
+	json_t *v = proc_field("/proc/cpuinfo", "flags");
+	const char *s = json_string_value(v), *hit = s;
+	size_t len = strlen(flag);
+	bool found = false;
+
+	while (hit && (hit = strstr(hit, flag))) {
+		if ((hit == s || hit[-1] == ' ') && (hit[len] == ' ' || hit[len] == '\0')) {
+			found = true;
+			break;
+		}
+		hit += len;
+	}
+	json_decref(v);
+	return found;
 }
 
 json_t *sonde_sysinfo__machine(void)

@@ -161,3 +161,12 @@ struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *c
 	free(path);
 	return p;
 }
+
+int cli_csv_quote(struct sonde_strbuf *sb, const char *s)
+{
+	int err = sonde_strbuf__addch(sb, '"');
+
+	for (; s && *s; s++)
+		err |= *s == '"' ? sonde_strbuf__adds(sb, "\"\"") : sonde_strbuf__addch(sb, *s);
+	return err | sonde_strbuf__addch(sb, '"');
+}

@@ -57,6 +57,9 @@ enum cli_format cli_format_of(const char *name);
 /* Print the summary table of a profile. Returns 0 or -errno. */
 int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out);
 
+/* s as one RFC 4180 CSV field: quoted, quotes doubled. */
+int cli_csv_quote(struct sonde_strbuf *sb, const char *s);
+
 /* The memory view of a memory profile (top: sites and leaks listed). -EINVAL: not one. */
 int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out);
 

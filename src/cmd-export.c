@@ -83,15 +83,7 @@ static int folded(const struct sonde_profile *p, const char *weight, struct sond
 static void csv_field(struct sonde_strbuf *sb, json_t *v)
 {
 	if (json_is_string(v)) {
-		const char *q;
-
-		sonde_strbuf__addch(sb, '"');
-		for (q = json_string_value(v); *q; q++) {
-			if (*q == '"')
-				sonde_strbuf__addch(sb, '"');
-			sonde_strbuf__addch(sb, *q);
-		}
-		sonde_strbuf__addch(sb, '"');
+		cli_csv_quote(sb, json_string_value(v));
 	} else if (v && !json_is_null(v)) {
 		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
 

@@ -114,19 +114,17 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			     "ci95_high,outliers\n");
 		for (i = 0; i < n; i++) {
 			const struct sonde_table_row *r = &rows[i];
-			const char *u = r->uid ? r->uid : "";
+			struct sonde_strbuf uid = SONDE_STRBUF_INIT;
 
-			/* RFC 4180: quote the uid, doubling quotes. */
-			fputc('"', out);
-			for (; *u; u++)
-				fprintf(out, *u == '"' ? "\"\"" : "%c", *u);
+			cli_csv_quote(&uid, r->uid);
 			fprintf(out,
-				"\",%s,%s,%s,%s,%zu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%"
+				"%s,%s,%s,%s,%s,%zu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%"
 				"zu\n",
-				r->type ? r->type : "", r->subtype ? r->subtype : "",
-				r->workload ? r->workload : "", r->unit ? r->unit : "", r->s.n,
-				r->s.mean, r->s.stddev, r->s.median, r->s.min, r->s.max,
-				r->s.ci_low, r->s.ci_high, r->s.outliers);
+				uid.buf ? uid.buf : "\"\"", r->type ? r->type : "",
+				r->subtype ? r->subtype : "", r->workload ? r->workload : "",
+				r->unit ? r->unit : "", r->s.n, r->s.mean, r->s.stddev, r->s.median,
+				r->s.min, r->s.max, r->s.ci_low, r->s.ci_high, r->s.outliers);
+			sonde_strbuf__release(&uid);
 		}
 		break;
 	case FMT_MARKDOWN:

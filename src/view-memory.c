@@ -174,11 +174,17 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 					s[i].uid, (long long)s[i].count, (long long)s[i].bytes,
 					(long long)s[i].peak, (long long)s[i].leaked,
 					(long long)s[i].leaked_bytes, (long long)s[i].temporary);
-			else
-				fprintf(out, "\"%s\",%lld,%lld,%lld,%lld,%lld,%lld\n", s[i].uid,
-					(long long)s[i].count, (long long)s[i].bytes,
-					(long long)s[i].peak, (long long)s[i].leaked,
-					(long long)s[i].leaked_bytes, (long long)s[i].temporary);
+			else {
+				struct sonde_strbuf uid = SONDE_STRBUF_INIT;
+
+				cli_csv_quote(&uid, s[i].uid);
+				fprintf(out, "%s,%lld,%lld,%lld,%lld,%lld,%lld\n",
+					uid.buf ? uid.buf : "\"\"", (long long)s[i].count,
+					(long long)s[i].bytes, (long long)s[i].peak,
+					(long long)s[i].leaked, (long long)s[i].leaked_bytes,
+					(long long)s[i].temporary);
+				sonde_strbuf__release(&uid);
+			}
 		}
 	} else {
 		json_int_t allocs = sget(m, "allocations"), tmp = sget(m, "temporary_allocations");
@@ -190,10 +196,15 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 			(long long)sget(m, "frees"));
 		fprintf(out, "  temporary     %lld (%.1f %% of allocations)\n", (long long)tmp,
 			allocs ? 100.0 * (double)tmp / (double)allocs : 0.0);
-		fprintf(out, "  peak heap     %s at %s (pid %lld)\n",
-			sonde_format__bytes((double)sget(m, "peak_heap_bytes"), a, sizeof(a)),
-			sonde_format__duration((double)sget(m, "peak_heap_time_ns"), b, sizeof(b)),
-			(long long)sget(m, "peak_heap_pid"));
+		if (allocs)
+			fprintf(out, "  peak heap     %s at %s (pid %lld)\n",
+				sonde_format__bytes((double)sget(m, "peak_heap_bytes"), a,
+						    sizeof(a)),
+				sonde_format__duration((double)sget(m, "peak_heap_time_ns"), b,
+						       sizeof(b)),
+				(long long)sget(m, "peak_heap_pid"));
+		else
+			fputs("  peak heap     - (nothing was allocated)\n", out);
 		fprintf(out, "  leaked        %lld block%s, %s\n",
 			(long long)sget(m, "leaked_blocks"),
 			sget(m, "leaked_blocks") == 1 ? "" : "s",

@@ -4,6 +4,7 @@
 #ifndef SONDE_SYSINFO_H
 #define SONDE_SYSINFO_H
 
+#include <stdbool.h>
 #include <jansson.h>
 
 /*
@@ -12,5 +13,7 @@
  * NULL on ENOMEM.
  */
 json_t *sonde_sysinfo__machine(void);
+/* Whether /proc/cpuinfo lists flag ("constant_tsc", ...) for the CPUs. */
+bool sonde_sysinfo__cpu_flag(const char *flag);
 
 #endif

@@ -169,14 +169,6 @@ static size_t pad8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-static void *map_anon(size_t len)
-{
-	long r = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	return r < 0 && r > -4096 ? NULL : (void *)r;
-}
-
 static unsigned env_uint(const char *name, unsigned def)
 {
 	const char *s = getenv(name);
@@ -280,7 +272,7 @@ static bool attach(void)
 	/* a fresh stack table per image (a forked child must write its own) */
 	if (stk)
 		syscall(SYS_munmap, stk, sizeof(*stk) << STK_BITS);
-	stk = map_anon(sizeof(*stk) << STK_BITS);
+	stk = rt_map_anon(sizeof(*stk) << STK_BITS);
 	atomic_store(&stk_next, 1);
 	proc.serial = sonde_ring_area__next_serial(proc.area);
 	if (!stk || !thread_ring()) {
@@ -325,21 +317,12 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	char exe[PATH_MAX];
 	const char *path = info->dlpi_name;
 	struct mem_module *r;
-	uintptr_t lo = 0, hi = 0;
+	uintptr_t lo, hi;
 	size_t len;
-	int i;
 
 	(void)size;
 	(void)arg;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			lo = info->dlpi_addr + ph->p_vaddr;
-			hi = lo + ph->p_memsz;
-		}
-	}
-	if (!lo)
+	if (!rt_exec_segment(info, &lo, &hi))
 		return 0;
 	if (!path || !*path) {
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -728,55 +711,29 @@ EXPORT int dlclose(void *h)
 }
 
 /* C++: operator new/new[] (plain and nothrow), delete/delete[] (plain and sized). */
-EXPORT void *_Znwm(size_t n)
-{
-	void *p;
+/*
+ * fallback: for the throwing forms, the real operator, called when malloc
+ * fails (new_handler, bad_alloc; the malloc it makes is recorded itself).
+ */
+#define NEW(name, op, fallback, ...)                                                               \
+	EXPORT void *name(size_t n, ##__VA_ARGS__)                                                 \
+	{                                                                                          \
+		void *(*fb)(size_t) = (fallback);                                                  \
+		void *p;                                                                           \
+                                                                                                   \
+		if (!READY())                                                                      \
+			return boot_alloc(n, 16);                                                  \
+		p = real.malloc(n);                                                                \
+		if (unlikely(!p) && fb)                                                            \
+			return fb(n);                                                              \
+		ON_ALLOC(op, p, n, NULL);                                                          \
+		return p;                                                                          \
+	}
 
-	if (!READY())
-		return boot_alloc(n, 16);
-	p = real.malloc(n);
-	if (unlikely(!p))
-		return real.znwm(n); /* new_handler and bad_alloc; its malloc is recorded */
-	ON_ALLOC(MEM_OP_NEW, p, n, NULL);
-	return p;
-}
-
-EXPORT void *_Znam(size_t n)
-{
-	void *p;
-
-	if (!READY())
-		return boot_alloc(n, 16);
-	p = real.malloc(n);
-	if (unlikely(!p))
-		return real.znam(n);
-	ON_ALLOC(MEM_OP_NEW_ARRAY, p, n, NULL);
-	return p;
-}
-
-EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag)
-{
-	void *p;
-
-	(void)tag;
-	if (!READY())
-		return boot_alloc(n, 16);
-	p = real.malloc(n);
-	ON_ALLOC(MEM_OP_NEW, p, n, NULL);
-	return p;
-}
-
-EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
-{
-	void *p;
-
-	(void)tag;
-	if (!READY())
-		return boot_alloc(n, 16);
-	p = real.malloc(n);
-	ON_ALLOC(MEM_OP_NEW_ARRAY, p, n, NULL);
-	return p;
-}
+NEW(_Znwm, MEM_OP_NEW, real.znwm)
+NEW(_Znam, MEM_OP_NEW_ARRAY, real.znam)
+NEW(_ZnwmRKSt9nothrow_t, MEM_OP_NEW, NULL, const void *tag)
+NEW(_ZnamRKSt9nothrow_t, MEM_OP_NEW_ARRAY, NULL, const void *tag)
 
 #define DELETE(name, op, ...)                                                                      \
 	EXPORT void name(void *p, ##__VA_ARGS__)                                                   \

@@ -55,12 +55,28 @@ static _Atomic uint64_t vcache[1u << VCACHE_BITS]; /* pc << 3 | 4 (known) | verd
 
 enum { V_NO_FP = 0, V_FP = 1, V_ROOT = 2 };
 
-static void *raw_mmap(size_t len)
+void *rt_map_anon(size_t len)
 {
-	long r = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
+	long r = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return r < 0 && r > -4096 ? NULL : (void *)r;
+}
+
+bool rt_exec_segment(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+	int i;
+
+	*lo = *hi = 0;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			*lo = info->dlpi_addr + ph->p_vaddr;
+			*hi = *lo + ph->p_memsz;
+		}
+	}
+	return *lo != 0;
 }
 
 static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
@@ -70,18 +86,11 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 	int i;
 
 	(void)size;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			m.lo = info->dlpi_addr + ph->p_vaddr;
-			m.hi = m.lo + ph->p_memsz;
-		} else if (ph->p_type == PT_GNU_EH_FRAME) {
-			m.hdr = info->dlpi_addr + ph->p_vaddr;
-		}
-	}
-	if (!m.lo || t->n == t->cap)
+	if (!rt_exec_segment(info, &m.lo, &m.hi) || t->n == t->cap)
 		return 0;
+	for (i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			m.hdr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
 	if (m.hdr) {
 		const uint8_t *h = (const uint8_t *)m.hdr;
 
@@ -97,7 +106,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 
 void rt_stack_modules_changed(void)
 {
-	struct modtab *t = raw_mmap(sizeof(*t) + 512 * sizeof(struct module));
+	struct modtab *t = rt_map_anon(sizeof(*t) + 512 * sizeof(struct module));
 	Dl_info di;
 	size_t i;
 

@@ -52,7 +52,6 @@ struct module {
 
 struct image {
 	uint32_t serial, pid, parent_serial;
-	uint64_t ts0;
 	struct module *mods;
 	size_t nmods, capmods;
 	struct u64map stacks;	 /* id -> offset of the STACK record */
@@ -197,14 +196,13 @@ static struct stream *stream_of(struct run *r, const struct sonde_ring_chunk *c)
 	return &r->st[idx];
 }
 
-/* Note the chunk that rec belongs to, once per chunk. */
-static int add_event(struct run *r, const struct sonde_ring_chunk *c, const uint32_t *rec)
+/* Note the chunk of an event record, once per chunk. */
+static int add_event(struct run *r, const struct sonde_ring_chunk *c)
 {
 	const uint8_t *data = (const uint8_t *)(c + 1);
 	uint64_t off = (uint64_t)(data - r->log), ent;
 	struct stream *s;
 
-	(void)rec;
 	if (r->cur_chunk == c)
 		return 0;
 	r->cur_chunk = c;
@@ -232,7 +230,6 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 			return -ENOMEM;
 		im->pid = p->pid;
 		im->parent_serial = p->parent_serial;
-		im->ts0 = to_ns(r->a, p->ts);
 		return 0;
 	}
 	case MEM_REC_MODULE: {
@@ -273,7 +270,7 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 		if (ts > r->last_ts)
 			r->last_ts = ts;
 		r->events++;
-		return add_event(r, c, rec);
+		return add_event(r, c);
 	default:
 		return 0; /* a record type from a newer runtime: skip it */
 	}
@@ -795,12 +792,6 @@ static bool seek_event(struct run *r, struct stream *s)
 	}
 }
 
-static uint64_t ts_of(const struct run *r, const struct stream *s)
-{
-	(void)r;
-	return s->ts;
-}
-
 /* A binary heap of streams ordered by their next event's time. */
 static void sift_down(const struct run *r, uint32_t *h, size_t n, size_t i)
 {
@@ -808,9 +799,9 @@ static void sift_down(const struct run *r, uint32_t *h, size_t n, size_t i)
 		size_t l = 2 * i + 1, m = i;
 		uint32_t t;
 
-		if (l < n && ts_of(r, &r->st[h[l]]) < ts_of(r, &r->st[h[m]]))
+		if (l < n && r->st[h[l]].ts < r->st[h[m]].ts)
 			m = l;
-		if (l + 1 < n && ts_of(r, &r->st[h[l + 1]]) < ts_of(r, &r->st[h[m]]))
+		if (l + 1 < n && r->st[h[l + 1]].ts < r->st[h[m]].ts)
 			m = l + 1;
 		if (m == i)
 			return;
@@ -850,7 +841,7 @@ static int replay(struct run *r)
 		struct stream *s = &r->st[heap[0]];
 		struct image *im = &r->img[s->image];
 		const uint32_t *rec = (const void *)(r->log + s->off);
-		uint64_t ts = ts_of(r, s);
+		uint64_t ts = s->ts;
 		unsigned op = (unsigned)(((const uint64_t *)(const void *)rec)[1] >> MEM_TS_BITS);
 
 		if (!im->started) {

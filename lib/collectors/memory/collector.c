@@ -24,6 +24,7 @@
 #include <sonde/collector.h>
 #include <sonde/ring.h>
 #include <sonde/runner.h>
+#include <sonde/sysinfo.h>
 #include "memory.h"
 
 #define RUNTIME_NAME "libsonde-memory.so"
@@ -44,20 +45,7 @@ struct mem_state {
 static bool invariant_tsc(void)
 {
 #if defined(__x86_64__)
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	char line[4096];
-	bool constant = false, nonstop = false;
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f) && !(constant && nonstop))
-		if (!strncmp(line, "flags", 5)) {
-			constant = strstr(line, " constant_tsc") != NULL;
-			nonstop = strstr(line, " nonstop_tsc") != NULL;
-			break;
-		}
-	fclose(f);
-	return constant && nonstop;
+	return sonde_sysinfo__cpu_flag("constant_tsc") && sonde_sysinfo__cpu_flag("nonstop_tsc");
 #else
 	return false;
 #endif
