@@ -39,9 +39,7 @@
 #include "../../lib/collectors/memory/proto.h"
 #include "stack.h"
 
-#define EXPORT	    __attribute__((visibility("default")))
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#define EXPORT RT_EXPORT
 
 /* ---- the real functions, and the allocations made before they are known --------------- */
 
@@ -164,26 +162,6 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
-static unsigned env_uint(const char *name, unsigned def)
-{
-	const char *s = getenv(name);
-	unsigned v = 0;
-
-	if (!s || !*s)
-		return def;
-	for (; *s >= '0' && *s <= '9'; s++)
-		v = v * 10 + (unsigned)(*s - '0');
-	return v;
-}
-
-static void emit_proc(void);
-static void emit_modules(void);
-
 static void thread_gone(void *arg)
 {
 	(void)arg;
@@ -196,41 +174,17 @@ static void thread_gone(void *arg)
 /* The calling thread's ring, claimed on first use. false: nothing can be recorded. */
 static bool thread_ring(void)
 {
-	pthread_attr_t attr;
-	void *addr;
-	size_t size;
-	int tries;
-
 	if (likely(ts.has_ring))
 		return true;
 	ts.guard = 2;
-	for (tries = 0;; tries++) {
-		if (sonde_ring__claim(proc.area, (uint32_t)getpid(), (uint32_t)gettid(),
-				      proc.serial, &ts.w) == 0)
-			break;
-		/* all rings taken: wait for the reader to free one, or give up */
-		if (tries > 2000) {
-			sonde_ring_area__lost(proc.area, 1);
-			ts.guard = 1;
-			return false;
-		}
-		{
-			struct timespec t = { 0, 1000000 };
-
-			nanosleep(&t, NULL);
-		}
+	if (!rt_claim_ring(proc.area, proc.serial, &ts.w)) {
+		ts.guard = 1;
+		return false;
 	}
 	ts.has_ring = 1;
 	if (proc.key_ok)
 		pthread_setspecific(proc.key, (void *)1);
-	ts.stack_lo = ts.stack_hi = 0;
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-		if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-			ts.stack_lo = (uintptr_t)addr;
-			ts.stack_hi = (uintptr_t)addr + size;
-		}
-		pthread_attr_destroy(&attr);
-	}
+	rt_stack_bounds(&ts.stack_lo, &ts.stack_hi);
 	ts.guard = 1;
 	return true;
 }
@@ -263,15 +217,14 @@ static bool attach(void)
 			ts.guard = 1;
 			return false;
 		}
-		proc.flags = env_uint(MEM_ENV_FLAGS, 0);
-		proc.depth = env_uint(MEM_ENV_DEPTH, 64);
+		proc.flags = rt_env_uint(MEM_ENV_FLAGS, 0);
+		proc.depth = rt_env_uint(MEM_ENV_DEPTH, 64);
 		if (proc.depth < 1 || proc.depth > MEM_MAX_DEPTH)
 			proc.depth = 64;
 		rt_stack_modules_changed();
 	}
 	/* a fresh stack table per image (a forked child must write its own) */
-	if (stk)
-		syscall(SYS_munmap, stk, sizeof(*stk) << STK_BITS);
+	rt_unmap(stk, sizeof(*stk) << STK_BITS);
 	stk = rt_map_anon(sizeof(*stk) << STK_BITS);
 	atomic_store(&stk_next, 1);
 	proc.serial = sonde_ring_area__next_serial(proc.area);
@@ -281,72 +234,14 @@ static bool attach(void)
 		return false;
 	}
 	ts.guard = 2;
-	emit_proc();
-	emit_modules();
+	rt_emit_proc(&ts.w, proc.parent_serial, now_ns());
+	rt_emit_modules(&ts.w);
 	ts.guard = 1;
 	atomic_store_explicit(&proc.state, 2, memory_order_release);
 	return true;
 }
 
 /* ---- records ----------------------------------------------------------------------------- */
-
-static void emit_proc(void)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	size_t len;
-	struct mem_proc *r;
-
-	if (n < 0)
-		n = 0;
-	exe[n] = '\0';
-	len = pad8(sizeof(*r) + (size_t)n + 1);
-	r = sonde_ring__reserve(&ts.w, MEM_REC_PROC, (uint32_t)len);
-	if (!r)
-		return;
-	r->pid = (uint32_t)getpid();
-	r->ppid = (uint32_t)getppid();
-	r->parent_serial = proc.parent_serial;
-	r->ts = now_ns();
-	memcpy(r->exe, exe, (size_t)n + 1);
-	sonde_ring__commit(&ts.w);
-}
-
-static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	char exe[PATH_MAX];
-	const char *path = info->dlpi_name;
-	struct mem_module *r;
-	uintptr_t lo, hi;
-	size_t len;
-
-	(void)size;
-	(void)arg;
-	if (!rt_exec_segment(info, &lo, &hi))
-		return 0;
-	if (!path || !*path) {
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-		exe[n < 0 ? 0 : n] = '\0';
-		path = exe;
-	}
-	len = pad8(sizeof(*r) + strlen(path) + 1);
-	r = sonde_ring__reserve(&ts.w, MEM_REC_MODULE, (uint32_t)len);
-	if (!r)
-		return 0;
-	r->pad = 0;
-	r->bias = info->dlpi_addr;
-	r->start = lo;
-	r->end = hi;
-	memcpy(r->path, path, strlen(path) + 1);
-	sonde_ring__commit(&ts.w);
-	return 0;
-}
-
-static void emit_modules(void)
-{
-	dl_iterate_phdr(module_cb, NULL);
-}
 
 static void emit_missed(void)
 {
@@ -688,7 +583,7 @@ EXPORT void *dlopen(const char *file, int mode)
 		rt_stack_modules_changed();
 		if (thread_ring()) {
 			ts.guard = 2;
-			emit_modules();
+			rt_emit_modules(&ts.w);
 		}
 		ts.guard = 0;
 	}

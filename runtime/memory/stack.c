@@ -55,30 +55,6 @@ static _Atomic uint64_t vcache[1u << VCACHE_BITS]; /* pc << 3 | 4 (known) | verd
 
 enum { V_NO_FP = 0, V_FP = 1, V_ROOT = 2 };
 
-void *rt_map_anon(size_t len)
-{
-	long r = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	return r < 0 && r > -4096 ? NULL : (void *)r;
-}
-
-bool rt_exec_segment(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
-{
-	int i;
-
-	*lo = *hi = 0;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			*lo = info->dlpi_addr + ph->p_vaddr;
-			*hi = *lo + ph->p_memsz;
-		}
-	}
-	return *lo != 0;
-}
-
 static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct modtab *t = arg;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "../common/rt.h"
 
 /* Rebuild the table of loaded objects (at start and after dlopen/dlclose). */
 void rt_stack_modules_changed(void);
@@ -18,11 +19,6 @@ void rt_stack_modules_changed(void);
  */
 int rt_stack_capture(void *frame, uint64_t *pc, int max, int *truncated, uintptr_t stack_lo,
 		     uintptr_t stack_hi);
-/* Helpers the runtime shares: anonymous memory without going through the
- * interposed mmap, and an object's executable segment (false: none). */
-void *rt_map_anon(size_t len);
-bool rt_exec_segment(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
-
 /* Statistics for the curious: how many captures fell back to libunwind. */
 uint64_t rt_stack_fallbacks(void);
 

@@ -223,7 +223,7 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 
 	switch (type) {
 	case MEM_REC_PROC: {
-		const struct mem_proc *p = (const void *)rec;
+		const struct rt_proc *p = (const void *)rec;
 
 		im = image_of(r, c->serial, true);
 		if (!im)
@@ -233,7 +233,7 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 		return 0;
 	}
 	case MEM_REC_MODULE: {
-		const struct mem_module *m = (const void *)rec;
+		const struct rt_module *m = (const void *)rec;
 		size_t i;
 
 		im = image_of(r, c->serial, true);

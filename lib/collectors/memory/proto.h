@@ -13,6 +13,7 @@
 #define SONDE_MEMORY_PROTO_H
 
 #include <stdint.h>
+#include "../rt-proto.h"
 
 #define MEM_ENV_RING  "SONDE_MEMORY_RING"  /* path of the ring area */
 #define MEM_ENV_FLAGS "SONDE_MEMORY_FLAGS" /* MEM_F_* bits, decimal */
@@ -25,8 +26,8 @@ enum mem_flag {
 };
 
 enum mem_rec {
-	MEM_REC_PROC = 1,    /* a process image starts: struct mem_proc + exe path */
-	MEM_REC_MODULE = 2,  /* a loaded object: struct mem_module + path */
+	MEM_REC_PROC = RT_REC_PROC,	/* struct rt_proc */
+	MEM_REC_MODULE = RT_REC_MODULE, /* struct rt_module */
 	MEM_REC_STACK = 3,   /* struct mem_stack + depth return addresses */
 	MEM_REC_ALLOC = 4,   /* struct mem_alloc */
 	MEM_REC_FREE = 5,    /* struct mem_free */
@@ -58,23 +59,6 @@ enum mem_op {
 #define MEM_TS_MASK ((1ull << MEM_TS_BITS) - 1)
 /* time in the low 56 bits (2.2 years of ns), operation in the top 8 */
 #define MEM_TS_OP(ts, op) (((uint64_t)(op) << MEM_TS_BITS) | ((ts)&MEM_TS_MASK))
-
-struct mem_proc {
-	uint32_t hdr;
-	uint32_t pid;
-	uint32_t ppid;
-	uint32_t parent_serial; /* the image this one was forked from; 0: none */
-	uint64_t ts;
-	char exe[]; /* NUL-terminated, padded to 8 */
-};
-
-struct mem_module {
-	uint32_t hdr;
-	uint32_t pad;
-	uint64_t bias;	     /* load bias: runtime address = file address + bias */
-	uint64_t start, end; /* the executable segment, runtime addresses */
-	char path[];	     /* NUL-terminated, padded to 8 */
-};
 
 struct mem_stack {
 	uint32_t hdr;

@@ -1,0 +1,43 @@
+/*
+ * rt.h - what the preloaded runtimes share: anonymous memory that does not go
+ * through an interposed mmap, the calling thread's stack bounds, claiming a
+ * ring, and the process and module records every reader starts from.
+ * Nothing here allocates through malloc, locks, or uses stdio, except
+ * rt_stack_bounds (pthread_getattr_np), which is called once per thread.
+ */
+#ifndef SONDE_RUNTIME_RT_H
+#define SONDE_RUNTIME_RT_H
+
+#include <link.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sonde/ring.h>
+
+#define RT_EXPORT   __attribute__((visibility("default")))
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+void *rt_map_anon(size_t len);
+void rt_unmap(void *p, size_t len);
+/* An object's executable segment (false: it has none). */
+bool rt_exec_segment(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
+/* The calling thread's stack, [lo, hi); both 0 when unknown. */
+void rt_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+/* A decimal environment variable, or def. */
+unsigned rt_env_uint(const char *name, unsigned def);
+/*
+ * Claim a ring for the calling thread, waiting up to 2 s for one to be freed.
+ * false: none could be had (counted as one lost record).
+ */
+bool rt_claim_ring(struct sonde_ring_area *a, uint32_t serial, struct sonde_ring_writer *w);
+/* RT_REC_PROC for this image, then one RT_REC_MODULE per loaded object. */
+void rt_emit_proc(struct sonde_ring_writer *w, uint32_t parent_serial, uint64_t ts);
+void rt_emit_modules(struct sonde_ring_writer *w);
+
+static inline size_t rt_pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+#endif
