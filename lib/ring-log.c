@@ -145,6 +145,31 @@ int sonde_ring_drainer__stop(struct sonde_ring_drainer *d)
 	return err;
 }
 
+int sonde_ring_log__walk_records(const void *data, size_t bytes, const struct sonde_ring_chunk *c,
+				 sonde_ring_record_fn cb, void *ctx)
+{
+	const uint8_t *r = data, *cend = r + bytes;
+
+	if ((uintptr_t)r & 7)
+		return -EINVAL;
+	while (r + 4 <= cend) {
+		uint32_t h, l;
+		int rc;
+
+		memcpy(&h, r, 4);
+		l = SONDE_RING_REC_LEN(h);
+		if (l < 8 || (l & 7) || r + l > cend)
+			return -EINVAL;
+		if (SONDE_RING_REC_TYPE(h) != SONDE_RING_PAD) {
+			rc = cb(ctx, c, (const uint32_t *)(const void *)r);
+			if (rc)
+				return rc;
+		}
+		r += l;
+	}
+	return 0;
+}
+
 int sonde_ring_log__walk(const void *buf, size_t len, sonde_ring_record_fn cb, void *ctx)
 {
 	const uint8_t *p = buf, *end = p + len;
@@ -153,29 +178,15 @@ int sonde_ring_log__walk(const void *buf, size_t len, sonde_ring_record_fn cb, v
 		return -EINVAL;
 	while ((size_t)(end - p) >= sizeof(struct sonde_ring_chunk)) {
 		const struct sonde_ring_chunk *c = (const void *)p;
-		const uint8_t *r, *cend;
+		int rc;
 
 		p += sizeof(*c);
 		if (c->bytes > (size_t)(end - p))
 			return 0; /* a chunk cut short by a crash of sonde: stop there */
-		cend = p + c->bytes;
-		for (r = p; r + 4 <= cend;) {
-			uint32_t h;
-			uint32_t l;
-			int rc;
-
-			memcpy(&h, r, 4);
-			l = SONDE_RING_REC_LEN(h);
-			if (l < 8 || (l & 7) || r + l > cend)
-				return -EINVAL;
-			if (SONDE_RING_REC_TYPE(h) != SONDE_RING_PAD) {
-				rc = cb(ctx, c, (const uint32_t *)(const void *)r);
-				if (rc)
-					return rc;
-			}
-			r += l;
-		}
-		p = cend;
+		rc = sonde_ring_log__walk_records(p, c->bytes, c, cb, ctx);
+		if (rc)
+			return rc;
+		p += c->bytes;
 	}
 	return 0;
 }

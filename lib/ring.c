@@ -39,7 +39,9 @@ struct sonde_ring_desc {
 	uint32_t pid, tid, serial;
 	char pad0[48];
 	_Atomic uint64_t head;
-	char pad1[56];
+	_Atomic uint32_t open_used; /* bytes filled in the open record at head; 0: none */
+	uint32_t pad_open;
+	char pad1[48];
 	_Atomic uint64_t tail;
 	_Atomic uint64_t dropped;
 	char pad2[48];
@@ -203,8 +205,31 @@ long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink
 	return total;
 }
 
-void sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
+/* The writer is gone with a record open: publish what it had filled in. */
+static uint64_t salvage(struct sonde_ring_area *a, unsigned i)
 {
+	struct sonde_ring_desc *d = desc(a, i);
+	uint32_t used = atomic_load(&d->open_used);
+	uint64_t h = atomic_load(&d->head);
+	uint32_t *hdr = (uint32_t *)(void *)(ring_data(a, i) + (h & (a->ring_bytes - 1)));
+
+	if (!used)
+		return 0;
+	used = (used + 7) & ~7u;
+	if (used < 8 || used > SONDE_RING_REC_LEN(*hdr) ||
+	    (h & (a->ring_bytes - 1)) + used > a->ring_bytes) {
+		atomic_store(&d->open_used, 0);
+		return 0;
+	}
+	*hdr = SONDE_RING_REC(SONDE_RING_REC_TYPE(*hdr), used);
+	atomic_store(&d->open_used, 0);
+	atomic_store_explicit(&d->head, h + used, memory_order_release);
+	return used;
+}
+
+uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
+{
+	uint64_t salvaged = 0;
 	unsigned i;
 
 	for (i = 0; i < a->nrings; i++) {
@@ -213,11 +238,14 @@ void sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
 
 		if (st != R_OWNED && st != R_RETIRED)
 			continue;
-		if (atomic_load(&d->head) != atomic_load(&d->tail))
+		if (!all_dead && !(kill((pid_t)d->pid, 0) < 0 && errno == ESRCH))
 			continue;
-		if (all_dead || (kill((pid_t)d->pid, 0) < 0 && errno == ESRCH))
-			atomic_compare_exchange_strong(&d->state, &st, R_FREE);
+		salvaged += salvage(a, i);
+		if (atomic_load(&d->head) != atomic_load(&d->tail))
+			continue; /* the next drain takes it */
+		atomic_compare_exchange_strong(&d->state, &st, R_FREE);
 	}
+	return salvaged;
 }
 
 uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a)
@@ -297,6 +325,8 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 		w->head = atomic_load_explicit(&d->head, memory_order_relaxed);
 		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
 		w->reserved = 0;
+		w->open_used = &d->open_used;
+		atomic_store_explicit(&d->open_used, 0, memory_order_relaxed);
 		atomic_store_explicit(&d->state, R_OWNED, memory_order_release);
 		return 0;
 	}
@@ -388,6 +418,32 @@ void sonde_ring__commit(struct sonde_ring_writer *w)
 	w->head += w->reserved;
 	w->reserved = 0;
 	atomic_store_explicit(&w->d->head, w->head, memory_order_release);
+}
+
+void *sonde_ring__open(struct sonde_ring_writer *w, uint32_t type, uint32_t len)
+{
+	void *r = sonde_ring__reserve(w, type, len);
+
+	if (!r)
+		return NULL;
+	/* a wrap padding written by reserve is complete: publish it, so the open
+	   record starts exactly at the published head */
+	atomic_store_explicit(&w->d->head, w->head, memory_order_release);
+	atomic_store_explicit(w->open_used, 8, memory_order_relaxed);
+	return r;
+}
+
+void sonde_ring__close(struct sonde_ring_writer *w, uint32_t used)
+{
+	uint32_t *hdr = (uint32_t *)(void *)(w->data + (w->head & w->mask));
+
+	used = (used + 7) & ~7u;
+	if (used < 8 || used > w->reserved)
+		used = (uint32_t)w->reserved;
+	*hdr = SONDE_RING_REC(SONDE_RING_REC_TYPE(*hdr), used);
+	w->reserved = used;
+	atomic_store_explicit(w->open_used, 0, memory_order_relaxed);
+	sonde_ring__commit(w);
 }
 
 void sonde_ring__retire(struct sonde_ring_writer *w)

@@ -26,6 +26,7 @@
 #ifndef SONDE_RING_H
 #define SONDE_RING_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +54,7 @@ struct sonde_ring_writer {
 	uint64_t head;	    /* private copy; published by commit */
 	uint64_t tail_seen; /* last tail read: most reserves need not read it again */
 	uint64_t reserved;  /* length of the record being written */
+	_Atomic uint32_t *open_used; /* shared: bytes filled in the open record */
 };
 
 /* What the reader knows about the bytes it hands to the sink. */
@@ -86,10 +88,13 @@ typedef int (*sonde_ring_sink)(void *ctx, const struct sonde_ring_chunk *c, cons
  */
 long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx);
 /*
- * Free rings whose writer process no longer exists (call after a drain; dead_ok
- * true frees every ring, for use once all writers are known to be gone).
+ * Free rings whose writer process no longer exists (call after a drain;
+ * all_dead true treats every writer as gone, for use once the run is over).
+ * A gone writer's open record (see __open) is published first, cut to what the
+ * writer had filled in; such a ring is freed by a later reclaim, after a drain.
+ * Returns the bytes so salvaged (drain again when non-zero).
  */
-void sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead);
+uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead);
 /* Records dropped so far (all rings, plus writers that found no free ring). */
 uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a);
 /* Mark the reader alive (lossless writers stop waiting when it goes quiet). */
@@ -114,6 +119,19 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 void *sonde_ring__reserve(struct sonde_ring_writer *w, uint32_t type, uint32_t len);
 /* Publish the record reserved last. */
 void sonde_ring__commit(struct sonde_ring_writer *w);
+/*
+ * An open record: reserved like __reserve, but filled in place over time. The
+ * writer says how far it got with __open_fill (a plain store into shared
+ * memory), and publishes it with __close, which cuts the record to the bytes
+ * used. If the writer dies first, the reader salvages what __open_fill said
+ * (see __reclaim): a crash loses nothing the writer had written.
+ */
+void *sonde_ring__open(struct sonde_ring_writer *w, uint32_t type, uint32_t len);
+static inline void sonde_ring__open_fill(struct sonde_ring_writer *w, uint32_t used)
+{
+	atomic_store_explicit(w->open_used, used, memory_order_relaxed);
+}
+void sonde_ring__close(struct sonde_ring_writer *w, uint32_t used);
 /* Give the ring back once the reader has drained it (thread exit). */
 void sonde_ring__retire(struct sonde_ring_writer *w);
 
@@ -144,5 +162,8 @@ uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d);
 typedef int (*sonde_ring_record_fn)(void *ctx, const struct sonde_ring_chunk *c,
 				    const uint32_t *rec);
 int sonde_ring_log__walk(const void *buf, size_t len, sonde_ring_record_fn cb, void *ctx);
+/* The records of one chunk's bytes (8-byte aligned), as __walk does. */
+int sonde_ring_log__walk_records(const void *data, size_t bytes, const struct sonde_ring_chunk *c,
+				 sonde_ring_record_fn cb, void *ctx);
 
 #endif

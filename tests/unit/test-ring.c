@@ -252,6 +252,93 @@ static void test_writer_dies_mid_record(void **state)
 	sonde_ring_area__destroy(a);
 }
 
+/* Open records: filled in place, closed cut to size, salvaged when the writer dies. */
+#define T_OPEN 10
+struct open_seen {
+	unsigned records;
+	uint32_t words[2048];
+	unsigned nwords;
+};
+
+static int open_rec(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
+{
+	struct open_seen *o = ctx;
+	uint32_t len = SONDE_RING_REC_LEN(rec[0]), i;
+
+	(void)c;
+	if (SONDE_RING_REC_TYPE(rec[0]) != T_OPEN)
+		return -1;
+	o->records++;
+	for (i = 1; i < len / 4 && o->nwords < 2048; i++)
+		o->words[o->nwords++] = rec[i];
+	return 0;
+}
+
+static int open_sink(void *ctx, const struct sonde_ring_chunk *c, const void *data)
+{
+	uint64_t buf[1024];
+
+	(void)c;
+	assert_true(c->bytes <= sizeof(buf));
+	memcpy(buf, data, c->bytes);
+	return sonde_ring_log__walk_records(buf, c->bytes, c, open_rec, ctx);
+}
+
+static void test_open_records(void **state)
+{
+	struct sonde_ring_area *a;
+	struct open_seen o = { 0 };
+	struct sonde_ring_writer w;
+	uint32_t *r, i;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(sonde_ring_area__create(2, 4096, SONDE_RING_LOSSLESS, &a), 0);
+	/* closed early: the rest of the reservation is free again */
+	assert_int_equal(sonde_ring__claim(a, (uint32_t)getpid(), 1, 1, &w), 0);
+	r = sonde_ring__open(&w, T_OPEN, 1024);
+	assert_non_null(r);
+	for (i = 1; i <= 5; i++)
+		r[i] = 100 + i;
+	sonde_ring__close(&w, 6 * 4);
+	assert_int_equal(sonde_ring_area__drain(a, open_sink, &o), 24);
+	assert_int_equal(o.records, 1);
+	assert_int_equal(o.nwords, 5);
+	assert_int_equal(o.words[4], 105);
+	/* a dead writer's open record: salvaged up to its last fill */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sonde_ring_area *m = sonde_ring_area__attach(sonde_ring_area__path(a));
+		struct sonde_ring_writer cw;
+		uint32_t *cr;
+
+		if (!m || sonde_ring__claim(m, (uint32_t)getpid(), 2, 2, &cw))
+			_exit(2);
+		cr = sonde_ring__open(&cw, T_OPEN, 2048);
+		if (!cr)
+			_exit(3);
+		for (i = 1; i <= 9; i++) {
+			cr[i] = 200 + i;
+			sonde_ring__open_fill(&cw, (i + 1) * 4);
+		}
+		cr[10] = 999; /* written, never declared */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(sonde_ring_area__drain(a, open_sink, &o), 0);
+	assert_int_equal(sonde_ring_area__reclaim(a, false), 40);
+	assert_int_equal(sonde_ring_area__drain(a, open_sink, &o), 40);
+	assert_int_equal(o.records, 1);
+	/* 10 words of 4 bytes padded to 40: 9 values and the padding word */
+	assert_int_equal(o.words[0], 201);
+	assert_int_equal(o.words[8], 209);
+	sonde_ring_area__destroy(a);
+}
+
 static void test_drainer_to_file(void **state)
 {
 	char path[] = "/tmp/sonde-ring-XXXXXX";
@@ -297,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_reader_behind_drop_oldest),
 		cmocka_unit_test(test_writer_dies_mid_record),
 		cmocka_unit_test(test_drainer_to_file),
+		cmocka_unit_test(test_open_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
