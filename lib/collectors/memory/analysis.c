@@ -110,9 +110,11 @@ struct run {
 
 static inline uint64_t to_ns(const struct mem_analysis *a, uint64_t t)
 {
-	if (a->ns_per_tick == 0)
+	const struct rt_clock *k = &a->clock;
+
+	if (k->ns_per_tick == 0)
 		return t;
-	return a->ns0 + (uint64_t)((double)((t - a->tick0) & MEM_TS_MASK) * a->ns_per_tick);
+	return k->ns0 + (uint64_t)((double)((t - k->tick0) & MEM_TS_MASK) * k->ns_per_tick);
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)

@@ -11,6 +11,7 @@
 #include <sonde/profile.h>
 #include <sonde/symbols.h>
 #include "../../u64map.h"
+#include "../rt-host.h"
 #include "proto.h"
 
 #define MEM_HIST_BUCKETS 24 /* sizes <= 2^0 ... 2^22, and larger */
@@ -62,9 +63,7 @@ struct mem_snapshot_row {
 struct mem_analysis {
 	/* options */
 	bool all;
-	/* TSC ticks -> ns: ns = ns0 + (tick - tick0) * ns_per_tick; 0: times are ns */
-	uint64_t tick0, ns0;
-	double ns_per_tick;
+	struct rt_clock clock; /* TSC ticks -> ns, set by the host before each run */
 	double sampling_s;
 	uint64_t max_rows;	     /* 0: every row */
 	json_t *no_source, *no_func; /* arrays of strings, or NULL */

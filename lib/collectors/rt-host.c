@@ -1,0 +1,228 @@
+/*
+ * rt-host.c - sonde's side of a preloaded runtime (see rt-host.h).
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <sonde/clock.h>
+#include <sonde/runner.h>
+#include <sonde/sysinfo.h>
+#include "rt-host.h"
+
+/* An invariant TSC (constant rate, ticking in every state) can time events. */
+static bool invariant_tsc(void)
+{
+#if defined(__x86_64__)
+	return sonde_sysinfo__cpu_flag("constant_tsc") && sonde_sysinfo__cpu_flag("nonstop_tsc");
+#else
+	return false;
+#endif
+}
+
+/* One reading of both clocks, as close together as they can be taken. */
+static void clock_pair(uint64_t *tick, uint64_t *ns)
+{
+#if defined(__x86_64__)
+	uint64_t a = __builtin_ia32_rdtsc(), b;
+
+	*ns = sonde_clock_ns();
+	b = __builtin_ia32_rdtsc();
+	*tick = a + (b - a) / 2;
+#else
+	*tick = *ns = sonde_clock_ns();
+#endif
+}
+
+/* 1: dynamically linked (or a script), 0: static, -errno: unreadable. */
+static int dynamic_target(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), i, rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return 1; /* a script: its interpreter is what runs */
+	}
+	for (i = 0; i < eh.e_phnum && !rc; i++)
+		if (pread(fd, &ph, sizeof(ph),
+			  (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
+			    (ssize_t)sizeof(ph) &&
+		    (ph.p_type == PT_INTERP || ph.p_type == PT_DYNAMIC))
+			rc = 1;
+	close(fd);
+	return rc;
+}
+
+/* The runtime: $SONDE_RUNTIME_DIR, else beside libsonde (installed or build tree). */
+static char *find_runtime(const char *name)
+{
+	const char *env = getenv("SONDE_RUNTIME_DIR");
+	static const char *const rel[] = { "sonde/", "../runtime/memory/", "../runtime/trace/",
+					   NULL };
+	char *path = NULL, *copy, *dir;
+	Dl_info di;
+	size_t i;
+
+	if (env) {
+		if (asprintf(&path, "%s/%s", env, name) < 0)
+			return NULL;
+		if (access(path, R_OK) == 0)
+			return path;
+		free(path);
+		return NULL;
+	}
+	if (!dladdr((void *)find_runtime, &di) || !di.dli_fname)
+		return NULL;
+	copy = realpath(di.dli_fname, NULL);
+	if (!copy)
+		return NULL;
+	dir = dirname(copy);
+	for (i = 0; rel[i]; i++) {
+		if (asprintf(&path, "%s/%s%s", dir, rel[i], name) < 0)
+			break;
+		if (access(path, R_OK) == 0) {
+			char *real = realpath(path, NULL);
+
+			free(path);
+			free(copy);
+			return real;
+		}
+		free(path);
+		path = NULL;
+	}
+	free(copy);
+	return NULL;
+}
+
+int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct rt_host_spec *s)
+{
+	char *const *argv = sonde_collection__argv(c);
+	const char *tmp = getenv("TMPDIR");
+	char *exe, *runtime, tmpl[PATH_MAX];
+	int rc;
+
+	h->log_fd = -1;
+	if (invariant_tsc()) {
+		h->tsc = true;
+		clock_pair(&h->clock.tick0, &h->clock.ns0);
+	}
+	exe = sonde_runner__resolve(argv[0]);
+	if (exe && dynamic_target(exe) == 0) {
+		sonde_collection__fail(c,
+				       "'%s' is statically linked: the %s collector preloads its "
+				       "runtime into a dynamically linked program (rebuild it "
+				       "without -static)",
+				       exe, s->collector);
+		free(exe);
+		return -ENOTSUP;
+	}
+	free(exe);
+	runtime = find_runtime(s->runtime);
+	if (!runtime) {
+		sonde_collection__fail(c,
+				       "cannot find the %s runtime %s (set SONDE_RUNTIME_DIR to "
+				       "the directory that holds it)",
+				       s->collector, s->runtime);
+		return -ENOENT;
+	}
+	rc = sonde_collection__preload(c, runtime);
+	free(runtime);
+	if (rc)
+		return rc;
+	rc = sonde_ring_area__create(s->rings, s->ring_bytes,
+				     s->drop_oldest ? SONDE_RING_DROP_OLDEST : SONDE_RING_LOSSLESS,
+				     &h->area);
+	if (rc) {
+		sonde_collection__fail(c, "cannot create the event rings: %s", strerror(-rc));
+		return rc;
+	}
+	snprintf(tmpl, sizeof(tmpl), "%s/sonde-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+		 s->collector);
+	h->log_fd = mkostemp(tmpl, O_CLOEXEC);
+	if (h->log_fd < 0) {
+		rc = -errno;
+		sonde_collection__fail(c, "cannot create the event log in '%s': %s",
+				       tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		return rc;
+	}
+	unlink(tmpl);
+	rc = sonde_ring_drainer__start(h->area, h->log_fd, 1000, &h->drainer);
+	if (rc)
+		return rc;
+	return sonde_collection__setenv(c, s->ring_env, sonde_ring_area__path(h->area));
+}
+
+int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct sonde_run_info *ri,
+		  rt_host_analyse_fn fn, void *ctx)
+{
+	long long n = sonde_ring_drainer__sync(h->drainer);
+	off_t end, map_from;
+	uint64_t dropped;
+	void *map;
+	int rc;
+
+	/* every process of the run is gone: publish what they left open, free their rings */
+	while (n >= 0 && sonde_ring_area__reclaim(h->area, true))
+		n = sonde_ring_drainer__sync(h->drainer);
+	if (n < 0) {
+		sonde_collection__fail(c, "cannot write the event log: %s", strerror((int)-n));
+		return (int)n;
+	}
+	dropped = sonde_ring_area__dropped(h->area);
+	sonde_collection__dropped(c, dropped - h->dropped_seen);
+	h->dropped_seen = dropped;
+	end = lseek(h->log_fd, 0, SEEK_END);
+	if (end < 0)
+		return -errno;
+	if (ri->warmup || end == h->run_start) {
+		h->run_start = end;
+		return 0;
+	}
+	if (h->tsc) {
+		uint64_t tick, ns;
+
+		clock_pair(&tick, &ns);
+		if (tick > h->clock.tick0 && ns > h->clock.ns0)
+			h->clock.ns_per_tick =
+				(double)(ns - h->clock.ns0) / (double)(tick - h->clock.tick0);
+	}
+	map_from = h->run_start & ~(off_t)4095;
+	map = mmap(NULL, (size_t)(end - map_from), PROT_READ, MAP_PRIVATE, h->log_fd, map_from);
+	if (map == MAP_FAILED)
+		return -errno;
+	rc = fn(ctx, (const char *)map + (h->run_start - map_from), (size_t)(end - h->run_start),
+		ri);
+	munmap(map, (size_t)(end - map_from));
+	h->run_start = end;
+	if (rc == -EINVAL)
+		sonde_collection__fail(c, "run %u: the event log is corrupt", ri->index + 1);
+	return rc;
+}
+
+uint64_t rt_host__drain_cpu_ns(struct rt_host *h)
+{
+	return h->drainer ? sonde_ring_drainer__cpu_ns(h->drainer) : 0;
+}
+
+void rt_host__release(struct rt_host *h)
+{
+	sonde_ring_drainer__stop(h->drainer);
+	h->drainer = NULL;
+	sonde_ring_area__destroy(h->area);
+	h->area = NULL;
+	if (h->log_fd >= 0)
+		close(h->log_fd);
+	h->log_fd = -1;
+}

@@ -1,0 +1,65 @@
+/*
+ * rt-host.h - sonde's side of a preloaded runtime (memory, trace): check the
+ * target can be preloaded, find the runtime, create the rings and the drainer
+ * that copies them to an unlinked log file, and hand each run's part of the log
+ * to the collector's analysis. Times the runtimes take in TSC ticks are mapped
+ * onto CLOCK_MONOTONIC from readings of both clocks at start and at each stop.
+ */
+#ifndef SONDE_RT_HOST_H
+#define SONDE_RT_HOST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sonde/collector.h>
+#include <sonde/ring.h>
+
+struct rt_clock {
+	/* ns = ns0 + (tick - tick0) * ns_per_tick; ns_per_tick 0: ticks are ns */
+	uint64_t tick0, ns0;
+	double ns_per_tick;
+};
+
+static inline uint64_t rt_clock__ns(const struct rt_clock *k, uint64_t tick)
+{
+	if (k->ns_per_tick == 0)
+		return tick;
+	return k->ns0 + (uint64_t)((double)(int64_t)(tick - k->tick0) * k->ns_per_tick);
+}
+
+struct rt_host {
+	struct sonde_ring_area *area;
+	struct sonde_ring_drainer *drainer;
+	int log_fd;
+	off_t run_start;
+	uint64_t dropped_seen;
+	bool tsc; /* the runtime is told to take TSC ticks */
+	struct rt_clock clock;
+};
+
+struct rt_host_spec {
+	const char *collector; /* for messages: "memory" */
+	const char *runtime;   /* file name: "libsonde-memory.so" */
+	const char *ring_env;  /* the variable that gives the runtime the ring path */
+	unsigned rings;
+	size_t ring_bytes;
+	bool drop_oldest;
+};
+
+/* Everything before the first run; fails the collection with one line. */
+int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct rt_host_spec *s);
+
+/* The run's part of the log, mapped; times in ticks map through h->clock. */
+typedef int (*rt_host_analyse_fn)(void *ctx, const void *log, size_t len,
+				  const struct sonde_run_info *ri);
+/*
+ * After a run: drain, salvage what dead writers left open, count drops, and
+ * (not for warm-up runs) call fn on the run's part of the log.
+ */
+int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct sonde_run_info *ri,
+		  rt_host_analyse_fn fn, void *ctx);
+/* CPU time the drainer used. */
+uint64_t rt_host__drain_cpu_ns(struct rt_host *h);
+void rt_host__release(struct rt_host *h);
+
+#endif

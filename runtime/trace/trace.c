@@ -1,0 +1,648 @@
+/*
+ * trace.c - the trace collector's preloaded runtime (libsonde-trace.so).
+ *
+ * Implements the hooks that gcc and clang call with -finstrument-functions
+ * (__cyg_profile_func_enter/exit) and writes one event per hook into an open
+ * block of the calling thread's ring (see proto.h): a TSC read, a few stores,
+ * no ring operation, no lock, no call. Everything else (a new block, a thread's
+ * first event, sampling rules, a stack that was unwound past the hooks) is on a
+ * slow path.
+ *
+ * A shadow stack per thread (function and hook frame address per open call)
+ * keeps what the reader rebuilds balanced:
+ *   - an exit whose function is not the innermost open call ends the calls
+ *     above it (exception unwinding that skipped their exit hooks);
+ *   - an enter whose frame lies at or above an open call's frame shows that
+ *     call is gone (longjmp): it is ended there;
+ *   - a hook re-entered by a signal handler records nothing until the outer
+ *     hook returns (counted as lost), so the handler's calls stay balanced.
+ * fork: the child is a new image; the calls open at fork are not its own and
+ * stay unrecorded. exec: the new image loads this library again.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <sonde/ring.h>
+#include <sonde/trace.h>
+#include "../../lib/collectors/trace/proto.h"
+#include "../common/rt.h"
+
+#define BLOCK_BYTES 8192u
+#define HDR_WORDS   ((uint32_t)(sizeof(struct tr_block) / 4))
+#define CAP_WORDS   (BLOCK_BYTES / 4 - HDR_WORDS)
+#define MAX_STACK   4096u
+#define SKIP	    ((uintptr_t)1) /* in frame.sp: this call is not recorded */
+#define BUSY_OFF    UINTPTR_MAX	   /* busy: set-up running, or the thread is off */
+
+struct frame {
+	uintptr_t sp; /* the enter hook's frame address, | SKIP */
+	uintptr_t fn;
+};
+
+struct tthread {
+	uint32_t *ev;	    /* the open block's event words; NULL: no block */
+	uint32_t used, cap; /* words */
+	uint64_t base;	    /* tick the block's offsets count from */
+	uintptr_t busy;	    /* the frame of the hook running now; 0: none */
+	uint32_t depth;	    /* calls open (tracked or not) */
+	uint32_t sampled_out, lost;
+	int off; /* 1: this thread records nothing (and busy stays BUSY_OFF) */
+	uintptr_t stack_lo, stack_hi;
+	struct sonde_ring_writer w;
+	struct frame stk[MAX_STACK];
+};
+
+struct rule {
+	uintptr_t addr;
+	uint32_t every;
+	_Atomic uint32_t count;
+};
+
+static struct {
+	_Atomic int state; /* 0: not attached, 1: attaching, 2: recording, 3: off */
+	struct sonde_ring_area *area;
+	uint32_t serial, parent_serial;
+	unsigned flags, max_depth;
+	uintptr_t exe_lo, exe_hi, exe_bias;
+	struct rule *rules;
+	uint32_t rule_mask, default_every;
+	pthread_key_t key;
+	bool key_ok;
+} proc;
+
+static __thread struct tthread *T __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t now(void)
+{
+#if defined(__x86_64__)
+	if (likely(proc.flags & TR_F_TSC))
+		return __builtin_ia32_rdtsc();
+#endif
+	{
+		struct timespec t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	}
+}
+
+/* ---- blocks -------------------------------------------------------------------------------- */
+
+static void close_block(struct tthread *t)
+{
+	if (!t->ev)
+		return;
+	sonde_ring__close(&t->w, (uint32_t)sizeof(struct tr_block) + t->used * 4);
+	t->ev = NULL;
+	t->used = t->cap = 0;
+}
+
+/* A new block starting at tick ts; false: the event is dropped (counted by the ring). */
+static bool open_block(struct tthread *t, uint64_t ts)
+{
+	struct tr_block *b;
+
+	close_block(t);
+	b = sonde_ring__open(&t->w, TR_REC_BLOCK, BLOCK_BYTES);
+	if (!b)
+		return false;
+	b->sampled_out = t->sampled_out;
+	b->lost = t->lost;
+	b->pad = 0;
+	b->base = ts;
+	t->sampled_out = t->lost = 0;
+	t->ev = b->ev;
+	t->cap = CAP_WORDS;
+	t->used = 0;
+	t->base = ts;
+	return true;
+}
+
+/* Room for n words at tick ts: the block, or a new one. NULL: dropped. */
+static inline uint32_t *room(struct tthread *t, uint64_t ts, uint32_t n)
+{
+	if (unlikely(ts - t->base >= TR_OFF_LIMIT || t->used + n > t->cap || !t->ev))
+		if (!open_block(t, ts))
+			return NULL;
+	return t->ev + t->used;
+}
+
+static inline void publish(struct tthread *t, uint32_t n)
+{
+	t->used += n;
+	sonde_ring__open_fill(&t->w, (uint32_t)sizeof(struct tr_block) + t->used * 4);
+}
+
+static void emit_special(struct tthread *t, uint64_t ts, unsigned kind, uint32_t arg,
+			 const uint32_t *extra, uint32_t nextra)
+{
+	uint32_t *e = room(t, ts, 2 + nextra), i;
+
+	if (!e)
+		return;
+	e[0] = (TR_TAG_SPECIAL << TR_OFF_BITS) | (uint32_t)(ts - t->base);
+	e[1] = ((uint32_t)kind << 24) | (arg & 0xffffffu);
+	for (i = 0; i < nextra; i++)
+		e[2 + i] = extra[i];
+	publish(t, 2 + nextra);
+}
+
+static void emit_name(struct tthread *t)
+{
+	struct tr_name *r;
+
+	close_block(t);
+	r = sonde_ring__reserve(&t->w, TR_REC_NAME, sizeof(*r));
+	if (r) {
+		r->pad = 0;
+		memset(r->name, 0, sizeof(r->name));
+		prctl(PR_GET_NAME, r->name, 0, 0, 0);
+		sonde_ring__commit(&t->w);
+	}
+}
+
+/* ---- set-up ---------------------------------------------------------------------------------- */
+
+static int exe_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	if (!rt_exec_segment(info, &proc.exe_lo, &proc.exe_hi))
+		return 0;
+	proc.exe_bias = info->dlpi_addr;
+	return 1; /* the first object is the executable */
+}
+
+struct rules_load {
+	const struct tr_rules *h;
+	const char (*names)[TR_RULE_NAME];
+	const struct tr_rule *r;
+	bool exe_done;
+};
+
+static void rule_add(uintptr_t addr, uint32_t every)
+{
+	uint32_t i = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & proc.rule_mask;
+
+	while (proc.rules[i].addr && proc.rules[i].addr != addr)
+		i = (i + 1) & proc.rule_mask;
+	proc.rules[i].addr = addr;
+	proc.rules[i].every = every;
+}
+
+static int rules_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct rules_load *l = arg;
+	const char *name = info->dlpi_name, *base;
+	uint32_t m, i;
+	bool exe = !l->exe_done;
+
+	(void)size;
+	l->exe_done = true;
+	base = name && *name ? strrchr(name, '/') : NULL;
+	base = base ? base + 1 : name;
+	for (m = 0; m < l->h->nmodules; m++) {
+		/* module 0 is the executable; the others match by file name */
+		if (m == 0 ? !exe : !base || strcmp(base, l->names[m]) != 0)
+			continue;
+		for (i = 0; i < l->h->nrules; i++)
+			if (l->r[i].module == m)
+				rule_add(info->dlpi_addr + l->r[i].offset, l->r[i].every);
+	}
+	return 0;
+}
+
+/* Read the rules file into a hash of absolute addresses. false: unusable. */
+static bool load_rules(void)
+{
+	const char *path = getenv(TR_ENV_RULES);
+	struct rules_load l = { 0 };
+	struct stat st;
+	void *map;
+	int fd;
+	uint32_t n;
+	bool ok = false;
+
+	if (!path || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(struct tr_rules)) {
+		map = (void *)syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+				      0);
+		if ((long)map < 0 && (long)map > -4096)
+			map = NULL;
+		l.h = map;
+		if (l.h && l.h->magic == TR_RULES_MAGIC &&
+		    sizeof(*l.h) + (size_t)l.h->nmodules * TR_RULE_NAME +
+				    (size_t)l.h->nrules * sizeof(struct tr_rule) <=
+			    (size_t)st.st_size) {
+			l.names = (const void *)(l.h + 1);
+			l.r = (const void *)((const char *)(l.h + 1) +
+					     (size_t)l.h->nmodules * TR_RULE_NAME);
+			for (n = 64; n < l.h->nrules * 2; n <<= 1)
+				;
+			proc.rules = rt_map_anon(n * sizeof(struct rule));
+			if (proc.rules) {
+				proc.rule_mask = n - 1;
+				proc.default_every = l.h->default_every;
+				dl_iterate_phdr(rules_cb, &l);
+				ok = true;
+			}
+		}
+		if (l.h)
+			rt_unmap(map, (size_t)st.st_size);
+	}
+	close(fd);
+	return ok;
+}
+
+static void thread_gone(void *arg)
+{
+	struct tthread *t = arg;
+
+	if (!t || t != T || t->off)
+		return;
+	t->busy = BUSY_OFF;
+	emit_name(t);
+	sonde_ring__retire(&t->w);
+	t->off = 1;
+}
+
+/* Time enter/exit pairs of the fast path on a private block, before recording. */
+static void calibrate(struct tthread *t);
+
+/* First event of a process image. */
+static bool attach(void)
+{
+	int st = atomic_load_explicit(&proc.state, memory_order_acquire), expect = 0;
+	const char *path;
+
+	if (likely(st == 2))
+		return true;
+	if (st == 3 || !atomic_compare_exchange_strong(&proc.state, &expect, 1))
+		return false;
+	if (!proc.area) {
+		path = getenv(TR_ENV_RING);
+		proc.area = path ? sonde_ring_area__attach(path) : NULL;
+		if (!proc.area) {
+			atomic_store(&proc.state, 3);
+			return false;
+		}
+		proc.flags = rt_env_uint(TR_ENV_FLAGS, 0);
+		proc.max_depth = rt_env_uint(TR_ENV_DEPTH, 0);
+		dl_iterate_phdr(exe_cb, NULL);
+		if ((proc.flags & TR_F_RULES) && !load_rules())
+			proc.flags &= ~(unsigned)TR_F_RULES;
+	}
+	proc.serial = sonde_ring_area__next_serial(proc.area);
+	atomic_store_explicit(&proc.state, 2, memory_order_release);
+	return true;
+}
+
+/* The calling thread's state: set up on its first event. NULL: not recording. */
+static __attribute__((noinline)) struct tthread *thread_setup(void)
+{
+	struct tthread *t;
+	bool first;
+
+	if (T)
+		return NULL; /* set-up failed or running: busy is BUSY_OFF */
+	first = atomic_load(&proc.state) != 2;
+	if (!attach())
+		return NULL;
+	t = rt_map_anon(sizeof(*t));
+	if (!t)
+		return NULL;
+	T = t;
+	t->busy = BUSY_OFF;
+	if (!rt_claim_ring(proc.area, proc.serial, &t->w)) {
+		t->off = 1;
+		return NULL;
+	}
+	rt_stack_bounds(&t->stack_lo, &t->stack_hi);
+	if (first) {
+		rt_emit_proc(&t->w, proc.parent_serial, now());
+		rt_emit_modules(&t->w);
+		calibrate(t);
+	}
+	emit_name(t);
+	if (proc.key_ok)
+		pthread_setspecific(proc.key, t);
+	t->busy = 0;
+	return t;
+}
+
+/* ---- the hooks --------------------------------------------------------------------------------- */
+
+/* Calls in frames at or above sp are gone (longjmp): end them at ts. */
+static __attribute__((noinline)) void unwind_to(struct tthread *t, uintptr_t sp, uint64_t ts)
+{
+	uint32_t ended = 0;
+
+	if (sp < t->stack_lo || sp >= t->stack_hi)
+		return; /* a signal handler on its own stack: nothing to conclude */
+	while (t->depth && t->depth <= MAX_STACK) {
+		uintptr_t fsp = t->stk[t->depth - 1].sp;
+
+		if ((fsp & ~SKIP) > sp || (fsp & ~SKIP) < t->stack_lo)
+			break;
+		if (!(fsp & SKIP))
+			ended++;
+		t->depth--;
+	}
+	if (ended)
+		emit_special(t, ts, TR_SP_UNWIND, ended, NULL, 0);
+}
+
+/* Whether a call to fn at this depth is recorded (sampling, rules, depth limit). */
+static __attribute__((noinline)) bool wanted(struct tthread *t, uintptr_t fn)
+{
+	uint32_t every = 1;
+
+	if (proc.max_depth && t->depth >= proc.max_depth)
+		return false;
+	if (!(proc.flags & TR_F_LIBS) && (fn < proc.exe_lo || fn >= proc.exe_hi))
+		return false;
+	if (proc.flags & TR_F_RULES) {
+		uint32_t i = (uint32_t)((fn * 0x9e3779b97f4a7c15ull) >> 40) & proc.rule_mask;
+
+		every = proc.default_every;
+		for (; proc.rules[i].addr; i = (i + 1) & proc.rule_mask)
+			if (proc.rules[i].addr == fn) {
+				every = proc.rules[i].every;
+				if (every > 1 &&
+				    atomic_fetch_add_explicit(&proc.rules[i].count, 1,
+							      memory_order_relaxed) %
+						    every !=
+					    0) {
+					t->sampled_out++;
+					return false;
+				}
+				return every != 0;
+			}
+	}
+	return every != 0;
+}
+
+static inline void push(struct tthread *t, uintptr_t sp, uintptr_t fn)
+{
+	if (likely(t->depth < MAX_STACK)) {
+		t->stk[t->depth].sp = sp;
+		t->stk[t->depth].fn = fn;
+	}
+	t->depth++;
+}
+
+static inline void record_enter(struct tthread *t, uintptr_t fn, uintptr_t sp, uint64_t ts)
+{
+	uint32_t *e;
+
+	if (unlikely(t->depth && t->depth <= MAX_STACK && (t->stk[t->depth - 1].sp & ~SKIP) <= sp))
+		unwind_to(t, sp, ts);
+	if (unlikely((proc.flags & (TR_F_RULES | TR_F_LIBS)) || proc.max_depth ||
+		     fn - proc.exe_lo >= proc.exe_hi - proc.exe_lo)) {
+		if (!wanted(t, fn)) {
+			push(t, sp | SKIP, fn);
+			return;
+		}
+		if (fn - proc.exe_bias >= TR_KEY_FAR) {
+			e = room(t, ts, 4);
+			if (!e)
+				goto pushed;
+			e[0] = (TR_TAG_ENTER << TR_OFF_BITS) | (uint32_t)(ts - t->base);
+			e[1] = TR_KEY_FAR;
+			e[2] = (uint32_t)fn;
+			e[3] = (uint32_t)((uint64_t)fn >> 32);
+			publish(t, 4);
+			goto pushed;
+		}
+	}
+	e = room(t, ts, 2);
+	if (e) {
+		e[0] = (TR_TAG_ENTER << TR_OFF_BITS) | (uint32_t)(ts - t->base);
+		e[1] = (uint32_t)(fn - proc.exe_bias);
+		publish(t, 2);
+	}
+pushed:
+	push(t, sp, fn);
+}
+
+static inline void emit_exit(struct tthread *t, uint64_t ts)
+{
+	uint32_t *e = room(t, ts, 1);
+
+	if (e) {
+		e[0] = (TR_TAG_EXIT << TR_OFF_BITS) | (uint32_t)(ts - t->base);
+		publish(t, 1);
+	}
+}
+
+/* An exit that is not the innermost open call's: calls above fn's were unwound. */
+static __attribute__((noinline)) void exit_slow(struct tthread *t, uintptr_t fn, uint64_t ts)
+{
+	uint32_t d = t->depth, k, ended = 0;
+
+	if (d > MAX_STACK) { /* too deep to track: trust the hooks */
+		t->depth--;
+		emit_exit(t, ts);
+		return;
+	}
+	for (k = d; k > 0 && t->stk[k - 1].fn != fn; k--)
+		;
+	if (!k)
+		return; /* not a call this thread saw start (it began before fork) */
+	for (d = t->depth; d > k; d--)
+		if (!(t->stk[d - 1].sp & SKIP))
+			ended++;
+	if (ended)
+		emit_special(t, ts, TR_SP_UNWIND, ended, NULL, 0);
+	t->depth = k - 1;
+	if (!(t->stk[k - 1].sp & SKIP))
+		emit_exit(t, ts);
+}
+
+static inline void record_exit(struct tthread *t, uintptr_t fn, uint64_t ts)
+{
+	uint32_t d = t->depth;
+
+	if (likely(d && d <= MAX_STACK && t->stk[d - 1].fn == fn)) {
+		t->depth = d - 1;
+		if (likely(!(t->stk[d - 1].sp & SKIP)))
+			emit_exit(t, ts);
+		return;
+	}
+	exit_slow(t, fn, ts);
+}
+
+/* A hook running while another is (a signal handler interrupted it) records nothing. */
+#define HOOK_BEGIN(t, sp)                                                                          \
+	do {                                                                                       \
+		if (unlikely(!(t))) {                                                              \
+			(t) = thread_setup();                                                      \
+			if (!(t))                                                                  \
+				return;                                                            \
+		}                                                                                  \
+		if (unlikely((t)->busy) && (sp) < (t)->busy) {                                     \
+			(t)->lost++;                                                               \
+			return;                                                                    \
+		}                                                                                  \
+		(t)->busy = (sp);                                                                  \
+	} while (0)
+
+RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
+{
+	uint64_t ts = now();
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	struct tthread *t = T;
+
+	(void)site;
+	HOOK_BEGIN(t, sp);
+	record_enter(t, (uintptr_t)fn, sp, ts);
+	t->busy = 0;
+}
+
+RT_EXPORT void __cyg_profile_func_exit(void *fn, void *site)
+{
+	uint64_t ts = now();
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	struct tthread *t = T;
+
+	(void)site;
+	HOOK_BEGIN(t, sp);
+	record_exit(t, (uintptr_t)fn, ts);
+	t->busy = 0;
+}
+
+/* libsonde's sonde_trace_size(), while this runtime is loaded: the size of the
+   innermost open call, for complexity models. */
+RT_EXPORT void sonde_trace_size(unsigned long long n)
+{
+	uint64_t ts = now();
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	struct tthread *t = T;
+	uint32_t w[2] = { (uint32_t)n, (uint32_t)(n >> 32) };
+
+	HOOK_BEGIN(t, sp);
+	emit_special(t, ts, TR_SP_SIZE, 0, w, 2);
+	t->busy = 0;
+}
+
+/* ---- calibration, process life ------------------------------------------------------------------ */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void calibrate(struct tthread *t)
+{
+	enum { ROUNDS = 31, PAIRS = 256 };
+	static uint32_t scratch[PAIRS * 3 + 8];
+	uint32_t *ev = t->ev, used = t->used, cap = t->cap, depth = t->depth;
+	uint64_t base = t->base, r[ROUNDS];
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	struct tr_calib *c;
+	int i, j;
+
+	for (i = 0; i < ROUNDS; i++) {
+		uint64_t t0 = now();
+
+		t->ev = scratch;
+		t->used = 0;
+		t->cap = PAIRS * 3;
+		t->base = t0;
+		t->depth = 0;
+		for (j = 0; j < PAIRS; j++) {
+			uint64_t ts = now();
+
+			record_enter(t, proc.exe_lo, sp, ts);
+			ts = now();
+			record_exit(t, proc.exe_lo, ts);
+			__asm__ volatile("" ::: "memory");
+		}
+		r[i] = now() - t0;
+	}
+	/* the events went to scratch, not the ring: forget them */
+	t->ev = ev;
+	t->used = used;
+	t->cap = cap;
+	t->depth = depth;
+	t->base = base;
+	sonde_ring__open_fill(&t->w, 0);
+	qsort(r, ROUNDS, sizeof(r[0]), cmp_u64);
+	c = sonde_ring__reserve(&t->w, TR_REC_CALIB, sizeof(*c));
+	if (c) {
+		c->pairs = PAIRS;
+		c->ticks_x1024 = r[ROUNDS / 2] * 1024 / PAIRS;
+		sonde_ring__commit(&t->w);
+	}
+}
+
+static void after_fork_child(void)
+{
+	struct tthread *t = T;
+	uint32_t i;
+
+	/* a new image: new serial and ring; the calls open now are the parent's */
+	proc.parent_serial = proc.serial;
+	if (atomic_load(&proc.state) == 2)
+		atomic_store(&proc.state, 0);
+	if (t && !t->off) {
+		struct tthread *c = rt_map_anon(sizeof(*c));
+
+		T = NULL;
+		if (!c)
+			return;
+		if (!attach() || !rt_claim_ring(proc.area, proc.serial, &c->w)) {
+			c->off = 1;
+			c->busy = BUSY_OFF;
+			T = c;
+			return;
+		}
+		c->depth = t->depth;
+		for (i = 0; i < t->depth && i < MAX_STACK; i++) {
+			c->stk[i].sp = t->stk[i].sp | SKIP;
+			c->stk[i].fn = t->stk[i].fn;
+		}
+		c->busy = BUSY_OFF;
+		rt_stack_bounds(&c->stack_lo, &c->stack_hi);
+		rt_emit_proc(&c->w, proc.parent_serial, now());
+		rt_emit_modules(&c->w);
+		emit_name(c);
+		c->busy = 0;
+		T = c;
+		if (proc.key_ok)
+			pthread_setspecific(proc.key, c);
+		/* the parent's copy of the state stays behind, unmapped */
+		rt_unmap(t, sizeof(*t));
+	}
+}
+
+__attribute__((constructor)) static void init(void)
+{
+	proc.key_ok = pthread_key_create(&proc.key, thread_gone) == 0;
+	pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* The process is exiting: publish this thread's block (others are salvaged). */
+__attribute__((destructor)) static void fini(void)
+{
+	struct tthread *t = T;
+
+	if (t && !t->off && !t->busy) {
+		t->busy = BUSY_OFF;
+		close_block(t);
+		t->busy = 0;
+	}
+}
