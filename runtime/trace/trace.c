@@ -128,10 +128,15 @@ static bool open_block(struct tthread *t, uint64_t ts)
 	return true;
 }
 
-/* Room for n words at tick ts: the block, or a new one. NULL: dropped. */
+/*
+ * Room for n words at tick ts, and one more: the word after every event is
+ * written as filler, so that a block cut at any event (closed, or salvaged
+ * after a crash) and padded to 8 bytes ends in filler, never in stale words.
+ * NULL: dropped (counted by the ring).
+ */
 static inline uint32_t *room(struct tthread *t, uint64_t ts, uint32_t n)
 {
-	if (unlikely(ts - t->base >= TR_OFF_LIMIT || t->used + n > t->cap || !t->ev))
+	if (unlikely(ts - t->base >= TR_OFF_LIMIT || t->used + n + 1 > t->cap || !t->ev))
 		if (!open_block(t, ts))
 			return NULL;
 	return t->ev + t->used;
@@ -139,6 +144,7 @@ static inline uint32_t *room(struct tthread *t, uint64_t ts, uint32_t n)
 
 static inline void publish(struct tthread *t, uint32_t n)
 {
+	t->ev[t->used + n] = TR_FILLER;
 	t->used += n;
 	sonde_ring__open_fill(&t->w, (uint32_t)sizeof(struct tr_block) + t->used * 4);
 }
@@ -484,12 +490,13 @@ static inline void record_exit(struct tthread *t, uintptr_t fn, uint64_t ts)
 }
 
 /* A hook running while another is (a signal handler interrupted it) records nothing. */
-#define HOOK_BEGIN(t, sp)                                                                          \
+#define HOOK_BEGIN(t, sp, ts)                                                                      \
 	do {                                                                                       \
 		if (unlikely(!(t))) {                                                              \
 			(t) = thread_setup();                                                      \
 			if (!(t))                                                                  \
 				return;                                                            \
+			(ts) = now(); /* the clock is known now */                                 \
 		}                                                                                  \
 		if (unlikely((t)->busy) && (sp) < (t)->busy) {                                     \
 			(t)->lost++;                                                               \
@@ -505,7 +512,7 @@ RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 	struct tthread *t = T;
 
 	(void)site;
-	HOOK_BEGIN(t, sp);
+	HOOK_BEGIN(t, sp, ts);
 	record_enter(t, (uintptr_t)fn, sp, ts);
 	t->busy = 0;
 }
@@ -517,7 +524,7 @@ RT_EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 	struct tthread *t = T;
 
 	(void)site;
-	HOOK_BEGIN(t, sp);
+	HOOK_BEGIN(t, sp, ts);
 	record_exit(t, (uintptr_t)fn, ts);
 	t->busy = 0;
 }
@@ -531,7 +538,7 @@ RT_EXPORT void sonde_trace_size(unsigned long long n)
 	struct tthread *t = T;
 	uint32_t w[2] = { (uint32_t)n, (uint32_t)(n >> 32) };
 
-	HOOK_BEGIN(t, sp);
+	HOOK_BEGIN(t, sp, ts);
 	emit_special(t, ts, TR_SP_SIZE, 0, w, 2);
 	t->busy = 0;
 }
@@ -560,7 +567,7 @@ static void calibrate(struct tthread *t)
 
 		t->ev = scratch;
 		t->used = 0;
-		t->cap = PAIRS * 3;
+		t->cap = PAIRS * 3 + 4;
 		t->base = t0;
 		t->depth = 0;
 		for (j = 0; j < PAIRS; j++) {

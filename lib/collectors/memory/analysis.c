@@ -22,6 +22,7 @@
 #include <sonde/clock.h>
 #include <sonde/ring.h>
 #include <sonde/strbuf.h>
+#include "../../grow.h"
 #include "memory.h"
 
 const char *const mem_op_names[MEM_OP__COUNT] = {
@@ -117,23 +118,7 @@ static inline uint64_t to_ns(const struct mem_analysis *a, uint64_t t)
 	return k->ns0 + (uint64_t)((double)((t - k->tick0) & MEM_TS_MASK) * k->ns_per_tick);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t c = *cap ? *cap : 16;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	n = realloc(*p, c * size);
-	if (!n)
-		return -ENOMEM;
-	memset((char *)n + *cap * size, 0, (c - *cap) * size);
-	*p = n;
-	*cap = c;
-	return 0;
-}
+#define grow sonde_grow
 
 void mem_analysis__init(struct mem_analysis *a)
 {

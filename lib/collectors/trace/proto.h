@@ -16,6 +16,8 @@
  *                                                 executable's load bias;
  *            [01|offset:30] [1<<31] [lo] [hi]     set: its absolute address follows
  *   SPECIAL  [11|offset:30] [kind:8|arg:24] ...   see enum tr_special
+ *   FILLER   0xffffffff                           ends a block: the writer keeps the
+ *                                                 word after its last event filler
  */
 #ifndef SONDE_TRACE_PROTO_H
 #define SONDE_TRACE_PROTO_H
@@ -48,6 +50,7 @@ enum tr_rec {
 #define TR_OFF_BITS    30
 #define TR_OFF_LIMIT   (1u << TR_OFF_BITS)
 #define TR_KEY_FAR     (1u << 31)
+#define TR_FILLER      0xffffffffu /* the word after the last event */
 
 enum tr_special {
 	TR_SP_UNWIND = 1, /* arg calls ended here without their exit hook (longjmp, unwinding) */

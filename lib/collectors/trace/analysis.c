@@ -1,0 +1,658 @@
+/*
+ * analysis.c - rebuild calls from the trace runtime's event blocks.
+ *
+ * The log holds each thread's records in the order it wrote them (a thread
+ * writes one ring, and the drainer copies each ring in order), so one pass with
+ * a call stack per thread is enough: no merge by time. A call ends at its exit
+ * event, at an UNWIND event (the runtime saw it was skipped by longjmp or an
+ * exception), or, when its thread's events stop first (exit(), exec, a crash),
+ * at that thread's last event (counted as unfinished).
+ *
+ * Per function: calls, total (time in calls that are not inside another call
+ * of the same function, so recursion is not counted twice), self (exclusive),
+ * min, max, and per-call rows (a regular sample beyond --max-rows). Per calling
+ * context: calls, inclusive and exclusive time (flame graphs, the call graph).
+ * The first --max-slices calls in time become timed slices (timelines).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/clock.h>
+#include <sonde/ring.h>
+#include <sonde/strbuf.h>
+#include "../../grow.h"
+#include "trace.h"
+
+struct module {
+	uint64_t bias, start, end;
+	const char *path; /* in the log */
+};
+
+struct image {
+	uint32_t serial, pid;
+	uint64_t exe_bias;
+	bool have_exe;
+	struct module *mods;
+	size_t nmods, capmods;
+	struct u64map addr; /* runtime address -> func + 1 */
+};
+
+struct frame {
+	uint32_t func, node;
+	uint64_t t0, child, size;
+	int64_t slice;
+	bool has_size, outer;
+};
+
+struct thread {
+	uint32_t serial, pid, tid;
+	struct image *img;
+	struct frame *stk;
+	size_t depth, capstk;
+	uint32_t *active; /* per func: open calls in this thread */
+	size_t capactive;
+	uint64_t last_ns;
+	char name[17];
+};
+
+struct run {
+	struct tr_analysis *a;
+	uint64_t t0;
+	struct image *imgs;
+	size_t nimgs, capimgs;
+	struct u64map img_index; /* serial -> image + 1 */
+	struct thread *thr;
+	size_t nthr, capthr;
+	struct u64map thr_index; /* serial << 32 | tid -> thread + 1 */
+	int err;
+};
+
+void tr_analysis__init(struct tr_analysis *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sym = sonde_symbols__new();
+	a->func_index = json_object();
+	a->threads = json_array();
+	a->processes = json_array();
+	a->max_rows = 10000;
+	a->max_slices = 200000;
+	/* node 0: the root of every thread's calls */
+	if (!sonde_grow((void **)&a->nodes, &a->capnodes, 1, sizeof(*a->nodes)))
+		a->nnodes = 1;
+}
+
+void tr_analysis__release(struct tr_analysis *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nfuncs; i++) {
+		free(a->funcs[i].module);
+		free(a->funcs[i].name);
+		free(a->funcs[i].rows);
+	}
+	free(a->funcs);
+	free(a->nodes);
+	free(a->slices);
+	free(a->calib);
+	u64map__release(&a->node_index);
+	json_decref(a->func_index);
+	json_decref(a->threads);
+	json_decref(a->processes);
+	if (a->has_filter)
+		regfree(&a->filter);
+	if (a->has_exclude)
+		regfree(&a->exclude);
+	sonde_symbols__free(a->sym);
+}
+
+/* ---- functions and contexts ------------------------------------------------------------ */
+
+static const char *func_name(struct tr_analysis *a, struct tr_func *f);
+
+/* --filter keeps only the functions it matches, --exclude leaves out those it does. */
+static void filter(struct tr_analysis *a, struct tr_func *f)
+{
+	const char *name;
+
+	if (!a->has_filter && !a->has_exclude)
+		return;
+	name = func_name(a, f);
+	f->hidden = (a->has_filter && regexec(&a->filter, name, 0, NULL, 0) != 0) ||
+		    (a->has_exclude && regexec(&a->exclude, name, 0, NULL, 0) == 0);
+}
+
+static int func_of(struct run *r, struct image *img, uint64_t addr, uint32_t *out)
+{
+	struct tr_analysis *a = r->a;
+	const char *path = "?";
+	uint64_t v, off = addr;
+	char key[4200];
+	json_t *idx;
+	size_t i;
+
+	if (u64map__get(&img->addr, addr, &v)) {
+		*out = (uint32_t)(v - 1);
+		return 0;
+	}
+	for (i = 0; i < img->nmods; i++)
+		if (addr >= img->mods[i].start && addr < img->mods[i].end) {
+			path = img->mods[i].path;
+			off = addr - img->mods[i].bias;
+			break;
+		}
+	snprintf(key, sizeof(key), "%s\x01%" PRIx64, path, off);
+	idx = json_object_get(a->func_index, key);
+	if (idx) {
+		v = (uint64_t)json_integer_value(idx);
+	} else {
+		struct tr_func *f;
+
+		if (sonde_grow((void **)&a->funcs, &a->capfuncs, a->nfuncs + 1, sizeof(*a->funcs)))
+			return -ENOMEM;
+		f = &a->funcs[a->nfuncs];
+		f->module = strdup(path);
+		f->offset = off;
+		f->min = UINT64_MAX;
+		f->keep_every = 1;
+		if (!f->module || json_object_set_new(a->func_index, key,
+						      json_integer((json_int_t)a->nfuncs)))
+			return -ENOMEM;
+		v = a->nfuncs++;
+		filter(a, f);
+	}
+	if (u64map__put(&img->addr, addr, v + 1))
+		return -ENOMEM;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int node_of(struct tr_analysis *a, uint32_t parent, uint32_t func, uint32_t *out)
+{
+	uint64_t key = (uint64_t)parent << 32 | func, v;
+
+	if (u64map__get(&a->node_index, key, &v)) {
+		*out = (uint32_t)v;
+		return 0;
+	}
+	if (sonde_grow((void **)&a->nodes, &a->capnodes, a->nnodes + 1, sizeof(*a->nodes)) ||
+	    u64map__put(&a->node_index, key, a->nnodes))
+		return -ENOMEM;
+	a->nodes[a->nnodes].parent = parent;
+	a->nodes[a->nnodes].func = func;
+	*out = (uint32_t)a->nnodes++;
+	return 0;
+}
+
+/* Keep a regular sample of rows: every keep_every-th call, halving when full. */
+static int add_row(struct tr_analysis *a, struct tr_func *f, const struct tr_row *row)
+{
+	size_t i, j;
+
+	if (f->seen++ % f->keep_every)
+		return 0;
+	if (a->max_rows && f->nrows >= a->max_rows) {
+		for (i = j = 0; i < f->nrows; i += 2)
+			f->rows[j++] = f->rows[i];
+		f->nrows = j;
+		f->keep_every *= 2;
+		if ((f->seen - 1) % f->keep_every)
+			return 0;
+	}
+	if (sonde_grow((void **)&f->rows, &f->caprows, f->nrows + 1, sizeof(*f->rows)))
+		return -ENOMEM;
+	f->rows[f->nrows++] = *row;
+	return 0;
+}
+
+/* ---- calls ------------------------------------------------------------------------------- */
+
+static int push(struct run *r, struct thread *t, uint32_t func, uint64_t ns)
+{
+	struct tr_analysis *a = r->a;
+	struct frame *f;
+	uint32_t parent = t->depth ? t->stk[t->depth - 1].node : 0;
+
+	if (sonde_grow((void **)&t->stk, &t->capstk, t->depth + 1, sizeof(*t->stk)) ||
+	    sonde_grow((void **)&t->active, &t->capactive, func + 1, sizeof(*t->active)))
+		return -ENOMEM;
+	f = &t->stk[t->depth++];
+	memset(f, 0, sizeof(*f));
+	f->func = func;
+	f->t0 = ns;
+	f->slice = -1;
+	f->outer = t->active[func]++ == 0;
+	if (node_of(a, parent, func, &f->node))
+		return -ENOMEM;
+	if (a->nslices < a->max_slices) {
+		if (sonde_grow((void **)&a->slices, &a->capslices, a->nslices + 1,
+			       sizeof(*a->slices)))
+			return -ENOMEM;
+		a->slices[a->nslices] = (struct tr_slice){ t->pid, t->tid, func,
+							   (uint32_t)(t->depth - 1),
+							   ns - r->t0, UINT64_MAX };
+		f->slice = (int64_t)a->nslices++;
+	} else {
+		a->t.slices_dropped++;
+	}
+	return 0;
+}
+
+static int pop(struct run *r, struct thread *t, uint64_t ns)
+{
+	struct tr_analysis *a = r->a;
+	struct frame *f = &t->stk[--t->depth];
+	struct tr_func *fn = &a->funcs[f->func];
+	uint64_t dur = ns > f->t0 ? ns - f->t0 : 0, excl = dur > f->child ? dur - f->child : 0;
+	struct tr_node *node = &a->nodes[f->node];
+	struct tr_row row;
+
+	t->active[f->func]--;
+	a->t.calls++;
+	if (f->slice >= 0)
+		a->slices[f->slice].dur = dur;
+	if (fn->hidden || dur < a->min_time_ns) {
+		a->t.filtered++;
+		return 0; /* its time stays its caller's own */
+	}
+	if (t->depth)
+		t->stk[t->depth - 1].child += dur;
+	node->calls++;
+	node->incl += dur;
+	node->excl += excl;
+	fn->calls++;
+	if (f->outer)
+		fn->total += dur;
+	fn->sum += dur;
+	fn->self += excl;
+	fn->min = dur < fn->min ? dur : fn->min;
+	fn->max = dur > fn->max ? dur : fn->max;
+	row.amount = dur;
+	row.exclusive = excl;
+	row.ts = f->t0 - r->t0;
+	row.order = fn->calls;
+	row.size = f->size;
+	row.has_size = f->has_size;
+	row.tid = t->tid;
+	return add_row(a, fn, &row);
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+static struct image *image_of(struct run *r, uint32_t serial)
+{
+	uint64_t v;
+
+	if (u64map__get(&r->img_index, serial, &v))
+		return &r->imgs[v - 1];
+	if (sonde_grow((void **)&r->imgs, &r->capimgs, r->nimgs + 1, sizeof(*r->imgs)) ||
+	    u64map__put(&r->img_index, serial, r->nimgs + 1))
+		return NULL;
+	r->imgs[r->nimgs].serial = serial;
+	return &r->imgs[r->nimgs++];
+}
+
+static struct thread *thread_of(struct run *r, const struct sonde_ring_chunk *c)
+{
+	uint64_t key = (uint64_t)c->serial << 32 | c->tid, v;
+	struct thread *t;
+
+	if (u64map__get(&r->thr_index, key, &v))
+		return &r->thr[v - 1];
+	if (sonde_grow((void **)&r->thr, &r->capthr, r->nthr + 1, sizeof(*r->thr)) ||
+	    u64map__put(&r->thr_index, key, r->nthr + 1))
+		return NULL;
+	t = &r->thr[r->nthr++];
+	t->serial = c->serial;
+	t->pid = c->pid;
+	t->tid = c->tid;
+	t->img = image_of(r, c->serial);
+	return t->img ? t : NULL;
+}
+
+static int block(struct run *r, struct thread *t, const struct tr_block *b, uint32_t len)
+{
+	struct tr_analysis *a = r->a;
+	uint32_t n = (len - (uint32_t)sizeof(*b)) / 4, i = 0;
+	const uint32_t *ev = b->ev;
+	int rc = 0;
+
+	a->t.blocks++;
+	a->t.sampled_out += b->sampled_out;
+	a->t.lost += b->lost;
+	while (i < n && !rc) {
+		uint32_t w = ev[i], tag = w >> TR_OFF_BITS;
+		uint64_t ns = rt_clock__ns(&a->clock, b->base + (w & (TR_OFF_LIMIT - 1)));
+		uint64_t addr;
+		uint32_t func, kind, arg;
+
+		if (w == TR_FILLER)
+			break; /* the end of what the writer filled in */
+		if (ns < t->last_ns)
+			ns = t->last_ns; /* keep each thread's times monotonic */
+		t->last_ns = ns;
+		switch (tag) {
+		case TR_TAG_ENTER:
+			if (i + 2 > n)
+				return -EINVAL;
+			if (ev[i + 1] & TR_KEY_FAR) {
+				if (i + 4 > n)
+					return -EINVAL;
+				addr = (uint64_t)ev[i + 2] | (uint64_t)ev[i + 3] << 32;
+				i += 4;
+			} else {
+				addr = t->img->exe_bias + ev[i + 1];
+				i += 2;
+			}
+			rc = func_of(r, t->img, addr, &func);
+			if (!rc)
+				rc = push(r, t, func, ns);
+			break;
+		case TR_TAG_EXIT:
+			i++;
+			if (t->depth)
+				rc = pop(r, t, ns);
+			else {
+				a->t.unmatched++;
+						}
+			break;
+		case TR_TAG_SPECIAL:
+			if (i + 2 > n)
+				return -EINVAL;
+			kind = ev[i + 1] >> 24;
+			arg = ev[i + 1] & 0xffffffu;
+			if (kind == TR_SP_UNWIND) {
+				for (; arg && t->depth && !rc; arg--) {
+					a->t.unwound++;
+					rc = pop(r, t, ns);
+				}
+				i += 2;
+			} else if (kind == TR_SP_SIZE) {
+				if (i + 4 > n)
+					return -EINVAL;
+				if (t->depth) {
+					t->stk[t->depth - 1].size =
+						(uint64_t)ev[i + 2] | (uint64_t)ev[i + 3] << 32;
+					t->stk[t->depth - 1].has_size = true;
+				}
+				i += 4;
+			} else {
+				return -EINVAL;
+			}
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return rc;
+}
+
+static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
+{
+	struct run *r = ctx;
+	struct tr_analysis *a = r->a;
+	uint32_t type = SONDE_RING_REC_TYPE(rec[0]), len = SONDE_RING_REC_LEN(rec[0]);
+	struct thread *t = thread_of(r, c);
+	struct image *img;
+
+	if (!t)
+		return -ENOMEM;
+	img = t->img;
+	switch (type) {
+	case TR_REC_PROC: {
+		const struct rt_proc *p = (const void *)rec;
+
+		if (len < sizeof(*p) + 1)
+			return -EINVAL;
+		img->pid = p->pid;
+		a->t.images++;
+		return json_array_append_new(
+			       a->processes,
+			       json_pack("{s:i, s:i, s:i, s:s#}", "pid", (int)p->pid, "serial",
+					 (int)c->serial, "parent_serial", (int)p->parent_serial,
+					 "exe", p->exe, (int)strnlen(p->exe, len - sizeof(*p))))
+			       ? -ENOMEM
+			       : 0;
+	}
+	case TR_REC_MODULE: {
+		const struct rt_module *m = (const void *)rec;
+
+		if (len < sizeof(*m) + 1)
+			return -EINVAL;
+		if (!img->have_exe) {
+			img->exe_bias = m->bias; /* the first object is the executable */
+			img->have_exe = true;
+		}
+		if (sonde_grow((void **)&img->mods, &img->capmods, img->nmods + 1,
+			       sizeof(*img->mods)))
+			return -ENOMEM;
+		img->mods[img->nmods++] = (struct module){ m->bias, m->start, m->end, m->path };
+		return 0;
+	}
+	case TR_REC_CALIB: {
+		const struct tr_calib *k = (const void *)rec;
+		double ticks = (double)k->ticks_x1024 / 1024.0;
+
+		if (len < sizeof(*k))
+			return -EINVAL;
+		if (sonde_grow((void **)&a->calib, &a->capcalib, a->ncalib + 1, sizeof(double)))
+			return -ENOMEM;
+		a->calib[a->ncalib++] = a->clock.ns_per_tick ? ticks * a->clock.ns_per_tick : ticks;
+		return 0;
+	}
+	case TR_REC_NAME: {
+		const struct tr_name *nm = (const void *)rec;
+
+		if (len >= sizeof(*nm))
+			memcpy(t->name, nm->name, 16);
+		return 0;
+	}
+	case TR_REC_BLOCK:
+		if (len < sizeof(struct tr_block))
+			return -EINVAL;
+		return block(r, t, (const void *)rec, len);
+	default:
+		return 0; /* a record of a later version: skip it */
+	}
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0)
+{
+	struct run r = { .a = a, .t0 = t0 };
+	uint64_t start = sonde_clock_ns();
+	size_t i;
+	int rc;
+
+	a->t.log_bytes += len;
+	rc = sonde_ring_log__walk(log, len, on_record, &r);
+	/* calls still open when a thread's events stopped end at its last event */
+	for (i = 0; i < r.nthr && rc >= 0; i++) {
+		struct thread *t = &r.thr[i];
+
+		while (t->depth && rc >= 0) {
+			a->t.unfinished++;
+			rc = pop(&r, t, t->last_ns);
+		}
+		if (json_array_append_new(a->threads,
+					  json_pack("{s:i, s:i, s:i, s:s}", "pid", (int)t->pid,
+						    "tid", (int)t->tid, "serial", (int)t->serial,
+						    "name", t->name)))
+			rc = -ENOMEM;
+	}
+	a->t.threads += r.nthr;
+	for (i = 0; i < r.nthr; i++) {
+		free(r.thr[i].stk);
+		free(r.thr[i].active);
+	}
+	for (i = 0; i < r.nimgs; i++) {
+		free(r.imgs[i].mods);
+		u64map__release(&r.imgs[i].addr);
+	}
+	free(r.thr);
+	free(r.imgs);
+	u64map__release(&r.thr_index);
+	u64map__release(&r.img_index);
+	if (a->ncalib) {
+		qsort(a->calib, a->ncalib, sizeof(double), cmp_double);
+		a->t.cost_ns_per_call = a->calib[a->ncalib / 2];
+	}
+	a->t.analysis_ns += sonde_clock_ns() - start;
+	return rc;
+}
+
+/* ---- the profile --------------------------------------------------------------------------- */
+
+static const char *func_name(struct tr_analysis *a, struct tr_func *f)
+{
+	struct sonde_frame fr[16];
+	int n;
+
+	if (f->name)
+		return f->name;
+	n = sonde_symbols__resolve(a->sym, f->module, f->offset, false, fr, 16);
+	if (n > 0 && fr[n - 1].function)
+		f->name = strdup(fr[n - 1].function);
+	else if (asprintf(&f->name, "%s+0x%" PRIx64,
+			  strrchr(f->module, '/') ? strrchr(f->module, '/') + 1 : f->module,
+			  f->offset) < 0)
+		f->name = NULL;
+	return f->name ? f->name : "?";
+}
+
+static json_t *stats_json(const struct tr_analysis *a)
+{
+	const struct tr_totals *t = &a->t;
+	json_t *s = json_pack(
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "calls",
+		(json_int_t)t->calls, "sampled_out", (json_int_t)t->sampled_out, "lost",
+		(json_int_t)t->lost, "unwound", (json_int_t)t->unwound, "unfinished",
+		(json_int_t)t->unfinished, "unmatched_exits", (json_int_t)t->unmatched, "filtered",
+		(json_int_t)t->filtered, "blocks", (json_int_t)t->blocks, "log_bytes",
+		(json_int_t)t->log_bytes, "processes", (json_int_t)t->images, "threads",
+		(json_int_t)t->threads, "drain_cpu_ns", (json_int_t)t->drain_cpu_ns,
+		"analysis_ns", (json_int_t)t->analysis_ns, "slices_dropped",
+		(json_int_t)t->slices_dropped);
+
+	if (!s)
+		return NULL;
+	if (t->calls)
+		json_object_set_new(s, "bytes_per_call",
+				    json_real((double)t->log_bytes / (double)t->calls));
+	if (t->cost_ns_per_call > 0) {
+		json_object_set_new(s, "cost_ns_per_call", json_real(t->cost_ns_per_call));
+		json_object_set_new(s, "estimated_cost_ns",
+				    json_integer((json_int_t)((double)t->calls *
+							      t->cost_ns_per_call)));
+	}
+	return s;
+}
+
+static int write_rows(struct sonde_profile *p, long idx, const struct tr_func *f)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < f->nrows && !err; i++) {
+		const struct tr_row *w = &f->rows[i];
+
+		err |= sonde_profile__append(p, idx, "amount", json_integer((json_int_t)w->amount));
+		err |= sonde_profile__append(p, idx, "exclusive",
+					     json_integer((json_int_t)w->exclusive));
+		err |= sonde_profile__append(p, idx, "timestamp", json_integer((json_int_t)w->ts));
+		err |= sonde_profile__append(p, idx, "call-order",
+					     json_integer((json_int_t)w->order));
+		err |= sonde_profile__append(
+			p, idx, "structure-unit-size",
+			json_integer((json_int_t)(w->has_size ? w->size : w->order)));
+		err |= sonde_profile__append(p, idx, "thread", json_integer((json_int_t)w->tid));
+	}
+	return err ? -ENOMEM : 0;
+}
+
+static json_t *trace_json(struct tr_analysis *a)
+{
+	json_t *funcs = json_array(), *nodes = json_array(), *slices = json_array();
+	size_t i;
+
+	if (!funcs || !nodes || !slices)
+		goto fail;
+	for (i = 0; i < a->nfuncs; i++)
+		if (json_array_append_new(funcs, json_pack("{s:s, s:s}", "name",
+							   func_name(a, &a->funcs[i]), "module",
+							   a->funcs[i].module)))
+			goto fail;
+	for (i = 1; i < a->nnodes; i++) {
+		const struct tr_node *n = &a->nodes[i];
+
+		if (!n->calls)
+			continue; /* every call below it was filtered */
+		if (json_array_append_new(nodes, json_pack("[i, i, I, I, I]", (int)i, (int)n->parent,
+							   (json_int_t)n->func,
+							   (json_int_t)n->calls,
+							   (json_int_t)n->incl)) ||
+		    json_array_append_new(json_array_get(nodes, json_array_size(nodes) - 1),
+					  json_integer((json_int_t)n->excl)))
+			goto fail;
+	}
+	for (i = 0; i < a->nslices; i++) {
+		const struct tr_slice *s = &a->slices[i];
+
+		if (s->dur == UINT64_MAX || a->funcs[s->func].hidden || s->dur < a->min_time_ns)
+			continue;
+		if (json_array_append_new(slices, json_pack("[i, i, i, i, I, I]", (int)s->pid,
+							    (int)s->tid, (int)s->func,
+							    (int)s->depth, (json_int_t)s->start,
+							    (json_int_t)s->dur)))
+			goto fail;
+	}
+	return json_pack("{s:o, s:o, s:o, s:O, s:O}", "functions", funcs, "contexts", nodes,
+			 "slices", slices, "threads", a->threads, "processes", a->processes);
+fail:
+	json_decref(funcs);
+	json_decref(nodes);
+	json_decref(slices);
+	return NULL;
+}
+
+int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < a->nfuncs && !rc; i++) {
+		struct tr_func *f = &a->funcs[i];
+		json_t *extra, *summary;
+		long idx;
+
+		if (!f->calls)
+			continue;
+		summary = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "calls", (json_int_t)f->calls,
+				    "total", (json_int_t)f->total, "self", (json_int_t)f->self,
+				    "min", (json_int_t)f->min, "max", (json_int_t)f->max, "mean",
+				    (double)f->sum / (double)f->calls);
+		extra = json_pack("{s:s, s:o}", "location", f->module, "summary", summary);
+		idx = extra ? sonde_profile__resource(p, func_name(a, f), "mixed", "time", extra)
+			    : -ENOMEM;
+		json_decref(extra);
+		rc = idx < 0 ? (int)idx : write_rows(p, idx, f);
+	}
+	if (!rc) {
+		json_t *tr = trace_json(a), *st = stats_json(a);
+
+		rc = tr ? sonde_profile__set(sonde_profile__root(p), "trace", tr) : -ENOMEM;
+		if (!rc)
+			rc = st ? sonde_profile__set(sonde_profile__stats(p), "trace", st)
+				: -ENOMEM;
+		else
+			json_decref(st);
+	}
+	return rc;
+}

@@ -1,0 +1,83 @@
+/*
+ * trace.h - the trace collector's analysis: rebuilds every thread's calls from
+ * its event blocks and aggregates them per function, per calling context, and
+ * (for a window at the start) as timed slices for timelines.
+ */
+#ifndef SONDE_TRACE_COLLECTOR_H
+#define SONDE_TRACE_COLLECTOR_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <sonde/profile.h>
+#include <sonde/symbols.h>
+#include "../../u64map.h"
+#include "../rt-host.h"
+#include "proto.h"
+
+struct tr_row {
+	uint64_t amount, exclusive, ts, order, size;
+	uint32_t tid;
+	bool has_size;
+};
+
+struct tr_func {
+	char *module;
+	uint64_t offset;
+	char *name; /* set when written */
+	uint64_t calls, total, self, min, max, sum;
+	struct tr_row *rows;
+	size_t nrows, caprows;
+	uint64_t keep_every, seen;
+	bool hidden; /* left out by --filter/--exclude */
+};
+
+struct tr_node { /* calling-context tree; node 0 is the root */
+	uint32_t parent, func;
+	uint64_t calls, incl, excl;
+};
+
+struct tr_slice {
+	uint32_t pid, tid, func, depth;
+	uint64_t start, dur; /* ns since the collection started; dur UINT64_MAX: open */
+};
+
+struct tr_totals {
+	uint64_t calls, sampled_out, lost, unwound, unfinished, unmatched, filtered;
+	uint64_t blocks, log_bytes, images, threads;
+	double cost_ns_per_call; /* calibrated, median over images; 0: unknown */
+	uint64_t drain_cpu_ns, analysis_ns;
+	uint64_t slices_dropped;
+};
+
+struct tr_analysis {
+	/* options */
+	uint64_t min_time_ns, max_rows, max_slices;
+	regex_t filter, exclude;
+	bool has_filter, has_exclude;
+	struct rt_clock clock;
+	/* built across runs */
+	struct sonde_symbols *sym;
+	json_t *func_index; /* "module\x01offset" -> index */
+	struct tr_func *funcs;
+	size_t nfuncs, capfuncs;
+	struct tr_node *nodes;
+	size_t nnodes, capnodes;
+	struct u64map node_index; /* parent << 32 | func -> node */
+	struct tr_slice *slices;
+	size_t nslices, capslices;
+	json_t *threads;   /* [{pid, tid, name, serial}] */
+	json_t *processes; /* [{pid, serial, parent_serial, exe}] */
+	double *calib;
+	size_t ncalib, capcalib;
+	struct tr_totals t;
+};
+
+void tr_analysis__init(struct tr_analysis *a);
+void tr_analysis__release(struct tr_analysis *a);
+/* One run's part of the log; t0 is the collection's start (ns). */
+int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0);
+int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p);
+
+#endif

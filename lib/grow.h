@@ -1,0 +1,30 @@
+/*
+ * grow.h - grow a zero-filled array to hold at least need elements (doubling).
+ * Internal to libsonde.
+ */
+#ifndef SONDE_GROW_H
+#define SONDE_GROW_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline int sonde_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap ? *cap : 16;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	n = realloc(*p, c * size);
+	if (!n)
+		return -ENOMEM;
+	memset((char *)n + *cap * size, 0, (c - *cap) * size);
+	*p = n;
+	*cap = c;
+	return 0;
+}
+
+#endif
