@@ -62,6 +62,14 @@ int cli_csv_quote(struct sonde_strbuf *sb, const char *s);
 
 /* The memory view of a memory profile (top: sites and leaks listed). -EINVAL: not one. */
 int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out);
+/* Trace views and exports (view-trace.c); -EINVAL: not a trace profile. */
+extern const char *const cli_trace_sort_keys[];
+int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const char *sort,
+		    unsigned top, FILE *out);
+int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out);
+int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_strbuf *out,
+		     void (*frame)(struct sonde_strbuf *, const char *));
+int cli_trace_perfetto(const struct sonde_profile *p, struct sonde_strbuf *out);
 
 int cmd_export(int argc, char **argv);
 int cmd_init(int argc, char **argv);

@@ -326,7 +326,8 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		return EXIT_FAILURE_;
 	}
 	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by &&
-	    cli_show_memory(p, FMT_TEXT, 10, stdout) == -EINVAL)
+	    cli_show_memory(p, FMT_TEXT, 10, stdout) == -EINVAL &&
+	    cli_show_report(p, FMT_TEXT, "total", 10, stdout) == -EINVAL)
 		cli_show_table(p, FMT_TEXT, stdout);
 	sonde_strbuf__reset(&err);
 	if (out->interrupted_by) {

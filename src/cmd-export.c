@@ -1,9 +1,12 @@
 /*
- * cmd-export.c - `sonde export PROFILE --format folded|csv [-o FILE]`.
+ * cmd-export.c - `sonde export PROFILE --format folded|csv|perfetto [-o FILE]`.
  *
  * folded: one line per stack, frames from the outermost to the innermost
  *         joined by ';', then a space and the weight (flamegraph.pl, speedscope,
- *         inferno read it). Memory profiles weigh by bytes or by count.
+ *         inferno read it). Memory profiles weigh by bytes or by count, trace
+ *         profiles by exclusive time (ns) or by calls.
+ * perfetto: a Chrome/Perfetto trace-event JSON of a trace profile's timeline
+ *         (ui.perfetto.dev and chrome://tracing open it).
  * csv:    one line per value row of every resource: uid, type, subtype, then
  *         every column that any resource has (empty where a resource has none).
  */
@@ -13,12 +16,12 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: sonde export PROFILE --format folded|csv [--weight bytes|count] [-o FILE]\n"
+	"usage: sonde export PROFILE --format folded|csv|perfetto [--weight W] [-o FILE]\n"
 	"\n"
 	"Write a profile in another format, to FILE or to stdout.";
 
-static const char *const formats[] = { "folded", "csv", NULL };
-static const char *const weights[] = { "bytes", "count", NULL };
+static const char *const formats[] = { "folded", "csv", "perfetto", NULL };
+static const char *const weights[] = { "bytes", "count", "time", "calls", NULL };
 
 /* A frame's name in folded form: ';' and newlines would break the format. */
 static void add_frame(struct sonde_strbuf *sb, const char *fn)
@@ -145,7 +148,9 @@ int cmd_export(int argc, char **argv)
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "what to write", 0, 0, formats },
 		{ SONDE_OPT_CHOICE, 0, "weight", &weight, NULL,
-		  "folded memory stacks: weigh by bytes allocated or by allocations", 0, 0,
+		  "folded stacks: memory by bytes (default) or count; trace by time (default, "
+		  "exclusive ns) or calls",
+		  0, 0,
 		  weights },
 		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
 		  "write to FILE (default: stdout)" },
@@ -164,13 +169,28 @@ int cmd_export(int argc, char **argv)
 	if (argc != 1)
 		return cli_usage("export", argc ? "one profile at a time" : "which profile?");
 	if (!format)
-		return cli_usage("export", "which format? --format folded|csv");
+		return cli_usage("export", "which format? --format folded|csv|perfetto");
 	p = cli_load_profile("export", argv[0], &code);
 	if (!p)
 		return code;
-	rc = !strcmp(format, "folded")
-		     ? folded(p, !strcmp(weight, "count") ? "count" : "bytes", &sb)
-		     : csv(p, &sb);
+	if (!strcmp(format, "perfetto")) {
+		rc = cli_trace_perfetto(p, &sb);
+		if (rc == -EINVAL) {
+			cli_error("export", "'%s' has no timeline (a %s profile; perfetto needs a "
+					    "trace profile)",
+				  argv[0], sonde_profile__type(p));
+			sonde_profile__free(p);
+			return EXIT_UNSUPPORTED;
+		}
+	} else if (!strcmp(format, "folded") &&
+		   json_object_get(sonde_profile__root(p), "trace")) {
+		rc = cli_trace_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls"), &sb,
+				      add_frame);
+	} else {
+		rc = !strcmp(format, "folded")
+			     ? folded(p, !strcmp(weight, "count") ? "count" : "bytes", &sb)
+			     : csv(p, &sb);
+	}
 	if (rc == -ENOTSUP) {
 		cli_error("export", "'%s' has no stacks to fold (a %s profile)", argv[0],
 			  sonde_profile__type(p));

@@ -203,17 +203,26 @@ static const char usage[] =
 	"'sonde status') or N@i (the Nth profile registered for HEAD).\n"
 	"VIEW: table (default): summary statistics of every resource;\n"
 	"      memory: totals, top sites, leaks with their stacks, sizes and the\n"
-	"      heap over time (memory profiles).";
+	"      heap over time (memory profiles);\n"
+	"      report: per function calls, total, self, average, min and max time\n"
+	"      (trace profiles; --sort KEY);\n"
+	"      graph: the calling contexts with inclusive and exclusive time; as\n"
+	"      json, csv or markdown the caller -> callee edges (trace profiles).";
 
 int cmd_show(int argc, char **argv)
 {
-	const char *format = "text";
+	const char *format = "text", *sort = "total";
 	long long top = 20;
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "output format", 0, 0,
 		  cli_formats },
-		{ SONDE_OPT_INT, 'n', "top", &top, "N", "memory view: list N sites and leaks (20)",
-		  1, 1e9 },
+		{ SONDE_OPT_INT, 'n', "top", &top, "N",
+		  "memory: N sites and leaks; report: N functions; graph: N callees per "
+		  "context (20; 0: all)",
+		  0, 1e9 },
+		{ SONDE_OPT_CHOICE, 's', "sort", &sort, "KEY",
+		  "report: sort by total, self, calls, avg, min, max or name", 0, 0,
+		  cli_trace_sort_keys },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_profile *p;
@@ -231,19 +240,26 @@ int cmd_show(int argc, char **argv)
 	if (argc > 2)
 		return cli_usage("show", "too many arguments");
 	view = argc > 1 ? argv[1] : "table";
-	if (strcmp(view, "table") && strcmp(view, "memory"))
-		return cli_usage("show", "unknown view '%s' (views: table, memory)", view);
+	if (strcmp(view, "table") && strcmp(view, "memory") && strcmp(view, "report") &&
+	    strcmp(view, "graph"))
+		return cli_usage("show", "unknown view '%s' (views: table, memory, report, graph)",
+				 view);
 	p = cli_load_profile("show", argv[0], &code);
 	if (!p)
 		return code;
-	if (!strcmp(view, "memory")) {
-		int rc = cli_show_memory(p, cli_format_of(format), (unsigned)top, stdout);
+	if (strcmp(view, "table")) {
+		bool mem = !strcmp(view, "memory");
+		int rc = mem ? cli_show_memory(p, cli_format_of(format), (unsigned)top, stdout)
+			 : !strcmp(view, "report")
+				 ? cli_show_report(p, cli_format_of(format), sort, (unsigned)top,
+						   stdout)
+				 : cli_show_graph(p, cli_format_of(format), (unsigned)top, stdout);
 
 		if (rc == -EINVAL) {
-			cli_error("show",
-				  "'%s' is a %s profile: the memory view needs a memory "
-				  "profile (sonde collect memory)",
-				  argv[0], sonde_profile__type(p));
+			cli_error("show", "'%s' is a %s profile: the %s view needs a %s profile "
+					  "(sonde collect %s)",
+				  argv[0], sonde_profile__type(p), view, mem ? "memory" : "trace",
+				  mem ? "memory" : "trace");
 			code = EXIT_UNSUPPORTED;
 		} else if (rc) {
 			cli_error("show", "out of memory");

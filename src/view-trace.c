@@ -1,0 +1,479 @@
+/*
+ * view-trace.c - the views of a trace profile: `report` (per function calls,
+ * total, self, average, min, max, like `uftrace report`) and `graph` (the
+ * calling contexts as a tree with inclusive and exclusive time, and the
+ * caller -> callee edges), plus the trace exports: folded stacks weighted by
+ * exclusive time and a Chrome/Perfetto trace-event timeline.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/format.h>
+#include "cli.h"
+
+struct fsum {
+	const char *name, *module;
+	json_int_t calls, total, self, min, max;
+	double sum; /* sum of every call's duration (the average's numerator) */
+};
+
+static json_int_t iget(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+static const char *sort_key = "total";
+
+static int by_key(const void *a, const void *b)
+{
+	const struct fsum *x = a, *y = b;
+	double vx, vy;
+
+	if (!strcmp(sort_key, "name"))
+		return strcmp(x->name, y->name);
+	if (!strcmp(sort_key, "calls"))
+		vx = (double)x->calls, vy = (double)y->calls;
+	else if (!strcmp(sort_key, "self"))
+		vx = (double)x->self, vy = (double)y->self;
+	else if (!strcmp(sort_key, "avg"))
+		vx = x->sum / (double)x->calls, vy = y->sum / (double)y->calls;
+	else if (!strcmp(sort_key, "min"))
+		vx = (double)x->min, vy = (double)y->min;
+	else if (!strcmp(sort_key, "max"))
+		vx = (double)x->max, vy = (double)y->max;
+	else
+		vx = (double)x->total, vy = (double)y->total;
+	return vx < vy ? 1 : vx > vy ? -1 : strcmp(x->name, y->name);
+}
+
+const char *const cli_trace_sort_keys[] = { "total", "self", "calls", "avg", "min", "max", "name",
+					    NULL };
+
+/* Per function sums over the profile's resources (one per name and module). */
+static struct fsum *sums(const struct sonde_profile *p, size_t *n)
+{
+	size_t nres = sonde_profile__resource_count(p), i, k = 0;
+	struct fsum *s = calloc(nres + 1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < nres; i++) {
+		json_t *fixed, *cols, *sum;
+
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		sum = json_object_get(fixed, "summary");
+		if (!json_is_object(sum))
+			continue;
+		s[k].name = json_string_value(json_object_get(fixed, "uid")) ?: "?";
+		s[k].module = json_string_value(json_object_get(fixed, "location")) ?: "";
+		s[k].calls = iget(sum, "calls");
+		s[k].total = iget(sum, "total");
+		s[k].self = iget(sum, "self");
+		s[k].min = iget(sum, "min");
+		s[k].max = iget(sum, "max");
+		s[k].sum = json_number_value(json_object_get(sum, "mean")) * (double)s[k].calls;
+		if (s[k].calls)
+			k++;
+	}
+	*n = k;
+	return s;
+}
+
+static const char *dur(double ns, char *buf, size_t len)
+{
+	return sonde_format__duration(ns, buf, len);
+}
+
+int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const char *sort,
+		    unsigned top, FILE *out)
+{
+	json_t *t = json_object_get(sonde_profile__stats(p), "trace");
+	struct fsum *s;
+	size_t n, i;
+	char a[32], b[32], c[32], d[32], e[32];
+
+	if (!json_is_object(t))
+		return -EINVAL;
+	s = sums(p, &n);
+	if (!s)
+		return -ENOMEM;
+	sort_key = sort ? sort : "total";
+	qsort(s, n, sizeof(*s), by_key);
+	if (top && n > top)
+		n = top;
+	if (fmt == FMT_JSON) {
+		json_t *doc = json_pack("{s:O, s:[]}", "totals", t, "functions");
+
+		for (i = 0; doc && i < n; i++)
+			json_array_append_new(
+				json_object_get(doc, "functions"),
+				json_pack("{s:s, s:s, s:I, s:I, s:I, s:f, s:I, s:I}", "function",
+					  s[i].name, "module", s[i].module, "calls", s[i].calls,
+					  "total_ns", s[i].total, "self_ns", s[i].self, "avg_ns",
+					  s[i].sum / (double)s[i].calls, "min_ns", s[i].min, "max_ns",
+					  s[i].max));
+		json_dumpf(doc, out, JSON_INDENT(2));
+		fputc('\n', out);
+		json_decref(doc);
+	} else if (fmt == FMT_CSV || fmt == FMT_MARKDOWN) {
+		bool md = fmt == FMT_MARKDOWN;
+
+		fputs(md ? "| function | calls | total ns | self ns | avg ns | min ns | max ns |\n"
+			   "|---|---:|---:|---:|---:|---:|---:|\n"
+			 : "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns\n",
+		      out);
+		for (i = 0; i < n; i++) {
+			struct sonde_strbuf q = SONDE_STRBUF_INIT;
+
+			if (!md)
+				cli_csv_quote(&q, s[i].name);
+			fprintf(out,
+				md ? "| `%s` | %lld | %lld | %lld | %.1f | %lld | %lld |\n"
+				   : "%s,%lld,%lld,%lld,%.1f,%lld,%lld\n",
+				md ? s[i].name : q.buf ? q.buf : "\"\"", (long long)s[i].calls,
+				(long long)s[i].total, (long long)s[i].self,
+				s[i].sum / (double)s[i].calls, (long long)s[i].min,
+				(long long)s[i].max);
+			sonde_strbuf__release(&q);
+		}
+	} else {
+		fprintf(out, "%s  (trace)\n\n",
+			json_string_value(json_object_get(sonde_profile__header(p), "cmd")) ?: "?");
+		fprintf(out, "  calls %lld in %lld thread(s) of %lld process(es)",
+			(long long)iget(t, "calls"), (long long)iget(t, "threads"),
+			(long long)iget(t, "processes"));
+		if (json_object_get(t, "estimated_cost_ns"))
+			fprintf(out, "; tracing cost about %s (%.1f ns per call)",
+				dur((double)iget(t, "estimated_cost_ns"), a, sizeof(a)),
+				json_number_value(json_object_get(t, "cost_ns_per_call")));
+		fputc('\n', out);
+		if (iget(t, "sampled_out") || iget(t, "lost") || iget(t, "unwound") ||
+		    iget(t, "unfinished"))
+			fprintf(out,
+				"  sampled out %lld, lost %lld, unwound %lld, unfinished %lld\n",
+				(long long)iget(t, "sampled_out"), (long long)iget(t, "lost"),
+				(long long)iget(t, "unwound"), (long long)iget(t, "unfinished"));
+		fprintf(out, "\n  %10s %10s %10s %10s %10s %10s  %s\n", "total", "self", "calls",
+			"avg", "min", "max", "function");
+		for (i = 0; i < n; i++)
+			fprintf(out, "  %10s %10s %10lld %10s %10s %10s  %s\n",
+				dur((double)s[i].total, a, sizeof(a)),
+				dur((double)s[i].self, b, sizeof(b)), (long long)s[i].calls,
+				dur(s[i].sum / (double)s[i].calls, c, sizeof(c)),
+				dur((double)s[i].min, d, sizeof(d)),
+				dur((double)s[i].max, e, sizeof(e)), s[i].name);
+	}
+	free(s);
+	return 0;
+}
+
+/* ---- the calling contexts ------------------------------------------------------------------ */
+
+struct ctx {
+	json_int_t id, parent, func, calls, incl, excl;
+	size_t first_child, nchildren;
+};
+
+struct cct {
+	json_t *funcs;
+	struct ctx *c;
+	size_t n;
+	size_t *children; /* indices into c, grouped by parent */
+};
+
+static const char *fname(const struct cct *t, json_int_t f)
+{
+	return json_string_value(json_object_get(json_array_get(t->funcs, (size_t)f), "name"))
+		       ?: "?";
+}
+
+static int by_incl(const void *a, const void *b, void *arg)
+{
+	const struct ctx *c = arg;
+	const struct ctx *x = &c[*(const size_t *)a], *y = &c[*(const size_t *)b];
+
+	return x->incl < y->incl ? 1 : x->incl > y->incl ? -1 : 0;
+}
+
+/* Load trace.contexts; node ids map to positions (+1: 0 is the root). */
+static int cct_load(const struct sonde_profile *p, struct cct *t)
+{
+	json_t *tr = json_object_get(sonde_profile__root(p), "trace"), *nodes, *row;
+	json_int_t maxid = 0;
+	size_t i, *count, *pos;
+	json_int_t *where;
+
+	memset(t, 0, sizeof(*t));
+	nodes = json_object_get(tr, "contexts");
+	t->funcs = json_object_get(tr, "functions");
+	if (!json_is_array(nodes) || !json_is_array(t->funcs))
+		return -EINVAL;
+	t->n = json_array_size(nodes) + 1;
+	t->c = calloc(t->n, sizeof(*t->c));
+	t->children = calloc(t->n, sizeof(*t->children));
+	if (!t->c || !t->children)
+		return -ENOMEM;
+	json_array_foreach(nodes, i, row)
+	{
+		struct ctx *c = &t->c[i + 1];
+
+		c->id = json_integer_value(json_array_get(row, 0));
+		c->parent = json_integer_value(json_array_get(row, 1));
+		c->func = json_integer_value(json_array_get(row, 2));
+		c->calls = json_integer_value(json_array_get(row, 3));
+		c->incl = json_integer_value(json_array_get(row, 4));
+		c->excl = json_integer_value(json_array_get(row, 5));
+		maxid = c->id > maxid ? c->id : maxid;
+	}
+	/* parents by id -> position */
+	where = calloc((size_t)maxid + 1, sizeof(*where));
+	count = calloc(t->n + 1, sizeof(*count));
+	pos = calloc(t->n + 1, sizeof(*pos));
+	if (!where || !count || !pos) {
+		free(where);
+		free(count);
+		free(pos);
+		return -ENOMEM;
+	}
+	for (i = 1; i < t->n; i++)
+		where[t->c[i].id] = (json_int_t)i;
+	for (i = 1; i < t->n; i++) {
+		json_int_t par = t->c[i].parent;
+
+		t->c[i].parent = par > 0 && par <= maxid ? where[par] : 0;
+		count[t->c[i].parent]++;
+	}
+	for (i = 1; i <= t->n; i++)
+		pos[i] = pos[i - 1] + count[i - 1];
+	for (i = 0; i < t->n; i++) {
+		t->c[i].first_child = pos[i];
+		t->c[i].nchildren = count[i];
+	}
+	memset(count, 0, (t->n + 1) * sizeof(*count));
+	for (i = 1; i < t->n; i++) {
+		size_t par = (size_t)t->c[i].parent;
+
+		t->children[t->c[par].first_child + count[par]++] = i;
+	}
+	for (i = 0; i < t->n; i++)
+		qsort_r(t->children + t->c[i].first_child, t->c[i].nchildren, sizeof(size_t),
+			by_incl, t->c);
+	free(where);
+	free(count);
+	free(pos);
+	return 0;
+}
+
+static void cct_free(struct cct *t)
+{
+	free(t->c);
+	free(t->children);
+}
+
+static void tree(const struct cct *t, size_t i, unsigned depth, unsigned top, FILE *out)
+{
+	const struct ctx *c = &t->c[i];
+	char a[32], b[32];
+	size_t k;
+
+	if (i) {
+		fprintf(out, "  %10s %10s %10lld  %*s%s\n", dur((double)c->incl, a, sizeof(a)),
+			dur((double)c->excl, b, sizeof(b)), (long long)c->calls, (int)(depth * 2),
+			"", fname(t, c->func));
+		depth++;
+	}
+	for (k = 0; k < c->nchildren; k++) {
+		if (top && k == top) {
+			fprintf(out, "  %10s %10s %10s  %*s(%zu more)\n", "", "", "", (int)(depth * 2),
+				"", c->nchildren - top);
+			break;
+		}
+		tree(t, t->children[c->first_child + k], depth, top, out);
+	}
+}
+
+int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out)
+{
+	struct cct t;
+	int rc = cct_load(p, &t);
+	size_t i;
+
+	if (rc) {
+		cct_free(&t);
+		return rc;
+	}
+	if (fmt == FMT_TEXT) {
+		fprintf(out, "%s  (trace: calling contexts)\n\n",
+			json_string_value(json_object_get(sonde_profile__header(p), "cmd")) ?: "?");
+		fprintf(out, "  %10s %10s %10s  %s\n", "inclusive", "exclusive", "calls",
+			"function");
+		tree(&t, 0, 0, top, out);
+	} else {
+		/* edges: caller -> callee, summed over contexts */
+		json_t *edges = json_object(), *list = json_array(), *v;
+		const char *key;
+
+		for (i = 1; edges && i < t.n; i++) {
+			const struct ctx *c = &t.c[i];
+			const char *caller = c->parent ? fname(&t, t.c[c->parent].func) : "";
+			char k[1024];
+			json_t *e;
+
+			snprintf(k, sizeof(k), "%s\x01%s", caller, fname(&t, c->func));
+			e = json_object_get(edges, k);
+			if (!e) {
+				e = json_pack("{s:s, s:s, s:I, s:I}", "caller", caller, "callee",
+					      fname(&t, c->func), "calls", (json_int_t)0, "time_ns",
+					      (json_int_t)0);
+				json_object_set_new(edges, k, e);
+			}
+			json_object_set_new(e, "calls",
+					    json_integer(iget(e, "calls") + c->calls));
+			json_object_set_new(e, "time_ns", json_integer(iget(e, "time_ns") + c->incl));
+		}
+		json_object_foreach(edges, key, v) json_array_append(list, v);
+		if (fmt == FMT_JSON) {
+			json_dumpf(list, out, JSON_INDENT(2));
+			fputc('\n', out);
+		} else {
+			bool md = fmt == FMT_MARKDOWN;
+
+			fputs(md ? "| caller | callee | calls | time ns |\n|---|---|---:|---:|\n"
+				 : "caller,callee,calls,time_ns\n",
+			      out);
+			json_array_foreach(list, i, v)
+			{
+				struct sonde_strbuf x = SONDE_STRBUF_INIT, y = SONDE_STRBUF_INIT;
+				const char *cr = json_string_value(json_object_get(v, "caller"));
+				const char *ce = json_string_value(json_object_get(v, "callee"));
+
+				if (!md) {
+					cli_csv_quote(&x, cr);
+					cli_csv_quote(&y, ce);
+				}
+				fprintf(out, md ? "| `%s` | `%s` | %lld | %lld |\n" : "%s,%s,%lld,%lld\n",
+					md ? cr : x.buf ? x.buf : "\"\"",
+					md ? ce : y.buf ? y.buf : "\"\"",
+					(long long)iget(v, "calls"), (long long)iget(v, "time_ns"));
+				sonde_strbuf__release(&x);
+				sonde_strbuf__release(&y);
+			}
+		}
+		json_decref(list);
+		json_decref(edges);
+	}
+	cct_free(&t);
+	return 0;
+}
+
+/* ---- exports -------------------------------------------------------------------------------- */
+
+static void path_of(const struct cct *t, size_t i, struct sonde_strbuf *sb,
+		    void (*frame)(struct sonde_strbuf *, const char *))
+{
+	if (!i)
+		return;
+	path_of(t, (size_t)t->c[i].parent, sb, frame);
+	if (t->c[i].parent)
+		sonde_strbuf__addch(sb, ';');
+	frame(sb, fname(t, t->c[i].func));
+}
+
+int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_strbuf *out,
+		     void (*frame)(struct sonde_strbuf *, const char *))
+{
+	struct cct t;
+	int rc = cct_load(p, &t);
+	size_t i;
+
+	for (i = 1; !rc && i < t.n; i++) {
+		json_int_t w = by_calls ? t.c[i].calls : t.c[i].excl;
+
+		if (w <= 0)
+			continue;
+		path_of(&t, i, out, frame);
+		sonde_strbuf__addf(out, " %lld\n", (long long)w);
+	}
+	cct_free(&t);
+	return rc;
+}
+
+struct slice {
+	json_int_t pid, tid, func, depth, start, dur;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct slice *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+int cli_trace_perfetto(const struct sonde_profile *p, struct sonde_strbuf *out)
+{
+	json_t *tr = json_object_get(sonde_profile__root(p), "trace");
+	json_t *slices = json_object_get(tr, "slices"), *funcs = json_object_get(tr, "functions");
+	json_t *doc, *ev, *x;
+	struct slice *s;
+	size_t i, n;
+	char *text;
+
+	if (!json_is_array(slices) || !json_is_array(funcs))
+		return -EINVAL;
+	n = json_array_size(slices);
+	s = calloc(n + 1, sizeof(*s));
+	doc = json_pack("{s:[], s:s}", "traceEvents", "displayTimeUnit", "ns");
+	if (!s || !doc) {
+		free(s);
+		json_decref(doc);
+		return -ENOMEM;
+	}
+	ev = json_object_get(doc, "traceEvents");
+	json_array_foreach(json_object_get(tr, "processes"), i, x)
+		json_array_append_new(
+			ev, json_pack("{s:s, s:s, s:I, s:{s:O}}", "ph", "M", "name", "process_name",
+				      "pid", iget(x, "pid"), "args", "name", json_object_get(x, "exe")));
+	json_array_foreach(json_object_get(tr, "threads"), i, x)
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:I, s:I, s:{s:O}}", "ph", "M",
+						    "name", "thread_name", "pid", iget(x, "pid"),
+						    "tid", iget(x, "tid"), "args", "name",
+						    json_object_get(x, "name")));
+	json_array_foreach(slices, i, x)
+	{
+		s[i].pid = json_integer_value(json_array_get(x, 0));
+		s[i].tid = json_integer_value(json_array_get(x, 1));
+		s[i].func = json_integer_value(json_array_get(x, 2));
+		s[i].depth = json_integer_value(json_array_get(x, 3));
+		s[i].start = json_integer_value(json_array_get(x, 4));
+		s[i].dur = json_integer_value(json_array_get(x, 5));
+	}
+	/* per thread by start, parents before children: nested slices */
+	qsort(s, n, sizeof(*s), by_start);
+	for (i = 0; i < n; i++) {
+		json_t *name = json_object_get(json_array_get(funcs, (size_t)s[i].func), "name");
+
+		/* trace-event times are µs; ns precision kept in the fraction */
+		if (json_array_append_new(ev, json_pack("{s:s, s:O, s:s, s:I, s:I, s:f, s:f}", "ph",
+							"X", "name", name, "cat", "function", "pid",
+							s[i].pid, "tid", s[i].tid, "ts",
+							(double)s[i].start / 1000.0, "dur",
+							(double)s[i].dur / 1000.0)))
+			break;
+	}
+	free(s);
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!text)
+		return -ENOMEM;
+	sonde_strbuf__adds(out, text);
+	sonde_strbuf__addch(out, '\n');
+	free(text);
+	return 0;
+}
