@@ -100,8 +100,14 @@ static inline uint64_t now(void)
 
 static void close_block(struct tthread *t)
 {
+	struct tr_block *b = (struct tr_block *)(void *)t->ev - 1;
+
 	if (!t->ev)
 		return;
+	/* what sampling and re-entered hooks left out while this block was open */
+	b->sampled_out = t->sampled_out;
+	b->lost = t->lost;
+	t->sampled_out = t->lost = 0;
 	sonde_ring__close(&t->w, (uint32_t)sizeof(struct tr_block) + t->used * 4);
 	t->ev = NULL;
 	t->used = t->cap = 0;
@@ -116,11 +122,8 @@ static bool open_block(struct tthread *t, uint64_t ts)
 	b = sonde_ring__open(&t->w, TR_REC_BLOCK, BLOCK_BYTES);
 	if (!b)
 		return false;
-	b->sampled_out = t->sampled_out;
-	b->lost = t->lost;
-	b->pad = 0;
+	b->sampled_out = b->lost = b->pad = 0;
 	b->base = ts;
-	t->sampled_out = t->lost = 0;
 	t->ev = b->ev;
 	t->cap = CAP_WORDS;
 	t->used = 0;
@@ -557,6 +560,7 @@ static void calibrate(struct tthread *t)
 	enum { ROUNDS = 31, PAIRS = 256 };
 	static uint32_t scratch[PAIRS * 3 + 8];
 	uint32_t *ev = t->ev, used = t->used, cap = t->cap, depth = t->depth;
+	uint32_t sampled_out = t->sampled_out;
 	uint64_t base = t->base, r[ROUNDS];
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	struct tr_calib *c;
@@ -586,6 +590,7 @@ static void calibrate(struct tthread *t)
 	t->cap = cap;
 	t->depth = depth;
 	t->base = base;
+	t->sampled_out = sampled_out;
 	sonde_ring__open_fill(&t->w, 0);
 	qsort(r, ROUNDS, sizeof(r[0]), cmp_u64);
 	c = sonde_ring__reserve(&t->w, TR_REC_CALIB, sizeof(*c));

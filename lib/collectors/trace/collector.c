@@ -136,6 +136,21 @@ struct rule_match {
 	unsigned matched;
 };
 
+static int push_rule(struct rules *rs, uint32_t module, uint32_t every, uint64_t addr)
+{
+	if (rs->h.nrules == rs->caprules) {
+		size_t cap = rs->caprules ? rs->caprules * 2 : 64;
+		void *n = realloc(rs->r, cap * sizeof(*rs->r));
+
+		if (!n)
+			return -ENOMEM;
+		rs->r = n;
+		rs->caprules = cap;
+	}
+	rs->r[rs->h.nrules++] = (struct tr_rule){ module, every, addr };
+	return 0;
+}
+
 static int match_rule(void *ctx, const char *name, uint64_t addr)
 {
 	struct rule_match *m = ctx;
@@ -147,18 +162,16 @@ static int match_rule(void *ctx, const char *name, uint64_t addr)
 	if (strcmp(name, m->want) != 0 && strcmp(dm, m->want) != 0 &&
 	    !(strncmp(dm, m->want, wl) == 0 && dm[wl] == '('))
 		return 0;
-	if (rs->h.nrules == rs->caprules) {
-		size_t cap = rs->caprules ? rs->caprules * 2 : 16;
-		void *n = realloc(rs->r, cap * sizeof(*rs->r));
-
-		if (!n)
-			return -ENOMEM;
-		rs->r = n;
-		rs->caprules = cap;
-	}
-	rs->r[rs->h.nrules++] = (struct tr_rule){ m->module, m->every, addr };
 	m->matched++;
-	return 0;
+	return push_rule(rs, m->module, m->every, addr);
+}
+
+static int add_every(void *ctx, const char *name, uint64_t addr)
+{
+	struct rule_match *m = ctx;
+
+	(void)name;
+	return push_rule(m->rs, 0, m->every, addr);
 }
 
 static uint32_t rules_module(struct rules *rs, const char *lib)
@@ -448,7 +461,14 @@ static int trace_before(struct sonde_collection *c)
 	}
 	snprintf(rs.names[0], TR_RULE_NAME, "%s", binary);
 	rs.h.nmodules = 1;
-	for (i = 0; json_is_array(funcs) && i < json_array_size(funcs); i++) {
+	/* global sampling counts per function: every function of the binary gets a
+	   rule (the runtime's counters live in them); -f rules, added later, win */
+	if (rs.h.default_every > 1) {
+		struct rule_match m = { .rs = &rs, .sym = st->a.sym, .every = rs.h.default_every };
+
+		rc = elf_functions(binary, add_every, &m);
+	}
+	for (i = 0; !rc && json_is_array(funcs) && i < json_array_size(funcs); i++) {
 		rc = add_func_rule(c, &rs, st->a.sym, binary,
 				   json_string_value(json_array_get(funcs, i)),
 				   global ? (uint32_t)global : sampled ? 20 : 1);

@@ -59,8 +59,8 @@ enum tr_special {
 
 struct tr_block {
 	uint32_t hdr;
-	uint32_t sampled_out; /* calls left out by sampling since the previous block */
-	uint32_t lost;	      /* events a re-entered hook (signal handler) could not record */
+	uint32_t sampled_out; /* calls sampling left out while the block was open (set at close) */
+	uint32_t lost;	      /* calls a re-entered hook (signal handler) could not record */
 	uint32_t pad;
 	uint64_t base; /* tick the offsets count from */
 	uint32_t ev[];

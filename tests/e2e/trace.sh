@@ -1,0 +1,3 @@
+#!/bin/sh
+. "$SRC/tests/e2e/lib.sh"
+finish
