@@ -481,8 +481,10 @@ int cmd_collect(int argc, char **argv)
 	rc = sonde_session__before(s, &err);
 	if (rc) {
 		cli_error("collect", "%s", err.buf);
+		/* -EINVAL from a collector: one of its options has a bad value */
 		code = rc == -ENOENT   ? EXIT_NOTFOUND
 		       : rc == -EACCES ? EXIT_NOEXEC
+		       : rc == -EINVAL ? EXIT_USAGE
 				       : cli_exit_code(rc);
 		goto out;
 	}

@@ -1,3 +1,128 @@
 #!/bin/sh
+# The trace collector (instrument engine): exact call counts and nesting from
+# programs with known answers; recursion, mutual recursion, threads, fork +
+# exec, longjmp, a C++ exception, a signal handler; sizes; strategies, rules
+# and filters; the report and graph views; folded and Perfetto exports.
 . "$SRC/tests/e2e/lib.sh"
+
+# calls FILE FUNC: the calls of FUNC recorded in a trace profile
+calls() { jq -r --arg f "$2" '[.resource_type_map[] | select(.uid == $f) | .summary.calls] | add // 0' "$1"; }
+# parent FILE FUNC: the functions whose contexts call FUNC, sorted, joined by ','
+parent() {
+	jq -r --arg f "$2" '.trace as $t | [$t.contexts[] as $c | select($t.functions[$c[2]].name == $f)
+		| ($t.contexts[] | select(.[0] == $c[1]) | $t.functions[.[2]].name) // "-"] | unique | join(",")' "$1"
+}
+
+# ---- known counts ------------------------------------------------------------------------
+run collect trace -o calls.json -- "$PROGS/t-calls"
+check "collect trace exits 0" [ "$rc" = 0 ]
+check "profile matches the schema" validate calls.json
+check "profile type is mixed" jq_eq calls.json .header.type mixed
+check "the report is printed" has "$out" "function"
+check "fib(15): 1973 calls" [ "$(calls calls.json fib)" = 1973 ]
+check "mutual recursion: is_even 6, is_odd 5" [ "$(calls calls.json is_even),$(calls calls.json is_odd)" = "6,5" ]
+check "leaf: 100 calls" [ "$(calls calls.json leaf)" = 100 ]
+check "main: 1 call, nothing unmatched" [ "$(calls calls.json main),$(jq .stats.trace.unmatched_exits calls.json)" = "1,0" ]
+check "stats count every call" jq_eq calls.json .stats.trace.calls 2090
+check "at most 16 bytes per call" [ "$(jq '.stats.trace.bytes_per_call <= 16' calls.json)" = true ]
+check "a calibrated cost per call" [ "$(jq '.stats.trace.cost_ns_per_call > 0 and .stats.trace.estimated_cost_ns > 0' calls.json)" = true ]
+check "sonde_trace_size: sizes 10..50" [ "$(jq -c '.resources["sized#0"]["structure-unit-size"]' calls.json)" = "[10,20,30,40,50]" ]
+check "without a size, x is the call's ordinal" [ "$(jq -c '.resources["leaf#0"]["structure-unit-size"][0:3]' calls.json)" = "[1,2,3]" ]
+check "columns: amount, exclusive, timestamp, call-order, thread" \
+	[ "$(jq -c '.resources["fib#0"] | [has("amount"), has("exclusive"), has("timestamp"), has("call-order"), has("thread")] | all' calls.json)" = true ]
+check "exclusive <= amount in every row" \
+	[ "$(jq '[.resources[] | [.amount, .exclusive] | transpose[] | .[1] <= .[0]] | all' calls.json)" = true ]
+check "fib is called by main and by fib" [ "$(parent calls.json fib)" = "fib,main" ]
+
+# ---- views and exports ------------------------------------------------------------------
+run show calls.json report --sort calls -n 2 -f csv
+check "report --sort calls: fib first" [ "$(printf '%s\n' "$out" | sed -n 2p | cut -d, -f1,2)" = "\"fib\",1973" ]
+run show calls.json graph
+check "graph shows the nested contexts" has "$out" "      fib"
+run show calls.json graph -f json
+check "graph edges: main -> leaf 100 calls" [ "$(printf '%s' "$out" | jq '.[] | select(.caller == "main" and .callee == "leaf") | .calls')" = 100 ]
+run export calls.json --format folded
+check "folded: main;fib;fib stacks" has "$out" "main;fib;fib "
+check "folded weights sum to main's inclusive time" \
+	[ "$(printf '%s\n' "$out" | awk '{s += $NF} END {print s}')" = "$(jq '.resource_type_map[] | select(.uid == "main") | .summary.total' calls.json)" ]
+run export calls.json --format perfetto -o calls.trace.json
+check "perfetto export exits 0" [ "$rc" = 0 ]
+check "perfetto: thread and process names" [ "$(jq '[.traceEvents[] | select(.ph == "M") | .name] | sort | unique | join(",")' calls.trace.json)" = '"process_name,thread_name"' ]
+check "perfetto: one slice per call" [ "$(jq '[.traceEvents[] | select(.ph == "X")] | length' calls.trace.json)" = 2090 ]
+nested() {
+	python3 - "$1" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+stacks = {}
+for e in ev:  # in file order: by thread, then start
+    st = stacks.setdefault((e["pid"], e["tid"]), [])
+    while st and e["ts"] >= st[-1] - 1e-6:
+        st.pop()
+    if st and e["ts"] + e["dur"] > st[-1] + 1e-6:
+        sys.exit("slice %s crosses its parent" % e["name"])
+    st.append(e["ts"] + e["dur"])
+PY
+}
+check "perfetto: slices nest properly" nested calls.trace.json
+run export "$PROGS/../tests/programs/missing.json" --format perfetto
+check "export of a missing profile fails" [ "$rc" != 0 ]
+
+# ---- threads, fork + exec, longjmp, exceptions, signals ---------------------------------------
+run collect trace -q -o threads.json -- "$PROGS/t-threads"
+check "threads: 4000 calls of work in 4 threads" [ "$(calls threads.json work),$(jq '[.resources["work#0"].thread[]] | unique | length' threads.json)" = "4000,4" ]
+check "threads: 5 threads" jq_eq threads.json .stats.trace.threads 5
+run collect trace -q -o fork.json -- "$PROGS/t-fork"
+check "fork + exec: 3 process images" jq_eq fork.json .stats.trace.processes 3
+check "fork: 10 calls in the child, 5 in the parent" [ "$(calls fork.json in_child),$(calls fork.json in_parent)" = "10,5" ]
+check "exec: the new image's fib(10) and 7 leaves" [ "$(calls fork.json fib),$(calls fork.json leaf)" = "177,7" ]
+check "fork: the child's inherited calls are not its own" [ "$(calls fork.json main)" = 2 ]
+run collect trace -q -o jmp.json -- "$PROGS/t-jmp"
+check "longjmp: a, b, c end unwound" [ "$(jq .stats.trace.unwound jmp.json),$(calls jmp.json a),$(calls jmp.json c)" = "3,1,1" ]
+check "longjmp: after() is outer's callee, not c's" [ "$(parent jmp.json after)" = outer ]
+check "signal handler: 3 calls of in_handler under handler" [ "$(calls jmp.json in_handler),$(parent jmp.json in_handler)" = "3,handler" ]
+check "longjmp: nothing unmatched or unfinished" [ "$(jq '.stats.trace.unmatched_exits + .stats.trace.unfinished' jmp.json)" = 0 ]
+run collect trace -q -o cxx.json -- "$PROGS/t-cxx"
+check "exception: thrower, middle, catcher once each" [ "$(calls cxx.json 'thrower()'),$(calls cxx.json 'middle()'),$(calls cxx.json 'catcher()')" = "1,1,1" ]
+check "exception: after() is catcher's callee" [ "$(parent cxx.json 'after()')" = "catcher()" ]
+
+# ---- strategies, rules, filters ----------------------------------------------------------------
+run collect trace -q -s custom -f fib -o x.json -- "$PROGS/t-calls"
+check "custom -f fib: only fib" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["fib"]' ]
+run collect trace -q -g 10 -o x.json -- "$PROGS/t-calls"
+check "-g 10: every 10th call (fib 198, leaf 10)" [ "$(calls x.json fib),$(calls x.json leaf)" = "198,10" ]
+check "-g 10: the rest counted as sampled out" [ "$(jq '.stats.trace.sampled_out + .stats.trace.calls' x.json)" = 2090 ]
+run collect trace -q -s u_sampled -f 'leaf#1' -o x.json -- "$PROGS/t-calls"
+check "u_sampled with a rule: the rule wins (leaf 100, fib 99)" [ "$(calls x.json leaf),$(calls x.json fib)" = "100,99" ]
+run collect trace -q --depth 1 -o x.json -- "$PROGS/t-calls"
+check "--depth 1: only main" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["main"]' ]
+run collect trace -q --exclude '^fib$' -o x.json -- "$PROGS/t-calls"
+check "--exclude fib: no fib, its time is main's own" [ "$(calls x.json fib),$(jq '[.resource_type_map[] | select(.uid == "main") | .summary.self > 0] | all' x.json)" = "0,true" ]
+run collect trace -q --filter '^is_' -o x.json -- "$PROGS/t-calls"
+check "--filter ^is_: is_even and is_odd only" [ "$(jq -c '[.resource_type_map[].uid] | sort' x.json)" = '["is_even","is_odd"]' ]
+run collect trace -q --min-time 1ms -o x.json -- "$PROGS/t-calls"
+check "--min-time 1ms: no leaf" [ "$(calls x.json leaf)" = 0 ]
+
+# ---- errors --------------------------------------------------------------------------------------
+run collect trace -o x2.json -- "$PROGS/s-exit" 0
+check "a program without -finstrument-functions: exit 3" [ "$rc" = 3 ]
+check "... with one clear line" has "$err" "finstrument-functions"
+check "... and no profile" [ ! -e x2.json ]
+run collect trace -o x2.json -- "$PROGS/s-static"
+check "a static program: exit 3" [ "$rc" = 3 ]
+run collect trace -f nosuchfunction -o x2.json -- "$PROGS/t-calls"
+check "an -f rule that matches nothing: exit 2" [ "$rc" = 2 ]
+check "... and says so" has "$err" "no function 'nosuchfunction'"
+run collect trace --min-time soon -o x2.json -- "$PROGS/t-calls"
+check "a bad --min-time: exit 2, one line" [ "$rc" = 2 ]
+check "... saying what a duration is" has "$err" "expected a duration"
+run collect trace --filter '(' -o x2.json -- "$PROGS/t-calls"
+check "a bad --filter regex: one line" has "$err" "--filter '('"
+run show calls.json memory
+check "the memory view of a trace profile: exit 3" [ "$rc" = 3 ]
+run collect time -q -o t.json -- "$PROGS/s-exit" 0
+run show t.json report
+check "the report of a time profile: exit 3" [ "$rc" = 3 ]
+check "... because it needs a trace profile" has "$err" "needs a trace profile"
+run export t.json --format perfetto
+check "perfetto export of a time profile: exit 3" [ "$rc" = 3 ]
 finish

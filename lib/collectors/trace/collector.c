@@ -273,7 +273,7 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 			sonde_collection__fail(c, "-f rule '%s': cannot find library '%s'", spec,
 					       lib);
 			free(copy);
-			return -ENOENT;
+			return -EINVAL;
 		}
 		m.module = rules_module(rs, path);
 		rc = elf_functions(path, match_rule, &m);
@@ -285,7 +285,7 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 	if (!rc && !m.matched) {
 		sonde_collection__fail(c, "-f rule '%s': no function '%s' in %s", spec, m.want,
 				       lib && *lib ? lib : binary);
-		rc = -ENOENT;
+		rc = -EINVAL;
 	}
 	free(copy);
 	return rc;
