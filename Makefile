@@ -46,6 +46,7 @@ test-sanitize: sanitize
 bench: build
 	@bench/time-overhead.sh
 	@bench/memory-overhead.sh
+	@bench/trace-overhead.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -150,8 +150,7 @@ int cmd_export(int argc, char **argv)
 		{ SONDE_OPT_CHOICE, 0, "weight", &weight, NULL,
 		  "folded stacks: memory by bytes (default) or count; trace by time (default, "
 		  "exclusive ns) or calls",
-		  0, 0,
-		  weights },
+		  0, 0, weights },
 		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
 		  "write to FILE (default: stdout)" },
 		{ .type = SONDE_OPT_END },
@@ -176,14 +175,14 @@ int cmd_export(int argc, char **argv)
 	if (!strcmp(format, "perfetto")) {
 		rc = cli_trace_perfetto(p, &sb);
 		if (rc == -EINVAL) {
-			cli_error("export", "'%s' has no timeline (a %s profile; perfetto needs a "
-					    "trace profile)",
+			cli_error("export",
+				  "'%s' has no timeline (a %s profile; perfetto needs a "
+				  "trace profile)",
 				  argv[0], sonde_profile__type(p));
 			sonde_profile__free(p);
 			return EXIT_UNSUPPORTED;
 		}
-	} else if (!strcmp(format, "folded") &&
-		   json_object_get(sonde_profile__root(p), "trace")) {
+	} else if (!strcmp(format, "folded") && json_object_get(sonde_profile__root(p), "trace")) {
 		rc = cli_trace_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls"), &sb,
 				      add_frame);
 	} else {

@@ -256,8 +256,9 @@ int cmd_show(int argc, char **argv)
 				 : cli_show_graph(p, cli_format_of(format), (unsigned)top, stdout);
 
 		if (rc == -EINVAL) {
-			cli_error("show", "'%s' is a %s profile: the %s view needs a %s profile "
-					  "(sonde collect %s)",
+			cli_error("show",
+				  "'%s' is a %s profile: the %s view needs a %s profile "
+				  "(sonde collect %s)",
 				  argv[0], sonde_profile__type(p), view, mem ? "memory" : "trace",
 				  mem ? "memory" : "trace");
 			code = EXIT_UNSUPPORTED;

@@ -47,8 +47,8 @@ static int by_key(const void *a, const void *b)
 	return vx < vy ? 1 : vx > vy ? -1 : strcmp(x->name, y->name);
 }
 
-const char *const cli_trace_sort_keys[] = { "total", "self", "calls", "avg", "min", "max", "name",
-					    NULL };
+const char *const cli_trace_sort_keys[] = { "total", "self", "calls", "avg",
+					    "min",   "max",  "name",  NULL };
 
 /* Per function sums over the profile's resources (one per name and module). */
 static struct fsum *sums(const struct sonde_profile *p, size_t *n)
@@ -111,8 +111,8 @@ int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const ch
 				json_pack("{s:s, s:s, s:I, s:I, s:I, s:f, s:I, s:I}", "function",
 					  s[i].name, "module", s[i].module, "calls", s[i].calls,
 					  "total_ns", s[i].total, "self_ns", s[i].self, "avg_ns",
-					  s[i].sum / (double)s[i].calls, "min_ns", s[i].min, "max_ns",
-					  s[i].max));
+					  s[i].sum / (double)s[i].calls, "min_ns", s[i].min,
+					  "max_ns", s[i].max));
 		json_dumpf(doc, out, JSON_INDENT(2));
 		fputc('\n', out);
 		json_decref(doc);
@@ -131,8 +131,10 @@ int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const ch
 			fprintf(out,
 				md ? "| `%s` | %lld | %lld | %lld | %.1f | %lld | %lld |\n"
 				   : "%s,%lld,%lld,%lld,%.1f,%lld,%lld\n",
-				md ? s[i].name : q.buf ? q.buf : "\"\"", (long long)s[i].calls,
-				(long long)s[i].total, (long long)s[i].self,
+				md	? s[i].name
+				: q.buf ? q.buf
+					: "\"\"",
+				(long long)s[i].calls, (long long)s[i].total, (long long)s[i].self,
 				s[i].sum / (double)s[i].calls, (long long)s[i].min,
 				(long long)s[i].max);
 			sonde_strbuf__release(&q);
@@ -285,8 +287,8 @@ static void tree(const struct cct *t, size_t i, unsigned depth, unsigned top, FI
 	}
 	for (k = 0; k < c->nchildren; k++) {
 		if (top && k == top) {
-			fprintf(out, "  %10s %10s %10s  %*s(%zu more)\n", "", "", "", (int)(depth * 2),
-				"", c->nchildren - top);
+			fprintf(out, "  %10s %10s %10s  %*s(%zu more)\n", "", "", "",
+				(int)(depth * 2), "", c->nchildren - top);
 			break;
 		}
 		tree(t, t->children[c->first_child + k], depth, top, out);
@@ -328,9 +330,9 @@ int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned 
 					      (json_int_t)0);
 				json_object_set_new(edges, k, e);
 			}
-			json_object_set_new(e, "calls",
-					    json_integer(iget(e, "calls") + c->calls));
-			json_object_set_new(e, "time_ns", json_integer(iget(e, "time_ns") + c->incl));
+			json_object_set_new(e, "calls", json_integer(iget(e, "calls") + c->calls));
+			json_object_set_new(e, "time_ns",
+					    json_integer(iget(e, "time_ns") + c->incl));
 		}
 		json_object_foreach(edges, key, v) json_array_append(list, v);
 		if (fmt == FMT_JSON) {
@@ -352,9 +354,15 @@ int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned 
 					cli_csv_quote(&x, cr);
 					cli_csv_quote(&y, ce);
 				}
-				fprintf(out, md ? "| `%s` | `%s` | %lld | %lld |\n" : "%s,%s,%lld,%lld\n",
-					md ? cr : x.buf ? x.buf : "\"\"",
-					md ? ce : y.buf ? y.buf : "\"\"",
+				fprintf(out,
+					md ? "| `%s` | `%s` | %lld | %lld |\n"
+					   : "%s,%s,%lld,%lld\n",
+					md	? cr
+					: x.buf ? x.buf
+						: "\"\"",
+					md	? ce
+					: y.buf ? y.buf
+						: "\"\"",
 					(long long)iget(v, "calls"), (long long)iget(v, "time_ns"));
 				sonde_strbuf__release(&x);
 				sonde_strbuf__release(&y);
@@ -436,15 +444,13 @@ int cli_trace_perfetto(const struct sonde_profile *p, struct sonde_strbuf *out)
 		return -ENOMEM;
 	}
 	ev = json_object_get(doc, "traceEvents");
-	json_array_foreach(json_object_get(tr, "processes"), i, x)
-		json_array_append_new(
-			ev, json_pack("{s:s, s:s, s:I, s:{s:O}}", "ph", "M", "name", "process_name",
-				      "pid", iget(x, "pid"), "args", "name", json_object_get(x, "exe")));
-	json_array_foreach(json_object_get(tr, "threads"), i, x)
-		json_array_append_new(ev, json_pack("{s:s, s:s, s:I, s:I, s:{s:O}}", "ph", "M",
-						    "name", "thread_name", "pid", iget(x, "pid"),
-						    "tid", iget(x, "tid"), "args", "name",
-						    json_object_get(x, "name")));
+	json_array_foreach(json_object_get(tr, "processes"), i, x) json_array_append_new(
+		ev, json_pack("{s:s, s:s, s:I, s:{s:O}}", "ph", "M", "name", "process_name", "pid",
+			      iget(x, "pid"), "args", "name", json_object_get(x, "exe")));
+	json_array_foreach(json_object_get(tr, "threads"), i, x) json_array_append_new(
+		ev, json_pack("{s:s, s:s, s:I, s:I, s:{s:O}}", "ph", "M", "name", "thread_name",
+			      "pid", iget(x, "pid"), "tid", iget(x, "tid"), "args", "name",
+			      json_object_get(x, "name")));
 	json_array_foreach(slices, i, x)
 	{
 		s[i].pid = json_integer_value(json_array_get(x, 0));

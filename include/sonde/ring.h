@@ -51,9 +51,9 @@ struct sonde_ring_writer {
 	struct sonde_ring_desc *d;
 	uint8_t *data;
 	uint64_t mask;
-	uint64_t head;	    /* private copy; published by commit */
-	uint64_t tail_seen; /* last tail read: most reserves need not read it again */
-	uint64_t reserved;  /* length of the record being written */
+	uint64_t head;		     /* private copy; published by commit */
+	uint64_t tail_seen;	     /* last tail read: most reserves need not read it again */
+	uint64_t reserved;	     /* length of the record being written */
 	_Atomic uint32_t *open_used; /* shared: bytes filled in the open record */
 };
 

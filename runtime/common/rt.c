@@ -105,7 +105,8 @@ void rt_emit_proc(struct sonde_ring_writer *w, uint32_t parent_serial, uint64_t 
 {
 	char exe[PATH_MAX];
 	size_t n = exe_path(exe, sizeof(exe));
-	struct rt_proc *r = sonde_ring__reserve(w, RT_REC_PROC, (uint32_t)rt_pad8(sizeof(*r) + n + 1));
+	struct rt_proc *r =
+		sonde_ring__reserve(w, RT_REC_PROC, (uint32_t)rt_pad8(sizeof(*r) + n + 1));
 
 	if (!r)
 		return;

@@ -245,8 +245,8 @@ static bool load_rules(void)
 	if (!path || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return false;
 	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(struct tr_rules)) {
-		map = (void *)syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
-				      0);
+		map = (void *)syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
+				      fd, 0);
 		if ((long)map < 0 && (long)map > -4096)
 			map = NULL;
 		l.h = map;
@@ -350,7 +350,8 @@ static __attribute__((noinline)) struct tthread *thread_setup(void)
 	return t;
 }
 
-/* ---- the hooks --------------------------------------------------------------------------------- */
+/* ---- the hooks ---------------------------------------------------------------------------------
+ */
 
 /* Calls in frames at or above sp are gone (longjmp): end them at ts. */
 static __attribute__((noinline)) void unwind_to(struct tthread *t, uintptr_t sp, uint64_t ts)
@@ -388,11 +389,10 @@ static __attribute__((noinline)) bool wanted(struct tthread *t, uintptr_t fn)
 		for (; proc.rules[i].addr; i = (i + 1) & proc.rule_mask)
 			if (proc.rules[i].addr == fn) {
 				every = proc.rules[i].every;
-				if (every > 1 &&
-				    atomic_fetch_add_explicit(&proc.rules[i].count, 1,
-							      memory_order_relaxed) %
-						    every !=
-					    0) {
+				if (every > 1 && atomic_fetch_add_explicit(&proc.rules[i].count, 1,
+									   memory_order_relaxed) %
+								 every !=
+							 0) {
 					t->sampled_out++;
 					return false;
 				}
@@ -546,7 +546,8 @@ RT_EXPORT void sonde_trace_size(unsigned long long n)
 	t->busy = 0;
 }
 
-/* ---- calibration, process life ------------------------------------------------------------------ */
+/* ---- calibration, process life ------------------------------------------------------------------
+ */
 
 static int cmp_u64(const void *a, const void *b)
 {

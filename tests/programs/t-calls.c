@@ -5,11 +5,23 @@
 #include <stdlib.h>
 #include <sonde/trace.h>
 
-int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+int fib(int n)
+{
+	return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
 int is_odd(unsigned n);
-int is_even(unsigned n) { return n == 0 ? 1 : is_odd(n - 1); }
-int is_odd(unsigned n) { return n == 0 ? 0 : is_even(n - 1); }
-void leaf(void) { __asm__ volatile(""); }
+int is_even(unsigned n)
+{
+	return n == 0 ? 1 : is_odd(n - 1);
+}
+int is_odd(unsigned n)
+{
+	return n == 0 ? 0 : is_even(n - 1);
+}
+void leaf(void)
+{
+	__asm__ volatile("");
+}
 unsigned long sized(unsigned n)
 {
 	unsigned long s = 0;

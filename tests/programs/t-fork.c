@@ -4,8 +4,14 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-void in_child(void) { __asm__ volatile(""); }
-void in_parent(void) { __asm__ volatile(""); }
+void in_child(void)
+{
+	__asm__ volatile("");
+}
+void in_parent(void)
+{
+	__asm__ volatile("");
+}
 int main(int argc, char **argv)
 {
 	char path[4096];

@@ -3,18 +3,37 @@
 #include <setjmp.h>
 #include <signal.h>
 static jmp_buf env;
-void c(void) { longjmp(env, 1); }
-void b(void) { c(); }
-void a(void) { b(); }
-void after(void) { __asm__ volatile(""); }
+void c(void)
+{
+	longjmp(env, 1);
+}
+void b(void)
+{
+	c();
+}
+void a(void)
+{
+	b();
+}
+void after(void)
+{
+	__asm__ volatile("");
+}
 void outer(void)
 {
 	if (setjmp(env) == 0)
 		a();
 	after();
 }
-void in_handler(void) { __asm__ volatile(""); }
-void handler(int sig) { (void)sig; in_handler(); }
+void in_handler(void)
+{
+	__asm__ volatile("");
+}
+void handler(int sig)
+{
+	(void)sig;
+	in_handler();
+}
 int main(void)
 {
 	outer();

@@ -2,7 +2,10 @@
 #include <pthread.h>
 #include <stdio.h>
 static volatile unsigned long sink;
-void work(unsigned long i) { sink += i; }
+void work(unsigned long i)
+{
+	sink += i;
+}
 void *worker(void *arg)
 {
 	for (unsigned long i = 0; i < 1000; i++)

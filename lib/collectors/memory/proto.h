@@ -28,11 +28,11 @@ enum mem_flag {
 enum mem_rec {
 	MEM_REC_PROC = RT_REC_PROC,	/* struct rt_proc */
 	MEM_REC_MODULE = RT_REC_MODULE, /* struct rt_module */
-	MEM_REC_STACK = 3,   /* struct mem_stack + depth return addresses */
-	MEM_REC_ALLOC = 4,   /* struct mem_alloc */
-	MEM_REC_FREE = 5,    /* struct mem_free */
-	MEM_REC_REALLOC = 6, /* struct mem_realloc */
-	MEM_REC_MISSED = 7,  /* struct mem_missed: events a re-entered hook could not record */
+	MEM_REC_STACK = 3,		/* struct mem_stack + depth return addresses */
+	MEM_REC_ALLOC = 4,		/* struct mem_alloc */
+	MEM_REC_FREE = 5,		/* struct mem_free */
+	MEM_REC_REALLOC = 6,		/* struct mem_realloc */
+	MEM_REC_MISSED = 7, /* struct mem_missed: events a re-entered hook could not record */
 };
 
 enum mem_op {

@@ -156,8 +156,8 @@ static int func_of(struct run *r, struct image *img, uint64_t addr, uint32_t *ou
 		f->offset = off;
 		f->min = UINT64_MAX;
 		f->keep_every = 1;
-		if (!f->module || json_object_set_new(a->func_index, key,
-						      json_integer((json_int_t)a->nfuncs)))
+		if (!f->module ||
+		    json_object_set_new(a->func_index, key, json_integer((json_int_t)a->nfuncs)))
 			return -ENOMEM;
 		v = a->nfuncs++;
 		filter(a, f);
@@ -229,9 +229,9 @@ static int push(struct run *r, struct thread *t, uint32_t func, uint64_t ns)
 		if (sonde_grow((void **)&a->slices, &a->capslices, a->nslices + 1,
 			       sizeof(*a->slices)))
 			return -ENOMEM;
-		a->slices[a->nslices] = (struct tr_slice){ t->pid, t->tid, func,
-							   (uint32_t)(t->depth - 1),
-							   ns - r->t0, UINT64_MAX };
+		a->slices[a->nslices] =
+			(struct tr_slice){ t->pid,     t->tid,	  func, (uint32_t)(t->depth - 1),
+					   ns - r->t0, UINT64_MAX };
 		f->slice = (int64_t)a->nslices++;
 	} else {
 		a->t.slices_dropped++;
@@ -355,7 +355,7 @@ static int block(struct run *r, struct thread *t, const struct tr_block *b, uint
 				rc = pop(r, t, ns);
 			else {
 				a->t.unmatched++;
-						}
+			}
 			break;
 		case TR_TAG_SPECIAL:
 			if (i + 2 > n)
@@ -407,11 +407,11 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 			return -EINVAL;
 		img->pid = p->pid;
 		a->t.images++;
-		return json_array_append_new(
-			       a->processes,
-			       json_pack("{s:i, s:i, s:i, s:s#}", "pid", (int)p->pid, "serial",
-					 (int)c->serial, "parent_serial", (int)p->parent_serial,
-					 "exe", p->exe, (int)strnlen(p->exe, len - sizeof(*p))))
+		return json_array_append_new(a->processes,
+					     json_pack("{s:i, s:i, s:i, s:s#}", "pid", (int)p->pid,
+						       "serial", (int)c->serial, "parent_serial",
+						       (int)p->parent_serial, "exe", p->exe,
+						       (int)strnlen(p->exe, len - sizeof(*p))))
 			       ? -ENOMEM
 			       : 0;
 	}
@@ -537,9 +537,8 @@ static json_t *stats_json(const struct tr_analysis *a)
 		(json_int_t)t->unfinished, "unmatched_exits", (json_int_t)t->unmatched, "filtered",
 		(json_int_t)t->filtered, "blocks", (json_int_t)t->blocks, "log_bytes",
 		(json_int_t)t->log_bytes, "processes", (json_int_t)t->images, "threads",
-		(json_int_t)t->threads, "drain_cpu_ns", (json_int_t)t->drain_cpu_ns,
-		"analysis_ns", (json_int_t)t->analysis_ns, "slices_dropped",
-		(json_int_t)t->slices_dropped);
+		(json_int_t)t->threads, "drain_cpu_ns", (json_int_t)t->drain_cpu_ns, "analysis_ns",
+		(json_int_t)t->analysis_ns, "slices_dropped", (json_int_t)t->slices_dropped);
 
 	if (!s)
 		return NULL;
@@ -548,9 +547,9 @@ static json_t *stats_json(const struct tr_analysis *a)
 				    json_real((double)t->log_bytes / (double)t->calls));
 	if (t->cost_ns_per_call > 0) {
 		json_object_set_new(s, "cost_ns_per_call", json_real(t->cost_ns_per_call));
-		json_object_set_new(s, "estimated_cost_ns",
-				    json_integer((json_int_t)((double)t->calls *
-							      t->cost_ns_per_call)));
+		json_object_set_new(
+			s, "estimated_cost_ns",
+			json_integer((json_int_t)((double)t->calls * t->cost_ns_per_call)));
 	}
 	return s;
 }
@@ -594,10 +593,10 @@ static json_t *trace_json(struct tr_analysis *a)
 
 		if (!n->calls)
 			continue; /* every call below it was filtered */
-		if (json_array_append_new(nodes, json_pack("[i, i, I, I, I]", (int)i, (int)n->parent,
-							   (json_int_t)n->func,
-							   (json_int_t)n->calls,
-							   (json_int_t)n->incl)) ||
+		if (json_array_append_new(nodes,
+					  json_pack("[i, i, I, I, I]", (int)i, (int)n->parent,
+						    (json_int_t)n->func, (json_int_t)n->calls,
+						    (json_int_t)n->incl)) ||
 		    json_array_append_new(json_array_get(nodes, json_array_size(nodes) - 1),
 					  json_integer((json_int_t)n->excl)))
 			goto fail;
@@ -607,10 +606,10 @@ static json_t *trace_json(struct tr_analysis *a)
 
 		if (s->dur == UINT64_MAX || a->funcs[s->func].hidden || s->dur < a->min_time_ns)
 			continue;
-		if (json_array_append_new(slices, json_pack("[i, i, i, i, I, I]", (int)s->pid,
-							    (int)s->tid, (int)s->func,
-							    (int)s->depth, (json_int_t)s->start,
-							    (json_int_t)s->dur)))
+		if (json_array_append_new(slices,
+					  json_pack("[i, i, i, i, I, I]", (int)s->pid, (int)s->tid,
+						    (int)s->func, (int)s->depth,
+						    (json_int_t)s->start, (json_int_t)s->dur)))
 			goto fail;
 	}
 	return json_pack("{s:o, s:o, s:o, s:O, s:O}", "functions", funcs, "contexts", nodes,

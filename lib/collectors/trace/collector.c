@@ -66,7 +66,8 @@ static int elf_functions(const char *path, sym_fn fn, void *ctx)
 				GElf_Sym s;
 				const char *name;
 
-				if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+				if (!gelf_getsym(d, (int)i, &s) ||
+				    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
 				    s.st_shndx == SHN_UNDEF || !s.st_value)
 					continue;
 				name = elf_strptr(e, sh.sh_link, s.st_name);
@@ -205,8 +206,12 @@ static bool all_digits(const char *s)
 /* A library given by name: the file the dynamic linker would find, or NULL. */
 static char *find_lib(const char *lib)
 {
-	static const char *const dirs[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-					    "/lib", "/usr/lib", "/usr/local/lib", NULL };
+	static const char *const dirs[] = { "/lib/x86_64-linux-gnu",
+					    "/usr/lib/x86_64-linux-gnu",
+					    "/lib",
+					    "/usr/lib",
+					    "/usr/local/lib",
+					    NULL };
 	char path[PATH_MAX];
 	size_t i;
 
@@ -397,8 +402,9 @@ static int trace_before(struct sonde_collection *c)
 		double ns = parse_duration_ns(min_time);
 
 		if (ns < 0) {
-			sonde_collection__fail(c, "--min-time '%s': expected a duration such as "
-						  "500ns, 20us, 1.5ms or 2s",
+			sonde_collection__fail(c,
+					       "--min-time '%s': expected a duration such as "
+					       "500ns, 20us, 1.5ms or 2s",
 					       min_time);
 			return -EINVAL;
 		}
@@ -440,8 +446,9 @@ static int trace_before(struct sonde_collection *c)
 		return -ENOTSUP;
 	}
 	if (sonde_collection__param_str(c, "size-arg", NULL)) {
-		sonde_collection__fail(c, "--size-arg reads registers with the ebpf engine; with "
-					  "-finstrument-functions call sonde_trace_size(n) instead");
+		sonde_collection__fail(c,
+				       "--size-arg reads registers with the ebpf engine; with "
+				       "-finstrument-functions call sonde_trace_size(n) instead");
 		free(binary);
 		return -ENOTSUP;
 	}
@@ -471,7 +478,9 @@ static int trace_before(struct sonde_collection *c)
 	for (i = 0; !rc && json_is_array(funcs) && i < json_array_size(funcs); i++) {
 		rc = add_func_rule(c, &rs, st->a.sym, binary,
 				   json_string_value(json_array_get(funcs, i)),
-				   global ? (uint32_t)global : sampled ? 20 : 1);
+				   global    ? (uint32_t)global
+				   : sampled ? 20
+					     : 1);
 		if (rc)
 			break;
 	}
@@ -479,7 +488,8 @@ static int trace_before(struct sonde_collection *c)
 		flags |= TR_F_RULES;
 		rc = write_rules(st, &rs);
 		if (rc)
-			sonde_collection__fail(c, "cannot write the trace rules: %s", strerror(-rc));
+			sonde_collection__fail(c, "cannot write the trace rules: %s",
+					       strerror(-rc));
 	}
 	free(rs.names);
 	free(rs.r);
@@ -528,10 +538,11 @@ static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 				       "sonde's own hook and were not recorded",
 				       (unsigned long long)t->lost);
 	if (t->unfinished)
-		sonde_collection__note(c,
-				       "%llu calls had not returned when their thread stopped "
-				       "(exit, exec or a crash): they end at the thread's last event",
-				       (unsigned long long)t->unfinished);
+		sonde_collection__note(
+			c,
+			"%llu calls had not returned when their thread stopped "
+			"(exit, exec or a crash): they end at the thread's last event",
+			(unsigned long long)t->unfinished);
 	if (t->slices_dropped)
 		sonde_collection__note(c,
 				       "the timeline keeps the first %llu calls (--max-slices); "
@@ -554,11 +565,10 @@ static void trace_cleanup(struct sonde_collection *c)
 	free(st);
 }
 
-static const char *const trace_units[] = { "time", "ns", "structure-unit-size", "elements",
-					   NULL };
+static const char *const trace_units[] = { "time", "ns", "structure-unit-size", "elements", NULL };
 static const char *const engines[] = { "instrument", "ebpf", NULL };
-static const char *const strategies[] = { "userspace", "all", "u_sampled", "a_sampled", "custom",
-					  NULL };
+static const char *const strategies[] = { "userspace", "all",	 "u_sampled",
+					  "a_sampled", "custom", NULL };
 
 static const struct sonde_option trace_options[] = {
 	{ SONDE_OPT_CHOICE, 'e', "engine", NULL, "ENGINE",
@@ -571,7 +581,8 @@ static const struct sonde_option trace_options[] = {
 	  0, 0, strategies },
 	{ SONDE_OPT_LIST, 'f', "func", NULL, "[LIB#]FUNC[#N]",
 	  "trace FUNC (in LIB), every Nth call (repeatable)" },
-	{ SONDE_OPT_LIST, 'u', "usdt", NULL, "[LIB#]PROBE[#N]", "trace a USDT probe (ebpf engine)" },
+	{ SONDE_OPT_LIST, 'u', "usdt", NULL, "[LIB#]PROBE[#N]",
+	  "trace a USDT probe (ebpf engine)" },
 	{ SONDE_OPT_INT, 'g', "global-sampling", NULL, "N",
 	  "record every Nth call of each function (rules' own sampling wins)", 1, 1e9 },
 	{ SONDE_OPT_INT, 0, "depth", NULL, "N", "record calls at most N deep", 1, 1e6 },
@@ -587,8 +598,7 @@ static const struct sonde_option trace_options[] = {
 	{ SONDE_OPT_INT, 0, "max-rows", NULL, "N",
 	  "per-call rows kept per function (10000; 0: all); summaries count every call", 0, 1e12 },
 	{ SONDE_OPT_INT, 0, "max-slices", NULL, "N",
-	  "calls kept for the timeline (export --format perfetto), the first N (200000)", 0,
-	  1e9 },
+	  "calls kept for the timeline (export --format perfetto), the first N (200000)", 0, 1e9 },
 	{ SONDE_OPT_FLAG, 0, "drop-oldest", NULL, NULL,
 	  "never slow the program down: drop the oldest events when a ring is full (counted)" },
 	{ .type = SONDE_OPT_END },

@@ -68,8 +68,8 @@ struct tr_block {
 
 struct tr_calib {
 	uint32_t hdr;
-	uint32_t pairs;	       /* enter/exit pairs timed */
-	uint64_t ticks_x1024;  /* median ticks per pair, times 1024 */
+	uint32_t pairs;	      /* enter/exit pairs timed */
+	uint64_t ticks_x1024; /* median ticks per pair, times 1024 */
 };
 
 struct tr_name {
@@ -92,7 +92,7 @@ struct tr_rules {
 };
 struct tr_rule {
 	uint32_t module;
-	uint32_t every; /* 0: never, 1: every call, N: every Nth call */
+	uint32_t every;	 /* 0: never, 1: every call, N: every Nth call */
 	uint64_t offset; /* the function's file address */
 };
 #define TR_RULE_NAME 256
