@@ -23,11 +23,10 @@ static json_int_t iget(json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
-static const char *sort_key = "total";
-
-static int by_key(const void *a, const void *b)
+static int by_key(const void *a, const void *b, void *arg)
 {
 	const struct fsum *x = a, *y = b;
+	const char *sort_key = arg;
 	double vx, vy;
 
 	if (!strcmp(sort_key, "name"))
@@ -98,8 +97,7 @@ int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const ch
 	s = sums(p, &n);
 	if (!s)
 		return -ENOMEM;
-	sort_key = sort ? sort : "total";
-	qsort(s, n, sizeof(*s), by_key);
+	qsort_r(s, n, sizeof(*s), by_key, (void *)(sort ? sort : "total"));
 	if (top && n > top)
 		n = top;
 	if (fmt == FMT_JSON) {

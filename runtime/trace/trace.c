@@ -317,37 +317,56 @@ static bool attach(void)
 	return true;
 }
 
-/* The calling thread's state: set up on its first event. NULL: not recording. */
-static __attribute__((noinline)) struct tthread *thread_setup(void)
+/*
+ * A thread state with its own ring, set as T. parent: the state a forked child
+ * inherits (the calls open in it are the parent's: kept, never recorded). The
+ * first thread of an image writes the image's records first. NULL: not
+ * recording (T is then NULL, or a state whose busy stays BUSY_OFF).
+ */
+static struct tthread *thread_start(const struct tthread *parent)
 {
+	bool first = atomic_load(&proc.state) != 2;
 	struct tthread *t;
-	bool first;
+	uint32_t i;
 
-	if (T)
-		return NULL; /* set-up failed or running: busy is BUSY_OFF */
-	first = atomic_load(&proc.state) != 2;
 	if (!attach())
 		return NULL;
 	t = rt_map_anon(sizeof(*t));
+	T = t;
 	if (!t)
 		return NULL;
-	T = t;
 	t->busy = BUSY_OFF;
 	if (!rt_claim_ring(proc.area, proc.serial, &t->w)) {
 		t->off = 1;
 		return NULL;
 	}
+	if (parent) {
+		t->depth = parent->depth;
+		for (i = 0; i < parent->depth && i < MAX_STACK; i++) {
+			t->stk[i].sp = parent->stk[i].sp | SKIP;
+			t->stk[i].fn = parent->stk[i].fn;
+		}
+	}
 	rt_stack_bounds(&t->stack_lo, &t->stack_hi);
 	if (first) {
 		rt_emit_proc(&t->w, proc.parent_serial, now());
 		rt_emit_modules(&t->w);
-		calibrate(t);
+		if (!parent)
+			calibrate(t);
 	}
 	emit_name(t);
 	if (proc.key_ok)
 		pthread_setspecific(proc.key, t);
 	t->busy = 0;
 	return t;
+}
+
+/* The calling thread's state: set up on its first event. NULL: not recording. */
+static __attribute__((noinline)) struct tthread *thread_setup(void)
+{
+	if (T)
+		return NULL; /* set-up failed or running: busy is BUSY_OFF */
+	return thread_start(NULL);
 }
 
 /* ---- the hooks ---------------------------------------------------------------------------------
@@ -605,38 +624,14 @@ static void calibrate(struct tthread *t)
 static void after_fork_child(void)
 {
 	struct tthread *t = T;
-	uint32_t i;
 
 	/* a new image: new serial and ring; the calls open now are the parent's */
 	proc.parent_serial = proc.serial;
 	if (atomic_load(&proc.state) == 2)
 		atomic_store(&proc.state, 0);
 	if (t && !t->off) {
-		struct tthread *c = rt_map_anon(sizeof(*c));
-
 		T = NULL;
-		if (!c)
-			return;
-		if (!attach() || !rt_claim_ring(proc.area, proc.serial, &c->w)) {
-			c->off = 1;
-			c->busy = BUSY_OFF;
-			T = c;
-			return;
-		}
-		c->depth = t->depth;
-		for (i = 0; i < t->depth && i < MAX_STACK; i++) {
-			c->stk[i].sp = t->stk[i].sp | SKIP;
-			c->stk[i].fn = t->stk[i].fn;
-		}
-		c->busy = BUSY_OFF;
-		rt_stack_bounds(&c->stack_lo, &c->stack_hi);
-		rt_emit_proc(&c->w, proc.parent_serial, now());
-		rt_emit_modules(&c->w);
-		emit_name(c);
-		c->busy = 0;
-		T = c;
-		if (proc.key_ok)
-			pthread_setspecific(proc.key, c);
+		thread_start(t);
 		/* the parent's copy of the state stays behind, unmapped */
 		rt_unmap(t, sizeof(*t));
 	}

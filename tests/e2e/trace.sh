@@ -18,7 +18,7 @@ run collect trace -o calls.json -- "$PROGS/t-calls"
 check "collect trace exits 0" [ "$rc" = 0 ]
 check "profile matches the schema" validate calls.json
 check "profile type is mixed" jq_eq calls.json .header.type mixed
-check "the report is printed" has "$out" "function"
+check "the report is printed" has "$out" "calls 2090 in 1 thread(s)"
 check "fib(15): 1973 calls" [ "$(calls calls.json fib)" = 1973 ]
 check "mutual recursion: is_even 6, is_odd 5" [ "$(calls calls.json is_even),$(calls calls.json is_odd)" = "6,5" ]
 check "leaf: 100 calls" [ "$(calls calls.json leaf)" = 100 ]

@@ -33,10 +33,17 @@ struct tr_state {
 
 typedef int (*sym_fn)(void *ctx, const char *name, uint64_t addr);
 
-/* Every defined function symbol of an ELF file (symtab, else dynsym). -errno on failure. */
-static int elf_functions(const char *path, sym_fn fn, void *ctx)
+/* One symbol of a table; non-zero stops the walk and is returned. */
+typedef int (*elf_sym_fn)(void *ctx, const char *name, const GElf_Sym *s);
+
+/*
+ * Every named symbol of an ELF file's tables of type `type` (SHT_SYMTAB or
+ * SHT_DYNSYM). -ENOENT: the file has no such table; -errno, -ENOEXEC on failure.
+ */
+static int elf_symbols(const char *path, Elf64_Word type, elf_sym_fn fn, void *ctx)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0, pass;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -ENOENT;
+	Elf_Scn *scn = NULL;
 	Elf *e;
 
 	if (fd < 0)
@@ -47,77 +54,68 @@ static int elf_functions(const char *path, sym_fn fn, void *ctx)
 		close(fd);
 		return -ENOEXEC;
 	}
-	for (pass = 0; pass < 2 && !rc; pass++) {
-		Elf_Scn *scn = NULL;
-		bool found = false;
-
-		while ((scn = elf_nextscn(e, scn)) && !rc) {
-			GElf_Shdr sh;
-			Elf_Data *d;
-			size_t i, n;
-
-			if (!gelf_getshdr(scn, &sh) ||
-			    sh.sh_type != (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM) || !sh.sh_entsize)
-				continue;
-			found = true;
-			d = elf_getdata(scn, NULL);
-			n = sh.sh_size / sh.sh_entsize;
-			for (i = 0; d && i < n && !rc; i++) {
-				GElf_Sym s;
-				const char *name;
-
-				if (!gelf_getsym(d, (int)i, &s) ||
-				    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-				    s.st_shndx == SHN_UNDEF || !s.st_value)
-					continue;
-				name = elf_strptr(e, sh.sh_link, s.st_name);
-				if (name && *name)
-					rc = fn(ctx, name, s.st_value);
-			}
-		}
-		if (found)
-			break;
-	}
-	elf_end(e);
-	close(fd);
-	return rc;
-}
-
-/* Whether the program calls the -finstrument-functions hooks (an undefined reference). */
-static bool instrumented(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool found = false;
-	Elf_Scn *scn = NULL;
-	Elf *e;
-
-	if (fd < 0)
-		return false;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	while (e && !found && (scn = elf_nextscn(e, scn))) {
+	while ((rc == 0 || rc == -ENOENT) && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 		size_t i, n;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
 			continue;
+		rc = 0;
 		d = elf_getdata(scn, NULL);
 		n = sh.sh_size / sh.sh_entsize;
-		for (i = 0; d && i < n && !found; i++) {
+		for (i = 0; d && i < n && !rc; i++) {
 			GElf_Sym s;
 			const char *name;
 
 			if (!gelf_getsym(d, (int)i, &s))
 				continue;
 			name = elf_strptr(e, sh.sh_link, s.st_name);
-			found = name && strcmp(name, "__cyg_profile_func_enter") == 0;
+			if (name && *name)
+				rc = fn(ctx, name, &s);
 		}
 	}
-	if (e)
-		elf_end(e);
+	elf_end(e);
 	close(fd);
-	return found;
+	return rc;
+}
+
+struct func_walk {
+	sym_fn fn;
+	void *ctx;
+};
+
+static int defined_function(void *ctx, const char *name, const GElf_Sym *s)
+{
+	struct func_walk *w = ctx;
+
+	if (GELF_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || !s->st_value)
+		return 0;
+	return w->fn(w->ctx, name, s->st_value);
+}
+
+/* Every defined function symbol of an ELF file (symtab, else dynsym). -errno on failure. */
+static int elf_functions(const char *path, sym_fn fn, void *ctx)
+{
+	struct func_walk w = { fn, ctx };
+	int rc = elf_symbols(path, SHT_SYMTAB, defined_function, &w);
+
+	if (rc == -ENOENT)
+		rc = elf_symbols(path, SHT_DYNSYM, defined_function, &w);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+static int is_enter_hook(void *ctx, const char *name, const GElf_Sym *s)
+{
+	(void)ctx;
+	(void)s;
+	return strcmp(name, "__cyg_profile_func_enter") == 0;
+}
+
+/* Whether the program calls the -finstrument-functions hooks (a dynamic reference). */
+static bool instrumented(const char *path)
+{
+	return elf_symbols(path, SHT_DYNSYM, is_enter_hook, NULL) == 1;
 }
 
 /* ---- rules ------------------------------------------------------------------------------ */
@@ -229,48 +227,34 @@ static char *find_lib(const char *lib)
 static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct sonde_symbols *sym,
 			 const char *binary, const char *spec, uint32_t global)
 {
-	char *copy = strdup(spec), *part[3] = { NULL, NULL, NULL }, *p, *lib = NULL;
+	char *copy = strdup(spec), *part[4], *p, *lib = NULL, *every = NULL;
 	struct rule_match m = { .rs = rs, .sym = sym, .every = global };
-	int n = 0, rc;
+	int n, rc;
 
 	if (!copy)
 		return -ENOMEM;
-	for (p = copy; n < 3; n++) {
+	/* up to three parts; two are FUNC#N when the second is a number, else LIB#FUNC */
+	for (n = 0, p = copy; p && n < 4; n++) {
 		part[n] = p;
 		p = strchr(p, '#');
-		if (!p)
-			break;
-		*p++ = '\0';
+		if (p)
+			*p++ = '\0';
 	}
-	n++;
-	if (p || !*part[n - 1 == 2 && all_digits(part[1]) ? 0 : n - 1]) {
+	if (n == 3 || (n == 2 && all_digits(part[1]))) {
+		every = part[n - 1];
+		n--;
+	}
+	if (n == 2)
+		lib = part[0];
+	m.want = part[n - 1];
+	if (p || n > 2 || !*m.want || (every && *every && !all_digits(every))) {
 		sonde_collection__fail(c, "bad -f rule '%s' (expected [LIB#]FUNC[#SAMPLING])",
 				       spec);
 		free(copy);
 		return -EINVAL;
 	}
-	if (n == 3 || (n == 2 && all_digits(part[1]))) {
-		const char *s = part[n - 1];
-
-		if (*s && !all_digits(s)) {
-			sonde_collection__fail(c, "bad sampling '%s' in -f rule '%s'", s, spec);
-			free(copy);
-			return -EINVAL;
-		}
-		if (*s)
-			m.every = (uint32_t)strtoul(s, NULL, 10);
-		if (n == 2) {
-			m.want = part[0];
-		} else {
-			lib = part[0];
-			m.want = part[1];
-		}
-	} else if (n == 2) {
-		lib = part[0];
-		m.want = part[1];
-	} else {
-		m.want = part[0];
-	}
+	if (every && *every)
+		m.every = (uint32_t)strtoul(every, NULL, 10);
 	if (lib && *lib) {
 		char *path = find_lib(lib);
 
