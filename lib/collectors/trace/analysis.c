@@ -46,7 +46,7 @@ struct frame {
 	bool has_size, outer;
 };
 
-struct thread {
+struct tr_thread {
 	uint32_t serial, pid, tid;
 	struct image *img;
 	struct frame *stk;
@@ -57,16 +57,15 @@ struct thread {
 	char name[17];
 };
 
-struct run {
+struct tr_feed {
 	struct tr_analysis *a;
-	uint64_t t0;
+	uint64_t t0, start;
 	struct image *imgs;
 	size_t nimgs, capimgs;
 	struct u64map img_index; /* serial -> image + 1 */
-	struct thread *thr;
+	struct tr_thread *thr;
 	size_t nthr, capthr;
 	struct u64map thr_index; /* serial << 32 | tid -> thread + 1 */
-	int err;
 };
 
 void tr_analysis__init(struct tr_analysis *a)
@@ -123,14 +122,42 @@ static void filter(struct tr_analysis *a, struct tr_func *f)
 		    (a->has_exclude && regexec(&a->exclude, name, 0, NULL, 0) == 0);
 }
 
-static int func_of(struct run *r, struct image *img, uint64_t addr, uint32_t *out)
+int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset,
+		      const char *name, uint32_t *out)
 {
-	struct tr_analysis *a = r->a;
+	char key[4400];
+	json_t *idx;
+	struct tr_func *f;
+
+	snprintf(key, sizeof(key), "%s\x01%" PRIx64 "\x01%s", module, offset, name ? name : "");
+	idx = json_object_get(a->func_index, key);
+	if (idx) {
+		*out = (uint32_t)json_integer_value(idx);
+		return 0;
+	}
+	if (sonde_grow((void **)&a->funcs, &a->capfuncs, a->nfuncs + 1, sizeof(*a->funcs)))
+		return -ENOMEM;
+	f = &a->funcs[a->nfuncs];
+	f->module = strdup(module);
+	f->name = name ? strdup(name) : NULL;
+	f->offset = offset;
+	f->min = UINT64_MAX;
+	f->keep_every = 1;
+	if (!f->module || (name && !f->name) ||
+	    json_object_set_new(a->func_index, key, json_integer((json_int_t)a->nfuncs)))
+		return -ENOMEM;
+	*out = (uint32_t)a->nfuncs++;
+	filter(a, f);
+	return 0;
+}
+
+/* The function at a runtime address of an image (cached per image). */
+static int func_of(struct tr_feed *r, struct image *img, uint64_t addr, uint32_t *out)
+{
 	const char *path = "?";
 	uint64_t v, off = addr;
-	char key[4200];
-	json_t *idx;
 	size_t i;
+	int rc;
 
 	if (u64map__get(&img->addr, addr, &v)) {
 		*out = (uint32_t)(v - 1);
@@ -142,30 +169,10 @@ static int func_of(struct run *r, struct image *img, uint64_t addr, uint32_t *ou
 			off = addr - img->mods[i].bias;
 			break;
 		}
-	snprintf(key, sizeof(key), "%s\x01%" PRIx64, path, off);
-	idx = json_object_get(a->func_index, key);
-	if (idx) {
-		v = (uint64_t)json_integer_value(idx);
-	} else {
-		struct tr_func *f;
-
-		if (sonde_grow((void **)&a->funcs, &a->capfuncs, a->nfuncs + 1, sizeof(*a->funcs)))
-			return -ENOMEM;
-		f = &a->funcs[a->nfuncs];
-		f->module = strdup(path);
-		f->offset = off;
-		f->min = UINT64_MAX;
-		f->keep_every = 1;
-		if (!f->module ||
-		    json_object_set_new(a->func_index, key, json_integer((json_int_t)a->nfuncs)))
-			return -ENOMEM;
-		v = a->nfuncs++;
-		filter(a, f);
-	}
-	if (u64map__put(&img->addr, addr, v + 1))
-		return -ENOMEM;
-	*out = (uint32_t)v;
-	return 0;
+	rc = tr_analysis__func(r->a, path, off, NULL, out);
+	if (!rc && u64map__put(&img->addr, addr, (uint64_t)*out + 1))
+		rc = -ENOMEM;
+	return rc;
 }
 
 static int node_of(struct tr_analysis *a, uint32_t parent, uint32_t func, uint32_t *out)
@@ -208,7 +215,7 @@ static int add_row(struct tr_analysis *a, struct tr_func *f, const struct tr_row
 
 /* ---- calls ------------------------------------------------------------------------------- */
 
-static int push(struct run *r, struct thread *t, uint32_t func, uint64_t ns)
+static int push(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t ns)
 {
 	struct tr_analysis *a = r->a;
 	struct frame *f;
@@ -239,7 +246,7 @@ static int push(struct run *r, struct thread *t, uint32_t func, uint64_t ns)
 	return 0;
 }
 
-static int pop(struct run *r, struct thread *t, uint64_t ns)
+static int pop(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
 {
 	struct tr_analysis *a = r->a;
 	struct frame *f = &t->stk[--t->depth];
@@ -280,7 +287,7 @@ static int pop(struct run *r, struct thread *t, uint64_t ns)
 
 /* ---- records ------------------------------------------------------------------------------ */
 
-static struct image *image_of(struct run *r, uint32_t serial)
+static struct image *image_of(struct tr_feed *r, uint32_t serial)
 {
 	uint64_t v;
 
@@ -293,10 +300,10 @@ static struct image *image_of(struct run *r, uint32_t serial)
 	return &r->imgs[r->nimgs++];
 }
 
-static struct thread *thread_of(struct run *r, const struct sonde_ring_chunk *c)
+struct tr_thread *tr_feed__thread(struct tr_feed *r, uint32_t serial, uint32_t pid, uint32_t tid)
 {
-	uint64_t key = (uint64_t)c->serial << 32 | c->tid, v;
-	struct thread *t;
+	uint64_t key = (uint64_t)serial << 32 | tid, v;
+	struct tr_thread *t;
 
 	if (u64map__get(&r->thr_index, key, &v))
 		return &r->thr[v - 1];
@@ -304,14 +311,85 @@ static struct thread *thread_of(struct run *r, const struct sonde_ring_chunk *c)
 	    u64map__put(&r->thr_index, key, r->nthr + 1))
 		return NULL;
 	t = &r->thr[r->nthr++];
-	t->serial = c->serial;
-	t->pid = c->pid;
-	t->tid = c->tid;
-	t->img = image_of(r, c->serial);
+	t->serial = serial;
+	t->pid = pid;
+	t->tid = tid;
+	t->img = image_of(r, serial);
 	return t->img ? t : NULL;
 }
 
-static int block(struct run *r, struct thread *t, const struct tr_block *b, uint32_t len)
+/* Each thread's times stay monotonic, whatever the clock conversion does. */
+static uint64_t at(struct tr_thread *t, uint64_t ns)
+{
+	if (ns < t->last_ns)
+		ns = t->last_ns;
+	t->last_ns = ns;
+	return ns;
+}
+
+int tr_feed__enter(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t ns)
+{
+	return push(r, t, func, at(t, ns));
+}
+
+int tr_feed__exit(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
+{
+	ns = at(t, ns);
+	if (!t->depth) {
+		r->a->t.unmatched++;
+		return 0;
+	}
+	return pop(r, t, ns);
+}
+
+int tr_feed__unwind(struct tr_feed *r, struct tr_thread *t, uint32_t depth, uint64_t ns)
+{
+	int rc = 0;
+
+	ns = at(t, ns);
+	while (t->depth > depth && !rc) {
+		r->a->t.unwound++;
+		rc = pop(r, t, ns);
+	}
+	return rc;
+}
+
+void tr_feed__size(struct tr_thread *t, uint64_t size)
+{
+	if (t->depth) {
+		t->stk[t->depth - 1].size = size;
+		t->stk[t->depth - 1].has_size = true;
+	}
+}
+
+void tr_feed__name(struct tr_thread *t, const char *name)
+{
+	snprintf(t->name, sizeof(t->name), "%s", name);
+}
+
+uint32_t tr_feed__depth(const struct tr_thread *t)
+{
+	return (uint32_t)t->depth;
+}
+
+int tr_feed__process(struct tr_feed *r, uint32_t serial, uint32_t pid, uint32_t parent_serial,
+		     const char *exe, size_t exe_len)
+{
+	struct image *img = image_of(r, serial);
+
+	if (!img)
+		return -ENOMEM;
+	img->pid = pid;
+	r->a->t.images++;
+	return json_array_append_new(r->a->processes,
+				     json_pack("{s:i, s:i, s:i, s:s#}", "pid", (int)pid, "serial",
+					       (int)serial, "parent_serial", (int)parent_serial,
+					       "exe", exe, (int)strnlen(exe, exe_len)))
+		       ? -ENOMEM
+		       : 0;
+}
+
+static int block(struct tr_feed *r, struct tr_thread *t, const struct tr_block *b, uint32_t len)
 {
 	struct tr_analysis *a = r->a;
 	uint32_t n = (len - (uint32_t)sizeof(*b)) / 4, i = 0;
@@ -329,9 +407,6 @@ static int block(struct run *r, struct thread *t, const struct tr_block *b, uint
 
 		if (w == TR_FILLER)
 			break; /* the end of what the writer filled in */
-		if (ns < t->last_ns)
-			ns = t->last_ns; /* keep each thread's times monotonic */
-		t->last_ns = ns;
 		switch (tag) {
 		case TR_TAG_ENTER:
 			if (i + 2 > n)
@@ -347,15 +422,11 @@ static int block(struct run *r, struct thread *t, const struct tr_block *b, uint
 			}
 			rc = func_of(r, t->img, addr, &func);
 			if (!rc)
-				rc = push(r, t, func, ns);
+				rc = tr_feed__enter(r, t, func, ns);
 			break;
 		case TR_TAG_EXIT:
 			i++;
-			if (t->depth)
-				rc = pop(r, t, ns);
-			else {
-				a->t.unmatched++;
-			}
+			rc = tr_feed__exit(r, t, ns);
 			break;
 		case TR_TAG_SPECIAL:
 			if (i + 2 > n)
@@ -363,19 +434,13 @@ static int block(struct run *r, struct thread *t, const struct tr_block *b, uint
 			kind = ev[i + 1] >> 24;
 			arg = ev[i + 1] & 0xffffffu;
 			if (kind == TR_SP_UNWIND) {
-				for (; arg && t->depth && !rc; arg--) {
-					a->t.unwound++;
-					rc = pop(r, t, ns);
-				}
+				rc = tr_feed__unwind(r, t, t->depth > arg ? (uint32_t)(t->depth - arg) : 0,
+						     ns);
 				i += 2;
 			} else if (kind == TR_SP_SIZE) {
 				if (i + 4 > n)
 					return -EINVAL;
-				if (t->depth) {
-					t->stk[t->depth - 1].size =
-						(uint64_t)ev[i + 2] | (uint64_t)ev[i + 3] << 32;
-					t->stk[t->depth - 1].has_size = true;
-				}
+				tr_feed__size(t, (uint64_t)ev[i + 2] | (uint64_t)ev[i + 3] << 32);
 				i += 4;
 			} else {
 				return -EINVAL;
@@ -390,10 +455,10 @@ static int block(struct run *r, struct thread *t, const struct tr_block *b, uint
 
 static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
 {
-	struct run *r = ctx;
+	struct tr_feed *r = ctx;
 	struct tr_analysis *a = r->a;
 	uint32_t type = SONDE_RING_REC_TYPE(rec[0]), len = SONDE_RING_REC_LEN(rec[0]);
-	struct thread *t = thread_of(r, c);
+	struct tr_thread *t = tr_feed__thread(r, c->serial, c->pid, c->tid);
 	struct image *img;
 
 	if (!t)
@@ -405,15 +470,8 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 
 		if (len < sizeof(*p) + 1)
 			return -EINVAL;
-		img->pid = p->pid;
-		a->t.images++;
-		return json_array_append_new(a->processes,
-					     json_pack("{s:i, s:i, s:i, s:s#}", "pid", (int)p->pid,
-						       "serial", (int)c->serial, "parent_serial",
-						       (int)p->parent_serial, "exe", p->exe,
-						       (int)strnlen(p->exe, len - sizeof(*p))))
-			       ? -ENOMEM
-			       : 0;
+		return tr_feed__process(r, c->serial, p->pid, p->parent_serial, p->exe,
+					len - sizeof(*p));
 	}
 	case TR_REC_MODULE: {
 		const struct rt_module *m = (const void *)rec;
@@ -444,8 +502,12 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 	case TR_REC_NAME: {
 		const struct tr_name *nm = (const void *)rec;
 
-		if (len >= sizeof(*nm))
-			memcpy(t->name, nm->name, 16);
+		if (len >= sizeof(*nm)) {
+			char name[17] = { 0 };
+
+			memcpy(name, nm->name, 16);
+			tr_feed__name(t, name);
+		}
 		return 0;
 	}
 	case TR_REC_BLOCK:
@@ -464,22 +526,30 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0)
+struct tr_feed *tr_feed__new(struct tr_analysis *a, uint64_t t0)
 {
-	struct run r = { .a = a, .t0 = t0 };
-	uint64_t start = sonde_clock_ns();
-	size_t i;
-	int rc;
+	struct tr_feed *r = calloc(1, sizeof(*r));
 
-	a->t.log_bytes += len;
-	rc = sonde_ring_log__walk(log, len, on_record, &r);
+	if (r) {
+		r->a = a;
+		r->t0 = t0;
+		r->start = sonde_clock_ns();
+	}
+	return r;
+}
+
+int tr_feed__end(struct tr_feed *r, int rc)
+{
+	struct tr_analysis *a = r->a;
+	size_t i;
+
 	/* calls still open when a thread's events stopped end at its last event */
-	for (i = 0; i < r.nthr && rc >= 0; i++) {
-		struct thread *t = &r.thr[i];
+	for (i = 0; i < r->nthr && rc >= 0; i++) {
+		struct tr_thread *t = &r->thr[i];
 
 		while (t->depth && rc >= 0) {
 			a->t.unfinished++;
-			rc = pop(&r, t, t->last_ns);
+			rc = pop(r, t, t->last_ns);
 		}
 		if (json_array_append_new(a->threads,
 					  json_pack("{s:i, s:i, s:i, s:s}", "pid", (int)t->pid,
@@ -487,25 +557,36 @@ int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_
 						    "name", t->name)))
 			rc = -ENOMEM;
 	}
-	a->t.threads += r.nthr;
-	for (i = 0; i < r.nthr; i++) {
-		free(r.thr[i].stk);
-		free(r.thr[i].active);
+	a->t.threads += r->nthr;
+	for (i = 0; i < r->nthr; i++) {
+		free(r->thr[i].stk);
+		free(r->thr[i].active);
 	}
-	for (i = 0; i < r.nimgs; i++) {
-		free(r.imgs[i].mods);
-		u64map__release(&r.imgs[i].addr);
+	for (i = 0; i < r->nimgs; i++) {
+		free(r->imgs[i].mods);
+		u64map__release(&r->imgs[i].addr);
 	}
-	free(r.thr);
-	free(r.imgs);
-	u64map__release(&r.thr_index);
-	u64map__release(&r.img_index);
+	free(r->thr);
+	free(r->imgs);
+	u64map__release(&r->thr_index);
+	u64map__release(&r->img_index);
 	if (a->ncalib) {
 		qsort(a->calib, a->ncalib, sizeof(double), cmp_double);
 		a->t.cost_ns_per_call = a->calib[a->ncalib / 2];
 	}
-	a->t.analysis_ns += sonde_clock_ns() - start;
+	a->t.analysis_ns += sonde_clock_ns() - r->start;
+	free(r);
 	return rc;
+}
+
+int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0)
+{
+	struct tr_feed *r = tr_feed__new(a, t0);
+
+	if (!r)
+		return -ENOMEM;
+	a->t.log_bytes += len;
+	return tr_feed__end(r, sonde_ring_log__walk(log, len, on_record, r));
 }
 
 /* ---- the profile --------------------------------------------------------------------------- */

@@ -75,9 +75,37 @@ struct tr_analysis {
 };
 
 void tr_analysis__init(struct tr_analysis *a);
+/*
+ * The function at `offset` (its ELF address) in `module`; `name`, when not NULL,
+ * names it (a USDT pair) instead of the symbol there. Returns its index in *out.
+ */
+int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset,
+		      const char *name, uint32_t *out);
 void tr_analysis__release(struct tr_analysis *a);
 /* One run's part of the log; t0 is the collection's start (ns). */
 int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0);
 int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p);
+
+/*
+ * A feed: calls given one event at a time, each thread's in order (the
+ * instrument engine's blocks go through it, and the ebpf engine's ring buffer
+ * events). A thread is (serial: the process image, tid). Times are monotonic ns.
+ */
+struct tr_feed;
+struct tr_thread;
+struct tr_feed *tr_feed__new(struct tr_analysis *a, uint64_t t0);
+struct tr_thread *tr_feed__thread(struct tr_feed *f, uint32_t serial, uint32_t pid, uint32_t tid);
+int tr_feed__process(struct tr_feed *f, uint32_t serial, uint32_t pid, uint32_t parent_serial,
+		     const char *exe, size_t exe_len);
+int tr_feed__enter(struct tr_feed *f, struct tr_thread *t, uint32_t func, uint64_t ns);
+/* The innermost open call returns (none open: counted as unmatched). */
+int tr_feed__exit(struct tr_feed *f, struct tr_thread *t, uint64_t ns);
+/* Calls that ended without their exit (longjmp, unwinding), until `depth` stay open. */
+int tr_feed__unwind(struct tr_feed *f, struct tr_thread *t, uint32_t depth, uint64_t ns);
+void tr_feed__size(struct tr_thread *t, uint64_t size); /* of the innermost open call */
+void tr_feed__name(struct tr_thread *t, const char *name);
+uint32_t tr_feed__depth(const struct tr_thread *t);
+/* Ends the calls still open (unfinished) and frees the feed; returns rc or an error. */
+int tr_feed__end(struct tr_feed *f, int rc);
 
 #endif
