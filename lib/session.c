@@ -80,6 +80,11 @@ char *const *sonde_collection__argv(struct sonde_collection *c)
 	return c->s->o.argv;
 }
 
+uint64_t sonde_collection__t0_ns(struct sonde_collection *c)
+{
+	return c->s->t0;
+}
+
 int sonde_collection__setenv(struct sonde_collection *c, const char *name, const char *value)
 {
 	if (c->s->state != SONDE_SESSION_UNINITIALIZED || !name || strchr(name, '='))

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <jansson.h>
 #include <sonde/option.h>
@@ -85,6 +86,8 @@ void *sonde_collection__priv(struct sonde_collection *c);
 void sonde_collection__set_priv(struct sonde_collection *c, void *priv);
 /* The target command as given (argv, NULL-terminated, borrowed). */
 char *const *sonde_collection__argv(struct sonde_collection *c);
+/* The monotonic time (ns) the collection started: run_info.t0_ns, known from start() on. */
+uint64_t sonde_collection__t0_ns(struct sonde_collection *c);
 /* Set a variable in the target's environment (before() only). */
 int sonde_collection__setenv(struct sonde_collection *c, const char *name, const char *value);
 /* Add a library to the target's LD_PRELOAD (before() only). */

@@ -99,6 +99,7 @@ void tr_analysis__release(struct tr_analysis *a)
 	json_decref(a->func_index);
 	json_decref(a->threads);
 	json_decref(a->processes);
+	json_decref(a->engine_stats);
 	if (a->has_filter)
 		regfree(&a->filter);
 	if (a->has_exclude)
@@ -122,8 +123,8 @@ static void filter(struct tr_analysis *a, struct tr_func *f)
 		    (a->has_exclude && regexec(&a->exclude, name, 0, NULL, 0) == 0);
 }
 
-int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset,
-		      const char *name, uint32_t *out)
+int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset, const char *name,
+		      uint32_t *out)
 {
 	char key[4400];
 	json_t *idx;
@@ -434,8 +435,8 @@ static int block(struct tr_feed *r, struct tr_thread *t, const struct tr_block *
 			kind = ev[i + 1] >> 24;
 			arg = ev[i + 1] & 0xffffffu;
 			if (kind == TR_SP_UNWIND) {
-				rc = tr_feed__unwind(r, t, t->depth > arg ? (uint32_t)(t->depth - arg) : 0,
-						     ns);
+				rc = tr_feed__unwind(
+					r, t, t->depth > arg ? (uint32_t)(t->depth - arg) : 0, ns);
 				i += 2;
 			} else if (kind == TR_SP_SIZE) {
 				if (i + 4 > n)
@@ -623,6 +624,12 @@ static json_t *stats_json(const struct tr_analysis *a)
 
 	if (!s)
 		return NULL;
+	if (a->engine)
+		json_object_set_new(s, "engine", json_string(a->engine));
+	if (a->engine_stats)
+		json_object_update(s, a->engine_stats);
+	if (t->probes)
+		json_object_set_new(s, "probes", json_integer((json_int_t)t->probes));
 	if (t->calls)
 		json_object_set_new(s, "bytes_per_call",
 				    json_real((double)t->log_bytes / (double)t->calls));

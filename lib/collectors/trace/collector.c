@@ -21,108 +21,25 @@
 #include <unistd.h>
 #include <sonde/collector.h>
 #include <sonde/runner.h>
+#include "config.h"
+#include "binary.h"
+#include "ebpf.h"
 #include "trace.h"
 
 struct tr_state {
 	struct tr_analysis a;
-	struct rt_host host;
+	struct rt_host host; /* instrument */
 	char rules_path[PATH_MAX];
+	struct te_loader *bpf; /* ebpf */
+	char *exe;
 };
-
-/* ---- the binary's functions ------------------------------------------------------------ */
-
-typedef int (*sym_fn)(void *ctx, const char *name, uint64_t addr);
-
-/* One symbol of a table; non-zero stops the walk and is returned. */
-typedef int (*elf_sym_fn)(void *ctx, const char *name, const GElf_Sym *s);
-
-/*
- * Every named symbol of an ELF file's tables of type `type` (SHT_SYMTAB or
- * SHT_DYNSYM). -ENOENT: the file has no such table; -errno, -ENOEXEC on failure.
- */
-static int elf_symbols(const char *path, Elf64_Word type, elf_sym_fn fn, void *ctx)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -ENOENT;
-	Elf_Scn *scn = NULL;
-	Elf *e;
-
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e) {
-		close(fd);
-		return -ENOEXEC;
-	}
-	while ((rc == 0 || rc == -ENOENT) && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t i, n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
-			continue;
-		rc = 0;
-		d = elf_getdata(scn, NULL);
-		n = sh.sh_size / sh.sh_entsize;
-		for (i = 0; d && i < n && !rc; i++) {
-			GElf_Sym s;
-			const char *name;
-
-			if (!gelf_getsym(d, (int)i, &s))
-				continue;
-			name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (name && *name)
-				rc = fn(ctx, name, &s);
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return rc;
-}
-
-struct func_walk {
-	sym_fn fn;
-	void *ctx;
-};
-
-static int defined_function(void *ctx, const char *name, const GElf_Sym *s)
-{
-	struct func_walk *w = ctx;
-
-	if (GELF_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || !s->st_value)
-		return 0;
-	return w->fn(w->ctx, name, s->st_value);
-}
-
-/* Every defined function symbol of an ELF file (symtab, else dynsym). -errno on failure. */
-static int elf_functions(const char *path, sym_fn fn, void *ctx)
-{
-	struct func_walk w = { fn, ctx };
-	int rc = elf_symbols(path, SHT_SYMTAB, defined_function, &w);
-
-	if (rc == -ENOENT)
-		rc = elf_symbols(path, SHT_DYNSYM, defined_function, &w);
-	return rc == -ENOENT ? 0 : rc;
-}
-
-static int is_enter_hook(void *ctx, const char *name, const GElf_Sym *s)
-{
-	(void)ctx;
-	(void)s;
-	return strcmp(name, "__cyg_profile_func_enter") == 0;
-}
-
-/* Whether the program calls the -finstrument-functions hooks (a dynamic reference). */
-static bool instrumented(const char *path)
-{
-	return elf_symbols(path, SHT_DYNSYM, is_enter_hook, NULL) == 1;
-}
 
 /* ---- rules ------------------------------------------------------------------------------ */
 
 struct rules {
 	struct tr_rules h;
-	char (*names)[TR_RULE_NAME];
+	char (*names)[TR_RULE_NAME]; /* file names, for the runtime */
+	char **paths;		     /* the same modules' paths, for the ebpf engine */
 	struct tr_rule *r;
 	size_t caprules;
 };
@@ -133,6 +50,8 @@ struct rule_match {
 	const char *want;
 	uint32_t module, every;
 	unsigned matched;
+	uint64_t first; /* the first match's address */
+	bool no_rule;	/* only find: add no rule */
 };
 
 static int push_rule(struct rules *rs, uint32_t module, uint32_t every, uint64_t addr)
@@ -150,45 +69,67 @@ static int push_rule(struct rules *rs, uint32_t module, uint32_t every, uint64_t
 	return 0;
 }
 
-static int match_rule(void *ctx, const char *name, uint64_t addr)
+static int match_rule(void *ctx, const char *name, uint64_t addr, uint64_t size)
 {
 	struct rule_match *m = ctx;
 	const char *dm;
 	size_t wl = strlen(m->want);
 	struct rules *rs = m->rs;
 
+	(void)size;
+
 	dm = sonde_symbols__demangle(m->sym, name);
 	if (strcmp(name, m->want) != 0 && strcmp(dm, m->want) != 0 &&
 	    !(strncmp(dm, m->want, wl) == 0 && dm[wl] == '('))
 		return 0;
-	m->matched++;
-	return push_rule(rs, m->module, m->every, addr);
+	if (!m->matched++)
+		m->first = addr;
+	return m->no_rule ? 0 : push_rule(rs, m->module, m->every, addr);
 }
 
-static int add_every(void *ctx, const char *name, uint64_t addr)
+static int add_every(void *ctx, const char *name, uint64_t addr, uint64_t size)
 {
 	struct rule_match *m = ctx;
 
 	(void)name;
+	(void)size;
 	return push_rule(m->rs, 0, m->every, addr);
 }
 
-static uint32_t rules_module(struct rules *rs, const char *lib)
+/* The module of a path (0: the program; UINT32_MAX when out of memory). */
+static uint32_t rules_module(struct rules *rs, const char *path)
 {
-	const char *base = strrchr(lib, '/');
+	const char *base = strrchr(path, '/');
 	uint32_t i;
 	void *n;
 
-	base = base ? base + 1 : lib;
-	for (i = 1; i < rs->h.nmodules; i++)
-		if (strcmp(rs->names[i], base) == 0)
+	base = base ? base + 1 : path;
+	for (i = 0; i < rs->h.nmodules; i++)
+		if (strcmp(rs->paths[i], path) == 0)
 			return i;
 	n = realloc(rs->names, (size_t)(rs->h.nmodules + 1) * TR_RULE_NAME);
+	if (n)
+		rs->names = n;
+	n = n ? realloc(rs->paths, (size_t)(rs->h.nmodules + 1) * sizeof(char *)) : NULL;
 	if (!n)
-		return 0;
-	rs->names = n;
+		return UINT32_MAX;
+	rs->paths = n;
+	rs->paths[rs->h.nmodules] = strdup(path);
+	if (!rs->paths[rs->h.nmodules])
+		return UINT32_MAX;
 	snprintf(rs->names[rs->h.nmodules], TR_RULE_NAME, "%s", base);
 	return rs->h.nmodules++;
+}
+
+static void rules_release(struct rules *rs)
+{
+	uint32_t i;
+
+	for (i = 0; i < rs->h.nmodules; i++)
+		free(rs->paths[i]);
+	free(rs->paths);
+	free(rs->names);
+	free(rs->r);
 }
 
 static bool all_digits(const char *s)
@@ -199,28 +140,6 @@ static bool all_digits(const char *s)
 		if (*s < '0' || *s > '9')
 			return false;
 	return true;
-}
-
-/* A library given by name: the file the dynamic linker would find, or NULL. */
-static char *find_lib(const char *lib)
-{
-	static const char *const dirs[] = { "/lib/x86_64-linux-gnu",
-					    "/usr/lib/x86_64-linux-gnu",
-					    "/lib",
-					    "/usr/lib",
-					    "/usr/local/lib",
-					    NULL };
-	char path[PATH_MAX];
-	size_t i;
-
-	if (strchr(lib, '/'))
-		return access(lib, R_OK) == 0 ? strdup(lib) : NULL;
-	for (i = 0; dirs[i]; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], lib);
-		if (access(path, R_OK) == 0)
-			return strdup(path);
-	}
-	return NULL;
 }
 
 /* One -f rule, LIB#FUNC#SAMPLING (LIB and SAMPLING may be left out). */
@@ -256,7 +175,7 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 	if (every && *every)
 		m.every = (uint32_t)strtoul(every, NULL, 10);
 	if (lib && *lib) {
-		char *path = find_lib(lib);
+		char *path = tr_find_lib(lib);
 
 		if (!path) {
 			sonde_collection__fail(c, "-f rule '%s': cannot find library '%s'", spec,
@@ -265,11 +184,11 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 			return -EINVAL;
 		}
 		m.module = rules_module(rs, path);
-		rc = elf_functions(path, match_rule, &m);
+		rc = m.module == UINT32_MAX ? -ENOMEM : tr_elf_functions(path, match_rule, &m);
 		free(path);
 	} else {
 		m.module = 0;
-		rc = elf_functions(binary, match_rule, &m);
+		rc = tr_elf_functions(binary, match_rule, &m);
 	}
 	if (!rc && !m.matched) {
 		sonde_collection__fail(c, "-f rule '%s': no function '%s' in %s", spec, m.want,
@@ -307,6 +226,337 @@ static int write_rules(struct tr_state *st, struct rules *rs)
 		rc = -errno;
 	return rc;
 }
+
+/* ---- the ebpf engine's probes ------------------------------------------------------------ */
+#if SONDE_HAVE_EBPF
+
+/* The C start-up files' functions and sonde's own get no probes. */
+static bool startup_function(const char *name)
+{
+	static const char *const names[] = { "_start",
+					     "_init",
+					     "_fini",
+					     "deregister_tm_clones",
+					     "register_tm_clones",
+					     "__do_global_dtors_aux",
+					     "frame_dummy",
+					     "__libc_csu_init",
+					     "__libc_csu_fini",
+					     "_dl_relocate_static_pie",
+					     "sonde_trace_size",
+					     "__cyg_profile_func_enter",
+					     "__cyg_profile_func_exit",
+					     NULL };
+	size_t i;
+
+	for (i = 0; names[i]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The C and C++ runtimes: -s all leaves them out, as their probes would trap in
+ * every process of the machine that calls them; -l LIB still traces one.
+ */
+static bool runtime_library(const char *path)
+{
+	static const char *const libs[] = {
+		"libc.so",     "libm.so",   "ld-linux",	   "libpthread.so",
+		"libdl.so",    "librt.so",  "libgcc_s.so", "libstdc++.so",
+		"libsonde.so", "libsonde-", NULL
+	};
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t i;
+
+	for (i = 0; libs[i]; i++)
+		if (strncmp(base, libs[i], strlen(libs[i])) == 0)
+			return true;
+	return false;
+}
+
+struct probe_walk {
+	struct te_loader *l;
+	const char *path;
+	uint32_t every;
+};
+
+static int add_probe(void *ctx, const char *name, uint64_t addr, uint64_t size)
+{
+	struct probe_walk *w = ctx;
+
+	if (!size || startup_function(name))
+		return 0;
+	return te_loader__func(w->l, w->path, addr, w->every, false);
+}
+
+/* Where `name` is defined in `path`: 1 and *addr, or 0. */
+static int find_function(struct sonde_symbols *sym, const char *path, const char *name,
+			 uint64_t *addr)
+{
+	struct rule_match m = { .sym = sym, .want = name, .no_rule = true };
+	int rc = tr_elf_functions(path, match_rule, &m);
+
+	if (rc < 0)
+		return rc;
+	*addr = m.first;
+	return m.matched > 0;
+}
+
+static bool looks_like_lib(const char *s)
+{
+	return strchr(s, '/') || strstr(s, ".so");
+}
+
+static const struct tr_usdt *usdt_find(const struct tr_usdt *u, size_t n, const char *want,
+				       size_t from)
+{
+	char full[160];
+	size_t i;
+
+	for (i = from; i < n; i++) {
+		snprintf(full, sizeof(full), "%s:%s", u[i].provider, u[i].name);
+		if (strcmp(u[i].name, want) == 0 || strcmp(full, want) == 0)
+			return &u[i];
+	}
+	return NULL;
+}
+
+/* Every site of probe `want`, of one kind, into group *group. */
+static int usdt_sites(struct te_loader *l, const char *path, const struct tr_usdt *u, size_t n,
+		      const char *want, enum te_probe_kind kind, uint32_t *group, uint32_t every)
+{
+	const struct tr_usdt *s;
+	uint32_t idx;
+	int rc = 0;
+
+	for (s = usdt_find(u, n, want, 0); s && !rc;
+	     s = usdt_find(u, n, want, (size_t)(s - u) + 1)) {
+		rc = te_loader__usdt(l, path, s, kind, *group, every, &idx);
+		if (*group == UINT32_MAX)
+			*group = idx;
+	}
+	return rc;
+}
+
+/*
+ * One -u spec: [LIB#]NAME[#END][#SAMPLING]. NAME pairs with NAME_end, NAME_END
+ * or NAME_exit when the file has one, or with END when given; alone, each firing
+ * is a call of no duration. NAME may be provider:name.
+ */
+static int add_usdt_spec(struct sonde_collection *c, struct te_loader *l, const char *binary,
+			 const char *spec, uint32_t every)
+{
+	static const char *const ends[] = { "_end", "_END", "_exit", NULL };
+	char *copy = strdup(spec), *part[5], *p, *path = NULL, end[160];
+	const char *lib = NULL, *endname = NULL;
+	struct tr_usdt *u = NULL;
+	uint32_t group = UINT32_MAX;
+	size_t nu = 0, i;
+	int n, k = 0, rc;
+
+	if (!copy)
+		return -ENOMEM;
+	for (n = 0, p = copy; p && n < 5; n++) {
+		part[n] = p;
+		p = strchr(p, '#');
+		if (p)
+			*p++ = '\0';
+	}
+	if (n > 1 && looks_like_lib(part[0])) {
+		lib = part[0];
+		k = 1;
+	}
+	if (n - k > 1 && all_digits(part[n - 1])) {
+		every = (uint32_t)strtoul(part[n - 1], NULL, 10);
+		n--;
+	}
+	if (p || n - k < 1 || n - k > 2 || !*part[k] || (n - k == 2 && !*part[k + 1])) {
+		sonde_collection__fail(
+			c, "bad -u probe '%s' (expected [LIB#]NAME[#END][#SAMPLING])", spec);
+		free(copy);
+		return -EINVAL;
+	}
+	path = lib ? tr_find_lib(lib) : strdup(binary);
+	if (!path) {
+		sonde_collection__fail(c, "-u probe '%s': cannot find library '%s'", spec, lib);
+		free(copy);
+		return -EINVAL;
+	}
+	rc = tr_elf_usdt(path, &u, &nu);
+	if (!rc && !usdt_find(u, nu, part[k], 0)) {
+		sonde_collection__fail(c, "-u probe '%s': %s has no USDT probe '%s'%s", spec, path,
+				       part[k], nu ? "" : " (it has no USDT probes at all)");
+		rc = -EINVAL;
+	}
+	if (!rc && n - k == 2) {
+		endname = part[k + 1];
+		if (!usdt_find(u, nu, endname, 0)) {
+			sonde_collection__fail(c, "-u probe '%s': %s has no USDT probe '%s'", spec,
+					       path, endname);
+			rc = -EINVAL;
+		}
+	}
+	for (i = 0; !rc && !endname && ends[i]; i++) {
+		snprintf(end, sizeof(end), "%s%s", part[k], ends[i]);
+		if (usdt_find(u, nu, end, 0))
+			endname = end;
+	}
+	if (!rc)
+		rc = usdt_sites(l, path, u, nu, part[k],
+				endname ? TE_PK_USDT_BEGIN : TE_PK_USDT_POINT, &group, every);
+	if (!rc && endname)
+		rc = usdt_sites(l, path, u, nu, endname, TE_PK_USDT_END, &group, every);
+	free(u);
+	free(path);
+	free(copy);
+	return rc;
+}
+
+/* sonde_trace_size(n), wherever the program has it, sets sizes. */
+static int add_size_probes(struct tr_state *st, const char *binary, char **libs)
+{
+	uint64_t addr;
+	size_t i;
+	int rc = find_function(st->a.sym, binary, "sonde_trace_size", &addr);
+
+	if (rc > 0)
+		rc = te_loader__size_probe(st->bpf, binary, addr);
+	for (i = 0; rc >= 0 && libs && libs[i]; i++) {
+		rc = find_function(st->a.sym, libs[i], "sonde_trace_size", &addr);
+		if (rc > 0)
+			rc = te_loader__size_probe(st->bpf, libs[i], addr);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/* --size-arg FUNC:N */
+static int add_size_arg(struct sonde_collection *c, struct tr_state *st, const char *binary,
+			const char *spec, uint32_t every)
+{
+	const char *colon = strrchr(spec, ':');
+	char name[512];
+	uint64_t addr;
+	unsigned n;
+	int rc;
+
+	if (!colon || colon == spec || !all_digits(colon + 1) ||
+	    (n = (unsigned)strtoul(colon + 1, NULL, 10)) < 1 || n > 6 ||
+	    (size_t)(colon - spec) >= sizeof(name)) {
+		sonde_collection__fail(c,
+				       "--size-arg '%s': expected FUNC:N, N an integer argument "
+				       "from 1 to 6",
+				       spec);
+		return -EINVAL;
+	}
+	snprintf(name, sizeof(name), "%.*s", (int)(colon - spec), spec);
+	rc = find_function(st->a.sym, binary, name, &addr);
+	if (rc == 0) {
+		sonde_collection__fail(c, "--size-arg '%s': no function '%s' in %s", spec, name,
+				       binary);
+		return -EINVAL;
+	}
+	return rc < 0 ? rc : te_loader__size_arg(st->bpf, binary, addr, n, every);
+}
+
+/* The probes: the strategy's functions, -f rules, -u probes, sizes; then attach. */
+static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const struct rules *rs,
+		       const char *binary, bool libs_too, uint32_t every, bool chosen)
+{
+	json_t *libs = json_object_get(sonde_collection__params(c), "lib");
+	json_t *usdt = json_object_get(sonde_collection__params(c), "usdt");
+	const char *size_arg = sonde_collection__param_str(c, "size-arg", NULL);
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	char **needed = tr_elf_needed(binary);
+	struct probe_walk w = { .every = rs->h.default_every };
+	uint32_t i;
+	int rc;
+
+	if (chosen) /* the user did not ask for it: say why it is used */
+		sonde_strbuf__addf(&err,
+				   "'%s' is not built with -finstrument-functions, so it is "
+				   "traced with uprobes, and ",
+				   binary);
+	rc = te_loader__new(&st->bpf, &st->a, &err);
+	if (rc)
+		goto out;
+	sonde_strbuf__reset(&err);
+	w.l = st->bpf;
+	w.path = binary;
+	if (w.every)
+		rc = tr_elf_functions(binary, add_probe, &w);
+	for (i = 0; !rc && w.every && libs_too && needed && needed[i]; i++) {
+		if (runtime_library(needed[i]))
+			continue;
+		w.path = needed[i];
+		rc = tr_elf_functions(needed[i], add_probe, &w);
+	}
+	for (i = 0; !rc && w.every && json_is_array(libs) && i < json_array_size(libs); i++) {
+		char *path = tr_find_lib(json_string_value(json_array_get(libs, i)));
+
+		if (!path) {
+			sonde_collection__fail(c, "-l: cannot find library '%s'",
+					       json_string_value(json_array_get(libs, i)));
+			rc = -EINVAL;
+			break;
+		}
+		w.path = path;
+		rc = tr_elf_functions(path, add_probe, &w);
+		free(path);
+	}
+	for (i = 0; !rc && i < rs->h.nrules; i++)
+		rc = te_loader__func(st->bpf, rs->paths[rs->r[i].module], rs->r[i].offset,
+				     rs->r[i].every, true);
+	for (i = 0; !rc && json_is_array(usdt) && i < json_array_size(usdt); i++)
+		rc = add_usdt_spec(c, st->bpf, binary, json_string_value(json_array_get(usdt, i)),
+				   every);
+	if (!rc && size_arg)
+		rc = add_size_arg(c, st, binary, size_arg, every);
+	if (!rc)
+		rc = add_size_probes(st, binary, needed);
+	if (rc)
+		goto out;
+	if (!te_loader__nprobes(st->bpf)) {
+		sonde_collection__fail(c, "nothing to trace in %s: no function%s to probe", binary,
+				       json_is_array(usdt) ? " or USDT probe" : "");
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = te_loader__attach(st->bpf, (uint32_t)sonde_collection__param_int(c, "depth", 0),
+			       32u << 20, &err);
+	if (!rc && tr_elf_references(binary, "__cxa_throw"))
+		sonde_collection__note(
+			c,
+			"'%s' can throw C++ exceptions: one thrown through a function "
+			"with a uretprobe terminates the program, as the kernel's return "
+			"trampoline has no unwind information; trace it with -e "
+			"instrument, or leave those functions out (-s custom -f)",
+			binary);
+	if (!rc && te_loader__failed(st->bpf))
+		sonde_collection__note(c, "%zu of %zu probes could not be attached",
+				       te_loader__failed(st->bpf), te_loader__nprobes(st->bpf));
+out:
+	if (rc && err.len)
+		sonde_collection__fail(c, "%s", err.buf);
+	sonde_strbuf__release(&err);
+	tr_strv_free(needed);
+	return rc;
+}
+#else
+static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const struct rules *rs,
+		       const char *binary, bool libs_too, uint32_t every, bool chosen)
+{
+	(void)chosen;
+	(void)st;
+	(void)rs;
+	(void)binary;
+	(void)libs_too;
+	(void)every;
+	sonde_collection__fail(c, "this sonde was built without the ebpf engine (install "
+				  "libbpf-dev, clang and bpftool, then rebuild)");
+	return -ENOTSUP;
+}
+#endif
 
 /* ---- the collector ------------------------------------------------------------------------ */
 
@@ -369,9 +619,11 @@ static int trace_before(struct sonde_collection *c)
 	bool sampled = strcmp(strategy, "u_sampled") == 0 || strcmp(strategy, "a_sampled") == 0;
 	struct rules rs = { 0 };
 	unsigned flags = 0;
-	char *binary = NULL, num[32];
+	uint32_t every;
+	bool hooks, ebpf;
+	char *binary, num[32];
 	size_t i;
-	int rc;
+	int rc = 0;
 
 	if (!st)
 		return -ENOMEM;
@@ -405,35 +657,25 @@ static int trace_before(struct sonde_collection *c)
 				       bin_opt ? bin_opt : sonde_collection__argv(c)[0]);
 		return -ENOENT;
 	}
-	if (!engine)
-		engine = instrumented(binary) ? "instrument" : "ebpf";
-	if (strcmp(engine, "ebpf") == 0) {
-		sonde_collection__fail(
-			c,
-			"'%s' is not built with -finstrument-functions%s, and this build of sonde "
-			"has no ebpf engine yet: rebuild the program with -finstrument-functions",
-			binary, sonde_collection__param_str(c, "engine", NULL) ? " (-e ebpf)" : "");
-		free(binary);
-		return -ENOTSUP;
-	}
-	if (!instrumented(binary)) {
+	st->exe = binary;
+	hooks = tr_elf_references(binary, "__cyg_profile_func_enter");
+	ebpf = engine ? strcmp(engine, "ebpf") == 0 : !hooks;
+	st->a.engine = ebpf ? "ebpf" : "instrument";
+	if (!ebpf && !hooks) {
 		sonde_collection__fail(c,
 				       "'%s' does not call __cyg_profile_func_enter: build it with "
 				       "-finstrument-functions for the instrument engine",
 				       binary);
-		free(binary);
 		return -ENOTSUP;
 	}
-	if (json_is_array(usdt) && json_array_size(usdt)) {
-		sonde_collection__fail(c, "-u (USDT probes) needs the ebpf engine");
-		free(binary);
+	if (!ebpf && json_is_array(usdt) && json_array_size(usdt)) {
+		sonde_collection__fail(c, "-u (USDT probes) needs the ebpf engine (-e ebpf)");
 		return -ENOTSUP;
 	}
-	if (sonde_collection__param_str(c, "size-arg", NULL)) {
-		sonde_collection__fail(c,
-				       "--size-arg reads registers with the ebpf engine; with "
-				       "-finstrument-functions call sonde_trace_size(n) instead");
-		free(binary);
+	if (!ebpf && sonde_collection__param_str(c, "size-arg", NULL)) {
+		sonde_collection__fail(
+			c, "--size-arg reads registers with the ebpf engine (-e ebpf); "
+			   "with -finstrument-functions call sonde_trace_size(n) instead");
 		return -ENOTSUP;
 	}
 
@@ -441,32 +683,26 @@ static int trace_before(struct sonde_collection *c)
 	if (strcmp(strategy, "all") == 0 || strcmp(strategy, "a_sampled") == 0 ||
 	    (json_is_array(libs) && json_array_size(libs)))
 		flags |= TR_F_LIBS;
-	rs.h.default_every = strcmp(strategy, "custom") == 0 ? 0
-			     : global			     ? (uint32_t)global
-			     : sampled			     ? 20
-							     : 1;
-	rs.names = calloc(1, TR_RULE_NAME);
-	if (!rs.names) {
-		free(binary);
+	every = global ? (uint32_t)global : sampled ? 20 : 1;
+	rs.h.default_every = strcmp(strategy, "custom") == 0 ? 0 : every;
+	if (rules_module(&rs, binary) != 0) {
+		rules_release(&rs);
 		return -ENOMEM;
 	}
-	snprintf(rs.names[0], TR_RULE_NAME, "%s", binary);
-	rs.h.nmodules = 1;
 	/* global sampling counts per function: every function of the binary gets a
 	   rule (the runtime's counters live in them); -f rules, added later, win */
-	if (rs.h.default_every > 1) {
+	if (!ebpf && rs.h.default_every > 1) {
 		struct rule_match m = { .rs = &rs, .sym = st->a.sym, .every = rs.h.default_every };
 
-		rc = elf_functions(binary, add_every, &m);
+		rc = tr_elf_functions(binary, add_every, &m);
 	}
-	for (i = 0; !rc && json_is_array(funcs) && i < json_array_size(funcs); i++) {
+	for (i = 0; !rc && json_is_array(funcs) && i < json_array_size(funcs); i++)
 		rc = add_func_rule(c, &rs, st->a.sym, binary,
-				   json_string_value(json_array_get(funcs, i)),
-				   global    ? (uint32_t)global
-				   : sampled ? 20
-					     : 1);
-		if (rc)
-			break;
+				   json_string_value(json_array_get(funcs, i)), every);
+	if (!rc && ebpf) {
+		rc = ebpf_before(c, st, &rs, binary, flags & TR_F_LIBS, every, !engine);
+		rules_release(&rs);
+		return rc;
 	}
 	if (!rc && (rs.h.nrules || rs.h.default_every != 1)) {
 		flags |= TR_F_RULES;
@@ -475,9 +711,7 @@ static int trace_before(struct sonde_collection *c)
 			sonde_collection__fail(c, "cannot write the trace rules: %s",
 					       strerror(-rc));
 	}
-	free(rs.names);
-	free(rs.r);
-	free(binary);
+	rules_release(&rs);
 	if (rc)
 		return rc;
 
@@ -495,6 +729,19 @@ static int trace_before(struct sonde_collection *c)
 	return rc;
 }
 
+static int trace_start(struct sonde_collection *c, pid_t pid)
+{
+	struct tr_state *st = sonde_collection__priv(c);
+
+#if SONDE_HAVE_EBPF
+	if (st->bpf)
+		return te_loader__start(st->bpf, pid, st->exe, sonde_collection__t0_ns(c));
+#endif
+	(void)st;
+	(void)pid;
+	return 0;
+}
+
 static int analyse(void *ctx, const void *log, size_t len, const struct sonde_run_info *ri)
 {
 	struct tr_state *st = ctx;
@@ -507,16 +754,58 @@ static int trace_stop(struct sonde_collection *c, const struct sonde_run_info *r
 {
 	struct tr_state *st = sonde_collection__priv(c);
 
+#if SONDE_HAVE_EBPF
+	if (st->bpf)
+		return te_loader__stop(st->bpf);
+#endif
 	return rt_host__stop(&st->host, c, ri, analyse, st);
 }
+
+#if SONDE_HAVE_EBPF
+/* The kernel side's counts: into the totals, with a note for each loss. */
+static void ebpf_totals(struct sonde_collection *c, struct tr_state *st)
+{
+	uint64_t full = te_loader__stat(st->bpf, TE_ST_RINGBUF_FULL),
+		 slot = te_loader__stat(st->bpf, TE_ST_NO_SLOT),
+		 deep = te_loader__stat(st->bpf, TE_ST_TOO_DEEP);
+
+	st->a.t.lost = full + slot + deep;
+	st->a.t.sampled_out = te_loader__stat(st->bpf, TE_ST_SAMPLED_OUT);
+	st->a.t.unmatched += te_loader__stat(st->bpf, TE_ST_UNMATCHED);
+	st->a.t.probes = te_loader__nprobes(st->bpf);
+	if (full)
+		sonde_collection__note(c,
+				       "%llu events found the BPF ring buffer full and were lost; "
+				       "the calls around them are closed from the depth the next "
+				       "event reports",
+				       (unsigned long long)full);
+	if (slot)
+		sonde_collection__note(c,
+				       "%llu calls came from threads beyond the 4096 traced at "
+				       "once, and were not recorded",
+				       (unsigned long long)slot);
+	if (deep)
+		sonde_collection__note(
+			c,
+			"%llu calls were more than %d probed calls deep (the "
+			"kernel's limit of pending uretprobes) and were not recorded",
+			(unsigned long long)deep, TE_MAX_DEPTH);
+	if (st->a.t.lost)
+		sonde_collection__dropped(c, st->a.t.lost);
+}
+#endif
 
 static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 {
 	struct tr_state *st = sonde_collection__priv(c);
 	const struct tr_totals *t = &st->a.t;
 
+#if SONDE_HAVE_EBPF
+	if (st->bpf)
+		ebpf_totals(c, st);
+#endif
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
-	if (t->lost)
+	if (t->lost && !st->bpf)
 		sonde_collection__note(c,
 				       "%llu calls happened in signal handlers that interrupted "
 				       "sonde's own hook and were not recorded",
@@ -542,6 +831,10 @@ static void trace_cleanup(struct sonde_collection *c)
 
 	if (!st)
 		return;
+#if SONDE_HAVE_EBPF
+	te_loader__free(st->bpf);
+#endif
+	free(st->exe);
 	rt_host__release(&st->host);
 	if (st->rules_path[0])
 		unlink(st->rules_path);
@@ -596,8 +889,9 @@ const struct sonde_collector sonde_collector_trace = {
 	.profile_type = "mixed",
 	.units = trace_units,
 	.options = trace_options,
-	.flags = SONDE_COLLECTOR_ONE_RUN,
+	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_NEEDS_BARRIER,
 	.before = trace_before,
+	.start = trace_start,
 	.stop = trace_stop,
 	.after = trace_after,
 	.cleanup = trace_cleanup,

@@ -49,9 +49,12 @@ struct tr_totals {
 	double cost_ns_per_call; /* calibrated, median over images; 0: unknown */
 	uint64_t drain_cpu_ns, analysis_ns;
 	uint64_t slices_dropped;
+	uint64_t probes; /* ebpf: probes attached */
 };
 
 struct tr_analysis {
+	const char *engine;   /* "instrument" or "ebpf" */
+	json_t *engine_stats; /* the engine's own, into stats.trace */
 	/* options */
 	uint64_t min_time_ns, max_rows, max_slices;
 	regex_t filter, exclude;
@@ -79,8 +82,8 @@ void tr_analysis__init(struct tr_analysis *a);
  * The function at `offset` (its ELF address) in `module`; `name`, when not NULL,
  * names it (a USDT pair) instead of the symbol there. Returns its index in *out.
  */
-int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset,
-		      const char *name, uint32_t *out);
+int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset, const char *name,
+		      uint32_t *out);
 void tr_analysis__release(struct tr_analysis *a);
 /* One run's part of the log; t0 is the collection's start (ns). */
 int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0);

@@ -1,0 +1,354 @@
+/*
+ * binary.c - the traced ELF files, read with libelf: functions, needed
+ * libraries, USDT probes, segments.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "binary.h"
+
+static Elf *elf_open(const char *path, int *fd)
+{
+	Elf *e;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	e = elf_begin(*fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		close(*fd);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	return e;
+}
+
+static void elf_close(Elf *e, int fd)
+{
+	elf_end(e);
+	close(fd);
+}
+
+/* One symbol of a table; non-zero stops the walk and is returned. */
+typedef int (*elf_sym_fn)(void *ctx, const char *name, const GElf_Sym *s);
+
+/*
+ * Every named symbol of an ELF file's tables of type `type` (SHT_SYMTAB or
+ * SHT_DYNSYM). -ENOENT: the file has no such table; -errno, -ENOEXEC on failure.
+ */
+static int elf_symbols(const char *path, Elf64_Word type, elf_sym_fn fn, void *ctx)
+{
+	Elf_Scn *scn = NULL;
+	int fd, rc = -ENOENT;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e)
+		return -errno;
+	while ((rc == 0 || rc == -ENOENT) && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+			continue;
+		rc = 0;
+		d = elf_getdata(scn, NULL);
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; d && i < n && !rc; i++) {
+			GElf_Sym s;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &s))
+				continue;
+			name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (name && *name)
+				rc = fn(ctx, name, &s);
+		}
+	}
+	elf_close(e, fd);
+	return rc;
+}
+
+struct func_walk {
+	tr_func_fn fn;
+	void *ctx;
+};
+
+static int defined_function(void *ctx, const char *name, const GElf_Sym *s)
+{
+	struct func_walk *w = ctx;
+
+	if (GELF_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || !s->st_value)
+		return 0;
+	return w->fn(w->ctx, name, s->st_value, s->st_size);
+}
+
+int tr_elf_functions(const char *path, tr_func_fn fn, void *ctx)
+{
+	struct func_walk w = { fn, ctx };
+	int rc = elf_symbols(path, SHT_SYMTAB, defined_function, &w);
+
+	if (rc == -ENOENT)
+		rc = elf_symbols(path, SHT_DYNSYM, defined_function, &w);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+static int is_named(void *ctx, const char *name, const GElf_Sym *s)
+{
+	(void)s;
+	return strcmp(name, ctx) == 0;
+}
+
+bool tr_elf_references(const char *path, const char *sym)
+{
+	return elf_symbols(path, SHT_DYNSYM, is_named, (void *)sym) == 1;
+}
+
+char *tr_find_lib(const char *lib)
+{
+	static const char *const dirs[] = { "/lib/x86_64-linux-gnu",
+					    "/usr/lib/x86_64-linux-gnu",
+					    "/lib",
+					    "/usr/lib",
+					    "/usr/local/lib",
+					    NULL };
+	const char *env = getenv("LD_LIBRARY_PATH");
+	char path[PATH_MAX];
+	size_t i;
+
+	if (strchr(lib, '/'))
+		return access(lib, R_OK) == 0 ? realpath(lib, NULL) : NULL;
+	while (env && *env) { /* the directories the program will search first */
+		size_t len = strcspn(env, ":");
+
+		snprintf(path, sizeof(path), "%.*s/%s", (int)len, env, lib);
+		if (len && access(path, R_OK) == 0)
+			return realpath(path, NULL);
+		env += len + (env[len] == ':');
+	}
+	for (i = 0; dirs[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], lib);
+		if (access(path, R_OK) == 0)
+			return realpath(path, NULL);
+	}
+	return NULL;
+}
+
+void tr_strv_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* DT_RUNPATH/DT_RPATH directories, with $ORIGIN, then the usual search. */
+static char *find_needed(const char *soname, const char *runpath, const char *origin)
+{
+	char path[PATH_MAX];
+	const char *p = runpath;
+
+	while (p && *p) {
+		size_t len = strcspn(p, ":");
+		int n = len >= 7 && strncmp(p, "$ORIGIN", 7) == 0
+				? snprintf(path, sizeof(path), "%s%.*s/%s", origin, (int)len - 7,
+					   p + 7, soname)
+				: snprintf(path, sizeof(path), "%.*s/%s", (int)len, p, soname);
+
+		if (len && n < (int)sizeof(path) && access(path, R_OK) == 0)
+			return realpath(path, NULL);
+		p += len + (p[len] == ':');
+	}
+	return tr_find_lib(soname);
+}
+
+char **tr_elf_needed(const char *path)
+{
+	Elf_Scn *scn = NULL;
+	char **v = calloc(1, sizeof(*v)), origin[PATH_MAX];
+	const char *names[64], *runpath = NULL;
+	size_t n = 0, k = 0, i;
+	int fd;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e || !v) {
+		if (e)
+			elf_close(e, fd);
+		free(v);
+		return NULL;
+	}
+	snprintf(origin, sizeof(origin), "%s", path);
+	*(strrchr(origin, '/') ? strrchr(origin, '/') : origin) = '\0';
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			if (!gelf_getdyn(d, (int)i, &dyn))
+				continue;
+			if (dyn.d_tag == DT_NEEDED && n < 64)
+				names[n++] = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+			else if (dyn.d_tag == DT_RUNPATH || dyn.d_tag == DT_RPATH)
+				runpath = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		char *found = names[i] ? find_needed(names[i], runpath, origin) : NULL;
+		char **nv;
+
+		if (!found)
+			continue;
+		nv = realloc(v, (k + 2) * sizeof(*v));
+		if (!nv) {
+			free(found);
+			break;
+		}
+		v = nv;
+		v[k++] = found;
+		v[k] = NULL;
+	}
+	elf_close(e, fd);
+	return v;
+}
+
+/* The address of a section, by name; 0 when there is none. */
+static uint64_t section_addr(Elf *e, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && strcmp(name, want) == 0)
+			return sh.sh_addr;
+	}
+	return 0;
+}
+
+/*
+ * A stapsdt note (type 3, owner "stapsdt"): the probe's address, the link-time
+ * address of .stapsdt.base, the semaphore's address, then provider, name and
+ * argument strings. Addresses move with .stapsdt.base when the file was prelinked.
+ */
+int tr_elf_usdt(const char *path, struct tr_usdt **out, size_t *count)
+{
+	Elf_Scn *scn = NULL;
+	struct tr_usdt *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t base;
+	int fd, rc = 0;
+	Elf *e = elf_open(path, &fd);
+
+	*out = NULL;
+	*count = 0;
+	if (!e)
+		return -errno;
+	base = section_addr(e, ".stapsdt.base");
+	while (!rc && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		GElf_Nhdr nh;
+		Elf_Data *d;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			const char *owner = (const char *)d->d_buf + name_off;
+			const char *desc = (const char *)d->d_buf + desc_off, *prov, *nm;
+			uint64_t a[3];
+			struct tr_usdt *u;
+
+			if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp(owner, "stapsdt", 8) != 0 ||
+			    nh.n_descsz < sizeof(a) + 2)
+				continue;
+			memcpy(a, desc, sizeof(a));
+			prov = desc + sizeof(a);
+			nm = prov + strnlen(prov, nh.n_descsz - sizeof(a)) + 1;
+			if (nm >= desc + nh.n_descsz)
+				continue;
+			if (n == cap) {
+				void *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			u = &v[n++];
+			snprintf(u->provider, sizeof(u->provider), "%s", prov);
+			snprintf(u->name, sizeof(u->name), "%.*s", (int)(desc + nh.n_descsz - nm), nm);
+			u->pc = a[0] + (base && a[1] ? base - a[1] : 0);
+			u->semaphore = a[2] ? a[2] + (base && a[1] ? base - a[1] : 0) : 0;
+		}
+	}
+	elf_close(e, fd);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+int tr_elf_segs(const char *path, struct tr_segs *segs)
+{
+	size_t i, nph;
+	int fd;
+	Elf *e = elf_open(path, &fd);
+
+	segs->n = 0;
+	if (!e)
+		return -errno;
+	if (elf_getphdrnum(e, &nph)) {
+		elf_close(e, fd);
+		return -ENOEXEC;
+	}
+	for (i = 0; i < nph && segs->n < sizeof(segs->s) / sizeof(segs->s[0]); i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		segs->s[segs->n].vaddr = ph.p_vaddr;
+		segs->s[segs->n].size = ph.p_filesz;
+		segs->s[segs->n].offset = ph.p_offset;
+		segs->n++;
+	}
+	elf_close(e, fd);
+	return 0;
+}
+
+bool tr_segs__offset(const struct tr_segs *segs, uint64_t vaddr, uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < segs->n; i++)
+		if (vaddr >= segs->s[i].vaddr && vaddr - segs->s[i].vaddr < segs->s[i].size) {
+			*off = vaddr - segs->s[i].vaddr + segs->s[i].offset;
+			return true;
+		}
+	return false;
+}

@@ -1,0 +1,364 @@
+/*
+ * trace.bpf.c - the trace collector's eBPF engine, in the kernel: function
+ * entry/exit from uprobes and uretprobes, USDT probe pairs, and the traced
+ * processes (fork, exec, exit), into one BPF ring buffer. See ebpf.h.
+ *
+ * Built with clang -target bpf; the loader (ebpf.c) embeds it as a skeleton.
+ * Kernel structures are read through CO-RE (the few fields named below are
+ * relocated against the running kernel's BTF), so one object runs on any
+ * kernel with BTF.
+ */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <asm/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "ebpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+struct task_struct {
+	int pid;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+struct linux_binprm {
+	const char *filename;
+} __attribute__((preserve_access_index));
+
+const volatile __u32 max_depth = 0; /* --depth; 0: no limit */
+const volatile __u64 wakeup_bytes = 1u << 20;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* 1 */
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tid */
+	__type(value, struct te_stack);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TE_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, struct te_probe);
+} probes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TE_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, __u64); /* calls seen, for sampling */
+} hits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TE_ST_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1u << 24); /* the loader sets the size */
+} events SEC(".maps");
+
+static const struct te_stack empty_stack;
+
+static __always_inline void stat(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		(*v)++;
+}
+
+/* Wake the reader only when the buffer fills up; it polls on a timer otherwise. */
+static __always_inline __u64 wakeup(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									   : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline struct te_stack *stack_of(__u32 tid, bool create)
+{
+	struct te_stack *s = bpf_map_lookup_elem(&stacks, &tid);
+
+	if (s || !create)
+		return s;
+	bpf_map_update_elem(&stacks, &tid, &empty_stack, BPF_NOEXIST);
+	s = bpf_map_lookup_elem(&stacks, &tid);
+	if (!s)
+		stat(TE_ST_NO_SLOT);
+	return s;
+}
+
+static __always_inline bool traced(__u64 id)
+{
+	__u32 tgid = id >> 32;
+
+	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
+}
+
+static __always_inline int emit(__u32 type, __u32 probe, __u64 id, __u64 ts, __u32 rdepth,
+				const struct te_frame *f)
+{
+	struct te_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		stat(TE_ST_RINGBUF_FULL);
+		return -1;
+	}
+	e->type = type;
+	e->probe = probe;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->ts = ts;
+	e->rdepth = rdepth;
+	e->size = f ? f->size : 0;
+	e->flags = f ? f->flags : 0;
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+/*
+ * Drop the function frames whose stack pointer is below `limit`: the program
+ * left them without returning (longjmp, an exception), as a later call or return
+ * higher on the stack shows. A USDT pair's frame stops the walk.
+ */
+static __always_inline void drop_stale(struct te_stack *s, __u64 limit)
+{
+	for (int i = 0; i < TE_MAX_DEPTH; i++) {
+		__u32 d = s->depth;
+		struct te_frame *f;
+
+		if (d == 0 || d > TE_MAX_DEPTH)
+			break;
+		f = &s->f[(d - 1) & (TE_MAX_DEPTH - 1)];
+		if ((f->flags & TE_FF_USDT) || f->sp >= limit)
+			break;
+		if (!(f->flags & TE_FF_SKIP))
+			s->rdepth--;
+		s->depth = d - 1;
+		stat(TE_ST_STALE);
+	}
+}
+
+/* The Nth integer argument (1..6), by the x86-64 calling convention. */
+static __always_inline __u64 int_arg(struct pt_regs *ctx, __u32 n)
+{
+	/* six fixed loads: the verifier allows no computed offset into ctx */
+	__u64 a[6] = { ctx->rdi, ctx->rsi, ctx->rdx, ctx->rcx, ctx->r8, ctx->r9 };
+
+	if (n < 1 || n > 6)
+		return 0;
+	return a[n - 1];
+}
+
+/* A call starts: a function's entry, or a USDT pair's first probe. */
+static __always_inline int open_call(struct pt_regs *ctx, __u32 fflags)
+{
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
+	__u32 idx = (__u32)bpf_get_attach_cookie(ctx), d;
+	struct te_probe *p;
+	struct te_stack *s;
+	struct te_frame *f;
+
+	if (!traced(id))
+		return 0;
+	p = bpf_map_lookup_elem(&probes, &idx);
+	s = stack_of((__u32)id, true);
+	if (!p || !s)
+		return 0;
+	if (!(fflags & TE_FF_USDT))
+		drop_stale(s, sp + 1); /* a frame at or below this call's is gone */
+	d = s->depth;
+	if (d >= TE_MAX_DEPTH) {
+		stat(TE_ST_TOO_DEEP); /* the kernel sets no uretprobe this deep either */
+		return 0;
+	}
+	f = &s->f[d & (TE_MAX_DEPTH - 1)];
+	f->sp = sp;
+	f->probe = (fflags & TE_FF_USDT) ? p->pair : idx; /* a USDT pair: its group */
+	f->flags = fflags;
+	f->size = 0;
+	if (p->size_arg) {
+		f->size = int_arg(ctx, p->size_arg);
+		f->flags |= TE_FF_SIZE;
+	}
+	if (max_depth && d >= max_depth) {
+		f->flags |= TE_FF_SKIP;
+	} else if (p->every > 1) {
+		__u64 *n = bpf_map_lookup_elem(&hits, &idx);
+
+		if (n && __sync_fetch_and_add(n, 1) % p->every) {
+			f->flags |= TE_FF_SKIP;
+			stat(TE_ST_SAMPLED_OUT);
+		}
+	}
+	s->depth = d + 1;
+	f->ts = bpf_ktime_get_ns(); /* last, so this handler's own time stays outside */
+	if (!(f->flags & TE_FF_SKIP)) {
+		if (emit(TE_EV_CALL, f->probe, id, f->ts, s->rdepth, NULL))
+			f->flags |= TE_FF_SKIP;
+		else
+			s->rdepth++;
+	}
+	return 0;
+}
+
+/* A call ends: `match` is the stack pointer of its frame (functions) or its begin probe (USDT). */
+static __always_inline int close_call(struct pt_regs *ctx, __u64 ts, bool usdt, __u64 match)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct te_stack *s;
+	struct te_frame *f;
+	__u32 d;
+
+	if (!traced(id))
+		return 0;
+	s = stack_of((__u32)id, false);
+	if (!s) {
+		stat(TE_ST_UNMATCHED);
+		return 0;
+	}
+	drop_stale(s, usdt ? PT_REGS_SP(ctx) : match);
+	d = s->depth;
+	if (d == 0 || d > TE_MAX_DEPTH) {
+		stat(TE_ST_UNMATCHED);
+		return 0;
+	}
+	f = &s->f[(d - 1) & (TE_MAX_DEPTH - 1)];
+	if (usdt ? !(f->flags & TE_FF_USDT) || f->probe != (__u32)match
+		 : (f->flags & TE_FF_USDT) || f->sp != match) {
+		stat(TE_ST_UNMATCHED);
+		return 0;
+	}
+	s->depth = d - 1;
+	if (!(f->flags & TE_FF_SKIP)) {
+		s->rdepth--;
+		emit(TE_EV_RET, f->probe, id, ts, s->rdepth, f);
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int te_call(struct pt_regs *ctx)
+{
+	return open_call(ctx, 0);
+}
+
+SEC("uretprobe")
+int te_return(struct pt_regs *ctx)
+{
+	/* after `ret` the stack pointer is one slot above the one at entry */
+	return close_call(ctx, bpf_ktime_get_ns(), false, PT_REGS_SP(ctx) - 8);
+}
+
+SEC("uprobe")
+int te_usdt(struct pt_regs *ctx)
+{
+	__u64 ts = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	__u32 idx = (__u32)bpf_get_attach_cookie(ctx);
+	struct te_probe *p = bpf_map_lookup_elem(&probes, &idx);
+
+	if (!p)
+		return 0;
+	if (p->kind == TE_PK_USDT_BEGIN)
+		return open_call(ctx, TE_FF_USDT);
+	if (p->kind == TE_PK_USDT_END)
+		return close_call(ctx, ts, true, p->pair);
+	if (traced(id))
+		emit(TE_EV_POINT, p->pair, id, ts, 0, NULL);
+	return 0;
+}
+
+/* sonde_trace_size(n): n is the size of the innermost open call. */
+SEC("uprobe")
+int te_size(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct te_stack *s;
+	struct te_frame *f;
+	__u32 d;
+
+	if (!traced(id) || !(s = stack_of((__u32)id, false)))
+		return 0;
+	d = s->depth;
+	if (d == 0 || d > TE_MAX_DEPTH)
+		return 0;
+	f = &s->f[(d - 1) & (TE_MAX_DEPTH - 1)];
+	f->size = PT_REGS_PARM1(ctx);
+	f->flags |= TE_FF_SIZE;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(te_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 pid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid), one = 1;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (pid != tgid || !traced(id))
+		return 0; /* a new thread is traced with its process */
+	bpf_map_update_elem(&procs, &pid, &one, BPF_ANY);
+	emit(TE_EV_FORK, 0, (__u64)pid << 32 | (__u32)(id >> 32), bpf_ktime_get_ns(), 0, NULL);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(te_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct te_exec *e;
+
+	if (!traced(id))
+		return 0;
+	bpf_map_delete_elem(&stacks, &tid); /* the old image's calls never return */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat(TE_ST_RINGBUF_FULL);
+		return 0;
+	}
+	__builtin_memset(&e->h, 0, sizeof(e->h));
+	e->h.type = TE_EV_EXEC;
+	e->h.pid = id >> 32;
+	e->h.tid = tid;
+	e->h.ts = bpf_ktime_get_ns();
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(te_exit, struct task_struct *p)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct te_exit *e;
+
+	if (!traced(id))
+		return 0;
+	bpf_map_delete_elem(&stacks, &tid);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat(TE_ST_RINGBUF_FULL);
+		return 0;
+	}
+	__builtin_memset(&e->h, 0, sizeof(e->h));
+	e->h.type = TE_EV_EXIT;
+	e->h.pid = id >> 32;
+	e->h.tid = tid;
+	e->h.ts = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
