@@ -4,14 +4,8 @@
 # exec, longjmp, a C++ exception, a signal handler; sizes; strategies, rules
 # and filters; the report and graph views; folded and Perfetto exports.
 . "$SRC/tests/e2e/lib.sh"
+. "$SRC/tests/e2e/trace-lib.sh"
 
-# calls FILE FUNC: the calls of FUNC recorded in a trace profile
-calls() { jq -r --arg f "$2" '[.resource_type_map[] | select(.uid == $f) | .summary.calls] | add // 0' "$1"; }
-# parent FILE FUNC: the functions whose contexts call FUNC, sorted, joined by ','
-parent() {
-	jq -r --arg f "$2" '.trace as $t | [$t.contexts[] as $c | select($t.functions[$c[2]].name == $f)
-		| ($t.contexts[] | select(.[0] == $c[1]) | $t.functions[.[2]].name) // "-"] | unique | join(",")' "$1"
-}
 
 # ---- known counts ------------------------------------------------------------------------
 run collect trace -o calls.json -- "$PROGS/t-calls"
@@ -49,20 +43,6 @@ run export calls.json --format perfetto -o calls.trace.json
 check "perfetto export exits 0" [ "$rc" = 0 ]
 check "perfetto: thread and process names" [ "$(jq '[.traceEvents[] | select(.ph == "M") | .name] | sort | unique | join(",")' calls.trace.json)" = '"process_name,thread_name"' ]
 check "perfetto: one slice per call" [ "$(jq '[.traceEvents[] | select(.ph == "X")] | length' calls.trace.json)" = 2090 ]
-nested() {
-	python3 - "$1" <<'PY'
-import json, sys
-ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
-stacks = {}
-for e in ev:  # in file order: by thread, then start
-    st = stacks.setdefault((e["pid"], e["tid"]), [])
-    while st and e["ts"] >= st[-1] - 1e-6:
-        st.pop()
-    if st and e["ts"] + e["dur"] > st[-1] + 1e-6:
-        sys.exit("slice %s crosses its parent" % e["name"])
-    st.append(e["ts"] + e["dur"])
-PY
-}
 check "perfetto: slices nest properly" nested calls.trace.json
 run export "$PROGS/../tests/programs/missing.json" --format perfetto
 check "export of a missing profile fails" [ "$rc" != 0 ]
@@ -103,12 +83,14 @@ run collect trace -q --min-time 1ms -o x.json -- "$PROGS/t-calls"
 check "--min-time 1ms: no leaf" [ "$(calls x.json leaf)" = 0 ]
 
 # ---- errors --------------------------------------------------------------------------------------
-run collect trace -o x2.json -- "$PROGS/s-exit" 0
-check "a program without -finstrument-functions: exit 3" [ "$rc" = 3 ]
+run collect trace -e instrument -o x2.json -- "$PROGS/s-exit" 0
+check "-e instrument, a program without -finstrument-functions: exit 3" [ "$rc" = 3 ]
 check "... with one clear line" has "$err" "finstrument-functions"
 check "... and no profile" [ ! -e x2.json ]
-run collect trace -o x2.json -- "$PROGS/s-static"
-check "a static program: exit 3" [ "$rc" = 3 ]
+run collect trace -e instrument -o x2.json -- "$PROGS/s-static"
+check "-e instrument, a static program: exit 3" [ "$rc" = 3 ]
+run collect trace -e instrument -u work -o x2.json -- "$PROGS/t-calls"
+check "-u with the instrument engine: exit 3, naming the ebpf engine" [ "$rc,$(printf '%s' "$err" | grep -c 'needs the ebpf engine')" = "3,1" ]
 run collect trace -f nosuchfunction -o x2.json -- "$PROGS/t-calls"
 check "an -f rule that matches nothing: exit 2" [ "$rc" = 2 ]
 check "... and says so" has "$err" "no function 'nosuchfunction'"

@@ -1,0 +1,103 @@
+#!/bin/sh
+# The trace collector's ebpf engine, on a real kernel: uprobes and uretprobes on
+# the same programs as the instrument engine's tests (their hooks are glibc's
+# empty ones here), with the same known answers; USDT pairs; sizes from
+# sonde_trace_size() and --size-arg; sampling, depth, rules; the errors.
+. "$SRC/tests/e2e/lib.sh"
+. "$SRC/tests/e2e/trace-lib.sh"
+
+if ! "$SONDE" version --features | grep -q '^ebpf yes'; then
+	echo "1..0 # SKIP this sonde is built without the ebpf engine (libbpf-dev, clang, bpftool)"
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "1..0 # SKIP the ebpf engine needs root"
+	exit 0
+fi
+if [ ! -r /sys/kernel/btf/vmlinux ]; then
+	echo "1..0 # SKIP the kernel has no BTF (/sys/kernel/btf/vmlinux)"
+	exit 0
+fi
+
+# ---- known counts, as with the instrument engine -------------------------------------------
+run collect trace -e ebpf -o calls.json -- "$PROGS/t-calls"
+check "collect trace -e ebpf exits 0" [ "$rc" = 0 ]
+check "profile matches the schema" validate calls.json
+check "the engine is recorded" jq_eq calls.json .stats.trace.engine ebpf
+check "the report is printed" has "$out" "calls 2090 in 1 thread(s) of 1 process(es)"
+check "fib(15): 1973 calls" [ "$(calls calls.json fib)" = 1973 ]
+check "mutual recursion: is_even 6, is_odd 5" [ "$(calls calls.json is_even),$(calls calls.json is_odd)" = "6,5" ]
+check "leaf 100, main 1, nothing unmatched or lost" \
+	[ "$(calls calls.json leaf),$(calls calls.json main),$(jq '.stats.trace.unmatched_exits + .stats.trace.lost' calls.json)" = "100,1,0" ]
+check "fib is called by main and by fib" [ "$(parent calls.json fib)" = "fib,main" ]
+check "sonde_trace_size, probed: sizes 10..50" [ "$(jq -c '.resources["sized#0"]["structure-unit-size"]' calls.json)" = "[10,20,30,40,50]" ]
+check "probe cost calibrated per kind of first instruction" \
+	[ "$(jq '.stats.trace.probe_hit_ns.emulated > 0 and .stats.trace.probe_hit_ns.single_stepped > 0 and .stats.trace.estimated_cost_ns > 0' calls.json)" = true ]
+check "exclusive <= amount in every row" \
+	[ "$(jq '[.resources[] | [.amount, .exclusive] | transpose[] | .[1] <= .[0]] | all' calls.json)" = true ]
+run export calls.json --format perfetto -o calls.trace.json
+check "perfetto: one slice per call, properly nested" \
+	[ "$(jq '[.traceEvents[] | select(.ph == "X")] | length' calls.trace.json)" = 2090 ]
+check "perfetto: slices nest properly" nested calls.trace.json
+
+# ---- sizes, sampling, depth, rules ------------------------------------------------------------
+run collect trace -e ebpf -q --size-arg fib:1 -o x.json -- "$PROGS/t-calls"
+check "--size-arg fib:1: fib's sizes are its argument, 0..15" \
+	[ "$(jq -c '.resources["fib#0"]["structure-unit-size"] | unique | [first, last, length]' x.json)" = "[0,15,16]" ]
+run collect trace -e ebpf -q -g 10 -o x.json -- "$PROGS/t-calls"
+check "-g 10: every 10th call (fib 198, leaf 10)" [ "$(calls x.json fib),$(calls x.json leaf)" = "198,10" ]
+check "-g 10: the rest counted as sampled out" [ "$(jq '.stats.trace.sampled_out + .stats.trace.calls' x.json)" = 2090 ]
+run collect trace -e ebpf -q --depth 2 -o x.json -- "$PROGS/t-calls"
+check "--depth 2: main and its callees (108 calls)" jq_eq x.json .stats.trace.calls 108
+run collect trace -e ebpf -q -s custom -f leaf -o x.json -- "$PROGS/t-calls"
+check "custom -f leaf: only leaf" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["leaf"]' ]
+
+# ---- threads, fork, longjmp, signals, exceptions --------------------------------------------
+run collect trace -e ebpf -q -o threads.json -- "$PROGS/t-threads"
+check "threads: 4000 calls of work in 4 threads, 5 threads" \
+	[ "$(calls threads.json work),$(jq '[.resources["work#0"].thread[]] | unique | length' threads.json),$(jq .stats.trace.threads threads.json)" = "4000,4,5" ]
+run collect trace -e ebpf -q -o fork.json -- "$PROGS/t-fork"
+check "fork: 10 calls in the child, 5 in the parent" [ "$(calls fork.json in_child),$(calls fork.json in_parent)" = "10,5" ]
+check "fork + exec: 3 processes followed" jq_eq fork.json .stats.trace.processes 3
+check "fork: the child's inherited main is not its own" [ "$(calls fork.json main)" = 1 ]
+run collect trace -e ebpf -q -o jmp.json -- "$PROGS/t-jmp"
+check "longjmp: a, b, c end unwound" [ "$(jq .stats.trace.unwound jmp.json),$(calls jmp.json a),$(calls jmp.json c)" = "3,1,1" ]
+check "longjmp: after() is outer's callee, not c's" [ "$(parent jmp.json after)" = outer ]
+check "signal handler: 3 calls of in_handler under handler" [ "$(calls jmp.json in_handler),$(parent jmp.json in_handler)" = "3,handler" ]
+run collect trace -e ebpf -q -o cxx.json -- "$PROGS/t-cxx"
+check "C++ exceptions: a note says uretprobes cannot unwind" has "$err" "can throw C++ exceptions"
+
+# ---- USDT probes ------------------------------------------------------------------------------
+run collect trace -e ebpf -s custom -u work -u 'load#loaded' -u 'sonde:tick' -o usdt.json -- "$PROGS/t-usdt"
+check "USDT: collect exits 0" [ "$rc" = 0 ]
+check "USDT: work pairs with work_end by name, 5 calls" [ "$(calls usdt.json sonde:work)" = 5 ]
+check "USDT: load#loaded pairs explicitly, 3 calls" [ "$(calls usdt.json sonde:load)" = 3 ]
+check "USDT: tick alone is 4 points of no duration" \
+	[ "$(calls usdt.json sonde:tick),$(jq '.resource_type_map[] | select(.uid == "sonde:tick") | .summary.max' usdt.json)" = "4,0" ]
+check "USDT: the tracer set tick's semaphore" has "$out" "tick enabled 4"
+check "USDT: a pair's time is measured" [ "$(jq '.resource_type_map[] | select(.uid == "sonde:work") | .summary.min > 0' usdt.json)" = true ]
+
+# ---- errors -----------------------------------------------------------------------------------
+run collect trace -e ebpf -u nosuchprobe -o x2.json -- "$PROGS/t-usdt"
+check "an unknown USDT probe: exit 2, one line" [ "$rc,$(printf '%s\n' "$err" | wc -l)" = "2,1" ]
+check "... naming it" has "$err" "no USDT probe 'nosuchprobe'"
+run collect trace -e ebpf -u 'a#b#c#d' -o x2.json -- "$PROGS/t-usdt"
+check "a malformed -u spec: exit 2" [ "$rc" = 2 ]
+run collect trace -e ebpf --size-arg fib:9 -o x2.json -- "$PROGS/t-calls"
+check "--size-arg beyond the 6th argument: exit 2" [ "$rc" = 2 ]
+run collect trace -e ebpf --size-arg nosuch:1 -o x2.json -- "$PROGS/t-calls"
+check "--size-arg of an unknown function: exit 2, and no profile" [ "$rc" = 2 ] && [ ! -e x2.json ]
+if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$SONDE" collect trace -e ebpf -o /tmp/x2.json -- "$PROGS/t-calls" \
+		>/dev/null 2>"$WORK/.err"
+	rc=$?
+	check "not root: exit 3" [ "$rc" = 3 ]
+	check "... and one line saying it needs root" has "$(cat "$WORK/.err")" "needs root"
+else
+	skip "not root: exit 3" "setpriv cannot drop to an unprivileged user here"
+	skip "... and one line saying it needs root" "setpriv cannot drop to an unprivileged user here"
+fi
+run collect trace -o x2.json -- "$PROGS/s-exit" 0
+check "a program without the hooks is traced with uprobes" \
+	[ "$rc,$(jq -r .stats.trace.engine x2.json),$(calls x2.json main)" = "0,ebpf,1" ]
+finish
