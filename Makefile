@@ -47,6 +47,7 @@ bench: build
 	@bench/time-overhead.sh
 	@bench/memory-overhead.sh
 	@bench/trace-overhead.sh
+	@bench/trace-ebpf-hit.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

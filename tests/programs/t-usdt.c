@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <sys/sdt.h>
 
-#define SEMAPHORE(name) unsigned short sonde_##name##_semaphore __attribute__((section(".probes"), used))
+#define SEMAPHORE(name)                                                                            \
+	unsigned short sonde_##name##_semaphore __attribute__((section(".probes"), used))
 SEMAPHORE(work);
 SEMAPHORE(work_end);
 SEMAPHORE(load);

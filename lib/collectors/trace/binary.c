@@ -280,8 +280,8 @@ int tr_elf_usdt(const char *path, struct tr_usdt **out, size_t *count)
 			uint64_t a[3];
 			struct tr_usdt *u;
 
-			if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp(owner, "stapsdt", 8) != 0 ||
-			    nh.n_descsz < sizeof(a) + 2)
+			if (nh.n_type != 3 || nh.n_namesz != 8 ||
+			    memcmp(owner, "stapsdt", 8) != 0 || nh.n_descsz < sizeof(a) + 2)
 				continue;
 			memcpy(a, desc, sizeof(a));
 			prov = desc + sizeof(a);
@@ -299,7 +299,8 @@ int tr_elf_usdt(const char *path, struct tr_usdt **out, size_t *count)
 			}
 			u = &v[n++];
 			snprintf(u->provider, sizeof(u->provider), "%s", prov);
-			snprintf(u->name, sizeof(u->name), "%.*s", (int)(desc + nh.n_descsz - nm), nm);
+			snprintf(u->name, sizeof(u->name), "%.*s", (int)(desc + nh.n_descsz - nm),
+				 nm);
 			u->pc = a[0] + (base && a[1] ? base - a[1] : 0);
 			u->semaphore = a[2] ? a[2] + (base && a[1] ? base - a[1] : 0) : 0;
 		}

@@ -37,9 +37,9 @@ struct probe {
 	uint32_t every, pair;
 	uint64_t vaddr;
 	uint8_t kind, size_arg;
-	bool off;   /* every 0: not traced after all */
-	bool calib;   /* sonde's own calibration probe */
-	bool stepped; /* its first instruction is single-stepped */
+	bool off;      /* every 0: not traced after all */
+	bool calib;    /* sonde's own calibration probe */
+	bool stepped;  /* its first instruction is single-stepped */
 	char *name;    /* USDT: provider:name */
 	uint64_t sem;  /* USDT semaphore's ELF address, 0: none */
 	uint32_t func; /* the analysis' function + 1, once seen */
@@ -53,14 +53,14 @@ struct te_loader {
 	size_t npaths;
 	struct probe *p;
 	size_t np, capp;
-	struct u64map index; /* module << 48 | vaddr -> probe + 1 (functions) */
+	struct u64map index;	 /* module << 48 | vaddr -> probe + 1 (functions) */
 	struct bpf_link **links; /* perf-event links, tracepoints */
 	size_t nlinks, caplinks, failed;
 	int *fds; /* uprobe_multi links */
 	size_t nfds, capfds;
-	bool calib;	      /* the calibration probes are there */
-	double cost[2];	      /* ns per recorded call: emulated, single-stepped */
-	uint64_t calls[2];    /* calls recorded, by kind */
+	bool calib;		/* the calibration probes are there */
+	double cost[2];		/* ns per recorded call: emulated, single-stepped */
+	uint64_t calls[2];	/* calls recorded, by kind */
 	uint64_t base[TE_ST_N]; /* the counters after calibration */
 	struct ring_buffer *rb;
 	pthread_t reader;
@@ -71,7 +71,9 @@ struct te_loader {
 	struct u64map serial; /* pid -> serial */
 	char **exes;	      /* per serial */
 	uint32_t nserial;
-	uint32_t target;	 /* the run's process, until its first image is known */
+	uint32_t target;      /* the run's process, until its first image is known */
+	uint64_t reader_ns;   /* the reader thread's CPU time in this run */
+	uint64_t analysis_ns; /* over the runs */
 	const char *target_exe;
 	int err;
 };
@@ -269,8 +271,7 @@ int te_loader__usdt(struct te_loader *l, const char *path, const struct tr_usdt 
 	p->pair = group == UINT32_MAX ? *idx : group;
 	p->every = every;
 	p->sem = site->semaphore;
-	if (group == UINT32_MAX &&
-	    asprintf(&p->name, "%s:%s", site->provider, site->name) < 0) {
+	if (group == UINT32_MAX && asprintf(&p->name, "%s:%s", site->provider, site->name) < 0) {
 		p->name = NULL;
 		return -ENOMEM;
 	}
@@ -309,8 +310,8 @@ size_t te_loader__failed(const struct te_loader *l)
  * (about 0.1 s each here). Debian 12's headers predate it, so the attribute
  * layout of BPF_LINK_CREATE is spelled out.
  */
-#define TE_TRACE_UPROBE_MULTI	  48
-#define TE_F_UPROBE_MULTI_RETURN  1u
+#define TE_TRACE_UPROBE_MULTI	 48
+#define TE_F_UPROBE_MULTI_RETURN 1u
 struct te_uprobe_multi_attr {
 	uint32_t prog_fd, target_fd, attach_type, flags;
 	uint64_t path, offsets, ref_ctr_offsets, cookies;
@@ -386,8 +387,8 @@ static bool emulated(const unsigned char *b)
 {
 	unsigned char op = b[0] == 0x41 || b[0] == 0x66 ? b[1] : b[0]; /* REX.B, operand size */
 
-	return (op >= 0x50 && op <= 0x57) || op == 0x90 || op == 0xe8 || op == 0xe9 ||
-	       op == 0xeb || (op >= 0x70 && op <= 0x7f) || (b[0] == 0x0f && b[1] == 0x1f);
+	return (op >= 0x50 && op <= 0x57) || op == 0x90 || op == 0xe8 || op == 0xe9 || op == 0xeb ||
+	       (op >= 0x70 && op <= 0x7f) || (b[0] == 0x0f && b[1] == 0x1f);
 }
 
 /* The probe's file offset, past an endbr64 at a function's start. */
@@ -503,8 +504,8 @@ static int attach_one(struct te_loader *l, uint32_t k, int which, int fd)
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = k, .retprobe = which == 1,
 			    .ref_ctr_offset = (size_t)sem);
 
-		link = bpf_program__attach_uprobe_opts(prog_of(l, which), -1,
-						       l->paths[p->module], (size_t)off, &o);
+		link = bpf_program__attach_uprobe_opts(prog_of(l, which), -1, l->paths[p->module],
+						       (size_t)off, &o);
 	}
 	if (!link) {
 		l->failed += which != 1;
@@ -820,7 +821,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	int rc = 0;
 
 	if (!l->feed || size < sizeof(*e))
-		return 0; /* calibration, or not ours */
+		return 0;	       /* calibration, or not ours */
 	l->a->t.log_bytes += size + 8; /* and the ring buffer's record header */
 	switch (e->type) {
 	case TE_EV_FORK: {
@@ -884,6 +885,15 @@ static int on_event(void *ctx, void *data, size_t size)
 	return rc;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads events while the target runs; its CPU time is the analysis' during the run. */
 static void *reader(void *arg)
 {
 	struct te_loader *l = arg;
@@ -894,6 +904,7 @@ static void *reader(void *arg)
 		if (n < 0 && n != -EINTR && !l->err)
 			l->err = n;
 	}
+	l->reader_ns = thread_cpu_ns();
 	return NULL;
 }
 
@@ -931,15 +942,16 @@ static void cost(struct te_loader *l)
 		n ? ((double)l->calls[0] * l->cost[0] + (double)l->calls[1] * l->cost[1]) / n
 		  : l->cost[0];
 	json_decref(l->a->engine_stats);
-	l->a->engine_stats = json_pack("{s:{s:f, s:f}, s:I, s:I}", "probe_hit_ns", "emulated",
-				       l->cost[0], "single_stepped", l->cost[1],
-				       "single_stepped_probes", (json_int_t)stepped,
-				       "single_stepped_calls", (json_int_t)l->calls[1]);
+	l->a->engine_stats =
+		json_pack("{s:{s:f, s:f}, s:I, s:I}", "probe_hit_ns", "emulated", l->cost[0],
+			  "single_stepped", l->cost[1], "single_stepped_probes",
+			  (json_int_t)stepped, "single_stepped_calls", (json_int_t)l->calls[1]);
 }
 
 int te_loader__stop(struct te_loader *l)
 {
 	int fd = bpf_map__fd(l->skel->maps.procs), rc;
+	uint64_t t = sonde_clock_ns();
 	uint32_t key, next;
 
 	end_reader(l);
@@ -953,8 +965,10 @@ int te_loader__stop(struct te_loader *l)
 		key = next;
 		bpf_map_delete_elem(fd, &key);
 	}
-	rc = tr_feed__end(l->feed, l->err);
+	rc = tr_feed__end(l->feed, l->err); /* it counts the run's wall time as analysis */
 	l->feed = NULL;
+	l->analysis_ns += l->reader_ns + (sonde_clock_ns() - t);
+	l->a->t.analysis_ns = l->analysis_ns;
 	u64map__release(&l->serial);
 	cost(l);
 	return rc;

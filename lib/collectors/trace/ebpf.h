@@ -30,8 +30,8 @@ enum te_probe_kind {
 };
 
 struct te_probe {
-	__u32 every; /* record every Nth call (0, 1: all) */
-	__u32 pair;  /* USDT: the group, the index of the first site of the pair's first probe */
+	__u32 every;   /* record every Nth call (0, 1: all) */
+	__u32 pair;    /* USDT: the group, the index of the first site of the pair's first probe */
 	__u8 kind;     /* enum te_probe_kind */
 	__u8 size_arg; /* 1..6: the call's size is this integer argument */
 	__u8 pad[6];

@@ -84,7 +84,7 @@ static __always_inline void stat(__u32 which)
 static __always_inline __u64 wakeup(void)
 {
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									   : BPF_RB_NO_WAKEUP;
+									     : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline struct te_stack *stack_of(__u32 tid, bool create)

@@ -1,0 +1,55 @@
+#!/bin/sh
+# trace-ebpf-hit.sh - the ebpf engine's cost per probed call against bpftrace's,
+# on the same uprobe + uretprobe of one function (bench/hitwork.c's hit()).
+#
+# For each of three builds of hitwork (hit() starting with push %rbp, with
+# endbr64, or with an instruction the kernel single-steps), runs hitwork plain,
+# under `sonde collect trace -e ebpf -s custom -f hit` and under bpftrace with
+# an entry and a return probe on hit, each with N and 2N calls, interleaved,
+# ROUNDS rounds. The cost per call is (T(2N) - T(N)) / N, which leaves out
+# start-up (loading programs, attaching); for sonde T is the run as the profile
+# times it (stats.duration_ns less sonde's own time), as writing N calls' rows
+# and timeline slices grows with N and is no probe's cost; bpftrace's maps
+# (two counters) cost nothing to print. Medians.
+# Needs root. Usage: bench/trace-ebpf-hit.sh [BUILD] [N] [ROUNDS]
+set -eu
+BUILD=${1:-build}
+N=${2:-100000}
+ROUNDS=${3:-5}
+SONDE=$BUILD/src/sonde
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+[ "$(id -u)" = 0 ] || { echo "trace-ebpf-hit: needs root (uprobes)"; exit 3; }
+command -v bpftrace >/dev/null || { echo "trace-ebpf-hit: bpftrace is missing (scripts/install-deps)"; exit 3; }
+. "$(dirname "$0")/lib.sh"
+N2=$((N * 2))
+
+for v in hitwork hitwork-cet hitwork-nofp; do
+	BIN=$(realpath "$BUILD/bench/$v")
+	for f in plain sonde bpft; do : >"$TMP/$f"; done
+	r=0
+	while [ $r -lt "$ROUNDS" ]; do
+		a=$(wall "$BIN" "$N"); b=$(wall "$BIN" "$N2"); echo $((b - a)) >>"$TMP/plain"
+		for k in "$N" "$N2"; do
+			"$SONDE" collect trace -e ebpf -q -s custom -f hit -o "$TMP/p$k.json" -- "$BIN" "$k" >/dev/null
+		done
+		jq -n --slurpfile a "$TMP/p$N.json" --slurpfile b "$TMP/p$N2.json" \
+			'($b[0].stats | .duration_ns - .overhead.sonde_ns) - ($a[0].stats | .duration_ns - .overhead.sonde_ns)' \
+			>>"$TMP/sonde"
+		prog="uprobe:$BIN:hit { @calls = count(); } uretprobe:$BIN:hit { @rets = count(); }"
+		a=$(wall bpftrace -e "$prog" -c "$BIN $N"); b=$(wall bpftrace -e "$prog" -c "$BIN $N2")
+		echo $((b - a)) >>"$TMP/bpft"
+		r=$((r + 1))
+	done
+	calls=$(jq '.stats.trace.calls' "$TMP/p$N2.json")
+	first=$(objdump -d "$BIN" | awk '/<hit>:/ {getline; sub(/^[^\t]*\t[^\t]*\t/, ""); print; exit}')
+	awk -v p="$(median "$TMP/plain")" -v s="$(median "$TMP/sonde")" -v b="$(median "$TMP/bpft")" \
+		-v n="$N" -v v="$v" -v c="$calls" -v f="$first" -v k="$(jq '.stats.trace.cost_ns_per_call' "$TMP/p$N2.json")" 'BEGIN {
+		ps = (s - p) / n; pb = (b - p) / n
+		printf "%s: hit() starts with %s; %d calls recorded by sonde at 2N\n", v, f, c
+		printf "  sonde -e ebpf  %8.0f ns/call (calibrated in the profile: %.0f)\n", ps, k
+		printf "  bpftrace       %8.0f ns/call\n", pb
+		printf "  sonde / bpftrace: %.2f\n", ps / pb
+	}'
+done
