@@ -29,6 +29,11 @@ run: build
 	@echo "== sonde collect memory -- $(EXAMPLE) 200000"
 	@$(SONDE) collect memory --output suppress -o $(BUILD)/example-memory.json -- $(EXAMPLE) 200000
 	@echo "(show it again with: $(SONDE) show $(BUILD)/example-memory.json memory)"
+	@echo
+	@echo "== sonde collect trace -- $(EXAMPLE)-traced 20000   (built with -finstrument-functions)"
+	@$(SONDE) collect trace --output suppress -o $(BUILD)/example-trace.json -- $(EXAMPLE)-traced 20000
+	@echo "(the call graph: $(SONDE) show $(BUILD)/example-trace.json graph;"
+	@echo " a timeline for ui.perfetto.dev: $(SONDE) export $(BUILD)/example-trace.json --format perfetto -o trace.json)"
 
 test: build
 	@tests/run $(BUILD)
