@@ -849,8 +849,8 @@ static const char *const strategies[] = { "userspace", "all",	 "u_sampled",
 
 static const struct sonde_option trace_options[] = {
 	{ SONDE_OPT_CHOICE, 'e', "engine", NULL, "ENGINE",
-	  "instrument (a -finstrument-functions build) or ebpf (uprobes); default: instrument "
-	  "when the program calls the hooks",
+	  "instrument (a -finstrument-functions build) or ebpf (uprobes, root); default: "
+	  "instrument when the program calls the hooks, else ebpf",
 	  0, 0, engines },
 	{ SONDE_OPT_CHOICE, 's', "strategy", NULL, "STRATEGY",
 	  "userspace (the program's functions; default), all (and its libraries'), u_sampled, "
@@ -858,8 +858,8 @@ static const struct sonde_option trace_options[] = {
 	  0, 0, strategies },
 	{ SONDE_OPT_LIST, 'f', "func", NULL, "[LIB#]FUNC[#N]",
 	  "trace FUNC (in LIB), every Nth call (repeatable)" },
-	{ SONDE_OPT_LIST, 'u', "usdt", NULL, "[LIB#]PROBE[#N]",
-	  "trace a USDT probe (ebpf engine)" },
+	{ SONDE_OPT_LIST, 'u', "usdt", NULL, "[LIB#]NAME[#END][#N]",
+	  "trace USDT probe NAME to NAME_end/_END/_exit or END (ebpf engine; repeatable)" },
 	{ SONDE_OPT_INT, 'g', "global-sampling", NULL, "N",
 	  "record every Nth call of each function (rules' own sampling wins)", 1, 1e9 },
 	{ SONDE_OPT_INT, 0, "depth", NULL, "N", "record calls at most N deep", 1, 1e6 },

@@ -132,7 +132,8 @@ size_t te_loader__nprobes(const struct te_loader *l);
 
 /*
  * Load the programs, attach every probe (system-wide, filtered in the kernel by
- * process), and time one probed call (stats.trace.cost_ns_per_call).
+ * process), and time a probed call of each kind, emulated and single-stepped
+ * first instruction (stats.trace.probe_hit_ns, cost_ns_per_call).
  * max_depth: --depth (0: none). Messages for the user go to err.
  */
 int te_loader__attach(struct te_loader *l, uint32_t max_depth, size_t ring_bytes,
