@@ -17,6 +17,11 @@ uint64_t sonde_clock_ns(void)
 	return read_clock(CLOCK_MONOTONIC);
 }
 
+uint64_t sonde_clock_thread_cpu_ns(void)
+{
+	return read_clock(CLOCK_THREAD_CPUTIME_ID);
+}
+
 uint64_t sonde_clock_realtime_ns(void)
 {
 	return read_clock(CLOCK_REALTIME);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sonde/clock.h>
 #include <sonde/ring.h>
+#include <sonde/stats.h>
 #include <sonde/strbuf.h>
 #include "../../grow.h"
 #include "trace.h"
@@ -59,7 +60,7 @@ struct tr_thread {
 
 struct tr_feed {
 	struct tr_analysis *a;
-	uint64_t t0, start;
+	uint64_t t0;
 	struct image *imgs;
 	size_t nimgs, capimgs;
 	struct u64map img_index; /* serial -> image + 1 */
@@ -520,13 +521,6 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 	}
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 struct tr_feed *tr_feed__new(struct tr_analysis *a, uint64_t t0)
 {
 	struct tr_feed *r = calloc(1, sizeof(*r));
@@ -534,7 +528,6 @@ struct tr_feed *tr_feed__new(struct tr_analysis *a, uint64_t t0)
 	if (r) {
 		r->a = a;
 		r->t0 = t0;
-		r->start = sonde_clock_ns();
 	}
 	return r;
 }
@@ -571,11 +564,8 @@ int tr_feed__end(struct tr_feed *r, int rc)
 	free(r->imgs);
 	u64map__release(&r->thr_index);
 	u64map__release(&r->img_index);
-	if (a->ncalib) {
-		qsort(a->calib, a->ncalib, sizeof(double), cmp_double);
-		a->t.cost_ns_per_call = a->calib[a->ncalib / 2];
-	}
-	a->t.analysis_ns += sonde_clock_ns() - r->start;
+	if (a->ncalib)
+		a->t.cost_ns_per_call = sonde_stats__median_inplace(a->calib, a->ncalib);
 	free(r);
 	return rc;
 }
@@ -583,11 +573,15 @@ int tr_feed__end(struct tr_feed *r, int rc)
 int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0)
 {
 	struct tr_feed *r = tr_feed__new(a, t0);
+	uint64_t start = sonde_clock_ns();
+	int rc;
 
 	if (!r)
 		return -ENOMEM;
 	a->t.log_bytes += len;
-	return tr_feed__end(r, sonde_ring_log__walk(log, len, on_record, r));
+	rc = tr_feed__end(r, sonde_ring_log__walk(log, len, on_record, r));
+	a->t.analysis_ns += sonde_clock_ns() - start;
+	return rc;
 }
 
 /* ---- the profile --------------------------------------------------------------------------- */

@@ -113,34 +113,40 @@ bool tr_elf_references(const char *path, const char *sym)
 	return elf_symbols(path, SHT_DYNSYM, is_named, (void *)sym) == 1;
 }
 
+/*
+ * `name` in a colon-separated list of directories, the first readable one
+ * (real path, malloc'ed), or NULL. With `origin`, $ORIGIN stands for it.
+ */
+static char *search_dirs(const char *list, const char *name, const char *origin)
+{
+	char path[PATH_MAX];
+
+	while (list && *list) {
+		size_t len = strcspn(list, ":");
+		int n = origin && len >= 7 && strncmp(list, "$ORIGIN", 7) == 0
+				? snprintf(path, sizeof(path), "%s%.*s/%s", origin, (int)len - 7,
+					   list + 7, name)
+				: snprintf(path, sizeof(path), "%.*s/%s", (int)len, list, name);
+
+		if (len && n < (int)sizeof(path) && access(path, R_OK) == 0)
+			return realpath(path, NULL);
+		list += len + (list[len] == ':');
+	}
+	return NULL;
+}
+
 char *tr_find_lib(const char *lib)
 {
-	static const char *const dirs[] = { "/lib/x86_64-linux-gnu",
-					    "/usr/lib/x86_64-linux-gnu",
-					    "/lib",
-					    "/usr/lib",
-					    "/usr/local/lib",
-					    NULL };
-	const char *env = getenv("LD_LIBRARY_PATH");
-	char path[PATH_MAX];
-	size_t i;
+	char *found;
 
 	if (strchr(lib, '/'))
 		return access(lib, R_OK) == 0 ? realpath(lib, NULL) : NULL;
-	while (env && *env) { /* the directories the program will search first */
-		size_t len = strcspn(env, ":");
-
-		snprintf(path, sizeof(path), "%.*s/%s", (int)len, env, lib);
-		if (len && access(path, R_OK) == 0)
-			return realpath(path, NULL);
-		env += len + (env[len] == ':');
-	}
-	for (i = 0; dirs[i]; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], lib);
-		if (access(path, R_OK) == 0)
-			return realpath(path, NULL);
-	}
-	return NULL;
+	/* the directories the program will search first, then the system's */
+	found = search_dirs(getenv("LD_LIBRARY_PATH"), lib, NULL);
+	return found ? found
+		     : search_dirs("/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib:/usr/lib:"
+				   "/usr/local/lib",
+				   lib, NULL);
 }
 
 void tr_strv_free(char **v)
@@ -155,21 +161,9 @@ void tr_strv_free(char **v)
 /* DT_RUNPATH/DT_RPATH directories, with $ORIGIN, then the usual search. */
 static char *find_needed(const char *soname, const char *runpath, const char *origin)
 {
-	char path[PATH_MAX];
-	const char *p = runpath;
+	char *found = search_dirs(runpath, soname, origin);
 
-	while (p && *p) {
-		size_t len = strcspn(p, ":");
-		int n = len >= 7 && strncmp(p, "$ORIGIN", 7) == 0
-				? snprintf(path, sizeof(path), "%s%.*s/%s", origin, (int)len - 7,
-					   p + 7, soname)
-				: snprintf(path, sizeof(path), "%.*s/%s", (int)len, p, soname);
-
-		if (len && n < (int)sizeof(path) && access(path, R_OK) == 0)
-			return realpath(path, NULL);
-		p += len + (p[len] == ':');
-	}
-	return tr_find_lib(soname);
+	return found ? found : tr_find_lib(soname);
 }
 
 char **tr_elf_needed(const char *path)

@@ -142,31 +142,42 @@ static bool all_digits(const char *s)
 	return true;
 }
 
+/* Split a spec at '#', in place: at most max parts; their count, or -1 when there are more. */
+static int split_spec(char *s, char **part, int max)
+{
+	int n = 0;
+
+	for (;;) {
+		if (n == max)
+			return -1;
+		part[n++] = s;
+		s = strchr(s, '#');
+		if (!s)
+			return n;
+		*s++ = '\0';
+	}
+}
+
 /* One -f rule, LIB#FUNC#SAMPLING (LIB and SAMPLING may be left out). */
 static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct sonde_symbols *sym,
 			 const char *binary, const char *spec, uint32_t global)
 {
-	char *copy = strdup(spec), *part[4], *p, *lib = NULL, *every = NULL;
+	char *copy = strdup(spec), *part[3], *lib = NULL, *every = NULL;
 	struct rule_match m = { .rs = rs, .sym = sym, .every = global };
 	int n, rc;
 
 	if (!copy)
 		return -ENOMEM;
 	/* up to three parts; two are FUNC#N when the second is a number, else LIB#FUNC */
-	for (n = 0, p = copy; p && n < 4; n++) {
-		part[n] = p;
-		p = strchr(p, '#');
-		if (p)
-			*p++ = '\0';
-	}
+	n = split_spec(copy, part, 3);
 	if (n == 3 || (n == 2 && all_digits(part[1]))) {
 		every = part[n - 1];
 		n--;
 	}
 	if (n == 2)
 		lib = part[0];
-	m.want = part[n - 1];
-	if (p || n > 2 || !*m.want || (every && *every && !all_digits(every))) {
+	m.want = n > 0 ? part[n - 1] : "";
+	if (n < 1 || n > 2 || !*m.want || (every && *every && !all_digits(every))) {
 		sonde_collection__fail(c, "bad -f rule '%s' (expected [LIB#]FUNC[#SAMPLING])",
 				       spec);
 		free(copy);
@@ -287,7 +298,7 @@ static int add_probe(void *ctx, const char *name, uint64_t addr, uint64_t size)
 
 	if (!size || startup_function(name))
 		return 0;
-	return te_loader__func(w->l, w->path, addr, w->every, false);
+	return te_loader__func(w->l, w->path, addr, w->every, false, 0);
 }
 
 /* Where `name` is defined in `path`: 1 and *addr, or 0. */
@@ -348,7 +359,7 @@ static int add_usdt_spec(struct sonde_collection *c, struct te_loader *l, const 
 			 const char *spec, uint32_t every)
 {
 	static const char *const ends[] = { "_end", "_END", "_exit", NULL };
-	char *copy = strdup(spec), *part[5], *p, *path = NULL, end[160];
+	char *copy = strdup(spec), *part[5], *path = NULL, end[160];
 	const char *lib = NULL, *endname = NULL;
 	struct tr_usdt *u = NULL;
 	uint32_t group = UINT32_MAX;
@@ -357,12 +368,7 @@ static int add_usdt_spec(struct sonde_collection *c, struct te_loader *l, const 
 
 	if (!copy)
 		return -ENOMEM;
-	for (n = 0, p = copy; p && n < 5; n++) {
-		part[n] = p;
-		p = strchr(p, '#');
-		if (p)
-			*p++ = '\0';
-	}
+	n = split_spec(copy, part, 5);
 	if (n > 1 && looks_like_lib(part[0])) {
 		lib = part[0];
 		k = 1;
@@ -371,7 +377,7 @@ static int add_usdt_spec(struct sonde_collection *c, struct te_loader *l, const 
 		every = (uint32_t)strtoul(part[n - 1], NULL, 10);
 		n--;
 	}
-	if (p || n - k < 1 || n - k > 2 || !*part[k] || (n - k == 2 && !*part[k + 1])) {
+	if (n < 0 || n - k < 1 || n - k > 2 || !*part[k] || (n - k == 2 && !*part[k + 1])) {
 		sonde_collection__fail(
 			c, "bad -u probe '%s' (expected [LIB#]NAME[#END][#SAMPLING])", spec);
 		free(copy);
@@ -456,7 +462,7 @@ static int add_size_arg(struct sonde_collection *c, struct tr_state *st, const c
 				       binary);
 		return -EINVAL;
 	}
-	return rc < 0 ? rc : te_loader__size_arg(st->bpf, binary, addr, n, every);
+	return rc < 0 ? rc : te_loader__func(st->bpf, binary, addr, every, false, n);
 }
 
 /* The probes: the strategy's functions, -f rules, -u probes, sizes; then attach. */
@@ -506,7 +512,7 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 	}
 	for (i = 0; !rc && i < rs->h.nrules; i++)
 		rc = te_loader__func(st->bpf, rs->paths[rs->r[i].module], rs->r[i].offset,
-				     rs->r[i].every, true);
+				     rs->r[i].every, true, 0);
 	for (i = 0; !rc && json_is_array(usdt) && i < json_array_size(usdt); i++)
 		rc = add_usdt_spec(c, st->bpf, binary, json_string_value(json_array_get(usdt, i)),
 				   every);

@@ -27,6 +27,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sonde/clock.h>
+#include <sonde/stats.h>
 #include "../../u64map.h"
 #include "../../grow.h"
 #include "ebpf.h"
@@ -71,9 +72,8 @@ struct te_loader {
 	struct u64map serial; /* pid -> serial */
 	char **exes;	      /* per serial */
 	uint32_t nserial;
-	uint32_t target;      /* the run's process, until its first image is known */
-	uint64_t reader_ns;   /* the reader thread's CPU time in this run */
-	uint64_t analysis_ns; /* over the runs */
+	uint32_t target;    /* the run's process, until its first image is known */
+	uint64_t reader_ns; /* the reader thread's CPU time in this run */
 	const char *target_exe;
 	int err;
 };
@@ -225,33 +225,19 @@ static int func_probe(struct te_loader *l, const char *path, uint64_t vaddr, str
 }
 
 int te_loader__func(struct te_loader *l, const char *path, uint64_t vaddr, uint32_t every,
-		    bool rule)
+		    bool rule, unsigned size_arg)
 {
-	struct probe *p;
+	struct probe *p = NULL;
 	int rc = func_probe(l, path, vaddr, &p);
 
 	if (rc < 0)
 		return rc;
-	if (rc == 0 || rule) {
+	if (rc == 0 || rule || (size_arg && p->off)) {
 		p->every = every;
 		p->off = every == 0;
 	}
-	return 0;
-}
-
-int te_loader__size_arg(struct te_loader *l, const char *path, uint64_t vaddr, unsigned n,
-			uint32_t every)
-{
-	struct probe *p;
-	int rc = func_probe(l, path, vaddr, &p);
-
-	if (rc < 0)
-		return rc;
-	if (rc == 0 || p->off) {
-		p->every = every;
-		p->off = false;
-	}
-	p->size_arg = (uint8_t)n;
+	if (size_arg)
+		p->size_arg = (uint8_t)size_arg;
 	return 0;
 }
 
@@ -593,6 +579,8 @@ __asm__(".text\n"
 int te_calib_push(int x);
 int te_calib_step(int x);
 int te_calib_twin(int x);
+/* by kind: the kernel emulates the first instruction, or single-steps it */
+static int (*const calib_fn[2])(int) = { te_calib_push, te_calib_step };
 
 struct find_self {
 	uintptr_t addr;
@@ -625,12 +613,11 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *ctx)
 /* The calibration probes, in sonde's own process: te_calib_push and te_calib_step. */
 static void add_calibration(struct te_loader *l)
 {
-	int (*const fn[2])(int) = { te_calib_push, te_calib_step };
 	uint32_t m;
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		struct find_self self = { .addr = (uintptr_t)fn[i] };
+		struct find_self self = { .addr = (uintptr_t)calib_fn[i] };
 		struct probe *p;
 
 		if (!dl_iterate_phdr(find_self, &self) || !self.path[0] ||
@@ -671,13 +658,6 @@ static void read_stats(const struct te_loader *l, uint64_t out[TE_ST_N])
 	free(v);
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /*
  * Time each calibration target, probed with sonde's own process traced,
  * against the unprobed twin, rounds interleaved; the median difference is the
@@ -687,7 +667,6 @@ static int cmp_double(const void *x, const void *y)
 static void calibrate(struct te_loader *l)
 {
 	enum { ROUNDS = 7, CALLS = 200 };
-	int (*const fn[2])(int) = { te_calib_push, te_calib_step };
 	uint32_t pid = (uint32_t)getpid(), tid = (uint32_t)gettid(), one = 1;
 	int r, i, procs = bpf_map__fd(l->skel->maps.procs);
 	double d[ROUNDS];
@@ -696,14 +675,13 @@ static void calibrate(struct te_loader *l)
 		return;
 	for (i = 0; i < 2; i++) {
 		for (r = 0; r < ROUNDS; r++) {
-			uint64_t probed = timed_calls(fn[i], CALLS),
+			uint64_t probed = timed_calls(calib_fn[i], CALLS),
 				 plain = timed_calls(te_calib_twin, CALLS);
 
 			d[r] = probed > plain ? (double)(probed - plain) / CALLS : 0;
 			ring_buffer__consume(l->rb); /* no run yet: the events are dropped */
 		}
-		qsort(d, ROUNDS, sizeof(double), cmp_double);
-		l->cost[i] = d[ROUNDS / 2];
+		l->cost[i] = sonde_stats__median_inplace(d, ROUNDS);
 	}
 	bpf_map_delete_elem(procs, &pid);
 	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.stacks), &tid);
@@ -885,14 +863,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	return rc;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Reads events while the target runs; its CPU time is the analysis' during the run. */
 static void *reader(void *arg)
 {
@@ -904,7 +874,7 @@ static void *reader(void *arg)
 		if (n < 0 && n != -EINTR && !l->err)
 			l->err = n;
 	}
-	l->reader_ns = thread_cpu_ns();
+	l->reader_ns = sonde_clock_thread_cpu_ns();
 	return NULL;
 }
 
@@ -965,10 +935,9 @@ int te_loader__stop(struct te_loader *l)
 		key = next;
 		bpf_map_delete_elem(fd, &key);
 	}
-	rc = tr_feed__end(l->feed, l->err); /* it counts the run's wall time as analysis */
+	rc = tr_feed__end(l->feed, l->err);
 	l->feed = NULL;
-	l->analysis_ns += l->reader_ns + (sonde_clock_ns() - t);
-	l->a->t.analysis_ns = l->analysis_ns;
+	l->a->t.analysis_ns += l->reader_ns + (sonde_clock_ns() - t);
 	u64map__release(&l->serial);
 	cost(l);
 	return rc;

@@ -86,8 +86,7 @@ enum te_stat {
 	TE_ST_TOO_DEEP = 2,	/* calls deeper than TE_MAX_DEPTH probed frames */
 	TE_ST_SAMPLED_OUT = 3,	/* calls sampling left out */
 	TE_ST_UNMATCHED = 4,	/* returns without their frame (inherited across fork) */
-	TE_ST_STALE = 5,	/* frames left without a return (longjmp, exceptions) */
-	TE_ST_N = 6,
+	TE_ST_N = 5,
 };
 
 #ifndef __bpf__
@@ -111,13 +110,11 @@ void te_loader__free(struct te_loader *l);
 
 /*
  * Probes, before attach. A function at ELF address `vaddr` of `path`: `rule`
- * set means this sampling wins over an earlier one (every 0: not traced).
+ * set means this sampling wins over an earlier one (every 0: not traced);
+ * size_arg 1..6: that integer argument is its calls' size (and it is traced).
  */
 int te_loader__func(struct te_loader *l, const char *path, uint64_t vaddr, uint32_t every,
-		    bool rule);
-/* The function's Nth integer argument (1..6) is its calls' size. */
-int te_loader__size_arg(struct te_loader *l, const char *path, uint64_t vaddr, unsigned n,
-			uint32_t every);
+		    bool rule, unsigned size_arg);
 /*
  * One site of a USDT probe, kind TE_PK_USDT_BEGIN, _END or _POINT. A pair is a
  * group: its first site's index (*idx of the first call, passed as `group` to

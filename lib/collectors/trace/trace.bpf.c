@@ -107,6 +107,23 @@ static __always_inline bool traced(__u64 id)
 	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
 }
 
+/* A process event's record (te_exec, te_exit) with its header filled, or NULL (counted). */
+static __always_inline void *reserve(__u64 size, __u32 type, __u64 id)
+{
+	struct te_event *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!e) {
+		stat(TE_ST_RINGBUF_FULL);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = type;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->ts = bpf_ktime_get_ns();
+	return e;
+}
+
 static __always_inline int emit(__u32 type, __u32 probe, __u64 id, __u64 ts, __u32 rdepth,
 				const struct te_frame *f)
 {
@@ -147,7 +164,6 @@ static __always_inline void drop_stale(struct te_stack *s, __u64 limit)
 		if (!(f->flags & TE_FF_SKIP))
 			s->rdepth--;
 		s->depth = d - 1;
-		stat(TE_ST_STALE);
 	}
 }
 
@@ -323,16 +339,9 @@ int BPF_PROG(te_exec, struct task_struct *p, int old_pid, struct linux_binprm *b
 	if (!traced(id))
 		return 0;
 	bpf_map_delete_elem(&stacks, &tid); /* the old image's calls never return */
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		stat(TE_ST_RINGBUF_FULL);
+	e = reserve(sizeof(*e), TE_EV_EXEC, id);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(&e->h, 0, sizeof(e->h));
-	e->h.type = TE_EV_EXEC;
-	e->h.pid = id >> 32;
-	e->h.tid = tid;
-	e->h.ts = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
 	bpf_ringbuf_submit(e, wakeup());
 	return 0;
@@ -348,16 +357,9 @@ int BPF_PROG(te_exit, struct task_struct *p)
 	if (!traced(id))
 		return 0;
 	bpf_map_delete_elem(&stacks, &tid);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		stat(TE_ST_RINGBUF_FULL);
+	e = reserve(sizeof(*e), TE_EV_EXIT, id);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(&e->h, 0, sizeof(e->h));
-	e->h.type = TE_EV_EXIT;
-	e->h.pid = id >> 32;
-	e->h.tid = tid;
-	e->h.ts = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
