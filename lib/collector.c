@@ -13,11 +13,13 @@ extern const struct sonde_collector sonde_collector_time;
 extern const struct sonde_collector sonde_collector_external;
 extern const struct sonde_collector sonde_collector_memory;
 extern const struct sonde_collector sonde_collector_trace;
+extern const struct sonde_collector sonde_collector_counters;
 
 static const struct sonde_collector *const builtins[] = {
 	&sonde_collector_time,
 	&sonde_collector_memory,
 	&sonde_collector_trace,
+	&sonde_collector_counters,
 	&sonde_collector_external,
 };
 

@@ -81,5 +81,8 @@ int cmd_log(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_utils(int argc, char **argv);
+int cmd_counters(int argc, char **argv);
+/* The counters view (view-counters.c); -EINVAL: not a counters profile. */
+int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *out);
 
 #endif

@@ -26,7 +26,8 @@ static const char usage[] =
 	"       sonde collect --plugin PATH [options] [--] CMD [ARGS...]\n"
 	"       sonde collect --external EXE [options] [--] CMD [ARGS...]\n"
 	"\n"
-	"Run CMD under a collector and write its profile. Collectors: time, memory, external;\n"
+	"Run CMD under a collector and write its profile. Collectors: time, memory, trace,\n"
+	"counters, external;\n"
 	"'sonde collect COLLECTOR --help' also lists the collector's own options.";
 
 static const char *const output_modes[] = { "default", "capture", "suppress", NULL };
@@ -268,7 +269,8 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 	col = sonde_collector__find(argv[1]);
 	if (!col)
 		*code = cli_usage("collect",
-				  "unknown collector '%s' (collectors: time, memory, external)",
+				  "unknown collector '%s' (collectors: time, memory, trace, "
+				  "counters, external)",
 				  argv[1]);
 	return col;
 }
@@ -326,6 +328,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		return EXIT_FAILURE_;
 	}
 	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by &&
+	    cli_show_counters(p, FMT_TEXT, stdout) == -EINVAL &&
 	    cli_show_memory(p, FMT_TEXT, 10, stdout) == -EINVAL &&
 	    cli_show_report(p, FMT_TEXT, "total", 10, stdout) == -EINVAL)
 		cli_show_table(p, FMT_TEXT, stdout);
@@ -415,7 +418,8 @@ int cmd_collect(int argc, char **argv)
 	if (!col) {
 		json_decref(params);
 		return cli_usage("collect",
-				 "which collector? (collectors: time, memory, external)");
+				 "which collector? (collectors: time, memory, trace, counters, "
+				 "external)");
 	}
 	col_name = col->name;
 	argv += 1 + skip + first;

@@ -16,6 +16,7 @@ static const struct cli_command commands[] = {
 	{ "show", cmd_show, "print a profile (summary table, memory view)" },
 	{ "export", cmd_export, "write a profile in another format (folded stacks, csv)" },
 	{ "version", cmd_version, "print the version and the optional parts built in" },
+	{ "counters", cmd_counters, "the counter catalog: list, info, and evaluate expressions" },
 	{ "utils", cmd_utils, "helpers: create a collector plugin template" },
 };
 

@@ -106,19 +106,14 @@ static char *find_runtime(const char *name)
 	return NULL;
 }
 
-int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct rt_host_spec *s)
+/* Check the target can take a preloaded runtime, and preload it. */
+static int preload_runtime(struct sonde_collection *c, const struct rt_host_spec *s,
+			   const char *argv0)
 {
-	char *const *argv = sonde_collection__argv(c);
-	const char *tmp = getenv("TMPDIR");
-	char *exe, *runtime, tmpl[PATH_MAX];
+	char *exe, *runtime;
 	int rc;
 
-	h->log_fd = -1;
-	if (invariant_tsc()) {
-		h->tsc = true;
-		clock_pair(&h->clock.tick0, &h->clock.ns0);
-	}
-	exe = sonde_runner__resolve(argv[0]);
+	exe = sonde_runner__resolve(argv0);
 	if (exe && dynamic_target(exe) == 0) {
 		sonde_collection__fail(c,
 				       "'%s' is statically linked: the %s collector preloads its "
@@ -139,8 +134,26 @@ int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct r
 	}
 	rc = sonde_collection__preload(c, runtime);
 	free(runtime);
-	if (rc)
-		return rc;
+	return rc;
+}
+
+int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct rt_host_spec *s)
+{
+	char *const *argv = sonde_collection__argv(c);
+	const char *tmp = getenv("TMPDIR");
+	char tmpl[PATH_MAX];
+	int rc;
+
+	h->log_fd = -1;
+	if (invariant_tsc()) {
+		h->tsc = true;
+		clock_pair(&h->clock.tick0, &h->clock.ns0);
+	}
+	if (s->runtime) {
+		rc = preload_runtime(c, s, argv[0]);
+		if (rc)
+			return rc;
+	}
 	rc = sonde_ring_area__create(s->rings, s->ring_bytes,
 				     s->drop_oldest ? SONDE_RING_DROP_OLDEST : SONDE_RING_LOSSLESS,
 				     &h->area);

@@ -39,7 +39,7 @@ struct rt_host {
 
 struct rt_host_spec {
 	const char *collector; /* for messages: "memory" */
-	const char *runtime;   /* file name: "libsonde-memory.so" */
+	const char *runtime;   /* file name: "libsonde-memory.so"; NULL: none to preload */
 	const char *ring_env;  /* the variable that gives the runtime the ring path */
 	unsigned rings;
 	size_t ring_bytes;

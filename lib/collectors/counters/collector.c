@@ -1,0 +1,826 @@
+/*
+ * collector.c - `sonde collect counters`: perf stat's job on the counter
+ * service. Each run of the target is a process dispatch (its threads and
+ * children included, counting from its exec); with -a the CPUs are agents
+ * counted system-wide over the run instead. -I samples either every
+ * INTERVAL ms. Regions the target marks with sonde_region_begin/end come
+ * back through a shared-memory ring as dispatches of their own.
+ *
+ * Resources: one per counter or metric, dispatch kind (run, interval,
+ * region) and dimension instance; uid = the counter's name, fixed properties
+ * kind, dispatch, region, unit and the dimension positions (cpu, core,
+ * package, numa) when counted per CPU; columns amount (null when the value
+ * could not be measured), order (the run), timestamp and duration (ns),
+ * running_fraction (time_running / time_enabled, events only).
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sonde/clock.h>
+#include <sonde/collector.h>
+#include <sonde/ring.h>
+#include "../rt-host.h"
+#include "service.h"
+
+enum dkind { D_RUN, D_INTERVAL, D_REGION };
+static const char *const dkind_name[] = { "run", "interval", "region" };
+
+struct cval {
+	uint32_t counter;
+	int pos[4]; /* cpu, core, package, numa; -1: spans it */
+	double value;
+	double fraction; /* running / enabled; NaN for derived */
+	uint32_t flags;
+};
+
+struct cdisp {
+	enum dkind kind;
+	unsigned run;
+	uint64_t start, end;
+	char name[64];
+	size_t first, n; /* into vals */
+};
+
+struct counters_state {
+	/* what was asked for */
+	uint32_t shown[CNT_MAX_REQUEST], ids[CNT_MAX_REQUEST];
+	size_t nshown, nids;
+	unsigned flags;
+	bool all_cpus, per_cpu;
+	double interval_ms;
+	struct sonde_counters_config **cfg; /* one per agent with -a, else one */
+	size_t ncfg;
+	/* one run */
+	struct sonde_counters_context *ctx;
+	struct sonde_counters_buffer *buf;
+	struct sonde_process_dispatch *proc;
+	pthread_t sampler;
+	bool sampling;
+	volatile bool stop_sampler;
+	pthread_mutex_t lock;
+	unsigned run;
+	uint64_t run_start;
+	/* agent samples of the run, by sample index: totals are made at the stop */
+	struct cval *agent_vals;
+	size_t nagent_vals, agent_cap;
+	/* everything recorded */
+	struct cdisp *d;
+	size_t nd, dcap;
+	struct cval *vals;
+	size_t nvals, vcap;
+	uint64_t dropped_seen;
+	unsigned regions;
+	struct rt_host host;
+	bool host_started;
+	char *events_env;
+};
+
+static const char *const default_events =
+	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,"
+	"branch-misses,CPU_UTIL,IPC";
+
+static bool shown(const struct counters_state *st, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < st->nshown; i++)
+		if (st->shown[i] == id)
+			return true;
+	return false;
+}
+
+static int push_disp(struct counters_state *st, enum dkind k, uint64_t start, uint64_t end,
+		     const char *name)
+{
+	struct cdisp *d;
+
+	if (st->nd == st->dcap) {
+		size_t cap = st->dcap ? st->dcap * 2 : 64;
+
+		d = realloc(st->d, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		st->d = d;
+		st->dcap = cap;
+	}
+	d = &st->d[st->nd++];
+	d->kind = k;
+	d->run = st->run;
+	d->start = start;
+	d->end = end;
+	snprintf(d->name, sizeof(d->name), "%s", name ? name : "");
+	d->first = st->nvals;
+	d->n = 0;
+	return 0;
+}
+
+static int push_val(struct cval **arr, size_t *n, size_t *cap, const struct cval *v)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct cval *g = realloc(*arr, c * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		*arr = g;
+		*cap = c;
+	}
+	(*arr)[(*n)++] = *v;
+	return 0;
+}
+
+static void to_cval(const struct sonde_counters_value *v, struct cval *o)
+{
+	static const enum sonde_dimension dims[4] = { SONDE_DIM_CPU, SONDE_DIM_CORE,
+						      SONDE_DIM_PACKAGE, SONDE_DIM_NUMA };
+	size_t pos;
+	int i;
+
+	o->counter = sonde_instance__counter(v->instance_id);
+	for (i = 0; i < 4; i++)
+		o->pos[i] = sonde_instance__dimension(v->instance_id, dims[i], &pos) ? -1
+										      : (int)pos;
+	o->value = v->value;
+	o->fraction = v->time_enabled ? (double)v->time_running / (double)v->time_enabled : NAN;
+	o->flags = v->flags;
+}
+
+/* Records of process dispatches and agent samples (buffer callback). */
+static void take_records(struct sonde_counters_buffer *b,
+			 const struct sonde_counters_header *const *recs, size_t n,
+			 uint64_t dropped, void *user)
+{
+	struct counters_state *st = user;
+	size_t i;
+
+	(void)b;
+	(void)dropped;
+	pthread_mutex_lock(&st->lock);
+	for (i = 0; i < n; i++) {
+		const struct sonde_counters_dispatch *h = (const void *)recs[i];
+		struct cval v;
+
+		if (recs[i]->kind == SONDE_RECORD_DISPATCH) {
+			push_disp(st, st->interval_ms > 0 ? D_INTERVAL : D_RUN, h->start_ns,
+				  h->end_ns, h->name);
+		} else if (recs[i]->kind == SONDE_RECORD_VALUE) {
+			const struct sonde_counters_value *x = (const void *)recs[i];
+
+			to_cval(x, &v);
+			if (st->all_cpus) {
+				/* agent samples: kept with their sample index in pos[3]... */
+				push_val(&st->agent_vals, &st->nagent_vals, &st->agent_cap, &v);
+				continue;
+			}
+			if (!shown(st, v.counter) || !st->nd)
+				continue;
+			if (push_val(&st->vals, &st->nvals, &st->vcap, &v) == 0)
+				st->d[st->nd - 1].n++;
+		} else if (recs[i]->kind == SONDE_RECORD_AGENT) {
+			/* a marker: the values that follow belong to this agent sample */
+			struct cval m = { .counter = 0, .value = (double)h->correlation_id };
+
+			m.pos[0] = (int)h->agent;
+			m.fraction = (double)h->start_ns;
+			m.flags = (uint32_t)(h->end_ns - h->start_ns);
+			push_val(&st->agent_vals, &st->nagent_vals, &st->agent_cap, &m);
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+/*
+ * Agent samples of one run become interval/run dispatches: per CPU as they
+ * are (--per-cpu), or summed over the CPUs with the derived metrics
+ * evaluated over the per-CPU values (so reduce() sees every CPU).
+ */
+static int fold_sample(struct counters_state *st, size_t s, bool last, struct expr_env *env)
+{
+	size_t na, i, j, k, q;
+	const struct sonde_counters_config *cfg = st->cfg[0];
+	double *vals, *frac;
+	bool *valid, pushed = false;
+	uint32_t *flags;
+	uint64_t dur = 0, start = st->run_start;
+
+	sonde_counters__agents(&na);
+	vals = calloc(cfg->nin * na, sizeof(double));
+	valid = calloc(cfg->nin, sizeof(bool));
+	frac = calloc(cfg->nin, sizeof(double));
+	flags = calloc(cfg->nin, sizeof(uint32_t));
+	if (!vals || !valid || !frac || !flags) {
+		free(vals);
+		free(valid);
+		free(frac);
+		free(flags);
+		return -ENOMEM;
+	}
+	for (k = 0; k < cfg->nin; k++) {
+		valid[k] = true;
+		frac[k] = 1;
+	}
+	for (k = 0; k < cfg->nin * na; k++)
+		vals[k] = NAN;
+	for (i = 0; i < st->nagent_vals; i++) {
+		const struct cval *m = &st->agent_vals[i];
+		size_t ag = (size_t)m->pos[0];
+
+		if (m->counter || (size_t)m->value != s)
+			continue;
+		if (!pushed) {
+			dur = m->flags;
+			start = (uint64_t)m->fraction;
+			push_disp(st, st->interval_ms > 0 ? D_INTERVAL : D_RUN, start, start + dur,
+				  "");
+			pushed = true;
+		}
+		for (j = i + 1; j < st->nagent_vals && st->agent_vals[j].counter; j++) {
+			const struct cval *v = &st->agent_vals[j];
+
+			if (st->per_cpu) {
+				if (shown(st, v->counter) &&
+				    push_val(&st->vals, &st->nvals, &st->vcap, v) == 0)
+					st->d[st->nd - 1].n++;
+				continue;
+			}
+			for (k = 0; k < cfg->nin && cfg->in[k] != v->counter; k++)
+				;
+			if (k == cfg->nin || ag >= na)
+				continue;
+			vals[k * na + ag] = v->value;
+			if (isnan(v->value))
+				valid[k] = false;
+			if (v->fraction < frac[k])
+				frac[k] = v->fraction;
+			flags[k] |= v->flags;
+		}
+	}
+	for (q = 0; pushed && !st->per_cpu && q < st->nshown; q++) {
+		struct cnt_entry *e = cnt_catalog__get(st->shown[q]);
+		struct cval o = { .counter = st->shown[q], .pos = { -1, -1, -1, -1 } };
+
+		if (e->kind == SONDE_COUNTER_DERIVED) {
+			struct cnt_reading r = { cfg->in, cfg->nin, na, vals, valid, (double)dur };
+			struct expr_error xe = { 0 };
+			double out[EXPR_MAX_VEC];
+			size_t n;
+
+			env->last_sample = last;
+			env->div0_col = 0;
+			o.fraction = NAN;
+			if (cnt_derive(e, &r, env, out, EXPR_MAX_VEC, &n, &xe) || n != 1) {
+				o.value = NAN;
+				o.flags = cnt_entry__supported(e) ? SONDE_VALUE_NOT_COUNTED
+								  : SONDE_VALUE_NOT_SUPPORTED;
+			} else {
+				o.value = out[0];
+				o.flags = env->div0_col ? SONDE_VALUE_DIV0 : 0;
+			}
+		} else {
+			double sum = 0;
+			size_t a;
+
+			for (k = 0; k < cfg->nin && cfg->in[k] != e->id; k++)
+				;
+			for (a = 0; a < na; a++)
+				sum += vals[k * na + a];
+			o.value = valid[k] ? sum : NAN;
+			o.fraction = frac[k];
+			o.flags = flags[k] & (SONDE_VALUE_NOT_SUPPORTED | SONDE_VALUE_SCALED |
+					      SONDE_VALUE_NOT_COUNTED);
+		}
+		if (push_val(&st->vals, &st->nvals, &st->vcap, &o) == 0)
+			st->d[st->nd - 1].n++;
+	}
+	free(vals);
+	free(valid);
+	free(frac);
+	free(flags);
+	return 0;
+}
+
+static int fold_agent_samples(struct counters_state *st)
+{
+	struct expr_env env = { .series = true };
+	size_t k, samples = 0, s;
+	int rc = 0;
+
+	for (k = 0; k < st->nagent_vals; k++)
+		if (!st->agent_vals[k].counter && st->agent_vals[k].value + 1 > (double)samples)
+			samples = (size_t)st->agent_vals[k].value + 1;
+	for (s = 0; s < samples && !rc; s++)
+		rc = fold_sample(st, s, s + 1 == samples, &env);
+	free(env.accum);
+	st->nagent_vals = 0;
+	return rc;
+}
+
+static void pick_config(const struct sonde_dispatch_info *d,
+			const struct sonde_counters_config **cfg, void *user)
+{
+	struct counters_state *st = user;
+
+	(void)d;
+	*cfg = st->cfg[0];
+}
+
+static void pick_agent_config(struct sonde_counters_context *ctx, uint32_t agent,
+			      const struct sonde_counters_config **cfg, void *user)
+{
+	struct counters_state *st = user;
+
+	(void)ctx;
+	*cfg = agent < st->ncfg ? st->cfg[agent] : NULL;
+}
+
+static int add_ids(struct sonde_collection *c, struct counters_state *st, const char *list)
+{
+	char *copy = strdup(list), *tok, *save;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+		uint32_t id;
+		size_t i;
+
+		while (*tok == ' ')
+			tok++;
+		if (sonde_counters__find(tok, &id)) {
+			sonde_collection__fail(c,
+					       "unknown counter '%s' (see 'sonde counters list'; "
+					       "tracepoints are written SYSTEM:NAME)",
+					       tok);
+			rc = -EINVAL;
+			break;
+		}
+		for (i = 0; i < st->nshown && st->shown[i] != id; i++)
+			;
+		if (i < st->nshown)
+			continue;
+		if (st->nshown == CNT_MAX_REQUEST) {
+			sonde_collection__fail(c, "more than %d counters", CNT_MAX_REQUEST);
+			rc = -E2BIG;
+			break;
+		}
+		st->shown[st->nshown++] = id;
+	}
+	free(copy);
+	return rc;
+}
+
+static int counters_before(struct sonde_collection *c)
+{
+	struct counters_state *st = calloc(1, sizeof(*st));
+	json_t *params = sonde_collection__params(c), *ev = json_object_get(params, "events");
+	struct sonde_strbuf err = SONDE_STRBUF_INIT, names = SONDE_STRBUF_INIT;
+	const char *defs = sonde_collection__param_str(c, "defs", NULL);
+	const char *note;
+	size_t i, na;
+	int rc = 0;
+
+	if (!st)
+		return -ENOMEM;
+	pthread_mutex_init(&st->lock, NULL);
+	st->host.log_fd = -1;
+	sonde_collection__set_priv(c, st);
+	if (defs && sonde_counters__load_defs(defs, &err)) {
+		sonde_collection__fail(c, "%s", err.buf);
+		sonde_strbuf__release(&err);
+		return -EINVAL;
+	}
+	note = sonde_counters__note();
+	if (note && !sonde_counters__agents(&na))
+		return -ENODEV;
+	st->all_cpus = sonde_collection__param_bool(c, "all-cpus");
+	st->per_cpu = sonde_collection__param_bool(c, "per-cpu");
+	st->interval_ms = sonde_collection__param_double(c, "interval", 0);
+	st->flags = (sonde_collection__param_bool(c, "group") ? 0 : SONDE_CONFIG_MULTIPLEX) |
+		    (st->per_cpu && !st->all_cpus ? SONDE_CONFIG_PER_CPU : 0);
+	if (json_is_array(ev) && json_array_size(ev)) {
+		for (i = 0; i < json_array_size(ev) && !rc; i++)
+			rc = add_ids(c, st, json_string_value(json_array_get(ev, i)));
+	} else if (json_is_string(ev)) {
+		rc = add_ids(c, st, json_string_value(ev));
+	} else {
+		rc = add_ids(c, st, default_events);
+	}
+	if (rc)
+		return rc;
+	/* the config counts what is shown and every input of it */
+	memcpy(st->ids, st->shown, st->nshown * sizeof(uint32_t));
+	st->nids = st->nshown;
+	for (i = 0; i < st->nshown; i++) {
+		struct cnt_entry *e = cnt_catalog__get(st->shown[i]);
+		uint32_t in[CNT_MAX_INPUTS];
+		size_t n = 0, j, k;
+
+		if (e->kind != SONDE_COUNTER_DERIVED)
+			continue;
+		cnt_inputs(e, in, &n, CNT_MAX_INPUTS);
+		for (j = 0; j < n; j++) {
+			for (k = 0; k < st->nids && st->ids[k] != in[j]; k++)
+				;
+			if (k == st->nids && st->nids < CNT_MAX_REQUEST)
+				st->ids[st->nids++] = in[j];
+		}
+	}
+	if (!sonde_counters__agents(&na)) {
+		sonde_collection__fail(c, "no CPU found in /sys/devices/system/cpu");
+		return -ENODEV;
+	}
+	st->ncfg = st->all_cpus ? na : 1;
+	st->cfg = calloc(st->ncfg, sizeof(*st->cfg));
+	if (!st->cfg)
+		return -ENOMEM;
+	for (i = 0; i < st->ncfg; i++) {
+		rc = sonde_counters_config__new((uint32_t)i, st->ids, st->nids, st->flags, &err,
+						&st->cfg[i]);
+		if (rc) {
+			sonde_collection__fail(c, "%s", err.buf);
+			sonde_strbuf__release(&err);
+			return rc == -E2BIG ? -EINVAL : rc;
+		}
+	}
+	if (note)
+		sonde_collection__note(c, "%s", note);
+	for (i = 0; i < st->nshown; i++) {
+		struct sonde_counter_info info;
+
+		sonde_counters__info(0, st->shown[i], &info);
+		if (!info.supported)
+			sonde_strbuf__addf(&names, "%s%s", names.len ? ", " : "", info.name);
+	}
+	if (names.len)
+		sonde_collection__note(c, "not supported here: %s (why: stats.counters.not_supported)",
+				       names.buf);
+	sonde_strbuf__reset(&names);
+	/* regions: the target's libsonde builds its own context from these */
+	{
+		const struct rt_host_spec spec = { .collector = "counters",
+						   .ring_env = CNT_ENV_RING,
+						   .rings = 64,
+						   .ring_bytes = 1 << 20 };
+		char flags[16];
+
+		for (i = 0; i < st->nshown; i++) {
+			struct sonde_counter_info info;
+
+			sonde_counters__info(0, st->shown[i], &info);
+			sonde_strbuf__addf(&names, "%s%s", i ? "," : "", info.name);
+		}
+		st->events_env = sonde_strbuf__detach(&names, NULL);
+		snprintf(flags, sizeof(flags), "%u", st->flags & SONDE_CONFIG_MULTIPLEX);
+		rc = rt_host__start(&st->host, c, &spec);
+		if (rc)
+			return rc;
+		st->host_started = true;
+		rc = sonde_collection__setenv(c, CNT_ENV_EVENTS, st->events_env);
+		if (!rc)
+			rc = sonde_collection__setenv(c, CNT_ENV_FLAGS, flags);
+	}
+	sonde_strbuf__release(&err);
+	return rc;
+}
+
+static void *sampler_main(void *arg)
+{
+	struct counters_state *st = arg;
+	uint64_t period = (uint64_t)(st->interval_ms * 1e6), next = sonde_clock_ns() + period;
+
+	while (!st->stop_sampler) {
+		uint64_t now = sonde_clock_ns();
+
+		if (now < next) {
+			uint64_t left = next - now;
+			struct timespec ts = { (time_t)(left / 1000000000ull),
+					       (long)(left % 1000000000ull) };
+
+			if (left > 20000000ull)
+				ts = (struct timespec){ 0, 20000000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		next += period;
+		if (st->proc)
+			sonde_process_dispatch__sample(st->proc, false);
+		else
+			sonde_counters_context__sample(st->ctx);
+	}
+	return NULL;
+}
+
+static int counters_start(struct sonde_collection *c, pid_t pid)
+{
+	struct counters_state *st = sonde_collection__priv(c);
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	char *const *argv = sonde_collection__argv(c);
+	size_t i;
+	int rc;
+
+	st->run_start = sonde_clock_ns();
+	rc = sonde_counters_context__new(&st->ctx);
+	if (!rc)
+		rc = sonde_counters_buffer__new(st->ctx, 1 << 20, 1 << 19, SONDE_BUFFER_LOSSLESS,
+						take_records, st, &st->buf);
+	for (i = 0; !rc && st->all_cpus && i < st->ncfg; i++)
+		rc = sonde_counters__configure_agent(st->ctx, st->buf, (uint32_t)i,
+						     pick_agent_config, st);
+	if (!rc && !st->all_cpus)
+		rc = sonde_counters__configure_dispatch(st->ctx, st->buf, pick_config, st);
+	if (!rc && st->all_cpus)
+		rc = sonde_counters_context__start(st->ctx, &err);
+	else if (!rc)
+		rc = sonde_counters__dispatch_process(st->ctx, pid, argv[0], true, &err, &st->proc);
+	if (rc) {
+		if (rc == -EACCES || rc == -EPERM)
+			sonde_collection__fail(c, "%s", err.buf);
+		else if (err.len)
+			sonde_collection__fail(c, "%s", err.buf);
+		sonde_strbuf__release(&err);
+		return rc == -EACCES ? -EPERM : rc;
+	}
+	sonde_strbuf__release(&err);
+	if (st->interval_ms > 0) {
+		st->stop_sampler = false;
+		st->sampling = pthread_create(&st->sampler, NULL, sampler_main, st) == 0;
+	}
+	return 0;
+}
+
+/* Region dispatches from the run's part of the ring log. */
+struct region_walk {
+	struct counters_state *st;
+	const struct rt_clock *clock;
+};
+
+static int take_region(void *ctx, const struct sonde_ring_chunk *ch, const uint32_t *rec)
+{
+	struct region_walk *w = ctx;
+	struct counters_state *st = w->st;
+	const struct sonde_counters_dispatch *h = (const void *)(rec + 2);
+	const struct sonde_counters_value *v = (const void *)(h + 1);
+	uint32_t len = SONDE_RING_REC_LEN(rec[0]), i;
+
+	(void)ch;
+	if (SONDE_RING_REC_TYPE(rec[0]) != CNT_REC_REGION)
+		return 0;
+	if (len < 8 + sizeof(*h) ||
+	    len < 8 + sizeof(*h) + (uint64_t)h->nvalues * sizeof(*v) || h->h.size != sizeof(*h))
+		return -EINVAL;
+	if (push_disp(st, D_REGION, h->start_ns, h->end_ns, h->name))
+		return -ENOMEM;
+	st->regions++;
+	for (i = 0; i < h->nvalues; i++) {
+		struct cval o;
+
+		to_cval(&v[i], &o);
+		if (push_val(&st->vals, &st->nvals, &st->vcap, &o))
+			return -ENOMEM;
+		st->d[st->nd - 1].n++;
+	}
+	return 0;
+}
+
+static int analyse_regions(void *ctx, const void *log, size_t len,
+			   const struct sonde_run_info *ri)
+{
+	struct region_walk *w = ctx;
+
+	(void)ri;
+	return sonde_ring_log__walk(log, len, take_region, w);
+}
+
+static int counters_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
+{
+	struct counters_state *st = sonde_collection__priv(c);
+	struct region_walk w = { st, &st->host.clock };
+	size_t nd0 = st->nd, nv0 = st->nvals;
+	int rc = 0;
+
+	st->run = ri->index + 1;
+	if (st->sampling) {
+		st->stop_sampler = true;
+		pthread_join(st->sampler, NULL);
+		st->sampling = false;
+	}
+	if (st->proc) {
+		rc = sonde_process_dispatch__sample(st->proc, true);
+		sonde_process_dispatch__free(st->proc);
+		st->proc = NULL;
+	} else if (st->ctx) {
+		rc = sonde_counters_context__stop(st->ctx);
+	}
+	if (st->ctx) {
+		sonde_counters_buffer__flush(st->buf);
+		st->dropped_seen += sonde_counters_buffer__dropped(st->buf);
+		sonde_collection__dropped(c, sonde_counters_buffer__dropped(st->buf));
+		sonde_counters_context__free(st->ctx);
+		st->ctx = NULL;
+	}
+	if (st->all_cpus && !rc)
+		rc = fold_agent_samples(st);
+	st->nagent_vals = 0;
+	if (rc) {
+		sonde_collection__fail(c, "cannot read the counters: %s", strerror(-rc));
+		return rc;
+	}
+	if (st->host_started)
+		rc = rt_host__stop(&st->host, c, ri, analyse_regions, &w);
+	if (ri->warmup || ri->interrupted) {
+		st->nd = nd0; /* not recorded */
+		st->nvals = nv0;
+	}
+	return rc;
+}
+
+static void set_run(struct counters_state *st, size_t from)
+{
+	size_t i;
+
+	for (i = from; i < st->nd; i++)
+		if (!st->d[i].run)
+			st->d[i].run = st->run;
+}
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
+{
+	struct counters_state *st = sonde_collection__priv(c);
+	json_t *stats = json_object(), *mux = json_object(), *unsup = json_object(),
+	       *notc = json_array(), *div0 = json_array(), *events = json_array();
+	uint64_t t0 = sonde_collection__t0_ns(c);
+	static const char *const dim_names[4] = { "cpu", "core", "package", "numa" };
+	size_t i, j, q;
+
+	set_run(st, 0);
+	for (q = 0; q < st->nshown; q++) {
+		struct sonde_counter_info info;
+
+		sonde_counters__info(0, st->shown[q], &info);
+		json_array_append_new(events, json_string(info.name));
+		if (!info.supported)
+			json_object_set_new(unsup, info.name,
+					    json_string(info.why ? info.why : "not supported"));
+	}
+	for (i = 0; i < st->nd; i++) {
+		const struct cdisp *d = &st->d[i];
+
+		for (j = d->first; j < d->first + d->n; j++) {
+			const struct cval *v = &st->vals[j];
+			struct sonde_counter_info info;
+			json_t *extra = json_object();
+			bool derived;
+			long res;
+			int k;
+
+			if (sonde_counters__info(0, v->counter, &info)) {
+				json_decref(extra);
+				continue;
+			}
+			derived = info.kind == SONDE_COUNTER_DERIVED;
+			json_object_set_new(extra, "dispatch", json_string(dkind_name[d->kind]));
+			if (d->kind == D_REGION)
+				json_object_set_new(extra, "region", json_string(d->name));
+			json_object_set_new(extra, "unit", json_string(info.unit ? info.unit : ""));
+			for (k = 0; k < 4; k++)
+				if (v->pos[k] >= 0)
+					json_object_set_new(extra, dim_names[k],
+							    json_integer(v->pos[k]));
+			if (!info.supported)
+				json_object_set_new(extra, "why",
+						    json_string(info.why ? info.why : ""));
+			res = sonde_profile__resource(p, info.name,
+						      derived ? "metric"
+						      : info.kind == SONDE_COUNTER_TRACEPOINT
+							      ? "tracepoint"
+						      : info.kind == SONDE_COUNTER_HARDWARE ? "hardware"
+											    : "software",
+						      info.name, extra);
+			json_decref(extra);
+			if (res < 0)
+				continue;
+			sonde_profile__append(p, res, "amount",
+					      v->flags & (SONDE_VALUE_NOT_SUPPORTED |
+							  SONDE_VALUE_NOT_COUNTED)
+						      ? json_null()
+						      : num_or_null(v->value));
+			sonde_profile__append(p, res, "order", json_integer(d->run));
+			sonde_profile__append(p, res, "timestamp",
+					      json_integer((json_int_t)(d->start > t0 ? d->start - t0
+										     : 0)));
+			sonde_profile__append(p, res, "duration",
+					      json_integer((json_int_t)(d->end - d->start)));
+			sonde_profile__append(p, res, "running_fraction",
+					      derived ? json_null() : num_or_null(v->fraction));
+			if ((v->flags & SONDE_VALUE_SCALED) && !derived) {
+				json_t *m = json_object_get(mux, info.name);
+
+				if (!m || json_real_value(m) > v->fraction)
+					json_object_set_new(mux, info.name, json_real(v->fraction));
+			}
+			if ((v->flags & SONDE_VALUE_NOT_COUNTED) && info.supported) {
+				size_t x;
+				bool seen = false;
+
+				for (x = 0; x < json_array_size(notc); x++)
+					seen |= !strcmp(json_string_value(json_array_get(notc, x)),
+							info.name);
+				if (!seen)
+					json_array_append_new(notc, json_string(info.name));
+			}
+			if (v->flags & SONDE_VALUE_DIV0) {
+				size_t x;
+				bool seen = false;
+
+				for (x = 0; x < json_array_size(div0); x++)
+					seen |= !strcmp(json_string_value(json_array_get(div0, x)),
+							info.name);
+				if (!seen)
+					json_array_append_new(div0, json_string(info.name));
+			}
+		}
+	}
+	json_object_set_new(stats, "events", events);
+	json_object_set_new(stats, "mode", json_string(st->all_cpus ? "system-wide" : "process"));
+	json_object_set_new(stats, "per_cpu", json_boolean(st->per_cpu));
+	if (st->interval_ms > 0)
+		json_object_set_new(stats, "interval_ms", json_real(st->interval_ms));
+	json_object_set_new(stats, "multiplexed", mux);
+	json_object_set_new(stats, "not_supported", unsup);
+	json_object_set_new(stats, "not_counted", notc);
+	json_object_set_new(stats, "division_by_zero", div0);
+	json_object_set_new(stats, "regions", json_integer(st->regions));
+	json_object_set_new(stats, "arch", json_string(cnt_arch()));
+	sonde_profile__set(sonde_profile__stats(p), "counters", stats);
+	return 0;
+}
+
+static void counters_cleanup(struct sonde_collection *c)
+{
+	struct counters_state *st = sonde_collection__priv(c);
+	size_t i;
+
+	if (!st)
+		return;
+	if (st->sampling) {
+		st->stop_sampler = true;
+		pthread_join(st->sampler, NULL);
+	}
+	sonde_process_dispatch__free(st->proc);
+	sonde_counters_context__free(st->ctx);
+	for (i = 0; i < st->ncfg; i++)
+		sonde_counters_config__free(st->cfg[i]);
+	free(st->cfg);
+	if (st->host_started)
+		rt_host__release(&st->host);
+	free(st->d);
+	free(st->vals);
+	free(st->agent_vals);
+	free(st->events_env);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+static const char *const counters_units[] = { "amount", "the counter's unit", "duration", "ns",
+					      "timestamp", "ns", NULL };
+
+static const struct sonde_option counters_options[] = {
+	{ SONDE_OPT_LIST, 'e', "events", NULL, "LIST",
+	  "counters and metrics to count, comma-separated (default: perf stat's set and "
+	  "CPU_UTIL, IPC); see 'sonde counters list'" },
+	{ SONDE_OPT_FLAG, 'a', "all-cpus", NULL, NULL,
+	  "count every CPU system-wide over each run (needs root or CAP_PERFMON)" },
+	{ SONDE_OPT_FLAG, 0, "per-cpu", NULL, NULL, "one value per CPU instead of a total" },
+	{ SONDE_OPT_DOUBLE, 'I', "interval", NULL, "MS",
+	  "sample every MS milliseconds: a time series instead of one total", 10, 3.6e6 },
+	{ SONDE_OPT_FLAG, 0, "group", NULL, NULL,
+	  "count the hardware counters together or fail (default: let them take turns, scaled)" },
+	{ SONDE_OPT_STRING, 0, "defs", NULL, "FILE",
+	  "more counter definitions (counter_defs.yaml format)" },
+	{ .type = SONDE_OPT_END },
+};
+
+const struct sonde_collector sonde_collector_counters = {
+	.abi = SONDE_COLLECTOR_ABI,
+	.name = "counters",
+	.summary = "software, tracepoint and hardware counters with derived metrics",
+	.profile_type = "counters",
+	.units = counters_units,
+	.options = counters_options,
+	.flags = SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_ONE_RUN,
+	.before = counters_before,
+	.start = counters_start,
+	.stop = counters_stop,
+	.after = counters_after,
+	.cleanup = counters_cleanup,
+};
