@@ -80,6 +80,19 @@ struct counters_state {
 	char *events_env;
 };
 
+static int sonde_perf_paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int v = 2;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 2;
+		fclose(f);
+	}
+	return v;
+}
+
 static const char *const default_events =
 	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,"
 	"branch-misses,CPU_UTIL,IPC";
@@ -402,6 +415,26 @@ static int counters_before(struct sonde_collection *c)
 	st->interval_ms = sonde_collection__param_double(c, "interval", 0);
 	st->flags = (sonde_collection__param_bool(c, "group") ? 0 : SONDE_CONFIG_MULTIPLEX) |
 		    (st->per_cpu && !st->all_cpus ? SONDE_CONFIG_PER_CPU : 0);
+	if (st->all_cpus) {
+		/* system-wide counting needs the privilege: say so before running anything */
+		struct perf_event_attr attr = { .type = PERF_TYPE_SOFTWARE,
+						.size = sizeof(attr),
+						.config = PERF_COUNT_SW_CPU_CLOCK,
+						.disabled = 1 };
+		const struct sonde_agent *ag = sonde_counters__agents(&na);
+		int fd = ag ? cnt_perf_open(&attr, -1, ag[0].cpu, -1, PERF_FLAG_FD_CLOEXEC) : -ENODEV;
+
+		if (fd == -EACCES || fd == -EPERM) {
+			sonde_collection__fail(c,
+					       "-a counts every CPU system-wide: that needs root or "
+					       "CAP_PERFMON, or kernel.perf_event_paranoid <= 0 (it is "
+					       "%d)",
+					       sonde_perf_paranoid());
+			return -EPERM;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	if (json_is_array(ev) && json_array_size(ev)) {
 		for (i = 0; i < json_array_size(ev) && !rc; i++)
 			rc = add_ids(c, st, json_string_value(json_array_get(ev, i)));

@@ -1,0 +1,207 @@
+#!/bin/sh
+# The counter service end to end: software events on programs with known
+# behaviour, derived metrics from the same pass, hardware events that this
+# machine may not have, -I series, system-wide counting, regions, the
+# catalog commands, and every error path of the CLI.
+. "$SRC/tests/e2e/lib.sh"
+
+# amount RESOURCE-SELECTOR FILE: the first amount of the resources selected
+amt() { jq -r "(.resource_type_map | to_entries | map(select(.value | $1)) | .[0].key) as \$key | .resources[\$key].amount[0]" "$2"; }
+amounts() { jq -r "(.resource_type_map | to_entries | map(select(.value | $1)) | .[0].key) as \$key | .resources[\$key].amount[]" "$2"; }
+in_range() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
+
+# ---- known context switches: a pipe ping-pong of 2000 round trips ------------------------
+run collect counters -e context-switches,task-clock,CS_PER_SEC -o pp.json -- "$PROGS/c-pingpong" 2000
+check "collect counters exits 0" [ "$rc" = 0 ]
+check "profile matches the schema" validate pp.json
+check "profile type is counters" jq_eq pp.json .header.type counters
+cs=$(amt '.uid == "context-switches" and .dispatch == "run"' pp.json)
+check "2000 round trips: about 4000 context switches (got $cs)" in_range "$cs" 3800 4400
+check "the table is perf-like (value, name)" has "$out" "context-switches"
+check "the derived metric comes from the same pass" [ "$(amt '.uid == "CS_PER_SEC"' pp.json)" != null ]
+cps=$(amt '.uid == "CS_PER_SEC"' pp.json)
+tc=$(amt '.uid == "task-clock" and .dispatch == "run"' pp.json)
+check "CS_PER_SEC = 1e9 * context-switches / task-clock" \
+	awk -v a="$cps" -v c="$cs" -v t="$tc" 'BEGIN { e = 1e9 * c / t; exit !((a - e) ^ 2 < (1e-6 * e) ^ 2) }'
+check "running_fraction is 1 (not multiplexed)" jq_eq pp.json \
+	'[.resources[] | .running_fraction[0] | select(. != null)] | all(. == 1)' true
+
+# ---- known page faults: 1000 fresh pages ------------------------------------------------
+run collect counters -q -e page-faults,FAULT_BYTES -o g0.json -- "$PROGS/c-pages" 0
+run collect counters -q -e page-faults,FAULT_BYTES -o g1.json -- "$PROGS/c-pages" 1000
+d=$(( $(amt '.uid == "page-faults"' g1.json) - $(amt '.uid == "page-faults"' g0.json) ))
+check "1000 touched pages: 1000 more page faults (got $d)" in_range "$d" 990 1020
+fb=$(amt '.uid == "FAULT_BYTES"' g1.json)
+pf=$(amt '.uid == "page-faults"' g1.json)
+check "FAULT_BYTES = page-faults * PAGE_SIZE" in_range "$fb" "$((pf * $(getconf PAGESIZE)))" "$((pf * $(getconf PAGESIZE)))"
+
+# ---- hardware events: supported here, or <not supported>, never 0 ----------------------
+run collect counters -e cycles,instructions,IPC,task-clock -o hw.json -- "$PROGS/c-pages" 10
+check "hardware events do not fail the run" [ "$rc" = 0 ]
+if [ "$(jq -r '.stats.counters.not_supported | has("cycles")' hw.json)" = true ]; then
+	check "cycles: <not supported> in the table" has "$out" "<not supported> *cycles"
+	check "cycles: amount is null, not 0" jq_eq hw.json \
+		'[.resource_type_map | to_entries[] | select(.value.uid == "cycles") | .key] as $k | .resources[$k[0]].amount[0]' null
+	check "IPC (needs cycles) is not supported either" has "$out" "<not supported> *IPC"
+	check "a clear note says why" has "$(jq -r '.stats.notes | join(" ")' hw.json)" "not supported here: cycles"
+	check "the software event in the same run is counted" [ "$(amt '.uid == "task-clock"' hw.json)" != null ]
+else
+	check "cycles counted on this PMU" [ "$(amt '.uid == "cycles"' hw.json)" != null ]
+	skip "<not supported> path" "this machine has a hardware PMU"
+fi
+
+# ---- -I: a time series; accumulate() gives the running total ------------------------------
+run collect counters -q -I 50 -e context-switches,CS_TOTAL -o iv.json -- "$PROGS/c-pingpong" 20000
+check "-I exits 0" [ "$rc" = 0 ]
+ni=$(jq '[.resource_type_map[] | select(.dispatch == "interval")] | length' iv.json)
+check "-I: interval resources" [ "$ni" -ge 2 ]
+sum=$(amounts '.uid == "context-switches" and .dispatch == "interval"' iv.json | awk '{ s += $1 } END { print s }')
+last=$(amounts '.uid == "CS_TOTAL"' iv.json | tail -1)
+check "CS_TOTAL at the last sample = the sum of the intervals ($last = $sum)" [ "$last" = "$sum" ]
+check "more than one sample" [ "$(amounts '.uid == "CS_TOTAL"' iv.json | wc -l)" -ge 2 ]
+check "samples are time-ordered" jq_eq iv.json \
+	'[.resources[] | .timestamp] | all(. == (. | sort))' true
+
+# ---- --per-cpu: one value per CPU, with its dimension positions --------------------------
+run collect counters -q --per-cpu -e task-clock -o pc.json -- "$PROGS/c-pingpong" 200
+check "--per-cpu exits 0" [ "$rc" = 0 ]
+check "--per-cpu: one resource per CPU" jq_eq pc.json \
+	"[.resource_type_map[] | select(.uid == \"task-clock\") | .cpu] | length" "$(getconf _NPROCESSORS_ONLN)"
+check "per-CPU values carry core, package and numa" jq_eq pc.json \
+	'[.resource_type_map[] | has("core") and has("package")] | all' true
+
+# ---- -a: system-wide, per agent ---------------------------------------------------------
+if [ "$(id -u)" = 0 ]; then
+	run collect counters -q -a -e cpu-clock,CPU_BUSIEST -o sw.json -- sleep 0.2
+	check "-a exits 0 as root" [ "$rc" = 0 ]
+	check "-a: mode system-wide" jq_eq sw.json .stats.counters.mode system-wide
+	cc=$(amt '.uid == "cpu-clock"' sw.json)
+	check "-a: cpu-clock covers every CPU over the run (got $cc)" \
+		in_range "$cc" "$((180000000 * $(getconf _NPROCESSORS_ONLN)))" "$((400000000 * $(getconf _NPROCESSORS_ONLN)))"
+	check "-a: CPU_BUSIEST = reduce(cpu_clock, max) / duration is at most 1.05" \
+		in_range "$(amt '.uid == "CPU_BUSIEST"' sw.json)" 0.5 1.05
+	run collect counters -q -a --per-cpu -e cpu-clock -o swp.json -- sleep 0.1
+	check "-a --per-cpu: one resource per CPU" jq_eq swp.json \
+		'[.resource_type_map[] | .cpu] | length' "$(getconf _NPROCESSORS_ONLN)"
+	if id nobody >/dev/null 2>&1 && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 1 ] && command -v setpriv >/dev/null; then
+		setpriv --reuid=nobody --regid=nogroup --clear-groups "$SONDE" collect counters -q -a -o /tmp/never.json -- true >/dev/null 2>"$WORK/np.err"
+		nrc=$?
+		check "-a without privileges: exit 3" [ "$nrc" = 3 ]
+		check "... with one clear line" [ "$(wc -l <"$WORK/np.err")" = 1 ] && grep -q "CAP_PERFMON" "$WORK/np.err"
+	else
+		skip "-a without privileges" "no unprivileged user to run as"
+		skip "... message" "no unprivileged user to run as"
+	fi
+else
+	for t in 1 2 3 4 5 6 7; do skip "-a test $t" "needs root"; done
+fi
+
+# ---- regions: sonde_region_begin/end in the target ----------------------------------------
+run collect counters -e page-faults,task-clock -o rg.json -- "$PROGS/c-regions" 5 16
+check "regions: exits 0" [ "$rc" = 0 ]
+check "regions: counted" jq_eq rg.json .stats.counters.regions 8
+check "region 'touch' executed 6 times (5 + 1 in a thread)" jq_eq rg.json \
+	'[.resource_type_map | to_entries[] | select(.value.region == "touch" and .value.uid == "page-faults") | .key] as $k | .resources[$k[0]].amount | length' 6
+tf=$(amounts '.region == "touch" and .uid == "page-faults"' rg.json | head -5 | sort -n)
+check "each 'touch' of 16 pages: 16 to 18 page faults ($(echo $tf))" \
+	sh -c 'for v in $0; do [ "$v" -ge 16 ] && [ "$v" -le 18 ] || exit 1; done' "$tf"
+check "'side' (another thread) contains its 'touch'" in_range "$(amt '.region == "side" and .uid == "page-faults"' rg.json)" 3 12
+check "'outer' covers its 5 'touch' regions" in_range "$(amt '.region == "outer" and .uid == "page-faults"' rg.json)" 80 200
+check "the table lists the regions" has "$out" "touch: 6 executions"
+check "regions profile matches the schema" validate rg.json
+run collect counters -q -e task-clock -o nr.json -- "$PROGS/c-pingpong" 10
+check "no regions in a program without them" jq_eq nr.json .stats.counters.regions 0
+
+# ---- the catalog commands --------------------------------------------------------------
+run counters list
+check "counters list: exit 0" [ "$rc" = 0 ]
+check "... lists software events" has "$out" "context-switches"
+check "... and derived metrics" has "$out" "IPC"
+run counters list --derived --format json
+check "counters list --derived: only derived" [ "$(printf '%s' "$out" | jq '[.[] | .kind] | unique | join(",")' -r)" = derived ]
+run counters list --tracepoints --format csv
+if [ -r /sys/kernel/tracing/events/sched/sched_switch/id ] || [ -r /sys/kernel/debug/tracing/events/sched/sched_switch/id ]; then
+	check "--tracepoints lists sched:sched_switch" has "$out" "sched:sched_switch"
+else
+	skip "--tracepoints" "no tracefs here"
+fi
+run counters info IPC
+check "counters info IPC shows the expression" has "$out" "expression:  reduce(instructions,sum)/reduce(cycles,sum)"
+run counters info task_clock
+check "'-' and '_' name the same counter" has "$out" "name:        task-clock"
+run counters info NOPE
+check "counters info of an unknown name: exit 127" [ "$rc" = 127 ]
+run counters --agent 9999 list
+check "an agent that does not exist: exit 2" [ "$rc" = 2 ]
+
+# ---- eval ---------------------------------------------------------------------------------
+run counters eval 'reduce(x,sum)/CPU_NUM' --set x=1,2,3,4
+check "eval: reduce over instances" [ "$out" = "$(awk -v c="$(getconf _NPROCESSORS_ONLN)" 'BEGIN { printf "%.10g", 10 / c }')" ]
+run counters eval 'x*2+1' --set x=1,2,3
+check "eval: element-wise over instances" [ "$out" = "3 5 7" ]
+run counters eval 'IPC*2' --set instructions=300 --set cycles=100
+check "eval: a derived metric from the catalog" [ "$out" = 6 ]
+run counters eval 'GIPS' --set instructions=300 --set cycles=100 --set task-clock=50
+check "eval: a metric built on metrics (IPC*GHZ)" [ "$out" = 6 ]
+run counters eval 'a/b' --set a=1 --set b=0
+check "eval: division by zero gives NaN" [ "$out" = nan ] || [ "$out" = "-nan" ]
+check "... and says so with the column" has "$err" "division by zero at column 2"
+run counters eval '1+(2*x' --set x=1
+check "eval: a syntax error: exit 2" [ "$rc" = 2 ]
+check "... points at the column" has "$err" "column 7: expected ')'"
+run counters eval 'y+1'
+check "eval: unknown name: exit 2 and the column" [ "$rc" = 2 ] && has "$err" "column 1: unknown counter or constant 'y'"
+run counters eval 'x+y' --set x=1,2 --set y=1,2,3
+check "eval: shape mismatch is an error" [ "$rc" = 2 ] && has "$err" "2 and 3 dimension instances"
+run counters eval 'x' --set x=abc
+check "eval: a bad --set value: exit 2" [ "$rc" = 2 ]
+
+# ---- definitions files ------------------------------------------------------------------
+cat >good.yaml <<'Y'
+MY_RATIO:
+  architectures:
+    generic:
+      expression: 2*CS_PER_SEC
+  description: twice the rate
+Y
+run counters --defs good.yaml info MY_RATIO
+check "--defs adds a metric" has "$out" "expression:  2\*CS_PER_SEC"
+cat >cycle.yaml <<'Y'
+A_M:
+  architectures:
+    generic:
+      expression: B_M+1
+  description: a
+B_M:
+  architectures:
+    generic:
+      expression: A_M*2
+  description: b
+Y
+run counters --defs cycle.yaml list
+check "a cycle of metrics is refused: exit 2" [ "$rc" = 2 ]
+check "... naming the cycle" has "$err" "A_M -> B_M -> A_M"
+printf 'X:\n  architectures:\n    generic:\n      expression: 1+*2\n' >bad.yaml
+run counters --defs bad.yaml list
+check "an expression error names file:line:col" has "$err" "bad.yaml:4:21:"
+printf 'X:\n  architectures:\n    generic:\n      block: perf\n      expression: a\n' >both.yaml
+run counters --defs both.yaml list
+check "block and expression together are refused" [ "$rc" = 2 ] && has "$err" "both.yaml:4:7"
+run collect counters --defs cycle.yaml -o x.json -- true
+check "collect with bad --defs: exit 2, no profile" [ "$rc" = 2 ] && [ ! -e x.json ]
+
+# ---- collect errors ------------------------------------------------------------------------
+run collect counters -e nosuch -o x.json -- true
+check "an unknown counter: exit 2" [ "$rc" = 2 ]
+check "... one line naming it" [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] && has "$err" "unknown counter 'nosuch'"
+check "... and no profile" [ ! -e x.json ]
+run collect counters -I 1 -o x.json -- true
+check "-I below 10 ms: exit 2" [ "$rc" = 2 ]
+run collect counters --help
+check "collect counters --help lists its options" has "$out" "--per-cpu"
+run counters --help
+check "counters --help" [ "$rc" = 0 ] && has "$out" "sonde counters eval"
+run collect counters -q -e task-clock -o crash.json -- "$PROGS/s-segv"
+check "a crashing target keeps its counts" [ "$(amt '.uid == "task-clock"' crash.json)" != null ]
+
+finish
