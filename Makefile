@@ -34,6 +34,10 @@ run: build
 	@$(SONDE) collect trace --output suppress -o $(BUILD)/example-trace.json -- $(EXAMPLE)-traced 20000
 	@echo "(the call graph: $(SONDE) show $(BUILD)/example-trace.json graph;"
 	@echo " a timeline for ui.perfetto.dev: $(SONDE) export $(BUILD)/example-trace.json --format perfetto -o trace.json)"
+	@echo
+	@echo "== sonde collect counters -- $(EXAMPLE) 200000"
+	@$(SONDE) collect counters --output suppress -o $(BUILD)/example-counters.json -- $(EXAMPLE) 200000
+	@echo "(the catalog: $(SONDE) counters list; the C API: $(BUILD)/examples/counters)"
 
 test: build
 	@tests/run $(BUILD)
@@ -53,6 +57,7 @@ bench: build
 	@bench/memory-overhead.sh
 	@bench/trace-overhead.sh
 	@bench/trace-ebpf-hit.sh
+	@bench/counters-overhead.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -39,7 +39,7 @@ struct region_thread {
 	struct cnt_set set;
 	bool open;
 	unsigned depth; /* may exceed REGION_MAX_DEPTH: deeper regions are not counted */
-	pid_t tid;
+	pid_t pid, tid; /* cached: getpid() is a system call */
 	/* the collector's ring, claimed by this thread */
 	struct sonde_ring_writer ring;
 	pid_t ring_pid;
@@ -75,6 +75,7 @@ static struct region_thread *thread_state(void)
 	tls = calloc(1, sizeof(*tls));
 	if (tls) {
 		tls->tid = gettid();
+		tls->pid = getpid();
 		pthread_setspecific(tls_key, tls);
 	}
 	return tls;
@@ -188,6 +189,7 @@ static void after_fork(void)
 	if (tls) {
 		tls->depth = 0;
 		tls->tid = gettid();
+		tls->pid = getpid();
 		if (tls->open) {
 			cnt_set__close(&tls->set);
 			tls->open = false;
@@ -235,7 +237,7 @@ void sonde_region_begin(const char *name)
 	f->id = atomic_fetch_add(&ctx->next_dispatch, 1);
 	info.dispatch_id = f->id;
 	info.name = name ? name : "";
-	info.pid = getpid();
+	info.pid = t->pid;
 	info.tid = t->tid;
 	info.depth = t->depth - 1;
 	info.is_region = true;
@@ -303,7 +305,7 @@ void sonde_region_end(void)
 	h.dispatch_id = f->id;
 	h.config_id = cfg->id;
 	h.agent = cfg->agent;
-	h.pid = (uint32_t)getpid();
+	h.pid = (uint32_t)t->pid;
 	h.tid = (uint32_t)t->tid;
 	h.start_ns = f->t0;
 	h.end_ns = t1;

@@ -167,7 +167,11 @@ int cnt_set__open(struct cnt_set *s, const struct sonde_counters_config *cfg, pi
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->ncpu = ncpu ? ncpu : 1;
-	s->group = !(cfg->flags & SONDE_CONFIG_MULTIPLEX) && !(how & CNT_INHERIT);
+	/* one group, one read: unless inherited, or hardware counters may take turns */
+	s->group = !(how & CNT_INHERIT);
+	for (k = 0; s->group && (cfg->flags & SONDE_CONFIG_MULTIPLEX) && k < cfg->nin; k++)
+		if (cfg->in_ok[k] && cfg->ine[k]->kind == SONDE_COUNTER_HARDWARE)
+			s->group = false;
 	s->fd = malloc(s->ncpu * cfg->nin * sizeof(int));
 	s->last = calloc(s->ncpu * cfg->nin, sizeof(*s->last));
 	s->cpus = calloc(s->ncpu, sizeof(int));
