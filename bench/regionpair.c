@@ -81,7 +81,8 @@ int main(int argc, char **argv)
 	printf("%.0f\n", r[3]);
 	{
 		/* the floor: the reads alone, one group of task-clock */
-		struct perf_event_attr a = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(a),
+		struct perf_event_attr a = { .type = PERF_TYPE_SOFTWARE,
+					     .size = sizeof(a),
 					     .config = PERF_COUNT_SW_TASK_CLOCK,
 					     .read_format = PERF_FORMAT_GROUP |
 							    PERF_FORMAT_TOTAL_TIME_ENABLED |

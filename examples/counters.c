@@ -93,8 +93,8 @@ int main(void)
 	}
 	/* 4. a context and a buffer delivering every 4 KiB */
 	if (sonde_counters_context__new(&ctx) ||
-	    sonde_counters_buffer__new(ctx, 64 << 10, 4096, SONDE_BUFFER_LOSSLESS, on_records,
-				       NULL, &buf) ||
+	    sonde_counters_buffer__new(ctx, 64 << 10, 4096, SONDE_BUFFER_LOSSLESS, on_records, NULL,
+				       &buf) ||
 	    /* 5. dispatch counting: regions of this program */
 	    sonde_counters__configure_dispatch(ctx, buf, choose, cfg) ||
 	    sonde_counters_context__start(ctx, &err)) {

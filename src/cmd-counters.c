@@ -151,8 +151,7 @@ static int do_info(const char *name, long long agent)
 	uint32_t id;
 	int d;
 
-	if (sonde_counters__find(name, &id) ||
-	    sonde_counters__info((uint32_t)agent, id, &in)) {
+	if (sonde_counters__find(name, &id) || sonde_counters__info((uint32_t)agent, id, &in)) {
 		cli_error("counters", "unknown counter '%s' (see 'sonde counters list')", name);
 		return EXIT_NOTFOUND;
 	}
@@ -199,8 +198,8 @@ static int lookup_set(void *user, const char *name, const double **v, size_t *n)
 		const char *a = ss->s[i].name;
 
 		for (j = 0; a[j] && name[j]; j++)
-			if (a[j] != name[j] && !((a[j] == '-' || a[j] == '_') &&
-						 (name[j] == '-' || name[j] == '_')))
+			if (a[j] != name[j] &&
+			    !((a[j] == '-' || a[j] == '_') && (name[j] == '-' || name[j] == '_')))
 				break;
 		if (!a[j] && !name[j]) {
 			*v = ss->s[i].v;
@@ -269,7 +268,8 @@ static int do_eval(const char *expr, const struct sonde_strlist *sets, const cha
 		json_t *o = json_object(), *a = json_array();
 
 		for (i = 0; i < n; i++)
-			json_array_append_new(a, isfinite(out[i]) ? json_real(out[i]) : json_null());
+			json_array_append_new(a,
+					      isfinite(out[i]) ? json_real(out[i]) : json_null());
 		json_object_set_new(o, "values", a);
 		if (div0)
 			json_object_set_new(o, "division_by_zero_column", json_integer(div0));
@@ -310,14 +310,15 @@ int cmd_counters(int argc, char **argv)
 		  "eval: the values of a name (one per dimension instance)" },
 		{ SONDE_OPT_STRING, 0, "defs", &defs, "FILE",
 		  "load more counter definitions (counter_defs.yaml format)" },
-		{ SONDE_OPT_CHOICE, 0, "format", &format, NULL, "output format", 0, 0, cli_formats },
+		{ SONDE_OPT_CHOICE, 0, "format", &format, NULL, "output format", 0, 0,
+		  cli_formats },
 		{ .type = SONDE_OPT_END },
 	};
 	const char *sub;
 	int first, code;
 
-	first = cli_parse("counters", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE,
-			  NULL, &code);
+	first = cli_parse("counters", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
+			  &code);
 	if (first < 0) {
 		sonde_strlist__release(&sets);
 		return code;

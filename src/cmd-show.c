@@ -242,18 +242,19 @@ int cmd_show(int argc, char **argv)
 	view = argc > 1 ? argv[1] : "table";
 	if (strcmp(view, "table") && strcmp(view, "memory") && strcmp(view, "report") &&
 	    strcmp(view, "graph") && strcmp(view, "counters"))
-		return cli_usage("show",
-				 "unknown view '%s' (views: table, memory, report, graph, counters)",
-				 view);
+		return cli_usage(
+			"show", "unknown view '%s' (views: table, memory, report, graph, counters)",
+			view);
 	p = cli_load_profile("show", argv[0], &code);
 	if (!p)
 		return code;
 	if (!strcmp(view, "counters")) {
 		if (cli_show_counters(p, cli_format_of(format), stdout) == -EINVAL) {
-			cli_error("show",
-				  "'%s' is a %s profile: the counters view needs a counters profile "
-				  "(sonde collect counters)",
-				  argv[0], sonde_profile__type(p));
+			cli_error(
+				"show",
+				"'%s' is a %s profile: the counters view needs a counters profile "
+				"(sonde collect counters)",
+				argv[0], sonde_profile__type(p));
 			code = EXIT_UNSUPPORTED;
 		}
 	} else if (strcmp(view, "table")) {

@@ -115,7 +115,8 @@ static void line(FILE *out, const struct row *r, size_t from, size_t to, const c
 	if (frac < 1)
 		snprintf(note, sizeof(note), "(%.2f%% running, scaled)", 100 * frac);
 	if (show_spread && n > 1) {
-		double mean = sum / (double)n, var = (sq - (double)n * mean * mean) / (double)(n - 1);
+		double mean = sum / (double)n,
+		       var = (sq - (double)n * mean * mean) / (double)(n - 1);
 
 		if (mean != 0)
 			snprintf(note + strlen(note), sizeof(note) - strlen(note), "%s± %.2f%%",
@@ -152,9 +153,8 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 	if (!json_array_size(args))
 		fprintf(out, "%s", sget(hdr, "cmd") ? sget(hdr, "cmd") : "?");
 	fprintf(out, "'%s (%lld run%s):\n\n",
-		!strcmp(sget(cnt, "mode") ? sget(cnt, "mode") : "", "system-wide")
-			? " system-wide"
-			: "",
+		!strcmp(sget(cnt, "mode") ? sget(cnt, "mode") : "", "system-wide") ? " system-wide"
+										   : "",
 		(long long)runs, runs == 1 ? "" : "s");
 	for (i = 0; i < n; i++) {
 		if (!r[i].name)

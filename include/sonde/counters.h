@@ -123,8 +123,7 @@ int sonde_counters__load_defs(const char *path, struct sonde_strbuf *err);
 int sonde_counters__check_defs(const char *yaml, size_t len, const char *name,
 			       struct sonde_strbuf *err);
 
-typedef int (*sonde_counters_iterate_fn)(uint32_t agent, const uint32_t *ids, size_t n,
-					 void *user);
+typedef int (*sonde_counters_iterate_fn)(uint32_t agent, const uint32_t *ids, size_t n, void *user);
 /*
  * The counters an agent supports, in one callback. Tracepoints are included
  * only with with_tracepoints (there are thousands).
@@ -145,8 +144,7 @@ const char *sonde_counters__note(void);
  * Returns 0 or -errno with one line in err ("column 7: ..."); *div0_col
  * gets the column of the first division by zero (0: none).
  */
-typedef int (*sonde_counters_values_fn)(void *user, const char *name, const double **v,
-					size_t *n);
+typedef int (*sonde_counters_values_fn)(void *user, const char *name, const double **v, size_t *n);
 int sonde_counters__eval(const char *expression, sonde_counters_values_fn set, void *user,
 			 double *out, size_t cap, size_t *n, int *div0_col,
 			 struct sonde_strbuf *err);
@@ -172,8 +170,7 @@ void sonde_counters_config__free(struct sonde_counters_config *cfg);
 uint32_t sonde_counters_config__id(const struct sonde_counters_config *cfg);
 uint32_t sonde_counters_config__agent(const struct sonde_counters_config *cfg);
 /* The counters asked for, in order. */
-const uint32_t *sonde_counters_config__counters(const struct sonde_counters_config *cfg,
-						size_t *n);
+const uint32_t *sonde_counters_config__counters(const struct sonde_counters_config *cfg, size_t *n);
 
 /* ---- records -------------------------------------------------------------------------- */
 
@@ -241,9 +238,8 @@ int sonde_counters_context__new(struct sonde_counters_context **out);
 /* Stops and frees; the buffers are flushed first. */
 void sonde_counters_context__free(struct sonde_counters_context *ctx);
 
-int sonde_counters_buffer__new(struct sonde_counters_context *ctx, size_t bytes,
-			       size_t watermark, enum sonde_buffer_policy policy,
-			       sonde_buffer_fn fn, void *user,
+int sonde_counters_buffer__new(struct sonde_counters_context *ctx, size_t bytes, size_t watermark,
+			       enum sonde_buffer_policy policy, sonde_buffer_fn fn, void *user,
 			       struct sonde_counters_buffer **out);
 /* Deliver what the buffer holds now. */
 int sonde_counters_buffer__flush(struct sonde_counters_buffer *b);
@@ -293,8 +289,7 @@ int sonde_counters_context__stop(struct sonde_counters_context *ctx);
 struct sonde_process_dispatch;
 int sonde_counters__dispatch_process(struct sonde_counters_context *ctx, pid_t pid,
 				     const char *name, bool enable_on_exec,
-				     struct sonde_strbuf *err,
-				     struct sonde_process_dispatch **out);
+				     struct sonde_strbuf *err, struct sonde_process_dispatch **out);
 /* Emit a record with the counts since the previous sample (-I); last: the end. */
 int sonde_process_dispatch__sample(struct sonde_process_dispatch *d, bool last);
 void sonde_process_dispatch__free(struct sonde_process_dispatch *d);

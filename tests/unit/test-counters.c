@@ -239,11 +239,12 @@ static void test_catalog_nested(void **state)
 	int div0;
 
 	(void)state;
-	assert_int_equal(sonde_counters__eval("GIPS", set, (void *)names, out, 4, &n, &div0, &err), 0);
-	assert_true(fabs(out[0] - 6) < 1e-12);
-	assert_int_equal(sonde_counters__eval("CPU_NUM*0+IPC", set, (void *)names, out, 4, &n, &div0,
-					      &err),
+	assert_int_equal(sonde_counters__eval("GIPS", set, (void *)names, out, 4, &n, &div0, &err),
 			 0);
+	assert_true(fabs(out[0] - 6) < 1e-12);
+	assert_int_equal(
+		sonde_counters__eval("CPU_NUM*0+IPC", set, (void *)names, out, 4, &n, &div0, &err),
+		0);
 	assert_true(out[0] == 3);
 	sonde_strbuf__release(&err);
 }
@@ -277,12 +278,15 @@ static void test_defs(void **state)
 		{ "X:\n  description: d\n", "X: no architectures" },
 		{ "X:\n  architectures:\n    generic:\n      expression: 1\n      block: b\n",
 		  "block or event" },
-		{ "X:\n  architectures:\n    generic:\n      block: b\n", "give either block and event" },
-		{ "X:\n  architectures:\n    generic:\n      colour: red\n", "t:4:7: X: unknown key 'colour'" },
+		{ "X:\n  architectures:\n    generic:\n      block: b\n",
+		  "give either block and event" },
+		{ "X:\n  architectures:\n    generic:\n      colour: red\n",
+		  "t:4:7: X: unknown key 'colour'" },
 		{ "X:\n  archs: 1\n", "t:2:3: X: unknown key 'archs'" },
 		{ "1X:\n  architectures: {}\n", "'1X' is not a counter name" },
 		{ "X: [\n", "t:2:1:" },
-		{ "X:\n  architectures:\n    generic: [1]\n", "must map block/event or expression" },
+		{ "X:\n  architectures:\n    generic: [1]\n",
+		  "must map block/event or expression" },
 	};
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
 	size_t i;
@@ -325,10 +329,10 @@ static void test_instance_ids(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_arithmetic),	 cmocka_unit_test(test_reduce_dimensions),
+		cmocka_unit_test(test_arithmetic),	  cmocka_unit_test(test_reduce_dimensions),
 		cmocka_unit_test(test_accumulate_series), cmocka_unit_test(test_division_by_zero),
-		cmocka_unit_test(test_parse_errors),	 cmocka_unit_test(test_eval_errors),
-		cmocka_unit_test(test_catalog_nested),	 cmocka_unit_test(test_defs),
+		cmocka_unit_test(test_parse_errors),	  cmocka_unit_test(test_eval_errors),
+		cmocka_unit_test(test_catalog_nested),	  cmocka_unit_test(test_defs),
 		cmocka_unit_test(test_instance_ids),
 	};
 

@@ -59,7 +59,8 @@ static int online_cpus(int **out)
 
 		for (c = a; c <= b && c < 16382; c++) {
 			if (n == cap) {
-				int *g = realloc(cpus, (size_t)(cap = cap ? cap * 2 : 64) * sizeof(int));
+				int *g = realloc(cpus,
+						 (size_t)(cap = cap ? cap * 2 : 64) * sizeof(int));
 
 				if (!g) {
 					free(cpus);
@@ -215,7 +216,7 @@ static pthread_mutex_t cat_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cnt_entry **cat;
 static size_t ncat, cat_cap;
 static bool cat_built, defs_loaded_by_user;
-static char *cat_error;	      /* a bad $SONDE_COUNTER_DEFS, reported on use */
+static char *cat_error; /* a bad $SONDE_COUNTER_DEFS, reported on use */
 static char cat_note[256];
 static bool pfm_ok;
 
@@ -255,8 +256,8 @@ const char *cnt_arch(void)
 	return arch_buf;
 }
 
-static struct cnt_entry *add_entry(enum sonde_counter_kind kind, const char *name,
-				   const char *desc, const char *unit)
+static struct cnt_entry *add_entry(enum sonde_counter_kind kind, const char *name, const char *desc,
+				   const char *unit)
 {
 	struct cnt_entry *e;
 
@@ -315,8 +316,8 @@ static const struct {
 } builtin_events[] = {
 	{ "task-clock", "CPU time the task ran", "ns", PERF_TYPE_SOFTWARE,
 	  PERF_COUNT_SW_TASK_CLOCK },
-	{ "cpu-clock", "CPU time, from the per-CPU high-resolution timer", "ns",
-	  PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+	{ "cpu-clock", "CPU time, from the per-CPU high-resolution timer", "ns", PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_CPU_CLOCK },
 	{ "context-switches", "Context switches", "", PERF_TYPE_SOFTWARE,
 	  PERF_COUNT_SW_CONTEXT_SWITCHES },
 	{ "cpu-migrations", "Moves of the task to another CPU", "", PERF_TYPE_SOFTWARE,
@@ -327,15 +328,15 @@ static const struct {
 	  PERF_COUNT_SW_PAGE_FAULTS_MIN },
 	{ "major-faults", "Page faults that needed I/O", "", PERF_TYPE_SOFTWARE,
 	  PERF_COUNT_SW_PAGE_FAULTS_MAJ },
-	{ "alignment-faults", "Unaligned accesses fixed up by the kernel", "",
-	  PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS },
+	{ "alignment-faults", "Unaligned accesses fixed up by the kernel", "", PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_ALIGNMENT_FAULTS },
 	{ "emulation-faults", "Instructions emulated by the kernel", "", PERF_TYPE_SOFTWARE,
 	  PERF_COUNT_SW_EMULATION_FAULTS },
 	{ "cycles", "CPU cycles", "", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
 	{ "instructions", "Instructions retired", "", PERF_TYPE_HARDWARE,
 	  PERF_COUNT_HW_INSTRUCTIONS },
-	{ "cache-references", "Cache accesses (usually the last level)", "",
-	  PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES },
+	{ "cache-references", "Cache accesses (usually the last level)", "", PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_CACHE_REFERENCES },
 	{ "cache-misses", "Cache misses (usually the last level)", "", PERF_TYPE_HARDWARE,
 	  PERF_COUNT_HW_CACHE_MISSES },
 	{ "branches", "Branch instructions retired", "", PERF_TYPE_HARDWARE,
@@ -345,12 +346,11 @@ static const struct {
 	{ "bus-cycles", "Bus cycles", "", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES },
 	{ "stalled-cycles-frontend", "Cycles the front end delivered nothing", "",
 	  PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND },
-	{ "stalled-cycles-backend", "Cycles the back end retired nothing", "",
-	  PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND },
+	{ "stalled-cycles-backend", "Cycles the back end retired nothing", "", PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_STALLED_CYCLES_BACKEND },
 	{ "ref-cycles", "Reference cycles (constant rate)", "", PERF_TYPE_HARDWARE,
 	  PERF_COUNT_HW_REF_CPU_CYCLES },
-#define CACHE(c, op, res)                                                                          \
-	((uint64_t)(c) | ((uint64_t)(op) << 8) | ((uint64_t)(res) << 16))
+#define CACHE(c, op, res) ((uint64_t)(c) | ((uint64_t)(op) << 8) | ((uint64_t)(res) << 16))
 	{ "L1-dcache-loads", "L1 data cache loads", "", PERF_TYPE_HW_CACHE,
 	  CACHE(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ,
 		PERF_COUNT_HW_CACHE_RESULT_ACCESS) },
@@ -377,12 +377,10 @@ static void add_builtin_events(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(builtin_events) / sizeof(builtin_events[0]); i++) {
-		struct cnt_entry *e =
-			add_entry(builtin_events[i].type == PERF_TYPE_SOFTWARE
-					  ? SONDE_COUNTER_SOFTWARE
-					  : SONDE_COUNTER_HARDWARE,
-				  builtin_events[i].name, builtin_events[i].desc,
-				  builtin_events[i].unit);
+		struct cnt_entry *e = add_entry(
+			builtin_events[i].type == PERF_TYPE_SOFTWARE ? SONDE_COUNTER_SOFTWARE
+								     : SONDE_COUNTER_HARDWARE,
+			builtin_events[i].name, builtin_events[i].desc, builtin_events[i].unit);
 
 		if (!e)
 			return;
@@ -488,8 +486,10 @@ static int add_def(void *ctx, const struct cnt_def *d, struct sonde_strbuf *err)
 	}
 	if (e && e->kind != SONDE_COUNTER_DERIVED && !e->expression && d->expression) {
 		expr_free(ast);
-		sonde_strbuf__addf(err, "%s:%d:%d: %s is an event; a derived metric needs its own "
-				   "name", file, d->line, d->col, d->name);
+		sonde_strbuf__addf(err,
+				   "%s:%d:%d: %s is an event; a derived metric needs its own "
+				   "name",
+				   file, d->line, d->col, d->name);
 		return -EINVAL;
 	}
 	if (!e) {
@@ -556,8 +556,8 @@ static int check_derived(struct dfs *s, struct cnt_entry *e)
 			return -ELOOP;
 		}
 	if (s->depth == 64) {
-		sonde_strbuf__addf(s->err, "%s: %s: derived metrics nested deeper than 64",
-				   s->file, e->name);
+		sonde_strbuf__addf(s->err, "%s: %s: derived metrics nested deeper than 64", s->file,
+				   e->name);
 		return -ELOOP;
 	}
 	s->path[s->depth++] = e;
@@ -603,8 +603,7 @@ static int check_all_derived(const char *file, struct sonde_strbuf *err)
 	return 0;
 }
 
-static int load_defs_locked(const char *buf, size_t len, const char *file,
-			    struct sonde_strbuf *err)
+static int load_defs_locked(const char *buf, size_t len, const char *file, struct sonde_strbuf *err)
 {
 	int rc = cnt_defs__parse(buf, len, file, cnt_arch(), add_def, (void *)file, err);
 
@@ -989,8 +988,8 @@ int sonde_counters__info(uint32_t agent, uint32_t id, struct sonde_counter_info 
 
 int cnt_constant(const char *name, double *v)
 {
-	static const char *const names[] = { "CPU_NUM", "CORE_NUM", "PACKAGE_NUM", "NUMA_NUM",
-					     "PAGE_SIZE", NULL };
+	static const char *const names[] = { "CPU_NUM",	 "CORE_NUM",  "PACKAGE_NUM",
+					     "NUMA_NUM", "PAGE_SIZE", NULL };
 	const struct sonde_agent *a;
 	size_t n, i, k;
 
@@ -1017,8 +1016,8 @@ int cnt_constant(const char *name, double *v)
 			bool seen = false;
 
 			for (j = 0; j < i && !seen; j++)
-				seen = k == 1 ? (a[j].core == a[i].core &&
-						 a[j].package == a[i].package)
+				seen = k == 1	? (a[j].core == a[i].core &&
+						   a[j].package == a[i].package)
 				       : k == 2 ? a[j].package == a[i].package
 						: a[j].numa == a[i].numa;
 			count += !seen;
@@ -1041,8 +1040,7 @@ struct derive_ctx {
 	bool nodata;
 };
 
-static int derive_lookup(void *ctx, const char *name, struct expr_vec *out,
-			 struct expr_error *err)
+static int derive_lookup(void *ctx, const char *name, struct expr_vec *out, struct expr_error *err)
 {
 	struct derive_ctx *dc = ctx;
 	struct cnt_entry *e;
@@ -1069,8 +1067,8 @@ static int derive_lookup(void *ctx, const char *name, struct expr_vec *out,
 		int rc;
 
 		if (dc->depth >= 64 || dc->nscratch >= 64) {
-			snprintf(err->msg, sizeof(err->msg), "derived metrics nested too deeply at '%s'",
-				 name);
+			snprintf(err->msg, sizeof(err->msg),
+				 "derived metrics nested too deeply at '%s'", name);
 			return -ELOOP;
 		}
 		buf = malloc(EXPR_MAX_VEC * sizeof(double));
@@ -1120,7 +1118,8 @@ static int derive_lookup(void *ctx, const char *name, struct expr_vec *out,
 		return -ENODATA;
 	}
 	if (!strcmp(name, "DURATION_NS")) {
-		snprintf(err->msg, sizeof(err->msg), "no value for DURATION_NS (give it with --set)");
+		snprintf(err->msg, sizeof(err->msg),
+			 "no value for DURATION_NS (give it with --set)");
 		return -ENODATA;
 	}
 	return -ENOENT;
@@ -1132,8 +1131,8 @@ static void derive_release(struct derive_ctx *dc)
 		free(dc->scratch[--dc->nscratch]);
 }
 
-int cnt_derive(struct cnt_entry *e, const struct cnt_reading *r, struct expr_env *env,
-	       double *out, size_t cap, size_t *n, struct expr_error *err)
+int cnt_derive(struct cnt_entry *e, const struct cnt_reading *r, struct expr_env *env, double *out,
+	       size_t cap, size_t *n, struct expr_error *err)
 {
 	struct derive_ctx dc = { .r = r, .env = env };
 	const void *scope = env->scope;

@@ -156,8 +156,8 @@ static void to_cval(const struct sonde_counters_value *v, struct cval *o)
 
 	o->counter = sonde_instance__counter(v->instance_id);
 	for (i = 0; i < 4; i++)
-		o->pos[i] = sonde_instance__dimension(v->instance_id, dims[i], &pos) ? -1
-										      : (int)pos;
+		o->pos[i] =
+			sonde_instance__dimension(v->instance_id, dims[i], &pos) ? -1 : (int)pos;
 	o->value = v->value;
 	o->fraction = v->time_enabled ? (double)v->time_running / (double)v->time_enabled : NAN;
 	o->flags = v->flags;
@@ -422,14 +422,16 @@ static int counters_before(struct sonde_collection *c)
 						.config = PERF_COUNT_SW_CPU_CLOCK,
 						.disabled = 1 };
 		const struct sonde_agent *ag = sonde_counters__agents(&na);
-		int fd = ag ? cnt_perf_open(&attr, -1, ag[0].cpu, -1, PERF_FLAG_FD_CLOEXEC) : -ENODEV;
+		int fd = ag ? cnt_perf_open(&attr, -1, ag[0].cpu, -1, PERF_FLAG_FD_CLOEXEC)
+			    : -ENODEV;
 
 		if (fd == -EACCES || fd == -EPERM) {
-			sonde_collection__fail(c,
-					       "-a counts every CPU system-wide: that needs root or "
-					       "CAP_PERFMON, or kernel.perf_event_paranoid <= 0 (it is "
-					       "%d)",
-					       sonde_perf_paranoid());
+			sonde_collection__fail(
+				c,
+				"-a counts every CPU system-wide: that needs root or "
+				"CAP_PERFMON, or kernel.perf_event_paranoid <= 0 (it is "
+				"%d)",
+				sonde_perf_paranoid());
 			return -EPERM;
 		}
 		if (fd >= 0)
@@ -490,8 +492,8 @@ static int counters_before(struct sonde_collection *c)
 			sonde_strbuf__addf(&names, "%s%s", names.len ? ", " : "", info.name);
 	}
 	if (names.len)
-		sonde_collection__note(c, "not supported here: %s (why: stats.counters.not_supported)",
-				       names.buf);
+		sonde_collection__note(
+			c, "not supported here: %s (why: stats.counters.not_supported)", names.buf);
 	sonde_strbuf__reset(&names);
 	/* regions: the target's libsonde builds its own context from these */
 	{
@@ -603,8 +605,8 @@ static int take_region(void *ctx, const struct sonde_ring_chunk *ch, const uint3
 	(void)ch;
 	if (SONDE_RING_REC_TYPE(rec[0]) != CNT_REC_REGION)
 		return 0;
-	if (len < 8 + sizeof(*h) ||
-	    len < 8 + sizeof(*h) + (uint64_t)h->nvalues * sizeof(*v) || h->h.size != sizeof(*h))
+	if (len < 8 + sizeof(*h) || len < 8 + sizeof(*h) + (uint64_t)h->nvalues * sizeof(*v) ||
+	    h->h.size != sizeof(*h))
 		return -EINVAL;
 	if (push_disp(st, D_REGION, h->start_ns, h->end_ns, h->name))
 		return -ENOMEM;
@@ -620,8 +622,7 @@ static int take_region(void *ctx, const struct sonde_ring_chunk *ch, const uint3
 	return 0;
 }
 
-static int analyse_regions(void *ctx, const void *log, size_t len,
-			   const struct sonde_run_info *ri)
+static int analyse_regions(void *ctx, const void *log, size_t len, const struct sonde_run_info *ri)
 {
 	struct region_walk *w = ctx;
 
@@ -732,25 +733,25 @@ static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
 			if (!info.supported)
 				json_object_set_new(extra, "why",
 						    json_string(info.why ? info.why : ""));
-			res = sonde_profile__resource(p, info.name,
-						      derived ? "metric"
-						      : info.kind == SONDE_COUNTER_TRACEPOINT
-							      ? "tracepoint"
-						      : info.kind == SONDE_COUNTER_HARDWARE ? "hardware"
-											    : "software",
-						      info.name, extra);
+			res = sonde_profile__resource(
+				p, info.name,
+				derived					? "metric"
+				: info.kind == SONDE_COUNTER_TRACEPOINT ? "tracepoint"
+				: info.kind == SONDE_COUNTER_HARDWARE	? "hardware"
+									: "software",
+				info.name, extra);
 			json_decref(extra);
 			if (res < 0)
 				continue;
-			sonde_profile__append(p, res, "amount",
-					      v->flags & (SONDE_VALUE_NOT_SUPPORTED |
-							  SONDE_VALUE_NOT_COUNTED)
-						      ? json_null()
-						      : num_or_null(v->value));
+			sonde_profile__append(
+				p, res, "amount",
+				v->flags & (SONDE_VALUE_NOT_SUPPORTED | SONDE_VALUE_NOT_COUNTED)
+					? json_null()
+					: num_or_null(v->value));
 			sonde_profile__append(p, res, "order", json_integer(d->run));
-			sonde_profile__append(p, res, "timestamp",
-					      json_integer((json_int_t)(d->start > t0 ? d->start - t0
-										     : 0)));
+			sonde_profile__append(
+				p, res, "timestamp",
+				json_integer((json_int_t)(d->start > t0 ? d->start - t0 : 0)));
 			sonde_profile__append(p, res, "duration",
 					      json_integer((json_int_t)(d->end - d->start)));
 			sonde_profile__append(p, res, "running_fraction",
@@ -824,8 +825,9 @@ static void counters_cleanup(struct sonde_collection *c)
 	free(st);
 }
 
-static const char *const counters_units[] = { "amount", "the counter's unit", "duration", "ns",
-					      "timestamp", "ns", NULL };
+static const char *const counters_units[] = { "amount", "the counter's unit", "duration",
+					      "ns",	"timestamp",	      "ns",
+					      NULL };
 
 static const struct sonde_option counters_options[] = {
 	{ SONDE_OPT_LIST, 'e', "events", NULL, "LIST",

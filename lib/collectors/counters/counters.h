@@ -84,8 +84,8 @@ struct cnt_reading {
  * Evaluate a derived entry over a reading into out (ninst or 1 values).
  * Returns 0, -ENODATA (an input was not counted), or -errno with err set.
  */
-int cnt_derive(struct cnt_entry *e, const struct cnt_reading *r, struct expr_env *env,
-	       double *out, size_t cap, size_t *n, struct expr_error *err);
+int cnt_derive(struct cnt_entry *e, const struct cnt_reading *r, struct expr_env *env, double *out,
+	       size_t cap, size_t *n, struct expr_error *err);
 
 /* perf_event_open(2). */
 int cnt_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long fl);

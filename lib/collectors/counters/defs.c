@@ -92,8 +92,8 @@ static int read_entry(struct walk *w, const char *name, yaml_node_t *key, yaml_n
 	if (!scalar(key) || !*scalar(key))
 		return bad(w, key, "%s: an architecture name must be a non-empty string", name);
 	if (val->type != YAML_MAPPING_NODE)
-		return bad(w, val, "%s: architecture '%s' must map block/event or expression",
-			   name, scalar(key));
+		return bad(w, val, "%s: architecture '%s' must map block/event or expression", name,
+			   scalar(key));
 	d->block = d->event = d->expression = NULL;
 	for (pr = val->data.mapping.pairs.start; pr < val->data.mapping.pairs.top; pr++) {
 		yaml_node_t *k = yaml_document_get_node(w->doc, pr->key);
@@ -135,8 +135,7 @@ static int read_entry(struct walk *w, const char *name, yaml_node_t *key, yaml_n
 }
 
 static int read_counter(struct walk *w, yaml_node_t *key, yaml_node_t *val, const char *arch,
-			int (*fn)(void *, const struct cnt_def *, struct sonde_strbuf *),
-			void *ctx)
+			int (*fn)(void *, const struct cnt_def *, struct sonde_strbuf *), void *ctx)
 {
 	const char *name = scalar(key);
 	yaml_node_t *archs = NULL, *chosen_k = NULL, *chosen_v = NULL, *generic_k = NULL,
@@ -175,9 +174,10 @@ static int read_counter(struct walk *w, yaml_node_t *key, yaml_node_t *val, cons
 			else
 				d.unit = scalar(v);
 		} else {
-			return bad(w, k,
-				   "%s: unknown key '%s' (expected architectures, description, unit)",
-				   name, ks);
+			return bad(
+				w, k,
+				"%s: unknown key '%s' (expected architectures, description, unit)",
+				name, ks);
 		}
 	}
 	if (!archs || archs->data.mapping.pairs.start == archs->data.mapping.pairs.top)

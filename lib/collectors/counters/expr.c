@@ -111,7 +111,8 @@ static bool expect(struct parser *ps, char c, const char *after)
 		ps->p++;
 		return true;
 	}
-	fail(ps, ps->p, "expected '%c' %s, found %s", c, after, token_text(ps->p, tok, sizeof(tok)));
+	fail(ps, ps->p, "expected '%c' %s, found %s", c, after,
+	     token_text(ps->p, tok, sizeof(tok)));
 	return false;
 }
 
@@ -405,8 +406,8 @@ static int lookup(const struct expr_node *n, const char *name, struct expr_env *
 		return rc;
 	}
 	if (v->n == 0 || v->n > EXPR_MAX_VEC)
-		return eval_fail(err, n->col, -E2BIG, "'%s' has %zu values (1 to %d allowed)",
-				 name, v->n, EXPR_MAX_VEC);
+		return eval_fail(err, n->col, -E2BIG, "'%s' has %zu values (1 to %d allowed)", name,
+				 v->n, EXPR_MAX_VEC);
 	return 0;
 }
 

@@ -103,8 +103,8 @@ static void env_dispatch(const struct sonde_dispatch_info *d,
 
 /* Each dispatch block goes to the calling thread's ring as one record. */
 static void env_deliver(struct sonde_counters_buffer *b,
-			const struct sonde_counters_header *const *recs, size_t n,
-			uint64_t dropped, void *user)
+			const struct sonde_counters_header *const *recs, size_t n, uint64_t dropped,
+			void *user)
 {
 	struct region_thread *t = thread_state();
 	size_t i = 0;
@@ -127,7 +127,8 @@ static void env_deliver(struct sonde_counters_buffer *b,
 	}
 	while (i < n) {
 		const struct sonde_counters_dispatch *h = (const void *)recs[i];
-		size_t len = recs[i]->size + (size_t)h->nvalues * sizeof(struct sonde_counters_value);
+		size_t len =
+			recs[i]->size + (size_t)h->nvalues * sizeof(struct sonde_counters_value);
 		uint32_t *r = sonde_ring__reserve(&t->ring, CNT_REC_REGION,
 						  (uint32_t)(8 + ((len + 7) & ~(size_t)7)));
 
@@ -161,11 +162,12 @@ static void env_init(void)
 		if (sonde_counters__find(tok, &ids[n]) == 0)
 			n++;
 	free(list);
-	if (!n || sonde_counters_config__new(0, ids, n, flags ? (unsigned)atoi(flags) : 0, &err,
-					     &env_ctx.cfg) ||
+	if (!n ||
+	    sonde_counters_config__new(0, ids, n, flags ? (unsigned)atoi(flags) : 0, &err,
+				       &env_ctx.cfg) ||
 	    sonde_counters_context__new(&env_ctx.ctx) ||
-	    sonde_counters_buffer__new(env_ctx.ctx, 64 << 10, 1, SONDE_BUFFER_LOSSLESS,
-				       env_deliver, NULL, &buf) ||
+	    sonde_counters_buffer__new(env_ctx.ctx, 64 << 10, 1, SONDE_BUFFER_LOSSLESS, env_deliver,
+				       NULL, &buf) ||
 	    sonde_counters__configure_dispatch(env_ctx.ctx, buf, env_dispatch, NULL) ||
 	    sonde_counters_context__start(env_ctx.ctx, &err)) {
 		sonde_ring_area__lost(env_ctx.area, 1);

@@ -148,8 +148,7 @@ uint32_t sonde_counters_config__agent(const struct sonde_counters_config *cfg)
 	return cfg->agent;
 }
 
-const uint32_t *sonde_counters_config__counters(const struct sonde_counters_config *cfg,
-						size_t *n)
+const uint32_t *sonde_counters_config__counters(const struct sonde_counters_config *cfg, size_t *n)
 {
 	*n = cfg->nreq;
 	return cfg->req;
@@ -214,7 +213,8 @@ int cnt_set__open(struct cnt_set *s, const struct sonde_counters_config *cfg, pi
 				if (fd == -EACCES || fd == -EPERM) {
 					sonde_strbuf__addf(
 						err,
-						"cannot count %s%s%s: not permitted (%s needs root or "
+						"cannot count %s%s%s: not permitted (%s needs root "
+						"or "
 						"CAP_PERFMON, or kernel.perf_event_paranoid <= %d)",
 						cfg->ine[k]->name, pid == -1 ? " on " : "",
 						pid == -1 ? "a CPU" : "",
@@ -456,7 +456,8 @@ static void positions(const struct cnt_set *s, size_t i, int agent_cpu, struct s
 		if (a[j].cpu == cpu) {
 			dp->pos[SONDE_DIM_CPU] = cpu;
 			dp->pos[SONDE_DIM_CORE] = a[j].core >= 0 ? a[j].core : SONDE_DIM_ALL;
-			dp->pos[SONDE_DIM_PACKAGE] = a[j].package >= 0 ? a[j].package : SONDE_DIM_ALL;
+			dp->pos[SONDE_DIM_PACKAGE] =
+				a[j].package >= 0 ? a[j].package : SONDE_DIM_ALL;
 			dp->pos[SONDE_DIM_NUMA] = a[j].numa >= 0 ? a[j].numa : SONDE_DIM_ALL;
 		}
 }
@@ -510,10 +511,11 @@ int cnt_block__fill(struct cnt_block *b, const struct sonde_counters_config *cfg
 				valid[k] = false;
 				vals[k * ninst + i] = NAN;
 			} else {
-				vals[k * ninst + i] =
-					v->running < v->enabled
-						? (double)v->raw * (double)v->enabled / (double)v->running
-						: (double)v->raw;
+				vals[k * ninst + i] = v->running < v->enabled
+							      ? (double)v->raw *
+									(double)v->enabled /
+									(double)v->running
+							      : (double)v->raw;
 			}
 		}
 	}
@@ -541,7 +543,7 @@ int cnt_block__fill(struct cnt_block *b, const struct sonde_counters_config *cfg
 				positions(s, i, n == 1 && ninst > 1 ? -1 : agent_cpu, &dp);
 				put_value(b, id, e->id, &dp, out[i], 0, 0, 0,
 					  flags | (isnan(out[i]) && !flags ? SONDE_VALUE_NOT_COUNTED
-									  : 0));
+									   : 0));
 			}
 			continue;
 		}
@@ -565,9 +567,9 @@ int cnt_block__fill(struct cnt_block *b, const struct sonde_counters_config *cfg
 
 /* ---- buffers -------------------------------------------------------------------------- */
 
-int sonde_counters_buffer__new(struct sonde_counters_context *ctx, size_t bytes,
-			       size_t watermark, enum sonde_buffer_policy policy,
-			       sonde_buffer_fn fn, void *user, struct sonde_counters_buffer **out)
+int sonde_counters_buffer__new(struct sonde_counters_context *ctx, size_t bytes, size_t watermark,
+			       enum sonde_buffer_policy policy, sonde_buffer_fn fn, void *user,
+			       struct sonde_counters_buffer **out)
 {
 	struct sonde_counters_buffer *b;
 
@@ -598,7 +600,8 @@ static void deliver_locked(struct sonde_counters_buffer *b)
 
 	if (!b->used)
 		return;
-	for (off = 0; off < b->used; off += ((const struct sonde_counters_header *)(b->data + off))->size)
+	for (off = 0; off < b->used;
+	     off += ((const struct sonde_counters_header *)(b->data + off))->size)
 		n++;
 	if (n > cap) {
 		hdrs = malloc(n * sizeof(*hdrs));
@@ -609,7 +612,8 @@ static void deliver_locked(struct sonde_counters_buffer *b)
 		}
 	}
 	n = 0;
-	for (off = 0; off < b->used; off += ((const struct sonde_counters_header *)(b->data + off))->size)
+	for (off = 0; off < b->used;
+	     off += ((const struct sonde_counters_header *)(b->data + off))->size)
 		hdrs[n++] = (const struct sonde_counters_header *)(b->data + off);
 	b->fn(b, hdrs, n, b->dropped, b->user);
 	b->used = 0;
@@ -791,7 +795,8 @@ int sonde_counters_context__start(struct sonde_counters_context *ctx, struct son
 		if (!g->cfg)
 			continue;
 		if (g->cfg->agent != g->agent) {
-			sonde_strbuf__addf(err, "the profile config of agent %u was made for agent %u",
+			sonde_strbuf__addf(err,
+					   "the profile config of agent %u was made for agent %u",
 					   g->agent, g->cfg->agent);
 			rc = -EINVAL;
 			goto undo;
@@ -873,8 +878,7 @@ struct sonde_process_dispatch {
 
 int sonde_counters__dispatch_process(struct sonde_counters_context *ctx, pid_t pid,
 				     const char *name, bool enable_on_exec,
-				     struct sonde_strbuf *err,
-				     struct sonde_process_dispatch **out)
+				     struct sonde_strbuf *err, struct sonde_process_dispatch **out)
 {
 	struct sonde_dispatch_info info = { 0 };
 	const struct sonde_counters_config *cfg = NULL;

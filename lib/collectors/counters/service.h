@@ -112,9 +112,9 @@ extern struct sonde_counters_context *_Atomic cnt_active;
 extern _Atomic unsigned cnt_generation;
 
 /* What `sonde collect counters` tells a target that marks regions. */
-#define CNT_ENV_RING	"SONDE_COUNTERS_RING"	  /* the ring area's path */
-#define CNT_ENV_EVENTS	"SONDE_COUNTERS_EVENTS"	  /* counter names, comma-separated */
-#define CNT_ENV_FLAGS	"SONDE_COUNTERS_FLAGS"	  /* config flags, decimal */
-#define CNT_REC_REGION	16			  /* ring record: a dispatch block */
+#define CNT_ENV_RING   "SONDE_COUNTERS_RING"   /* the ring area's path */
+#define CNT_ENV_EVENTS "SONDE_COUNTERS_EVENTS" /* counter names, comma-separated */
+#define CNT_ENV_FLAGS  "SONDE_COUNTERS_FLAGS"  /* config flags, decimal */
+#define CNT_REC_REGION 16		       /* ring record: a dispatch block */
 
 #endif
