@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <perfmon/pfmlib_perf_event.h>
 #include <sonde/file.h>
+#include "../../grow.h"
 #include "counters.h"
 
 /* ---- agents and dimensions ------------------------------------------------------------ */
@@ -43,7 +44,8 @@ static int online_cpus(int **out)
 {
 	char buf[4096], *p, *save;
 	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
-	int *cpus = NULL, n = 0, cap = 0;
+	int *cpus = NULL, n = 0;
+	size_t cap = 0;
 
 	if (!f || !fgets(buf, sizeof(buf), f)) {
 		long k = sysconf(_SC_NPROCESSORS_ONLN);
@@ -58,15 +60,9 @@ static int online_cpus(int **out)
 		int a = atoi(p), b = strchr(p, '-') ? atoi(strchr(p, '-') + 1) : a, c;
 
 		for (c = a; c <= b && c < 16382; c++) {
-			if (n == cap) {
-				int *g = realloc(cpus,
-						 (size_t)(cap = cap ? cap * 2 : 64) * sizeof(int));
-
-				if (!g) {
-					free(cpus);
-					return -ENOMEM;
-				}
-				cpus = g;
+			if (sonde_grow((void **)&cpus, &cap, (size_t)n + 1, sizeof(int))) {
+				free(cpus);
+				return -ENOMEM;
 			}
 			cpus[n++] = c;
 		}
@@ -263,15 +259,8 @@ static struct cnt_entry *add_entry(enum sonde_counter_kind kind, const char *nam
 
 	if (ncat >= 0xfffe)
 		return NULL;
-	if (ncat == cat_cap) {
-		size_t cap = cat_cap ? cat_cap * 2 : 256;
-		struct cnt_entry **g = realloc(cat, cap * sizeof(*g));
-
-		if (!g)
-			return NULL;
-		cat = g;
-		cat_cap = cap;
-	}
+	if (sonde_grow((void **)&cat, &cat_cap, ncat + 1, sizeof(*cat)))
+		return NULL;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
@@ -699,8 +688,6 @@ static int catalog_ready(void)
 	return rc;
 }
 
-/* Why the catalog is unusable (a bad definitions file), or NULL. */
-const char *cnt_catalog__error(void);
 const char *cnt_catalog__error(void)
 {
 	catalog_ready();

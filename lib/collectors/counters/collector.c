@@ -24,6 +24,7 @@
 #include <sonde/clock.h>
 #include <sonde/collector.h>
 #include <sonde/ring.h>
+#include "../../grow.h"
 #include "../rt-host.h"
 #include "service.h"
 
@@ -46,6 +47,14 @@ struct cdisp {
 	size_t first, n; /* into vals */
 };
 
+/* One agent's sample; its values are agent_vals[first, first + n). */
+struct asample {
+	uint64_t index; /* the sample within the run */
+	uint32_t agent;
+	uint64_t start, end;
+	size_t first, n;
+};
+
 struct counters_state {
 	/* what was asked for */
 	uint32_t shown[CNT_MAX_REQUEST], ids[CNT_MAX_REQUEST];
@@ -65,7 +74,9 @@ struct counters_state {
 	pthread_mutex_t lock;
 	unsigned run;
 	uint64_t run_start;
-	/* agent samples of the run, by sample index: totals are made at the stop */
+	/* agent samples of the run: folded into dispatches at the stop */
+	struct asample *as;
+	size_t nas, ascap;
 	struct cval *agent_vals;
 	size_t nagent_vals, agent_cap;
 	/* everything recorded */
@@ -73,14 +84,13 @@ struct counters_state {
 	size_t nd, dcap;
 	struct cval *vals;
 	size_t nvals, vcap;
-	uint64_t dropped_seen;
 	unsigned regions;
 	struct rt_host host;
 	bool host_started;
 	char *events_env;
 };
 
-static int sonde_perf_paranoid(void)
+static int perf_paranoid(void)
 {
 	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
 	int v = 2;
@@ -112,15 +122,8 @@ static int push_disp(struct counters_state *st, enum dkind k, uint64_t start, ui
 {
 	struct cdisp *d;
 
-	if (st->nd == st->dcap) {
-		size_t cap = st->dcap ? st->dcap * 2 : 64;
-
-		d = realloc(st->d, cap * sizeof(*d));
-		if (!d)
-			return -ENOMEM;
-		st->d = d;
-		st->dcap = cap;
-	}
+	if (sonde_grow((void **)&st->d, &st->dcap, st->nd + 1, sizeof(*st->d)))
+		return -ENOMEM;
 	d = &st->d[st->nd++];
 	d->kind = k;
 	d->run = st->run;
@@ -134,17 +137,17 @@ static int push_disp(struct counters_state *st, enum dkind k, uint64_t start, ui
 
 static int push_val(struct cval **arr, size_t *n, size_t *cap, const struct cval *v)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 256;
-		struct cval *g = realloc(*arr, c * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		*arr = g;
-		*cap = c;
-	}
+	if (sonde_grow((void **)arr, cap, *n + 1, sizeof(**arr)))
+		return -ENOMEM;
 	(*arr)[(*n)++] = *v;
 	return 0;
+}
+
+/* A value of the dispatch pushed last. */
+static void push_disp_val(struct counters_state *st, const struct cval *v)
+{
+	if (st->nd && push_val(&st->vals, &st->nvals, &st->vcap, v) == 0)
+		st->d[st->nd - 1].n++;
 }
 
 static void to_cval(const struct sonde_counters_value *v, struct cval *o)
@@ -186,22 +189,18 @@ static void take_records(struct sonde_counters_buffer *b,
 
 			to_cval(x, &v);
 			if (st->all_cpus) {
-				/* agent samples: kept with their sample index in pos[3]... */
-				push_val(&st->agent_vals, &st->nagent_vals, &st->agent_cap, &v);
-				continue;
+				if (st->nas && push_val(&st->agent_vals, &st->nagent_vals,
+							&st->agent_cap, &v) == 0)
+					st->as[st->nas - 1].n++;
+			} else if (shown(st, v.counter)) {
+				push_disp_val(st, &v);
 			}
-			if (!shown(st, v.counter) || !st->nd)
-				continue;
-			if (push_val(&st->vals, &st->nvals, &st->vcap, &v) == 0)
-				st->d[st->nd - 1].n++;
-		} else if (recs[i]->kind == SONDE_RECORD_AGENT) {
-			/* a marker: the values that follow belong to this agent sample */
-			struct cval m = { .counter = 0, .value = (double)h->correlation_id };
-
-			m.pos[0] = (int)h->agent;
-			m.fraction = (double)h->start_ns;
-			m.flags = (uint32_t)(h->end_ns - h->start_ns);
-			push_val(&st->agent_vals, &st->nagent_vals, &st->agent_cap, &m);
+		} else if (recs[i]->kind == SONDE_RECORD_AGENT &&
+			   !sonde_grow((void **)&st->as, &st->ascap, st->nas + 1,
+				       sizeof(*st->as))) {
+			st->as[st->nas++] =
+				(struct asample){ h->correlation_id, h->agent,	      h->start_ns,
+						  h->end_ns,	     st->nagent_vals, 0 };
 		}
 	}
 	pthread_mutex_unlock(&st->lock);
@@ -219,7 +218,7 @@ static int fold_sample(struct counters_state *st, size_t s, bool last, struct ex
 	double *vals, *frac;
 	bool *valid, pushed = false;
 	uint32_t *flags;
-	uint64_t dur = 0, start = st->run_start;
+	uint64_t dur = 0;
 
 	sonde_counters__agents(&na);
 	vals = calloc(cfg->nin * na, sizeof(double));
@@ -239,33 +238,30 @@ static int fold_sample(struct counters_state *st, size_t s, bool last, struct ex
 	}
 	for (k = 0; k < cfg->nin * na; k++)
 		vals[k] = NAN;
-	for (i = 0; i < st->nagent_vals; i++) {
-		const struct cval *m = &st->agent_vals[i];
-		size_t ag = (size_t)m->pos[0];
+	for (i = 0; i < st->nas; i++) {
+		const struct asample *a = &st->as[i];
 
-		if (m->counter || (size_t)m->value != s)
+		if (a->index != s)
 			continue;
 		if (!pushed) {
-			dur = m->flags;
-			start = (uint64_t)m->fraction;
-			push_disp(st, st->interval_ms > 0 ? D_INTERVAL : D_RUN, start, start + dur,
+			dur = a->end - a->start;
+			push_disp(st, st->interval_ms > 0 ? D_INTERVAL : D_RUN, a->start, a->end,
 				  "");
 			pushed = true;
 		}
-		for (j = i + 1; j < st->nagent_vals && st->agent_vals[j].counter; j++) {
+		for (j = a->first; j < a->first + a->n; j++) {
 			const struct cval *v = &st->agent_vals[j];
 
 			if (st->per_cpu) {
-				if (shown(st, v->counter) &&
-				    push_val(&st->vals, &st->nvals, &st->vcap, v) == 0)
-					st->d[st->nd - 1].n++;
+				if (shown(st, v->counter))
+					push_disp_val(st, v);
 				continue;
 			}
 			for (k = 0; k < cfg->nin && cfg->in[k] != v->counter; k++)
 				;
-			if (k == cfg->nin || ag >= na)
+			if (k == cfg->nin || a->agent >= na)
 				continue;
-			vals[k * na + ag] = v->value;
+			vals[k * na + a->agent] = v->value;
 			if (isnan(v->value))
 				valid[k] = false;
 			if (v->fraction < frac[k])
@@ -307,8 +303,7 @@ static int fold_sample(struct counters_state *st, size_t s, bool last, struct ex
 			o.flags = flags[k] & (SONDE_VALUE_NOT_SUPPORTED | SONDE_VALUE_SCALED |
 					      SONDE_VALUE_NOT_COUNTED);
 		}
-		if (push_val(&st->vals, &st->nvals, &st->vcap, &o) == 0)
-			st->d[st->nd - 1].n++;
+		push_disp_val(st, &o);
 	}
 	free(vals);
 	free(valid);
@@ -323,13 +318,13 @@ static int fold_agent_samples(struct counters_state *st)
 	size_t k, samples = 0, s;
 	int rc = 0;
 
-	for (k = 0; k < st->nagent_vals; k++)
-		if (!st->agent_vals[k].counter && st->agent_vals[k].value + 1 > (double)samples)
-			samples = (size_t)st->agent_vals[k].value + 1;
+	for (k = 0; k < st->nas; k++)
+		if (st->as[k].index + 1 > samples)
+			samples = st->as[k].index + 1;
 	for (s = 0; s < samples && !rc; s++)
 		rc = fold_sample(st, s, s + 1 == samples, &env);
 	free(env.accum);
-	st->nagent_vals = 0;
+	st->nas = st->nagent_vals = 0;
 	return rc;
 }
 
@@ -407,9 +402,11 @@ static int counters_before(struct sonde_collection *c)
 		sonde_strbuf__release(&err);
 		return -EINVAL;
 	}
+	if (cnt_catalog__error()) { /* a bad $SONDE_COUNTER_DEFS */
+		sonde_collection__fail(c, "%s", cnt_catalog__error());
+		return -EINVAL;
+	}
 	note = sonde_counters__note();
-	if (note && !sonde_counters__agents(&na))
-		return -ENODEV;
 	st->all_cpus = sonde_collection__param_bool(c, "all-cpus");
 	st->per_cpu = sonde_collection__param_bool(c, "per-cpu");
 	st->interval_ms = sonde_collection__param_double(c, "interval", 0);
@@ -431,7 +428,7 @@ static int counters_before(struct sonde_collection *c)
 				"-a counts every CPU system-wide: that needs root or "
 				"CAP_PERFMON, or kernel.perf_event_paranoid <= 0 (it is "
 				"%d)",
-				sonde_perf_paranoid());
+				perf_paranoid());
 			return -EPERM;
 		}
 		if (fd >= 0)
@@ -588,16 +585,10 @@ static int counters_start(struct sonde_collection *c, pid_t pid)
 	return 0;
 }
 
-/* Region dispatches from the run's part of the ring log. */
-struct region_walk {
-	struct counters_state *st;
-	const struct rt_clock *clock;
-};
-
+/* Region dispatches from the run's part of the ring log (times: CLOCK_MONOTONIC). */
 static int take_region(void *ctx, const struct sonde_ring_chunk *ch, const uint32_t *rec)
 {
-	struct region_walk *w = ctx;
-	struct counters_state *st = w->st;
+	struct counters_state *st = ctx;
 	const struct sonde_counters_dispatch *h = (const void *)(rec + 2);
 	const struct sonde_counters_value *v = (const void *)(h + 1);
 	uint32_t len = SONDE_RING_REC_LEN(rec[0]), i;
@@ -615,25 +606,20 @@ static int take_region(void *ctx, const struct sonde_ring_chunk *ch, const uint3
 		struct cval o;
 
 		to_cval(&v[i], &o);
-		if (push_val(&st->vals, &st->nvals, &st->vcap, &o))
-			return -ENOMEM;
-		st->d[st->nd - 1].n++;
+		push_disp_val(st, &o);
 	}
 	return 0;
 }
 
 static int analyse_regions(void *ctx, const void *log, size_t len, const struct sonde_run_info *ri)
 {
-	struct region_walk *w = ctx;
-
 	(void)ri;
-	return sonde_ring_log__walk(log, len, take_region, w);
+	return sonde_ring_log__walk(log, len, take_region, ctx);
 }
 
 static int counters_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 {
 	struct counters_state *st = sonde_collection__priv(c);
-	struct region_walk w = { st, &st->host.clock };
 	size_t nd0 = st->nd, nv0 = st->nvals;
 	int rc = 0;
 
@@ -652,20 +638,19 @@ static int counters_stop(struct sonde_collection *c, const struct sonde_run_info
 	}
 	if (st->ctx) {
 		sonde_counters_buffer__flush(st->buf);
-		st->dropped_seen += sonde_counters_buffer__dropped(st->buf);
 		sonde_collection__dropped(c, sonde_counters_buffer__dropped(st->buf));
 		sonde_counters_context__free(st->ctx);
 		st->ctx = NULL;
 	}
 	if (st->all_cpus && !rc)
 		rc = fold_agent_samples(st);
-	st->nagent_vals = 0;
+	st->nas = st->nagent_vals = 0;
 	if (rc) {
 		sonde_collection__fail(c, "cannot read the counters: %s", strerror(-rc));
 		return rc;
 	}
 	if (st->host_started)
-		rc = rt_host__stop(&st->host, c, ri, analyse_regions, &w);
+		rc = rt_host__stop(&st->host, c, ri, analyse_regions, st);
 	if (ri->warmup || ri->interrupted) {
 		st->nd = nd0; /* not recorded */
 		st->nvals = nv0;
@@ -680,6 +665,17 @@ static void set_run(struct counters_state *st, size_t from)
 	for (i = from; i < st->nd; i++)
 		if (!st->d[i].run)
 			st->d[i].run = st->run;
+}
+
+/* Append name to a JSON array of strings unless it is there already. */
+static void add_unique(json_t *arr, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(arr); i++)
+		if (!strcmp(json_string_value(json_array_get(arr, i)), name))
+			return;
+	json_array_append_new(arr, json_string(name));
 }
 
 static json_t *num_or_null(double v)
@@ -762,26 +758,10 @@ static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
 				if (!m || json_real_value(m) > v->fraction)
 					json_object_set_new(mux, info.name, json_real(v->fraction));
 			}
-			if ((v->flags & SONDE_VALUE_NOT_COUNTED) && info.supported) {
-				size_t x;
-				bool seen = false;
-
-				for (x = 0; x < json_array_size(notc); x++)
-					seen |= !strcmp(json_string_value(json_array_get(notc, x)),
-							info.name);
-				if (!seen)
-					json_array_append_new(notc, json_string(info.name));
-			}
-			if (v->flags & SONDE_VALUE_DIV0) {
-				size_t x;
-				bool seen = false;
-
-				for (x = 0; x < json_array_size(div0); x++)
-					seen |= !strcmp(json_string_value(json_array_get(div0, x)),
-							info.name);
-				if (!seen)
-					json_array_append_new(div0, json_string(info.name));
-			}
+			if ((v->flags & SONDE_VALUE_NOT_COUNTED) && info.supported)
+				add_unique(notc, info.name);
+			if (v->flags & SONDE_VALUE_DIV0)
+				add_unique(div0, info.name);
 		}
 	}
 	json_object_set_new(stats, "events", events);
@@ -820,6 +800,7 @@ static void counters_cleanup(struct sonde_collection *c)
 	free(st->d);
 	free(st->vals);
 	free(st->agent_vals);
+	free(st->as);
 	free(st->events_env);
 	pthread_mutex_destroy(&st->lock);
 	free(st);

@@ -36,6 +36,8 @@ struct cnt_entry {
 /* The catalog: built on first use, then only tracepoints are added. */
 struct cnt_entry *cnt_catalog__get(uint32_t id);
 struct cnt_entry *cnt_catalog__find(const char *name);
+/* Why the catalog is unusable (bad definitions), or NULL. */
+const char *cnt_catalog__error(void);
 /* Whether e can be counted here (probes it once). */
 bool cnt_entry__supported(struct cnt_entry *e);
 /* The perf_event_attr of an event (not derived). 0 or -errno. */

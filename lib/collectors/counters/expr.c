@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../../grow.h"
 #include "expr.h"
 
 struct parser {
@@ -116,7 +117,7 @@ static bool expect(struct parser *ps, char c, const char *after)
 	return false;
 }
 
-static struct expr_node *parse_call(struct parser *ps, struct expr_node *n, const char *name_at)
+static struct expr_node *parse_call(struct parser *ps, struct expr_node *n)
 {
 	static const char *const reduce_ops[] = { "sum", "avr", "min", "max", NULL };
 	static const char *const res[] = { "NONE", "HIGH_RES", "LOW_RES", NULL };
@@ -153,7 +154,6 @@ static struct expr_node *parse_call(struct parser *ps, struct expr_node *n, cons
 			return NULL;
 		w = parse_word(ps, res, "HIGH_RES, LOW_RES or NONE");
 	}
-	(void)name_at;
 	if (w < 0)
 		return NULL;
 	n->op = w;
@@ -209,7 +209,7 @@ static struct expr_node *parse_primary(struct parser *ps)
 			if (!n)
 				return NULL;
 			ps->p = q;
-			if (!parse_call(ps, n, at)) {
+			if (!parse_call(ps, n)) {
 				expr_free(n);
 				return NULL;
 			}
@@ -418,15 +418,8 @@ static struct expr_accum *accum_slot(struct expr_env *env, const struct expr_nod
 	for (i = 0; i < env->naccum; i++)
 		if (env->accum[i].node == n && env->accum[i].scope == env->scope)
 			return &env->accum[i];
-	if (env->naccum == env->accum_cap) {
-		size_t cap = env->accum_cap ? env->accum_cap * 2 : 8;
-		struct expr_accum *a = realloc(env->accum, cap * sizeof(*a));
-
-		if (!a)
-			return NULL;
-		env->accum = a;
-		env->accum_cap = cap;
-	}
+	if (sonde_grow((void **)&env->accum, &env->accum_cap, env->naccum + 1, sizeof(*env->accum)))
+		return NULL;
 	env->accum[env->naccum] = (struct expr_accum){ .node = n, .scope = env->scope };
 	return &env->accum[env->naccum++];
 }

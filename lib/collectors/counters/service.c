@@ -491,15 +491,27 @@ int cnt_block__fill(struct cnt_block *b, const struct sonde_counters_config *cfg
 		    const struct cnt_set *s, int agent_cpu, const struct cnt_value *delta,
 		    size_t ninst, double duration_ns, struct expr_env *env)
 {
-	double vals[CNT_MAX_INPUTS * 64], out[EXPR_MAX_VEC > 256 ? 256 : EXPR_MAX_VEC];
+	/* regions and agents read one instance: no allocation on their path */
+	double small_vals[CNT_MAX_INPUTS], small_out[16], *vals = small_vals, *out = small_out;
 	bool valid[CNT_MAX_INPUTS];
 	struct cnt_reading r = { cfg->in, cfg->nin, ninst, vals, valid, duration_ns };
 	struct sonde_dim_pos dp;
-	size_t q, i, k, n;
+	size_t q, i, k, n, cap = 16;
 	uint64_t id = b->dispatch;
 
-	if (ninst > 64)
+	if (ninst > EXPR_MAX_VEC)
 		return -E2BIG;
+	if (ninst > 1) {
+		cap = ninst;
+		vals = malloc(cfg->nin * ninst * sizeof(double));
+		out = malloc(cap * sizeof(double));
+		if (!vals || !out) {
+			free(vals);
+			free(out);
+			return -ENOMEM;
+		}
+		r.vals = vals;
+	}
 	for (k = 0; k < cfg->nin; k++) {
 		valid[k] = true;
 		for (i = 0; i < ninst; i++) {
@@ -528,7 +540,7 @@ int cnt_block__fill(struct cnt_block *b, const struct sonde_counters_config *cfg
 			int rc;
 
 			env->div0_col = 0;
-			rc = cnt_derive(e, &r, env, out, sizeof(out) / sizeof(out[0]), &n, &xe);
+			rc = cnt_derive(e, &r, env, out, cap, &n, &xe);
 			if (rc) {
 				bool ok = cnt_entry__supported(e);
 
@@ -561,6 +573,10 @@ int cnt_block__fill(struct cnt_block *b, const struct sonde_counters_config *cfg
 			put_value(b, id, e->id, &dp, vals[k * ninst + i], v->raw, v->enabled,
 				  v->running, flags);
 		}
+	}
+	if (vals != small_vals) {
+		free(vals);
+		free(out);
 	}
 	return 0;
 }
