@@ -88,6 +88,116 @@ static double t_cdf(double t, double df)
 	return 1 - 0.5 * ibeta(df / 2, 0.5, df / (df + t * t));
 }
 
+double sonde_stats__t_cdf(double t, double df)
+{
+	if (isnan(t) || !(df > 0))
+		return NAN;
+	if (isinf(t))
+		return t > 0 ? 1 : 0;
+	return t >= 0 ? t_cdf(t, df) : 1 - t_cdf(-t, df);
+}
+
+double sonde_stats__normal_cdf(double z)
+{
+	return 0.5 * erfc(-z / M_SQRT2);
+}
+
+static void mean_var(const double *x, size_t n, double *mean, double *var)
+{
+	double s = 0, ss = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		s += x[i];
+	*mean = s / (double)n;
+	for (i = 0; i < n; i++)
+		ss += (x[i] - *mean) * (x[i] - *mean);
+	*var = n > 1 ? ss / (double)(n - 1) : 0;
+}
+
+int sonde_stats__welch(const double *a, size_t na, const double *b, size_t nb,
+		       struct sonde_test *out)
+{
+	double ma, va, mb, vb, se2, sp, j;
+
+	if (na < 2 || nb < 2)
+		return -EINVAL;
+	mean_var(a, na, &ma, &va);
+	mean_var(b, nb, &mb, &vb);
+	se2 = va / (double)na + vb / (double)nb;
+	sp = sqrt(((double)(na - 1) * va + (double)(nb - 1) * vb) / (double)(na + nb - 2));
+	/* Hedges' correction of Cohen's d for small samples. */
+	j = 1 - 3 / (4 * (double)(na + nb) - 9);
+	out->effect = sp > 0 ? j * (mb - ma) / sp : (mb == ma ? 0 : copysign(INFINITY, mb - ma));
+	if (se2 == 0) {
+		out->statistic = mb == ma ? 0 : copysign(INFINITY, mb - ma);
+		out->df = (double)(na + nb - 2);
+		out->p = mb == ma ? 1 : 0;
+		return 0;
+	}
+	out->statistic = (mb - ma) / sqrt(se2);
+	out->df = se2 * se2 /
+		  ((va / na) * (va / na) / (double)(na - 1) + (vb / nb) * (vb / nb) / (double)(nb - 1));
+	out->p = 2 * (1 - sonde_stats__t_cdf(fabs(out->statistic), out->df));
+	if (out->p > 1)
+		out->p = 1;
+	return 0;
+}
+
+struct ranked {
+	double v;
+	int from_b;
+};
+
+static int cmp_ranked(const void *x, const void *y)
+{
+	return cmp_double(&((const struct ranked *)x)->v, &((const struct ranked *)y)->v);
+}
+
+int sonde_stats__mann_whitney(const double *a, size_t na, const double *b, size_t nb,
+			      struct sonde_test *out)
+{
+	size_t n = na + nb, i, j;
+	struct ranked *r;
+	double rb = 0, ties = 0, mu, sigma, u, z, nn = (double)n;
+
+	if (na < 1 || nb < 1)
+		return -EINVAL;
+	r = malloc(n * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < na; i++)
+		r[i] = (struct ranked){ a[i], 0 };
+	for (i = 0; i < nb; i++)
+		r[na + i] = (struct ranked){ b[i], 1 };
+	qsort(r, n, sizeof(*r), cmp_ranked);
+	for (i = 0; i < n; i = j) {
+		double rank, t;
+
+		for (j = i + 1; j < n && r[j].v == r[i].v; j++)
+			;
+		rank = ((double)i + 1 + (double)j) / 2; /* mean of ranks i+1 .. j */
+		t = (double)(j - i);
+		ties += t * t * t - t;
+		for (size_t k = i; k < j; k++)
+			rb += r[k].from_b ? rank : 0;
+	}
+	free(r);
+	u = rb - (double)nb * ((double)nb + 1) / 2;
+	mu = (double)na * (double)nb / 2;
+	sigma = sqrt((double)na * (double)nb / 12 * ((nn + 1) - ties / (nn * (nn - 1))));
+	out->statistic = u;
+	out->df = NAN;
+	out->effect = 2 * u / ((double)na * (double)nb) - 1;
+	if (sigma == 0) {
+		out->p = 1;
+		return 0;
+	}
+	z = (fabs(u - mu) - 0.5) / sigma;
+	out->p = z <= 0 ? 1 : 2 * (1 - sonde_stats__normal_cdf(z));
+	return 0;
+}
+
 double sonde_stats__t_quantile(double p, double df)
 {
 	double lo = 0, hi = 1e4;

@@ -72,6 +72,9 @@ int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_
 int cli_trace_perfetto(const struct sonde_profile *p, struct sonde_strbuf *out);
 
 int cmd_export(int argc, char **argv);
+int cmd_postprocess(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
 int cmd_status(int argc, char **argv);

@@ -1,5 +1,5 @@
 /*
- * cmd-export.c - `sonde export PROFILE --format folded|csv|perfetto [-o FILE]`.
+ * cmd-export.c - `sonde export PROFILE --format folded|csv|json|perfetto [-o FILE]`.
  *
  * folded: one line per stack, frames from the outermost to the innermost
  *         joined by ';', then a space and the weight (flamegraph.pl, speedscope,
@@ -7,81 +7,23 @@
  *         profiles by exclusive time (ns) or by calls.
  * perfetto: a Chrome/Perfetto trace-event JSON of a trace profile's timeline
  *         (ui.perfetto.dev and chrome://tracing open it).
+ * json:   the profile itself, as sonde stores it (a Perun profile comes out
+ *         converted).
  * csv:    one line per value row of every resource: uid, type, subtype, then
  *         every column that any resource has (empty where a resource has none).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "view.h"
 
 static const char usage[] =
-	"usage: sonde export PROFILE --format folded|csv|perfetto [--weight W] [-o FILE]\n"
+	"usage: sonde export PROFILE --format folded|csv|json|perfetto [--weight W] [-o FILE]\n"
 	"\n"
 	"Write a profile in another format, to FILE or to stdout.";
 
-static const char *const formats[] = { "folded", "csv", "perfetto", NULL };
+static const char *const formats[] = { "folded", "csv", "json", "perfetto", NULL };
 static const char *const weights[] = { "bytes", "count", "time", "calls", NULL };
-
-/* A frame's name in folded form: ';' and newlines would break the format. */
-static void add_frame(struct sonde_strbuf *sb, const char *fn)
-{
-	for (; fn && *fn; fn++)
-		sonde_strbuf__addch(sb, *fn == ';' || *fn == '\n' || *fn == '\r' ? '_' : *fn);
-}
-
-static int folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out)
-{
-	size_t n = sonde_profile__resource_count(p), i, j;
-	json_t *index = json_object(), *order = json_array();
-	size_t stacks = 0;
-	int err = !index || !order;
-
-	for (i = 0; i < n && !err; i++) {
-		json_t *fixed, *cols, *trace, *sum, *hit;
-		struct sonde_strbuf line = SONDE_STRBUF_INIT;
-		json_int_t w;
-
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
-		trace = json_object_get(fixed, "trace");
-		sum = json_object_get(fixed, "summary");
-		if (!json_array_size(trace) || !sum)
-			continue;
-		if (json_object_get(sum, "freed") == NULL)
-			continue; /* frees: the flame graph is of what was allocated */
-		stacks++;
-		for (j = json_array_size(trace); j-- > 0;) {
-			add_frame(&line, json_string_value(json_object_get(json_array_get(trace, j),
-									   "function")));
-			if (j)
-				sonde_strbuf__addch(&line, ';');
-		}
-		w = json_integer_value(json_object_get(sum, weight));
-		if (!line.buf) {
-			err = -ENOMEM;
-			break;
-		}
-		hit = json_object_get(index, line.buf);
-		if (hit) {
-			json_integer_set(hit, json_integer_value(hit) + w);
-		} else {
-			err |= json_object_set_new(index, line.buf, json_integer(w));
-			err |= json_array_append_new(order, json_string(line.buf));
-		}
-		sonde_strbuf__release(&line);
-	}
-	for (i = 0; i < json_array_size(order) && !err; i++) {
-		const char *k = json_string_value(json_array_get(order, i));
-
-		err |= sonde_strbuf__addf(out, "%s %lld\n", k,
-					  (long long)json_integer_value(json_object_get(index, k)));
-	}
-	json_decref(index);
-	json_decref(order);
-	if (!err && !stacks)
-		return -ENOTSUP;
-	return err ? -ENOMEM : 0;
-}
 
 static void csv_field(struct sonde_strbuf *sb, json_t *v)
 {
@@ -168,7 +110,7 @@ int cmd_export(int argc, char **argv)
 	if (argc != 1)
 		return cli_usage("export", argc ? "one profile at a time" : "which profile?");
 	if (!format)
-		return cli_usage("export", "which format? --format folded|csv|perfetto");
+		return cli_usage("export", "which format? --format folded|csv|json|perfetto");
 	p = cli_load_profile("export", argv[0], &code);
 	if (!p)
 		return code;
@@ -182,13 +124,16 @@ int cmd_export(int argc, char **argv)
 			sonde_profile__free(p);
 			return EXIT_UNSUPPORTED;
 		}
-	} else if (!strcmp(format, "folded") && json_object_get(sonde_profile__root(p), "trace")) {
-		rc = cli_trace_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls"), &sb,
-				      add_frame);
+	} else if (!strcmp(format, "folded")) {
+		rc = cli_folded(p, weight, &sb);
+	} else if (!strcmp(format, "json")) {
+		size_t len;
+		char *doc = sonde_profile__dump(p, &len);
+
+		rc = doc ? sonde_strbuf__add(&sb, doc, len) : -ENOMEM;
+		free(doc);
 	} else {
-		rc = !strcmp(format, "folded")
-			     ? folded(p, !strcmp(weight, "count") ? "count" : "bytes", &sb)
-			     : csv(p, &sb);
+		rc = csv(p, &sb);
 	}
 	if (rc == -ENOTSUP) {
 		cli_error("export", "'%s' has no stacks to fold (a %s profile)", argv[0],
@@ -198,7 +143,7 @@ int cmd_export(int argc, char **argv)
 		cli_error("export", "out of memory");
 		code = EXIT_FAILURE_;
 	} else if (out_file) {
-		rc = sonde_file__write_atomic(out_file, sb.buf ? sb.buf : "", sb.len);
+		rc = cli_write_output(out_file, sb.buf, sb.len);
 		if (rc) {
 			cli_error("export", "cannot write '%s': %s", out_file, strerror(-rc));
 			code = EXIT_FAILURE_;

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "view.h"
 
 const char *const cli_formats[] = { "text", "json", "csv", "markdown", NULL };
 
@@ -196,8 +196,176 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 	return 0;
 }
 
+static const char *const flame_weights[] = { "bytes", "count", "time", "calls", NULL };
+
+static bool is_drawn(const char *view)
+{
+	return !strcmp(view, "bars") || !strcmp(view, "flow") || !strcmp(view, "scatter") ||
+	       !strcmp(view, "flamegraph") || !strcmp(view, "diff");
+}
+
+/* The table of a diff: inclusive weight per function, baseline and target. */
+static int diff_table(const char *fb, const char *ft, const char *unit, unsigned top)
+{
+	json_t *w[2] = { json_object(), json_object() }, *v, *rows = json_array();
+	const char *texts[2] = { fb, ft }, *k;
+	size_t i;
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		char *copy = strdup(texts[s]), *line, *save = NULL;
+
+		if (!copy)
+			return -ENOMEM;
+		for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char *sp = strrchr(line, ' '), *f, *fs = NULL;
+			json_t *seen = json_object();
+			double x;
+
+			if (!sp)
+				continue;
+			*sp = 0;
+			x = strtod(sp + 1, NULL);
+			/* Inclusive: a function counts once per stack, however deep it recurses. */
+			for (f = strtok_r(line, ";", &fs); f; f = strtok_r(NULL, ";", &fs)) {
+				if (json_object_get(seen, f))
+					continue;
+				json_object_set_new(seen, f, json_true());
+				v = json_object_get(w[s], f);
+				json_object_set_new(w[s], f,
+						    json_real((v ? json_real_value(v) : 0) + x));
+			}
+			json_decref(seen);
+		}
+		free(copy);
+	}
+	for (s = 0; s < 2; s++)
+		json_object_foreach(w[s], k, v)
+		{
+			double b = json_real_value(json_object_get(w[0], k)),
+			       t = json_real_value(json_object_get(w[1], k));
+
+			if (s == 1 && json_object_get(w[0], k))
+				continue;
+			json_array_append_new(rows, json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "name",
+							      k, "b", b, "t", t, "d", fabs(t - b),
+							      "inb", json_object_get(w[0], k) != NULL,
+							      "int", json_object_get(w[1], k) != NULL));
+		}
+	/* Largest absolute change first (insertion sort on a small top list). */
+	printf("  %-48s %12s %12s %9s\n", "function (inclusive)", "baseline", "target", "change");
+	for (i = 0; i < (top ? top : 20) && json_array_size(rows); i++) {
+		size_t j, best = 0;
+		json_t *r;
+		char a[40], b[40], ch[24] = "new";
+		double bv, tv;
+
+		for (j = 1; j < json_array_size(rows); j++)
+			if (json_real_value(json_object_get(json_array_get(rows, j), "d")) >
+			    json_real_value(json_object_get(json_array_get(rows, best), "d")))
+				best = j;
+		r = json_array_get(rows, best);
+		bv = json_real_value(json_object_get(r, "b"));
+		tv = json_real_value(json_object_get(r, "t"));
+		sonde_format__value(bv, unit, a, sizeof(a));
+		sonde_format__value(tv, unit, b, sizeof(b));
+		if (!json_is_true(json_object_get(r, "int")))
+			snprintf(ch, sizeof(ch), "gone");
+		else if (json_is_true(json_object_get(r, "inb")) && bv != 0)
+			snprintf(ch, sizeof(ch), "%+.1f%%", 100 * (tv - bv) / bv);
+		printf("  %-48s %12s %12s %9s\n", json_string_value(json_object_get(r, "name")),
+		       json_is_true(json_object_get(r, "inb")) ? a : "-",
+		       json_is_true(json_object_get(r, "int")) ? b : "-", ch);
+		json_array_remove(rows, best);
+	}
+	json_decref(rows);
+	json_decref(w[0]);
+	json_decref(w[1]);
+	return 0;
+}
+
+/* The drawn views; returns the exit code. */
+static int drawn(struct sonde_profile *p, const char *view, const char *name, const char *other,
+		 struct chart_options *c, const char *weight, const char *out_file)
+{
+	struct sonde_strbuf svg = SONDE_STRBUF_INIT, fa = SONDE_STRBUF_INIT, fb = SONDE_STRBUF_INIT;
+	const char *of, *per, *unit;
+	int rc, code = EXIT_OK;
+
+	sonde_postprocess__defaults(sonde_profile__type(p), &of, &per);
+	if (!c->of)
+		c->of = "amount";
+	if (!strcmp(view, "bars")) {
+		c->per = c->per ? c->per : "uid";
+		rc = view_bars(p, c, &svg);
+	} else if (!strcmp(view, "flow")) {
+		c->per = c->per ? c->per : !strcmp(per, "structure-unit-size") ? "timestamp" : per;
+		rc = view_flow(p, c, &svg);
+	} else if (!strcmp(view, "scatter")) {
+		c->per = c->per ? c->per : per;
+		rc = view_scatter(p, c, &svg);
+	} else {
+		const char *def = cli_flame_weight(p, &unit);
+
+		weight = weight ? weight : def;
+		if (!strcmp(weight, "count") || !strcmp(weight, "calls"))
+			unit = "";
+		rc = cli_folded(p, weight, &fa);
+		if (rc == -ENOTSUP) {
+			cli_error("show", "'%s' has no stacks to draw (a %s profile; flame graphs "
+					  "need a memory or trace profile)",
+				  name, sonde_profile__type(p));
+			code = EXIT_UNSUPPORTED;
+			goto out;
+		}
+		if (!rc && other) {
+			int oc = EXIT_OK;
+			struct sonde_profile *q = cli_load_profile("show", other, &oc);
+
+			if (!q) {
+				code = oc;
+				goto out;
+			}
+			rc = cli_folded(q, weight, &fb);
+			sonde_profile__free(q);
+			if (rc == -ENOTSUP) {
+				cli_error("show", "'%s' has no stacks to compare", other);
+				code = EXIT_UNSUPPORTED;
+				goto out;
+			}
+			if (!rc)
+				rc = diff_table(fa.buf ? fa.buf : "", fb.buf ? fb.buf : "", unit,
+						c->top);
+			if (!rc && out_file)
+				rc = view_flame(fb.buf ? fb.buf : "", fa.buf ? fa.buf : "", weight, unit,
+						&svg);
+		} else if (!rc) {
+			rc = view_flame(fa.buf ? fa.buf : "", NULL, weight, unit, &svg);
+		}
+	}
+	if (rc == -EINVAL) {
+		cli_error("show",
+			  "'%s': nothing to draw: no resource has numeric '%s' values%s%s%s "
+			  "(choose with --of, --per, --type)",
+			  name, c->of, c->per ? " and a '" : "", c->per ? c->per : "",
+			  c->per ? "' field" : "");
+		code = EXIT_UNSUPPORTED;
+	} else if (rc) {
+		cli_error("show", "out of memory");
+		code = EXIT_FAILURE_;
+	} else if (svg.len && (rc = cli_write_output(out_file, svg.buf, svg.len))) {
+		cli_error("show", "cannot write '%s': %s", out_file, strerror(-rc));
+		code = EXIT_FAILURE_;
+	}
+out:
+	sonde_strbuf__release(&svg);
+	sonde_strbuf__release(&fa);
+	sonde_strbuf__release(&fb);
+	return code;
+}
+
 static const char usage[] =
-	"usage: sonde show PROFILE [VIEW] [--format text|json|csv|markdown]\n"
+	"usage: sonde show PROFILE [VIEW [OTHER]] [options]\n"
 	"\n"
 	"Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
 	"'sonde status') or N@i (the Nth profile registered for HEAD).\n"
@@ -207,11 +375,21 @@ static const char usage[] =
 	"      report: per function calls, total, self, average, min and max time\n"
 	"      (trace profiles; --sort KEY);\n"
 	"      graph: the calling contexts with inclusive and exclusive time; as\n"
-	"      json, csv or markdown the caller -> callee edges (trace profiles).";
+	"      json, csv or markdown the caller -> callee edges (trace profiles).\n"
+	"Drawn views write a standalone SVG to -o FILE (default: stdout):\n"
+	"      bars: --func of --of per --per, grouped (or --stacked) --by a field;\n"
+	"      flow: the same over a numeric --per (snapshot, timestamp, size);\n"
+	"      scatter: --of against --per per uid, with every fitted model;\n"
+	"      flamegraph: the stacks of a memory (bytes or count) or trace (time or\n"
+	"      calls) profile: click to zoom, search, tooltips;\n"
+	"      diff OTHER: OTHER against PROFILE: a differential flame graph (-o) and a\n"
+	"      table of the functions that changed most.";
 
 int cmd_show(int argc, char **argv)
 {
-	const char *format = "text", *sort = "total";
+	const char *format = "text", *sort = "total", *out_file = NULL, *func = "sum",
+		   *weight = NULL;
+	struct chart_options c = { 0 };
 	long long top = 20;
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "output format", 0, 0,
@@ -223,6 +401,21 @@ int cmd_show(int argc, char **argv)
 		{ SONDE_OPT_CHOICE, 's', "sort", &sort, "KEY",
 		  "report: sort by total, self, calls, avg, min, max or name", 0, 0,
 		  cli_trace_sort_keys },
+		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
+		  "drawn views: write the SVG to FILE" },
+		{ SONDE_OPT_STRING, 0, "of", &c.of, "COLUMN", "charts: the value drawn (amount)" },
+		{ SONDE_OPT_STRING, 0, "per", &c.per, "FIELD",
+		  "charts: the category or x axis (bars: uid; flow: snapshot or timestamp; "
+		  "scatter: structure-unit-size)" },
+		{ SONDE_OPT_STRING, 0, "by", &c.by, "FIELD", "charts: group by this field" },
+		{ SONDE_OPT_STRING, 0, "type", &c.type, "TYPE",
+		  "charts: only resources of this type (units do not mix)" },
+		{ SONDE_OPT_CHOICE, 0, "func", &func, NULL, "charts: sum, mean, count, min or max",
+		  0, 0, view_aggs },
+		{ SONDE_OPT_FLAG, 0, "stacked", &c.stacked, NULL, "charts: stack the groups" },
+		{ SONDE_OPT_CHOICE, 'w', "weight", &weight, NULL,
+		  "flame graphs: bytes or count (memory), time or calls (trace)", 0, 0,
+		  flame_weights },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_profile *p;
@@ -237,18 +430,26 @@ int cmd_show(int argc, char **argv)
 	argc -= 1 + first;
 	if (argc < 1)
 		return cli_usage("show", "which profile? give a path, N@p or N@i");
-	if (argc > 2)
-		return cli_usage("show", "too many arguments");
 	view = argc > 1 ? argv[1] : "table";
+	if (argc > (strcmp(view, "diff") ? 2 : 3))
+		return cli_usage("show", "too many arguments");
+	if (!strcmp(view, "diff") && argc < 3)
+		return cli_usage("show", "diff: which profile to compare with PROFILE?");
 	if (strcmp(view, "table") && strcmp(view, "memory") && strcmp(view, "report") &&
-	    strcmp(view, "graph") && strcmp(view, "counters"))
-		return cli_usage(
-			"show", "unknown view '%s' (views: table, memory, report, graph, counters)",
-			view);
+	    strcmp(view, "graph") && strcmp(view, "counters") && !is_drawn(view))
+		return cli_usage("show",
+				 "unknown view '%s' (views: table, memory, report, graph, "
+				 "counters, bars, flow, scatter, flamegraph, diff)",
+				 view);
 	p = cli_load_profile("show", argv[0], &code);
 	if (!p)
 		return code;
-	if (!strcmp(view, "counters")) {
+	if (is_drawn(view)) {
+		for (c.func = 0; strcmp(view_aggs[c.func], func); c.func++)
+			;
+		c.top = (unsigned)top;
+		code = drawn(p, view, argv[0], argc > 2 ? argv[2] : NULL, &c, weight, out_file);
+	} else if (!strcmp(view, "counters")) {
 		if (cli_show_counters(p, cli_format_of(format), stdout) == -EINVAL) {
 			cli_error(
 				"show",

@@ -13,8 +13,11 @@ static const struct cli_command commands[] = {
 	{ "add", cmd_add, "register profiles against their origin commit" },
 	{ "rm", cmd_rm, "remove registered or pending profiles" },
 	{ "log", cmd_log, "list commits with the number of profiles of each" },
-	{ "show", cmd_show, "print a profile (summary table, memory view)" },
-	{ "export", cmd_export, "write a profile in another format (folded stacks, csv)" },
+	{ "show", cmd_show, "print or draw a profile (tables, charts, flame graphs)" },
+	{ "export", cmd_export, "write a profile in another format (csv, json, folded, perfetto)" },
+	{ "postprocess", cmd_postprocess, "fit models to a profile (regression, smoothing)" },
+	{ "check", cmd_check, "compare two profiles or commits; exit 4 on a degradation" },
+	{ "report", cmd_report, "write one self-contained HTML report of profiles" },
 	{ "version", cmd_version, "print the version and the optional parts built in" },
 	{ "counters", cmd_counters, "the counter catalog: list, info, and evaluate expressions" },
 	{ "utils", cmd_utils, "helpers: create a collector plugin template" },
@@ -30,7 +33,7 @@ static void print_help(void)
 	       "commands:\n",
 	       usage);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+		printf("  %-12s %s\n", commands[i].name, commands[i].summary);
 	printf("\nglobal options:\n"
 	       "  -v, --verbose         more messages (repeat for debug)\n"
 	       "      --debug=DOMAINS   debug messages of domains (runner,store,... or all)\n"

@@ -27,6 +27,8 @@
 #include <sonde/store.h>
 #include <sonde/git.h>
 #include <sonde/sysinfo.h>
+#include <sonde/postprocess.h>
+#include <sonde/check.h>
 
 /* The library's version string, e.g. "0.1.0". */
 const char *sonde_version(void);

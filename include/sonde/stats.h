@@ -39,5 +39,35 @@ double sonde_stats__modified_z(double v, double median, double mad);
 
 /* The p quantile (0.5 < p < 1) of Student's t distribution with df degrees of freedom. */
 double sonde_stats__t_quantile(double p, double df);
+/* P(T <= t) of Student's t distribution with df degrees of freedom (any t). */
+double sonde_stats__t_cdf(double t, double df);
+/* P(Z <= z) of the standard normal distribution. */
+double sonde_stats__normal_cdf(double z);
+
+/* The outcome of a two-sample test of b against a (a: baseline, b: target). */
+struct sonde_test {
+	double statistic; /* t (Welch) or U of b (Mann-Whitney) */
+	double df;	  /* Welch-Satterthwaite degrees of freedom; NaN for Mann-Whitney */
+	double p;	  /* two-sided p-value */
+	/*
+	 * Effect size, signed so that positive means b is larger: Hedges' g for
+	 * Welch (pooled deviation, small-sample corrected), Cliff's delta
+	 * (= rank-biserial correlation) for Mann-Whitney.
+	 */
+	double effect;
+};
+
+/*
+ * Welch's unequal-variance t-test. Needs na, nb >= 2. When both samples have
+ * no spread, p is 1 for equal means and 0 otherwise. Returns 0 or -EINVAL.
+ */
+int sonde_stats__welch(const double *a, size_t na, const double *b, size_t nb,
+		       struct sonde_test *out);
+/*
+ * The Mann-Whitney U test, normal approximation with tie and continuity
+ * corrections. Needs na, nb >= 1. Returns 0, -EINVAL or -ENOMEM.
+ */
+int sonde_stats__mann_whitney(const double *a, size_t na, const double *b, size_t nb,
+			      struct sonde_test *out);
 
 #endif

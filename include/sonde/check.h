@@ -1,0 +1,70 @@
+/*
+ * check.h - did the target get slower than the baseline? A verdict per
+ * resource (uid, type, subtype and workload), from a statistical test on
+ * repeated measurements or from the regression models of the two profiles.
+ * The methods and thresholds are specified in docs/analysis.md.
+ */
+#ifndef SONDE_CHECK_H
+#define SONDE_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sonde/profile.h>
+
+enum sonde_verdict {
+	SONDE_NO_CHANGE,
+	SONDE_MAYBE,
+	SONDE_DEGRADATION,
+	SONDE_SEVERE_DEGRADATION,
+	SONDE_OPTIMIZATION,
+	SONDE_SEVERE_OPTIMIZATION,
+	SONDE_NOT_IN_BASELINE,
+	SONDE_NOT_IN_TARGET,
+};
+/* "no change", "maybe", ... indexed by the verdict. */
+extern const char *const sonde_verdict_names[];
+
+enum sonde_check_method {
+	SONDE_CHECK_AUTO,	      /* per resource: welch with samples, else models, else average */
+	SONDE_CHECK_WELCH,	      /* Welch's t-test on the amounts */
+	SONDE_CHECK_MANN_WHITNEY,     /* Mann-Whitney U on the amounts */
+	SONDE_CHECK_AVERAGE_AMOUNT,   /* Perun: ratio of the averages against 2.0 and 0.5 */
+	SONDE_CHECK_BEST_MODEL_ORDER, /* Perun: the order of the best regression models */
+	SONDE_CHECK_INTEGRAL,	      /* Perun: the integrals of the best models */
+};
+extern const char *const sonde_check_methods[]; /* "auto", "welch", ... NULL-terminated */
+
+struct sonde_check_options {
+	enum sonde_check_method method;
+	double alpha;	  /* significance level (0: 0.05) */
+	double threshold; /* smallest relative change that counts (0: 0.05) */
+	double severe;	  /* relative change that is severe (0: 0.25) */
+};
+
+struct sonde_check_result {
+	char *uid, *type, *subtype, *workload, *unit; /* NULL when absent */
+	const char *method;			      /* the method that decided */
+	enum sonde_verdict verdict;
+	size_t n_baseline, n_target; /* samples compared */
+	double baseline, target;     /* the mean amounts (NaN when absent) */
+	double change;		     /* relative change of the target, (t - b) / b */
+	double ratio_low, ratio_high; /* 95 % CI of target / baseline (NaN: unknown) */
+	double confidence;	      /* 0..1 (NaN: the method gives none) */
+	double p;		      /* p-value of the test (NaN: no test) */
+	double effect;		      /* effect size (Hedges' g, Cliff's delta; NaN: none) */
+	char *detail;		      /* e.g. "linear -> quadratic"; may be NULL */
+};
+
+/*
+ * Compare every resource of two profiles. *out (caller frees with
+ * sonde_check__free) gets the baseline's resources in order, then those only in
+ * the target. Returns 0 or -ENOMEM.
+ */
+int sonde_check__compare(const struct sonde_profile *baseline, const struct sonde_profile *target,
+			 const struct sonde_check_options *o, struct sonde_check_result **out,
+			 size_t *n);
+void sonde_check__free(struct sonde_check_result *r, size_t n);
+/* Whether a verdict is a (severe) degradation. */
+bool sonde_verdict__is_degradation(enum sonde_verdict v);
+
+#endif

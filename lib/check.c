@@ -1,0 +1,398 @@
+/*
+ * check.c - degradation checks between a baseline and a target profile.
+ *
+ * Resources are matched by uid, type, subtype and workload. With repeated
+ * measurements on both sides a two-sample test decides (Welch's t-test by
+ * default, or Mann-Whitney U); the relative change and the confidence interval
+ * of the ratio are those of the means (delta method on the log of the ratio).
+ * Profiles with regression models can be compared by Perun's best-model-order
+ * equality or integral comparison, and any two profiles by Perun's average
+ * amount threshold.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/check.h>
+#include <sonde/postprocess.h>
+#include <sonde/stats.h>
+#include "grow.h"
+
+const char *const sonde_verdict_names[] = {
+	"no change",   "maybe",		      "degradation",	 "severe degradation",
+	"optimization", "severe optimization", "not in baseline", "not in target",
+};
+
+const char *const sonde_check_methods[] = {
+	"auto", "welch", "mann-whitney", "average-amount", "best-model-order", "integral", NULL,
+};
+
+bool sonde_verdict__is_degradation(enum sonde_verdict v)
+{
+	return v == SONDE_DEGRADATION || v == SONDE_SEVERE_DEGRADATION;
+}
+
+/* The amounts of one resource key of one profile. */
+struct side {
+	char *key, *uid, *type, *subtype, *workload;
+	double *v;
+	size_t n, cap;
+};
+
+struct sides {
+	struct side *s;
+	size_t n, cap;
+	json_t *index; /* key -> position */
+};
+
+static void sides_release(struct sides *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		free(s->s[i].key);
+		free(s->s[i].uid);
+		free(s->s[i].type);
+		free(s->s[i].subtype);
+		free(s->s[i].workload);
+		free(s->s[i].v);
+	}
+	free(s->s);
+	json_decref(s->index);
+}
+
+static char *dup0(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int key_of(json_t *fixed, struct sonde_strbuf *uid, struct sonde_strbuf *key)
+{
+	const char *t = json_string_value(json_object_get(fixed, "type"));
+	const char *s = json_string_value(json_object_get(fixed, "subtype"));
+	const char *w = json_string_value(json_object_get(fixed, "workload"));
+
+	sonde_strbuf__reset(uid);
+	sonde_strbuf__reset(key);
+	if (sonde_profile__uid_string(json_object_get(fixed, "uid"), uid))
+		return -ENOMEM;
+	return sonde_strbuf__addf(key, "%s\x1f%s\x1f%s\x1f%s", uid->buf ? uid->buf : "",
+				  t ? t : "", s ? s : "", w ? w : "");
+}
+
+static int collect(const struct sonde_profile *p, struct sides *out)
+{
+	size_t n = sonde_profile__resource_count(p), i, j;
+	struct sonde_strbuf uid = SONDE_STRBUF_INIT, key = SONDE_STRBUF_INIT;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->index = json_object();
+	if (!out->index)
+		return -ENOMEM;
+	for (i = 0; i < n && !rc; i++) {
+		json_t *fixed, *cols, *amount, *hit;
+		struct side *s;
+
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		amount = json_object_get(cols, "amount");
+		rc = key_of(fixed, &uid, &key);
+		if (rc)
+			break;
+		hit = json_object_get(out->index, key.buf);
+		if (hit) {
+			s = &out->s[json_integer_value(hit)];
+		} else {
+			rc = sonde_grow((void **)&out->s, &out->cap, out->n + 1, sizeof(*out->s));
+			if (rc || json_object_set_new(out->index, key.buf,
+						      json_integer((json_int_t)out->n))) {
+				rc = -ENOMEM;
+				break;
+			}
+			s = &out->s[out->n++];
+			s->key = strdup(key.buf);
+			s->uid = strdup(uid.buf ? uid.buf : "");
+			if (!s->key || !s->uid) {
+				rc = -ENOMEM;
+				break;
+			}
+			s->type = dup0(json_string_value(json_object_get(fixed, "type")));
+			s->subtype = dup0(json_string_value(json_object_get(fixed, "subtype")));
+			s->workload = dup0(json_string_value(json_object_get(fixed, "workload")));
+		}
+		for (j = 0; j < json_array_size(amount) && !rc; j++) {
+			json_t *v = json_array_get(amount, j);
+
+			if (!json_is_number(v))
+				continue;
+			rc = sonde_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(double));
+			if (!rc)
+				s->v[s->n++] = json_number_value(v);
+		}
+	}
+	sonde_strbuf__release(&uid);
+	sonde_strbuf__release(&key);
+	return rc;
+}
+
+static double mean_of(const double *v, size_t n, double *var)
+{
+	double m = 0, ss = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		m += v[i];
+	m = n ? m / (double)n : NAN;
+	for (i = 0; i < n; i++)
+		ss += (v[i] - m) * (v[i] - m);
+	*var = n > 1 ? ss / (double)(n - 1) : NAN;
+	return m;
+}
+
+/* A relative change against the thresholds; significant: the data tells it from noise. */
+static enum sonde_verdict classify(double change, bool significant,
+				   const struct sonde_check_options *o)
+{
+	double a = fabs(change);
+
+	if (isnan(change) || a < o->threshold)
+		return SONDE_NO_CHANGE;
+	if (!significant)
+		return SONDE_MAYBE;
+	if (change > 0)
+		return a >= o->severe ? SONDE_SEVERE_DEGRADATION : SONDE_DEGRADATION;
+	return a >= o->severe ? SONDE_SEVERE_OPTIMIZATION : SONDE_OPTIMIZATION;
+}
+
+static void by_test(const struct side *b, const struct side *t, bool mwu,
+		    const struct sonde_check_options *o, struct sonde_check_result *r)
+{
+	double vb, vt, se, q;
+	struct sonde_test test;
+	int rc;
+
+	r->method = mwu ? "mann-whitney" : "welch";
+	r->baseline = mean_of(b->v, b->n, &vb);
+	r->target = mean_of(t->v, t->n, &vt);
+	r->change = r->baseline != 0 ? (r->target - r->baseline) / fabs(r->baseline) : NAN;
+	rc = mwu ? sonde_stats__mann_whitney(b->v, b->n, t->v, t->n, &test)
+		 : sonde_stats__welch(b->v, b->n, t->v, t->n, &test);
+	if (rc) {
+		r->verdict = classify(r->change, false, o);
+		return;
+	}
+	r->p = test.p;
+	r->effect = test.effect;
+	r->confidence = 1 - test.p;
+	if (r->baseline > 0 && r->target > 0 && b->n > 1 && t->n > 1) {
+		double ratio = r->target / r->baseline, df;
+
+		se = sqrt(vt / ((double)t->n * r->target * r->target) +
+			  vb / ((double)b->n * r->baseline * r->baseline));
+		df = mwu || isnan(test.df) ? (double)(b->n < t->n ? b->n : t->n) - 1 : test.df;
+		q = sonde_stats__t_quantile(0.975, df > 1 ? df : 1);
+		r->ratio_low = ratio * exp(-q * se);
+		r->ratio_high = ratio * exp(q * se);
+	}
+	r->verdict = classify(r->change, test.p < o->alpha, o);
+}
+
+static void by_average(const struct side *b, const struct side *t,
+		       struct sonde_check_result *r)
+{
+	double v, ratio;
+
+	r->method = "average-amount";
+	r->baseline = mean_of(b->v, b->n, &v);
+	r->target = mean_of(t->v, t->n, &v);
+	ratio = r->baseline != 0 ? r->target / r->baseline : NAN;
+	r->change = ratio - 1;
+	/* Perun's thresholds: twice as much is a degradation, half an optimization. */
+	if (ratio >= 4)
+		r->verdict = SONDE_SEVERE_DEGRADATION;
+	else if (ratio >= 2)
+		r->verdict = SONDE_DEGRADATION;
+	else if (ratio > 0 && ratio <= 0.25)
+		r->verdict = SONDE_SEVERE_OPTIMIZATION;
+	else if (ratio > 0 && ratio <= 0.5)
+		r->verdict = SONDE_OPTIMIZATION;
+	else
+		r->verdict = SONDE_NO_CHANGE;
+}
+
+/* Integral of both models over their common x range (each its own when disjoint). */
+static double integral_change(const struct sonde_fit *fb, const struct sonde_fit *ft)
+{
+	double lo = fmax(fb->x_start, ft->x_start), hi = fmin(fb->x_end, ft->x_end), ib, it;
+
+	if (hi > lo) {
+		ib = sonde_fit__integral(fb, lo, hi);
+		it = sonde_fit__integral(ft, lo, hi);
+	} else {
+		ib = sonde_fit__integral(fb, fb->x_start, fb->x_end);
+		it = sonde_fit__integral(ft, ft->x_start, ft->x_end);
+	}
+	return ib != 0 ? (it - ib) / fabs(ib) : NAN;
+}
+
+static int by_models(const struct sonde_profile *pb, const struct sonde_profile *pt,
+		     const struct side *s, bool order, struct sonde_check_result *r)
+{
+	struct sonde_fit fb, ft;
+	char detail[96];
+	double a;
+
+	if (sonde_postprocess__best(pb, s->uid, s->type, s->subtype, &fb) ||
+	    sonde_postprocess__best(pt, s->uid, s->type, s->subtype, &ft))
+		return -ENOENT;
+	r->method = order ? "best-model-order" : "integral";
+	r->confidence = fmin(fb.r_square, ft.r_square);
+	r->change = integral_change(&fb, &ft);
+	snprintf(detail, sizeof(detail), "%s -> %s", sonde_model_names[fb.kind],
+		 sonde_model_names[ft.kind]);
+	r->detail = strdup(detail);
+	if (order) {
+		int d = (int)ft.kind - (int)fb.kind;
+
+		r->verdict = d >= 2	   ? SONDE_SEVERE_DEGRADATION
+			     : d == 1	   ? SONDE_DEGRADATION
+			     : d == -1	   ? SONDE_OPTIMIZATION
+			     : d <= -2	   ? SONDE_SEVERE_OPTIMIZATION
+					   : SONDE_NO_CHANGE;
+		return 0;
+	}
+	/* Perun's bounds: under 10 % no change, 10-25 % maybe; doubling is severe. */
+	a = fabs(r->change);
+	if (isnan(a) || a < 0.10)
+		r->verdict = SONDE_NO_CHANGE;
+	else if (a < 0.25)
+		r->verdict = SONDE_MAYBE;
+	else if (r->change > 0)
+		r->verdict = a >= 1 ? SONDE_SEVERE_DEGRADATION : SONDE_DEGRADATION;
+	else
+		r->verdict = a >= 0.5 ? SONDE_SEVERE_OPTIMIZATION : SONDE_OPTIMIZATION;
+	return 0;
+}
+
+static void fill_names(struct sonde_check_result *r, const struct side *s, json_t *units)
+{
+	r->uid = dup0(s->uid);
+	r->type = dup0(s->type);
+	r->subtype = dup0(s->subtype);
+	r->workload = dup0(s->workload);
+	r->unit = dup0(json_string_value(json_object_get(units, s->type ? s->type : "")));
+	r->baseline = r->target = r->change = NAN;
+	r->ratio_low = r->ratio_high = r->confidence = r->p = r->effect = NAN;
+}
+
+int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_profile *pt,
+			 const struct sonde_check_options *opt, struct sonde_check_result **out,
+			 size_t *nout)
+{
+	struct sonde_check_options o = *opt;
+	struct sides b, t;
+	struct sonde_check_result *res = NULL;
+	json_t *units = json_object_get(sonde_profile__header(pt), "units");
+	size_t i, n = 0, cap = 0;
+	int rc;
+
+	o.alpha = o.alpha > 0 ? o.alpha : 0.05;
+	o.threshold = o.threshold > 0 ? o.threshold : 0.05;
+	o.severe = o.severe > 0 ? o.severe : 0.25;
+	*out = NULL;
+	*nout = 0;
+	rc = collect(pb, &b);
+	if (!rc)
+		rc = collect(pt, &t);
+	else
+		memset(&t, 0, sizeof(t));
+	for (i = 0; !rc && i < b.n + t.n; i++) {
+		const struct side *sb, *st;
+		struct sonde_check_result *r;
+		json_t *hit;
+		enum sonde_check_method m = o.method;
+
+		if (i < b.n) {
+			sb = &b.s[i];
+			hit = json_object_get(t.index, sb->key);
+			st = hit ? &t.s[json_integer_value(hit)] : NULL;
+		} else {
+			st = &t.s[i - b.n];
+			if (json_object_get(b.index, st->key))
+				continue; /* compared with its baseline above */
+			sb = NULL;
+		}
+		rc = sonde_grow((void **)&res, &cap, n + 1, sizeof(*res));
+		if (rc)
+			break;
+		r = &res[n++];
+		fill_names(r, sb ? sb : st, units);
+		r->n_baseline = sb ? sb->n : 0;
+		r->n_target = st ? st->n : 0;
+		if (!sb || !st) {
+			double v;
+
+			r->method = "presence";
+			r->verdict = sb ? SONDE_NOT_IN_TARGET : SONDE_NOT_IN_BASELINE;
+			if (sb && sb->n)
+				r->baseline = mean_of(sb->v, sb->n, &v);
+			if (st && st->n)
+				r->target = mean_of(st->v, st->n, &v);
+			continue;
+		}
+		if (m == SONDE_CHECK_AUTO) {
+			struct sonde_fit f;
+
+			if (sb->n >= 2 && st->n >= 2)
+				m = SONDE_CHECK_WELCH;
+			else if (!sonde_postprocess__best(pb, sb->uid, sb->type, sb->subtype, &f) &&
+				 !sonde_postprocess__best(pt, sb->uid, sb->type, sb->subtype, &f))
+				m = SONDE_CHECK_INTEGRAL;
+			else
+				m = SONDE_CHECK_AVERAGE_AMOUNT;
+		}
+		switch (m) {
+		case SONDE_CHECK_WELCH:
+		case SONDE_CHECK_MANN_WHITNEY:
+			if (sb->n && st->n)
+				by_test(sb, st, m == SONDE_CHECK_MANN_WHITNEY, &o, r);
+			else
+				r->method = "none";
+			break;
+		case SONDE_CHECK_BEST_MODEL_ORDER:
+		case SONDE_CHECK_INTEGRAL:
+			if (by_models(pb, pt, sb, m == SONDE_CHECK_BEST_MODEL_ORDER, r))
+				r->method = "none"; /* no models on one side: no verdict */
+			break;
+		default:
+			if (sb->n && st->n)
+				by_average(sb, st, r);
+			else
+				r->method = "none";
+		}
+	}
+	sides_release(&b);
+	sides_release(&t);
+	if (rc) {
+		sonde_check__free(res, n);
+		return rc;
+	}
+	*out = res;
+	*nout = n;
+	return 0;
+}
+
+void sonde_check__free(struct sonde_check_result *r, size_t n)
+{
+	size_t i;
+
+	for (i = 0; r && i < n; i++) {
+		free(r[i].uid);
+		free(r[i].type);
+		free(r[i].subtype);
+		free(r[i].workload);
+		free(r[i].unit);
+		free(r[i].detail);
+	}
+	free(r);
+}

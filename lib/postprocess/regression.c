@@ -1,0 +1,445 @@
+/*
+ * regression.c - least-squares fits of Perun's parametric models and its five
+ * computation methods (full, iterative, interval, initial guess, bisection).
+ *
+ * Every model is fitted as a straight line v = a + c u through transformed
+ * points (u = f(x), v = g(y)): u is 1, ln x, x, x ln x or x^2, and v is ln y for
+ * the power and exponential models, which are linearised as Perun does. The
+ * coefficients' 95 % confidence intervals are Student-t intervals of a and c
+ * (mapped through exp where the model exponentiates them). R^2 is computed on
+ * the original scale, 1 - SSE / SST, so that models fitted in different spaces
+ * are compared on the same footing (Perun compares the linearised R^2).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/postprocess.h>
+#include <sonde/stats.h>
+
+const char *const sonde_model_names[] = {
+	"constant", "logarithmic", "linear", "linearithmic", "quadratic", "power", "exponential",
+	NULL,
+};
+
+const char *const sonde_regression_methods[] = {
+	"full", "iterative", "interval", "initial_guess", "bisection", NULL,
+};
+
+int sonde_model__kind(const char *name)
+{
+	int i;
+
+	for (i = 0; name && sonde_model_names[i]; i++)
+		if (!strcmp(name, sonde_model_names[i]))
+			return i;
+	return -1;
+}
+
+static bool log_y(enum sonde_model_kind k)
+{
+	return k == SONDE_MODEL_POWER || k == SONDE_MODEL_EXPONENTIAL;
+}
+
+/* u = f(x); NaN where the model does not apply. */
+static double transform_x(enum sonde_model_kind k, double x)
+{
+	switch (k) {
+	case SONDE_MODEL_CONSTANT:
+		return 0;
+	case SONDE_MODEL_LOGARITHMIC:
+	case SONDE_MODEL_POWER:
+		return x > 0 ? log(x) : NAN;
+	case SONDE_MODEL_LINEARITHMIC:
+		return x > 0 ? x * log(x) : NAN;
+	case SONDE_MODEL_QUADRATIC:
+		return x * x;
+	case SONDE_MODEL_LINEAR:
+	case SONDE_MODEL_EXPONENTIAL:
+	default:
+		return x;
+	}
+}
+
+double sonde_fit__eval(const struct sonde_fit *f, double x)
+{
+	double b0 = f->b[0], b1 = f->b[1];
+
+	switch (f->kind) {
+	case SONDE_MODEL_CONSTANT:
+		return b0;
+	case SONDE_MODEL_POWER:
+		return b0 * pow(x, b1);
+	case SONDE_MODEL_EXPONENTIAL:
+		return b0 * pow(b1, x);
+	default:
+		return b0 + b1 * transform_x(f->kind, x);
+	}
+}
+
+double sonde_fit__integral(const struct sonde_fit *f, double a, double b)
+{
+	double b0 = f->b[0], b1 = f->b[1], w = b - a;
+
+	switch (f->kind) {
+	case SONDE_MODEL_CONSTANT:
+		return b0 * w;
+	case SONDE_MODEL_LOGARITHMIC:
+		return b0 * w + b1 * ((b * log(b) - b) - (a * log(a) - a));
+	case SONDE_MODEL_LINEAR:
+		return b0 * w + b1 * (b * b - a * a) / 2;
+	case SONDE_MODEL_LINEARITHMIC:
+		return b0 * w + b1 * ((b * b / 2 * log(b) - b * b / 4) - (a * a / 2 * log(a) - a * a / 4));
+	case SONDE_MODEL_QUADRATIC:
+		return b0 * w + b1 * (b * b * b - a * a * a) / 3;
+	case SONDE_MODEL_POWER:
+		if (fabs(b1 + 1) < 1e-12)
+			return b0 * log(b / a);
+		return b0 * (pow(b, b1 + 1) - pow(a, b1 + 1)) / (b1 + 1);
+	case SONDE_MODEL_EXPONENTIAL:
+		if (fabs(b1 - 1) < 1e-12)
+			return b0 * w;
+		return b0 * (pow(b1, b) - pow(b1, a)) / log(b1);
+	default:
+		return NAN;
+	}
+}
+
+int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double *y, size_t n,
+			  struct sonde_fit *out)
+{
+	double su = 0, sv = 0, suu = 0, suv = 0, mu, mv, a, c, sse_v = 0, sse = 0, sst = 0,
+	       my = 0, s2, t;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = k;
+	out->n = n;
+	out->b[1] = out->ci_low[1] = out->ci_high[1] = out->t_slope = NAN;
+	out->ci_low[0] = out->ci_high[0] = NAN;
+	if (n < (k == SONDE_MODEL_CONSTANT ? 1u : 2u))
+		return -EINVAL;
+	out->x_start = out->x_end = x[0];
+	for (i = 0; i < n; i++) {
+		double u = transform_x(k, x[i]), v = log_y(k) ? (y[i] > 0 ? log(y[i]) : NAN) : y[i];
+
+		if (isnan(u) || isnan(v))
+			return -EDOM;
+		su += u;
+		sv += v;
+		my += y[i];
+		out->x_start = fmin(out->x_start, x[i]);
+		out->x_end = fmax(out->x_end, x[i]);
+	}
+	mu = su / (double)n;
+	mv = sv / (double)n;
+	my /= (double)n;
+	for (i = 0; i < n; i++) {
+		double u = transform_x(k, x[i]) - mu, v = (log_y(k) ? log(y[i]) : y[i]) - mv;
+
+		suu += u * u;
+		suv += u * v;
+	}
+	if (k != SONDE_MODEL_CONSTANT && !(suu > 0))
+		return -EDOM;
+	c = k == SONDE_MODEL_CONSTANT ? 0 : suv / suu;
+	a = mv - c * mu;
+	out->b[0] = log_y(k) ? exp(a) : a;
+	if (k != SONDE_MODEL_CONSTANT)
+		out->b[1] = k == SONDE_MODEL_EXPONENTIAL ? exp(c) : c;
+	for (i = 0; i < n; i++) {
+		double u = transform_x(k, x[i]), v = log_y(k) ? log(y[i]) : y[i];
+		double r = v - (a + c * u), e = y[i] - sonde_fit__eval(out, x[i]);
+
+		sse_v += r * r;
+		sse += e * e;
+		sst += (y[i] - my) * (y[i] - my);
+	}
+	if (sst > 0)
+		out->r_square = 1 - sse / sst;
+	else
+		out->r_square = sse <= 1e-24 * (1 + my * my) ? 1 : 0;
+	/* Confidence intervals: n - p degrees of freedom (p = 1 or 2 coefficients). */
+	{
+		size_t p = k == SONDE_MODEL_CONSTANT ? 1 : 2;
+		double se_a, se_c;
+
+		if (n <= p)
+			return 0;
+		s2 = sse_v / (double)(n - p);
+		t = sonde_stats__t_quantile(0.975, (double)(n - p));
+		if (k == SONDE_MODEL_CONSTANT) {
+			se_a = sqrt(s2 / (double)n);
+			out->ci_low[0] = a - t * se_a;
+			out->ci_high[0] = a + t * se_a;
+			return 0;
+		}
+		se_c = sqrt(s2 / suu);
+		out->t_slope = se_c > 0 ? c / se_c : copysign(INFINITY, c);
+		se_a = sqrt(s2 * (1 / (double)n + mu * mu / suu));
+		out->ci_low[0] = a - t * se_a;
+		out->ci_high[0] = a + t * se_a;
+		out->ci_low[1] = c - t * se_c;
+		out->ci_high[1] = c + t * se_c;
+		if (log_y(k)) {
+			out->ci_low[0] = exp(out->ci_low[0]);
+			out->ci_high[0] = exp(out->ci_high[0]);
+		}
+		if (k == SONDE_MODEL_EXPONENTIAL) {
+			out->ci_low[1] = exp(out->ci_low[1]);
+			out->ci_high[1] = exp(out->ci_high[1]);
+		}
+	}
+	return 0;
+}
+
+/* A growing list of fits. */
+struct fits {
+	struct sonde_fit *v;
+	size_t n, cap;
+};
+
+static int push(struct fits *f, const struct sonde_fit *x)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 8;
+		struct sonde_fit *v = realloc(f->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->n++] = *x;
+	return 0;
+}
+
+/*
+ * Whether a model's slope is told apart from no slope by a two-sided t-test at
+ * 5 %, Bonferroni-corrected for the `tests` sloped models tried on the same
+ * points. Unknown (n <= 2) counts as yes.
+ */
+static bool slope_significant(const struct sonde_fit *f, unsigned tests)
+{
+	if (f->kind == SONDE_MODEL_CONSTANT || isnan(f->t_slope))
+		return true;
+	return fabs(f->t_slope) >
+	       sonde_stats__t_quantile(1 - 0.025 / (tests ? tests : 1), (double)f->n - 2);
+}
+
+/*
+ * The best of every model in the mask on n points: R^2 decides, the simpler
+ * model wins a tie, and a model whose slope is not significant never beats the
+ * constant model (noise alone raises R^2 above the constant's 0). Returns 0 or
+ * -EINVAL when no model applies.
+ */
+static int best_fit(unsigned models, const double *x, const double *y, size_t n,
+		    struct sonde_fit *best, struct fits *all)
+{
+	struct sonde_fit f;
+	bool found = false, constant = models & 1u << SONDE_MODEL_CONSTANT;
+	unsigned sloped = (unsigned)__builtin_popcount(models & ~(1u << SONDE_MODEL_CONSTANT));
+	int k, rc;
+
+	for (k = 0; k < SONDE_MODEL_COUNT; k++) {
+		if (!(models & (1u << k)) || sonde_regression__fit(k, x, y, n, &f))
+			continue;
+		if (all && (rc = push(all, &f)))
+			return rc;
+		if (constant && !slope_significant(&f, sloped))
+			continue;
+		if (!found || f.r_square > best->r_square + 1e-12) {
+			*best = f;
+			found = true;
+		}
+	}
+	return found ? 0 : -EINVAL;
+}
+
+struct pt {
+	double x, y;
+};
+
+static int cmp_pt(const void *a, const void *b)
+{
+	double x = ((const struct pt *)a)->x, y = ((const struct pt *)b)->x;
+
+	return (x > y) - (x < y);
+}
+
+/* Split pts (sorted or shuffled) back into x and y arrays. */
+static void unzip(const struct pt *p, size_t n, double *x, double *y)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		x[i] = p[i].x;
+		y[i] = p[i].y;
+	}
+}
+
+/* The end of chunk i (0-based) of n points split into steps nearly equal parts. */
+static size_t chunk_end(size_t n, unsigned steps, unsigned i)
+{
+	return (size_t)((double)n * (i + 1) / steps);
+}
+
+static int bisect(unsigned models, const double *x, const double *y, size_t n,
+		  const struct sonde_fit *last, struct fits *out, unsigned depth)
+{
+	struct sonde_fit half[2];
+	size_t mid = n / 2, off[2] = { 0, mid }, len[2] = { mid, n - mid };
+	int i, rc;
+
+	if (depth > 40 || len[0] < 3 || len[1] < 3 || best_fit(models, x, y, mid, &half[0], NULL) ||
+	    best_fit(models, x + mid, y + mid, n - mid, &half[1], NULL))
+		return push(out, last);
+	if (half[0].kind == last->kind && half[1].kind == last->kind)
+		return push(out, last);
+	for (i = 0; i < 2; i++) {
+		if (half[i].kind != last->kind)
+			rc = bisect(models, x + off[i], y + off[i], len[i], &half[i], out, depth + 1);
+		else
+			rc = push(out, &half[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int sonde_regression__run(enum sonde_regression_method method, unsigned models, unsigned steps,
+			  const double *x, const double *y, size_t n, struct sonde_fit **out,
+			  size_t *nout, size_t *best)
+{
+	struct fits f = { 0 };
+	struct pt *p = NULL;
+	double *xs = NULL, *ys = NULL;
+	struct sonde_fit one;
+	size_t i;
+	int rc = 0;
+
+	*out = NULL;
+	*nout = *best = 0;
+	models = models ? models & SONDE_MODELS_ALL : SONDE_MODELS_ALL;
+	steps = steps ? steps : 3;
+	if (n == 0)
+		return -EINVAL;
+	p = malloc(n * sizeof(*p));
+	xs = malloc(n * sizeof(*xs));
+	ys = malloc(n * sizeof(*ys));
+	if (!p || !xs || !ys) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		p[i] = (struct pt){ x[i], y[i] };
+	if (method == SONDE_REGRESSION_ITERATIVE || method == SONDE_REGRESSION_INITIAL_GUESS) {
+		/* A fixed-seed shuffle (xorshift64): the same input, the same models. */
+		uint64_t s = 0x9E3779B97F4A7C15ull;
+
+		for (i = n; i > 1; i--) {
+			size_t j;
+			struct pt t;
+
+			s ^= s << 13;
+			s ^= s >> 7;
+			s ^= s << 17;
+			j = (size_t)(s % i);
+			t = p[i - 1];
+			p[i - 1] = p[j];
+			p[j] = t;
+		}
+	} else {
+		qsort(p, n, sizeof(*p), cmp_pt);
+	}
+	unzip(p, n, xs, ys);
+	if (steps > n)
+		steps = (unsigned)n;
+
+	switch (method) {
+	case SONDE_REGRESSION_FULL:
+		rc = best_fit(models, xs, ys, n, &one, &f);
+		for (i = 0; !rc && i < f.n; i++)
+			if (f.v[i].kind == one.kind)
+				*best = i;
+		break;
+	case SONDE_REGRESSION_INITIAL_GUESS:
+		rc = best_fit(models, xs, ys, chunk_end(n, steps, 0), &one, NULL);
+		if (!rc)
+			rc = sonde_regression__fit(one.kind, xs, ys, n, &one) ? -EINVAL
+									     : push(&f, &one);
+		break;
+	case SONDE_REGRESSION_ITERATIVE: {
+		struct sonde_fit cur[SONDE_MODEL_COUNT];
+		unsigned done[SONDE_MODEL_COUNT] = { 0 }, alive = 0;
+		int k, b;
+
+		for (k = 0; k < SONDE_MODEL_COUNT; k++)
+			if ((models & (1u << k)) &&
+			    !sonde_regression__fit(k, xs, ys, chunk_end(n, steps, 0), &cur[k])) {
+				done[k] = 1;
+				alive |= 1u << k;
+			}
+		for (;;) {
+			for (b = -1, k = 0; k < SONDE_MODEL_COUNT; k++)
+				if ((alive & (1u << k)) &&
+				    (b < 0 || cur[k].r_square > cur[b].r_square + 1e-12))
+					b = k;
+			if (b < 0) {
+				rc = -EINVAL;
+				break;
+			}
+			if (done[b] == steps) {
+				rc = push(&f, &cur[b]);
+				break;
+			}
+			if (sonde_regression__fit(b, xs, ys, chunk_end(n, steps, done[b]), &cur[b]))
+				alive &= ~(1u << b);
+			done[b]++;
+		}
+		break;
+	}
+	case SONDE_REGRESSION_INTERVAL: {
+		size_t start = 0;
+		unsigned s;
+
+		rc = -EINVAL;
+		for (s = 0; s < steps; s++) {
+			size_t end = chunk_end(n, steps, s);
+
+			if (!best_fit(models, xs + start, ys + start, end - start, &one, NULL)) {
+				rc = push(&f, &one);
+				if (rc)
+					break;
+			}
+			start = end;
+		}
+		break;
+	}
+	case SONDE_REGRESSION_BISECTION:
+		rc = best_fit(models, xs, ys, n, &one, NULL);
+		if (!rc)
+			rc = bisect(models, xs, ys, n, &one, &f, 0);
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	if (!rc && f.n == 0)
+		rc = -EINVAL;
+	if (!rc) {
+		if (method != SONDE_REGRESSION_FULL)
+			for (i = 1; i < f.n; i++)
+				if (f.v[i].r_square > f.v[*best].r_square + 1e-12)
+					*best = i;
+		*out = f.v;
+		*nout = f.n;
+		f.v = NULL;
+	}
+out:
+	free(f.v);
+	free(p);
+	free(xs);
+	free(ys);
+	return rc;
+}

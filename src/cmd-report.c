@@ -1,0 +1,62 @@
+/*
+ * cmd-report.c - `sonde report PROFILE... [-o FILE.html]`: one self-contained
+ * HTML report (facts, tables, charts, flame graphs; each later profile compared
+ * with the first).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "view.h"
+
+static const char usage[] =
+	"usage: sonde report PROFILE... [-o FILE.html]\n"
+	"\n"
+	"Write one HTML file with everything about the profiles: the run's facts and\n"
+	"warnings, the summary table, charts (with fitted models), the flame graph,\n"
+	"and with several profiles, each compared with the first. The file loads\n"
+	"nothing from the network. PROFILE is a path, N@p or N@i.";
+
+int cmd_report(int argc, char **argv)
+{
+	const char *out_file = "sonde-report.html";
+	struct sonde_option opts[] = {
+		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
+		  "the HTML file (sonde-report.html; - for stdout)" },
+		{ .type = SONDE_OPT_END },
+	};
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct sonde_profile **p;
+	int first, code = EXIT_OK, rc, i, n;
+
+	first = cli_parse("report", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
+			  &code);
+	if (first < 0)
+		return code;
+	argv += 1 + first;
+	n = argc - 1 - first;
+	if (n < 1)
+		return cli_usage("report", "which profiles? give paths, N@p or N@i");
+	p = calloc((size_t)n, sizeof(*p));
+	if (!p) {
+		cli_error("report", "out of memory");
+		return EXIT_FAILURE_;
+	}
+	for (i = 0; i < n && code == EXIT_OK; i++)
+		p[i] = cli_load_profile("report", argv[i], &code);
+	if (code == EXIT_OK) {
+		rc = view_report(p, (const char *const *)argv, (size_t)n, &sb);
+		if (!rc)
+			rc = cli_write_output(out_file, sb.buf, sb.len);
+		if (rc) {
+			cli_error("report", "cannot write '%s': %s", out_file, strerror(-rc));
+			code = EXIT_FAILURE_;
+		} else if (strcmp(out_file, "-")) {
+			printf("report: %s\n", out_file);
+		}
+	}
+	for (i = 0; i < n; i++)
+		sonde_profile__free(p[i]);
+	free(p);
+	sonde_strbuf__release(&sb);
+	return code;
+}

@@ -1,0 +1,871 @@
+/*
+ * view-charts.c - bars, flow and scatter charts as standalone SVG.
+ *
+ * Charts aggregate before they draw, so that a profile of a million rows gives
+ * a chart of a few hundred elements: bars keep the top categories and groups
+ * (the rest is "other"), flow bins its x axis into at most 400 steps, and a
+ * scatter of more than 4000 points becomes a density grid of 320 x 160 cells.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/postprocess.h>
+#include "../lib/grow.h"
+#include "view.h"
+
+const char *const view_aggs[] = { "sum", "mean", "count", "min", "max", NULL };
+
+#define CHART_W 960
+#define MAX_GROUPS 8
+#define FLOW_BINS 400
+#define SCATTER_POINTS 4000
+#define GRID_X 320
+#define GRID_Y 160
+
+struct plot {
+	int x, y, w, h;	       /* the plotting area in pixels */
+	double x0, x1, y0, y1; /* the data range */
+};
+
+static double px(const struct plot *p, double v)
+{
+	return p->x + (p->x1 > p->x0 ? (v - p->x0) / (p->x1 - p->x0) : 0.5) * p->w;
+}
+
+static double py(const struct plot *p, double v)
+{
+	return p->y + p->h - (p->y1 > p->y0 ? (v - p->y0) / (p->y1 - p->y0) : 0.5) * p->h;
+}
+
+/* A round tick step giving about n ticks over [lo, hi]. */
+static double tick_step(double lo, double hi, int n)
+{
+	double raw = (hi - lo) / n, mag, f;
+
+	if (!(raw > 0))
+		return 1;
+	mag = pow(10, floor(log10(raw)));
+	f = raw / mag;
+	return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
+}
+
+/* Widen a range to round ticks (a zero-width range gets some room). */
+static void nice_range(double *lo, double *hi)
+{
+	double s;
+
+	if (!(*hi > *lo)) {
+		double d = fabs(*lo) > 0 ? fabs(*lo) * 0.1 : 1;
+
+		*lo -= d;
+		*hi += d;
+	}
+	s = tick_step(*lo, *hi, 6);
+	*lo = floor(*lo / s) * s;
+	*hi = ceil(*hi / s) * s;
+}
+
+static int svg_open(struct sonde_strbuf *out, int w, int h, const char *title, const char *cls)
+{
+	int rc = sonde_strbuf__addf(out,
+				    "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"sonde-chart %s\" "
+				    "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+				    "font-family=\"Verdana,sans-serif\" font-size=\"11\">\n"
+				    "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
+				    "<text x=\"%d\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">",
+				    cls, w, h, w, h, w / 2);
+
+	rc |= svg_escape(out, title);
+	rc |= sonde_strbuf__adds(out, "</text>\n");
+	return rc;
+}
+
+/* One axis with ticks; values printed in unit. */
+static int axis(struct sonde_strbuf *out, const struct plot *p, bool xaxis, const char *unit,
+		const char *label)
+{
+	double lo = xaxis ? p->x0 : p->y0, hi = xaxis ? p->x1 : p->y1, s = tick_step(lo, hi, 6), v;
+	char buf[40];
+	int rc = 0;
+
+	if (xaxis)
+		rc |= sonde_strbuf__addf(out,
+					 "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+					 "stroke=\"#444\"/>\n",
+					 p->x, p->y + p->h, p->x + p->w, p->y + p->h);
+	else
+		rc |= sonde_strbuf__addf(out,
+					 "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+					 "stroke=\"#444\"/>\n",
+					 p->x, p->y, p->x, p->y + p->h);
+	for (v = ceil(lo / s - 1e-9) * s; v <= hi + s * 1e-9 && !rc; v += s) {
+		sonde_format__value(fabs(v) < s * 1e-9 ? 0 : v, unit, buf, sizeof(buf));
+		if (xaxis)
+			rc |= sonde_strbuf__addf(
+				out,
+				"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
+				"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+				px(p, v), p->y + p->h, px(p, v), p->y + p->h + 4, px(p, v),
+				p->y + p->h + 16, buf);
+		else
+			rc |= sonde_strbuf__addf(
+				out,
+				"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
+				"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+				p->x, py(p, v), p->x + p->w, py(p, v), p->x - 4, py(p, v) + 4, buf);
+	}
+	if (label) {
+		if (xaxis)
+			rc |= sonde_strbuf__addf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
+						 p->x + p->w / 2, p->y + p->h + 32);
+		else
+			rc |= sonde_strbuf__addf(out,
+						 "<text transform=\"translate(14,%d) rotate(-90)\" "
+						 "text-anchor=\"middle\">",
+						 p->y + p->h / 2);
+		rc |= svg_escape(out, label);
+		rc |= sonde_strbuf__adds(out, "</text>\n");
+	}
+	return rc;
+}
+
+static int legend(struct sonde_strbuf *out, int x, int y, const char *name, const char *color,
+		  bool line)
+{
+	int rc;
+
+	if (line)
+		rc = sonde_strbuf__addf(out,
+					"<g class=\"legend\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
+					"y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>",
+					x, y - 4, x + 14, y - 4, color);
+	else
+		rc = sonde_strbuf__addf(out,
+					"<g class=\"legend\"><rect x=\"%d\" y=\"%d\" width=\"10\" "
+					"height=\"10\" fill=\"%s\"/>",
+					x, y - 9, color);
+	rc |= sonde_strbuf__addf(out, "<text x=\"%d\" y=\"%d\">", x + 18, y);
+	rc |= svg_escape(out, name);
+	return rc | sonde_strbuf__adds(out, "</text></g>\n");
+}
+
+/* ---- aggregation of one column per a category and a group ---- */
+
+struct cell {
+	char *cat, *group;
+	double x; /* flow: the numeric category */
+	double sum, min, max;
+	size_t count;
+};
+
+struct agg {
+	struct cell *c;
+	size_t n, cap;
+	json_t *index;
+};
+
+static double cell_value(const struct cell *c, enum view_agg f)
+{
+	switch (f) {
+	case AGG_SUM:
+		return c->sum;
+	case AGG_MEAN:
+		return c->count ? c->sum / (double)c->count : NAN;
+	case AGG_COUNT:
+		return (double)c->count;
+	case AGG_MIN:
+		return c->min;
+	case AGG_MAX:
+		return c->max;
+	}
+	return NAN;
+}
+
+static void cell_merge(struct cell *into, const struct cell *c)
+{
+	if (!into->count) {
+		into->min = c->min;
+		into->max = c->max;
+	} else if (c->count) {
+		into->min = fmin(into->min, c->min);
+		into->max = fmax(into->max, c->max);
+	}
+	into->sum += c->sum;
+	into->count += c->count;
+}
+
+static struct cell *agg_cell(struct agg *a, const char *cat, const char *group, double x)
+{
+	struct sonde_strbuf k = SONDE_STRBUF_INIT;
+	json_t *hit;
+	struct cell *c = NULL;
+
+	if (sonde_strbuf__addf(&k, "%s\x1f%s", cat, group))
+		return NULL;
+	hit = json_object_get(a->index, k.buf);
+	if (hit) {
+		c = &a->c[json_integer_value(hit)];
+	} else if (!sonde_grow((void **)&a->c, &a->cap, a->n + 1, sizeof(*a->c)) &&
+		   !json_object_set_new(a->index, k.buf, json_integer((json_int_t)a->n))) {
+		c = &a->c[a->n++];
+		c->cat = strdup(cat);
+		c->group = strdup(group);
+		c->x = x;
+		if (!c->cat || !c->group)
+			c = NULL;
+	}
+	sonde_strbuf__release(&k);
+	return c;
+}
+
+static void agg_release(struct agg *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		free(a->c[i].cat);
+		free(a->c[i].group);
+	}
+	free(a->c);
+	json_decref(a->index);
+}
+
+/* A field of a resource's row as text: a column value, else a fixed property. */
+static const char *field(json_t *fixed, json_t *cols, const char *name, size_t row,
+			 struct sonde_strbuf *buf, bool *per_row)
+{
+	json_t *col = json_object_get(cols, name), *v;
+
+	sonde_strbuf__reset(buf);
+	*per_row = col != NULL;
+	if (!name)
+		return "";
+	v = col ? json_array_get(col, row) : json_object_get(fixed, name);
+	if (!col && !strcmp(name, "uid"))
+		sonde_profile__uid_string(v, buf);
+	else if (json_is_string(v))
+		sonde_strbuf__adds(buf, json_string_value(v));
+	else if (json_is_integer(v))
+		sonde_strbuf__addf(buf, "%lld", (long long)json_integer_value(v));
+	else if (json_is_number(v))
+		sonde_strbuf__addf(buf, "%g", json_number_value(v));
+	else if (json_is_boolean(v))
+		sonde_strbuf__adds(buf, json_is_true(v) ? "true" : "false");
+	else
+		sonde_strbuf__adds(buf, "(none)");
+	return buf->buf ? buf->buf : "";
+}
+
+static bool same_type(json_t *fixed, const char *type)
+{
+	const char *t = json_string_value(json_object_get(fixed, "type"));
+
+	return t && !strcmp(t, type);
+}
+
+/* Aggregate of over (per, by) for every row of every resource. */
+static int aggregate(const struct sonde_profile *p, const struct chart_options *o, bool numeric,
+		     struct agg *a)
+{
+	size_t n = sonde_profile__resource_count(p), i, j;
+	struct sonde_strbuf cb = SONDE_STRBUF_INIT, gb = SONDE_STRBUF_INIT;
+	int rc = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->index = json_object();
+	if (!a->index)
+		return -ENOMEM;
+	for (i = 0; i < n && !rc; i++) {
+		json_t *fixed, *cols, *ys, *xs;
+		struct cell *c = NULL;
+		bool cat_row = false, grp_row = false;
+
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		ys = json_object_get(cols, o->of);
+		xs = json_object_get(cols, o->per);
+		if (!json_array_size(ys) || (numeric && !xs))
+			continue;
+		if (o->type && !same_type(fixed, o->type))
+			continue;
+		for (j = 0; j < json_array_size(ys); j++) {
+			json_t *y = json_array_get(ys, j), *x = numeric ? json_array_get(xs, j) : NULL;
+			double v = json_number_value(y);
+
+			if (!json_is_number(y) || (numeric && !json_is_number(x)))
+				continue;
+			if (!c || cat_row || grp_row) {
+				const char *cat, *grp;
+
+				if (numeric) {
+					sonde_strbuf__reset(&cb);
+					sonde_strbuf__addf(&cb, "%.17g", json_number_value(x));
+					cat = cb.buf;
+					cat_row = true;
+				} else {
+					cat = field(fixed, cols, o->per, j, &cb, &cat_row);
+				}
+				grp = o->by ? field(fixed, cols, o->by, j, &gb, &grp_row) : "";
+				c = agg_cell(a, cat, grp, numeric ? json_number_value(x) : 0);
+				if (!c) {
+					rc = -ENOMEM;
+					break;
+				}
+			}
+			if (!c->count) {
+				c->min = c->max = v;
+			} else {
+				c->min = fmin(c->min, v);
+				c->max = fmax(c->max, v);
+			}
+			c->sum += v;
+			c->count++;
+		}
+	}
+	sonde_strbuf__release(&cb);
+	sonde_strbuf__release(&gb);
+	return rc;
+}
+
+/* Names ranked by their total (sum of |value|) over the cells, first max kept. */
+struct ranked {
+	const char *name;
+	double weight;
+	double x;
+};
+
+static int by_weight(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->weight != y->weight)
+		return x->weight < y->weight ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_x(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	return (x->x > y->x) - (x->x < y->x);
+}
+
+static struct ranked *rank(const struct agg *a, bool group, enum view_agg f, size_t *n)
+{
+	json_t *seen = json_object();
+	struct ranked *r = calloc(a->n + 1, sizeof(*r));
+	size_t i, k = 0;
+
+	if (!seen || !r) {
+		json_decref(seen);
+		free(r);
+		return NULL;
+	}
+	for (i = 0; i < a->n; i++) {
+		const char *name = group ? a->c[i].group : a->c[i].cat;
+		json_t *hit = json_object_get(seen, name);
+		double v = fabs(cell_value(&a->c[i], f));
+		size_t at;
+
+		if (hit) {
+			at = (size_t)json_integer_value(hit);
+		} else {
+			at = k++;
+			json_object_set_new(seen, name, json_integer((json_int_t)at));
+			r[at].name = name;
+			r[at].x = a->c[i].x;
+		}
+		r[at].weight += isnan(v) ? 0 : v;
+	}
+	json_decref(seen);
+	qsort(r, k, sizeof(*r), by_weight);
+	*n = k;
+	return r;
+}
+
+/* The position of name among the first max of r, or max ("other"). */
+static size_t slot(const struct ranked *r, size_t n, size_t max, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < max; i++)
+		if (!strcmp(r[i].name, name))
+			return i;
+	return max;
+}
+
+static const char *const palette[MAX_GROUPS + 1] = {
+	"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+	"#edc948", "#b07aa1", "#ff9da7", "#9c9c9c",
+};
+
+static const char *unit_of(const struct sonde_profile *p, const char *of)
+{
+	json_t *units = json_object_get(sonde_profile__header(p), "units");
+	const char *u = NULL, *k;
+	json_t *v;
+	size_t n = 0;
+
+	if (strcmp(of, "amount"))
+		return json_string_value(json_object_get(units, of));
+	/* The amount's unit when every resource type shares one. */
+	json_object_foreach(units, k, v)
+	{
+		if (!strcmp(k, "structure-unit-size"))
+			continue;
+		if (!u || strcmp(u, json_string_value(v) ? json_string_value(v) : ""))
+			n++;
+		u = json_string_value(v);
+	}
+	return n == 1 ? u : NULL;
+}
+
+int view_bars(const struct sonde_profile *p, const struct chart_options *o,
+	      struct sonde_strbuf *out)
+{
+	struct agg a;
+	struct ranked *cats = NULL, *groups = NULL;
+	size_t nc = 0, ng = 0, i, top = o->top ? o->top : 20, shown_c, shown_g;
+	struct cell *grid = NULL;
+	struct plot pl;
+	int rc = aggregate(p, o, false, &a), bar_h, h;
+	const char *unit = o->func == AGG_COUNT ? "" : unit_of(p, o->of);
+	char title[256];
+
+	if (!rc && a.n == 0)
+		rc = -EINVAL;
+	if (!rc) {
+		cats = rank(&a, false, o->func, &nc);
+		groups = rank(&a, true, o->func, &ng);
+		if (!cats || !groups)
+			rc = -ENOMEM;
+	}
+	if (rc)
+		goto out;
+	shown_c = nc > top ? top + 1 : nc;
+	shown_g = ng > MAX_GROUPS ? MAX_GROUPS + 1 : ng;
+	grid = calloc(shown_c * shown_g, sizeof(*grid));
+	if (!grid) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < a.n; i++)
+		cell_merge(&grid[slot(cats, nc, top, a.c[i].cat) * shown_g +
+				 slot(groups, ng, MAX_GROUPS, a.c[i].group)],
+			   &a.c[i]);
+	/* The value axis: stacked bars add up their groups. */
+	pl.x0 = 0;
+	pl.x1 = 0;
+	for (i = 0; i < shown_c; i++) {
+		double sum = 0, g;
+		size_t k;
+
+		for (k = 0; k < shown_g; k++) {
+			g = grid[i * shown_g + k].count ? cell_value(&grid[i * shown_g + k], o->func)
+							: 0;
+			sum += o->stacked ? g : 0;
+			pl.x0 = fmin(pl.x0, g);
+			pl.x1 = fmax(pl.x1, o->stacked ? sum : g);
+		}
+	}
+	nice_range(&pl.x0, &pl.x1);
+	bar_h = o->stacked || shown_g == 1 ? 18 : (int)shown_g * 8 + 6;
+	pl.x = 280;
+	pl.y = 40 + (shown_g > 1 ? 18 : 0);
+	pl.w = CHART_W - pl.x - 30;
+	pl.h = (int)shown_c * (bar_h + 6);
+	h = pl.y + pl.h + 50;
+	snprintf(title, sizeof(title), "%s%s of %s per %s%s%s", o->title ? o->title : "",
+		 o->title ? ": " : "", view_aggs[o->func], o->of, o->by ? " by " : "",
+		 o->by ? o->by : "");
+	rc |= svg_open(out, CHART_W, h, title, "bars");
+	for (i = 0; i < shown_g && shown_g > 1; i++)
+		rc |= legend(out, pl.x + (int)i * 80, 50, i < MAX_GROUPS ? groups[i].name : "other",
+			     palette[i < MAX_GROUPS ? i : MAX_GROUPS], false);
+	for (i = 0; i < shown_c && !rc; i++) {
+		const char *cname = i < top ? cats[i].name : "other";
+		double y = pl.y + (double)i * (bar_h + 6) + 3, acc = 0;
+		char cut[48];
+		size_t k, m = strlen(cname);
+
+		rc |= sonde_strbuf__addf(out, "<g class=\"bar\"><title>");
+		rc |= svg_escape(out, cname);
+		rc |= sonde_strbuf__addf(out, "</title><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
+					 pl.x - 6, y + bar_h / 2.0 + 4);
+		if (m > 40) {
+			m = 38;
+			while (m && ((unsigned char)cname[m] & 0xC0) == 0x80)
+				m--;
+			memcpy(cut, cname, m);
+			memcpy(cut + m, "..", 3);
+			rc |= svg_escape(out, cut);
+		} else {
+			rc |= svg_escape(out, cname);
+		}
+		rc |= sonde_strbuf__adds(out, "</text>");
+		for (k = 0; k < shown_g; k++) {
+			const struct cell *c = &grid[i * shown_g + k];
+			double v = c->count ? cell_value(c, o->func) : 0, x0, x1, yy, hh;
+			char vb[40];
+
+			if (!c->count)
+				continue;
+			x0 = o->stacked ? px(&pl, acc) : px(&pl, fmin(0, v));
+			x1 = o->stacked ? px(&pl, acc + v) : px(&pl, fmax(0, v));
+			acc += o->stacked ? v : 0;
+			yy = o->stacked || shown_g == 1 ? y : y + (double)k * 8;
+			hh = o->stacked || shown_g == 1 ? bar_h : 7;
+			sonde_format__value(v, unit, vb, sizeof(vb));
+			rc |= sonde_strbuf__addf(out,
+						 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+						 "height=\"%.1f\" fill=\"%s\"><title>",
+						 x0, yy, fmax(0.5, x1 - x0), hh,
+						 palette[k < MAX_GROUPS ? k : MAX_GROUPS]);
+			rc |= svg_escape(out, cname);
+			if (shown_g > 1) {
+				rc |= sonde_strbuf__adds(out, " / ");
+				rc |= svg_escape(out, k < MAX_GROUPS ? groups[k].name : "other");
+			}
+			rc |= sonde_strbuf__addf(out, ": %s (%zu rows)</title></rect>", vb,
+						 c->count);
+		}
+		rc |= sonde_strbuf__adds(out, "</g>\n");
+	}
+	pl.y0 = pl.y1 = 0;
+	rc |= axis(out, &pl, true, unit, o->of);
+	rc |= sonde_strbuf__adds(out, "</svg>\n");
+out:
+	free(grid);
+	free(cats);
+	free(groups);
+	agg_release(&a);
+	return rc < 0 ? rc : rc ? -ENOMEM : 0;
+}
+
+int view_flow(const struct sonde_profile *p, const struct chart_options *o,
+	      struct sonde_strbuf *out)
+{
+	struct agg a;
+	struct ranked *xs = NULL, *groups = NULL;
+	size_t nx = 0, ng = 0, i, k, bins, shown_g;
+	struct cell *grid = NULL;
+	struct plot pl = { .x = 80, .y = 50, .w = CHART_W - 110, .h = 300 };
+	const char *unit = o->func == AGG_COUNT ? "" : unit_of(p, o->of);
+	double lo = INFINITY, hi = -INFINITY, *acc = NULL;
+	char title[256];
+	int rc = aggregate(p, o, true, &a);
+
+	if (!rc && a.n == 0)
+		rc = -EINVAL;
+	if (!rc) {
+		groups = rank(&a, true, o->func, &ng);
+		xs = rank(&a, false, AGG_COUNT, &nx);
+		if (!groups || !xs)
+			rc = -ENOMEM;
+	}
+	if (rc)
+		goto out;
+	for (i = 0; i < a.n; i++) {
+		lo = fmin(lo, a.c[i].x);
+		hi = fmax(hi, a.c[i].x);
+	}
+	bins = nx < FLOW_BINS ? nx : FLOW_BINS;
+	shown_g = ng > MAX_GROUPS ? MAX_GROUPS + 1 : ng;
+	qsort(xs, nx, sizeof(*xs), by_x);
+	grid = calloc(bins * shown_g, sizeof(*grid));
+	acc = calloc(bins, sizeof(*acc));
+	if (!grid || !acc) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Exact x values when few, else equal-width bins (x: the bin's centre). */
+	for (i = 0; i < bins; i++)
+		grid[i * shown_g].x =
+			nx <= FLOW_BINS ? xs[i].x : lo + (hi - lo) * ((double)i + 0.5) / (double)bins;
+	for (i = 0; i < a.n; i++) {
+		size_t b;
+
+		if (nx <= FLOW_BINS) {
+			size_t l = 0, r = nx;
+
+			while (r - l > 1) { /* binary search of the exact x */
+				size_t m = (l + r) / 2;
+
+				if (xs[m].x <= a.c[i].x)
+					l = m;
+				else
+					r = m;
+			}
+			b = l;
+		} else {
+			b = hi > lo ? (size_t)((a.c[i].x - lo) / (hi - lo) * (double)bins) : 0;
+			b = b >= bins ? bins - 1 : b;
+		}
+		cell_merge(&grid[b * shown_g + slot(groups, ng, MAX_GROUPS, a.c[i].group)],
+			   &a.c[i]);
+	}
+	pl.x0 = lo;
+	pl.x1 = hi;
+	pl.y0 = 0;
+	pl.y1 = 0;
+	for (i = 0; i < bins; i++) {
+		double s = 0;
+
+		for (k = 0; k < shown_g; k++) {
+			double v = grid[i * shown_g + k].count
+					   ? cell_value(&grid[i * shown_g + k], o->func)
+					   : 0;
+
+			s += v;
+			pl.y0 = fmin(pl.y0, v);
+			pl.y1 = fmax(pl.y1, o->stacked ? s : v);
+		}
+	}
+	nice_range(&pl.y0, &pl.y1);
+	if (!(pl.x1 > pl.x0))
+		nice_range(&pl.x0, &pl.x1);
+	snprintf(title, sizeof(title), "%s%s of %s over %s%s%s", o->title ? o->title : "",
+		 o->title ? ": " : "", view_aggs[o->func], o->of, o->per, o->by ? " by " : "");
+	if (o->by)
+		snprintf(title + strlen(title), sizeof(title) - strlen(title), "%s", o->by);
+	rc |= svg_open(out, CHART_W, pl.y + pl.h + 60, title, "flow");
+	rc |= axis(out, &pl, false, unit, o->of);
+	rc |= axis(out, &pl, true, NULL, o->per);
+	for (k = 0; k < shown_g && !rc; k++) {
+		const char *name = k < MAX_GROUPS ? groups[k].name : "other";
+		bool first = true;
+
+		rc |= sonde_strbuf__adds(out, "<g class=\"series\"><title>");
+		rc |= svg_escape(out, name[0] ? name : o->of);
+		rc |= sonde_strbuf__addf(out, "</title><path fill=\"%s\" fill-opacity=\"%s\" "
+					      "stroke=\"%s\" stroke-width=\"1.5\" d=\"",
+					 o->stacked ? palette[k < MAX_GROUPS ? k : MAX_GROUPS] : "none",
+					 o->stacked ? "0.7" : "0",
+					 palette[k < MAX_GROUPS ? k : MAX_GROUPS]);
+		/* Stacked: the upper edge left to right, then the lower edge back. */
+		for (i = 0; i < bins; i++) {
+			const struct cell *c = &grid[i * shown_g + k];
+			double v = c->count ? cell_value(c, o->func) : 0;
+
+			if (!o->stacked && !c->count)
+				continue;
+			rc |= sonde_strbuf__addf(out, "%s%.1f,%.1f ", first ? "M" : "L",
+						 px(&pl, grid[i * shown_g].x),
+						 py(&pl, (o->stacked ? acc[i] : 0) + v));
+			first = false;
+		}
+		if (o->stacked) {
+			for (i = bins; i-- > 0;)
+				rc |= sonde_strbuf__addf(out, "L%.1f,%.1f ", px(&pl, grid[i * shown_g].x),
+							 py(&pl, acc[i]));
+			rc |= sonde_strbuf__adds(out, "Z");
+			for (i = 0; i < bins; i++) {
+				const struct cell *c = &grid[i * shown_g + k];
+
+				acc[i] += c->count ? cell_value(c, o->func) : 0;
+			}
+		}
+		rc |= sonde_strbuf__adds(out, "\"/></g>\n");
+		if (shown_g > 1)
+			rc |= legend(out, pl.x + (int)k * 100, 40, name,
+				     palette[k < MAX_GROUPS ? k : MAX_GROUPS], true);
+	}
+	rc |= sonde_strbuf__adds(out, "</svg>\n");
+out:
+	free(grid);
+	free(acc);
+	free(xs);
+	free(groups);
+	agg_release(&a);
+	return rc < 0 ? rc : rc ? -ENOMEM : 0;
+}
+
+static bool model_of(json_t *m, const struct sonde_points *g, const char *of, const char *per)
+{
+	const char *s = json_string_value(json_object_get(m, "subtype"));
+	const char *u = json_string_value(json_object_get(m, "uid"));
+	const char *mo = json_string_value(json_object_get(m, "of"));
+	const char *mp = json_string_value(json_object_get(m, "per"));
+
+	return u && !strcmp(u, g->uid) && (!s) == (!g->subtype) && (!s || !strcmp(s, g->subtype)) &&
+	       (!mo || !strcmp(mo, of)) && (!mp || !strcmp(mp, per));
+}
+
+static int by_points(const void *a, const void *b)
+{
+	const struct sonde_points *x = a, *y = b;
+
+	return x->n < y->n ? 1 : x->n > y->n ? -1 : strcmp(x->uid, y->uid);
+}
+
+int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
+		 struct sonde_strbuf *out)
+{
+	struct sonde_points *g;
+	size_t ng, i, j, total = 0, shown;
+	struct plot pl = { .x = 80, .y = 50, .w = CHART_W - 110, .h = 360 };
+	json_t *models = json_object_get(sonde_profile__root(p), "models"), *m;
+	const char *unit = unit_of(p, o->of);
+	char title[256], label[512];
+	int rc = sonde_points__collect(p, o->of, o->per, &g, &ng), ly = 0;
+
+	if (rc)
+		return rc;
+	if (o->type) { /* keep the groups of that type */
+		size_t kept = 0;
+
+		for (i = 0; i < ng; i++) {
+			if (g[i].type && !strcmp(g[i].type, o->type)) {
+				struct sonde_points t = g[kept];
+
+				g[kept++] = g[i];
+				g[i] = t;
+			}
+		}
+		for (i = kept; i < ng; i++) {
+			free(g[i].uid);
+			free(g[i].type);
+			free(g[i].subtype);
+			free(g[i].x);
+			free(g[i].y);
+		}
+		ng = kept;
+	}
+	qsort(g, ng, sizeof(*g), by_points);
+	pl.x0 = pl.y0 = INFINITY;
+	pl.x1 = pl.y1 = -INFINITY;
+	for (i = 0; i < ng; i++) {
+		total += g[i].n;
+		for (j = 0; j < g[i].n; j++) {
+			pl.x0 = fmin(pl.x0, g[i].x[j]);
+			pl.x1 = fmax(pl.x1, g[i].x[j]);
+			pl.y0 = fmin(pl.y0, g[i].y[j]);
+			pl.y1 = fmax(pl.y1, g[i].y[j]);
+		}
+	}
+	if (!total) {
+		sonde_points__free(g, ng);
+		return -EINVAL;
+	}
+	pl.y0 = fmin(pl.y0, 0);
+	nice_range(&pl.x0, &pl.x1);
+	nice_range(&pl.y0, &pl.y1);
+	shown = ng > MAX_GROUPS ? MAX_GROUPS : ng;
+	snprintf(title, sizeof(title), "%s%s%s per %s", o->title ? o->title : "",
+		 o->title ? ": " : "", o->of, o->per);
+	rc |= svg_open(out, CHART_W, pl.y + pl.h + 60 + 16 * (int)(shown + 1), title, "scatter");
+	rc |= axis(out, &pl, false, unit, o->of);
+	rc |= axis(out, &pl, true, NULL, o->per);
+	if (total <= SCATTER_POINTS) {
+		for (i = 0; i < ng && !rc; i++) {
+			rc |= sonde_strbuf__addf(out, "<g class=\"points\" fill=\"%s\"><title>",
+						 palette[i < MAX_GROUPS ? i : MAX_GROUPS]);
+			rc |= svg_escape(out, g[i].uid);
+			rc |= sonde_strbuf__addf(out, " (%zu points)</title>", g[i].n);
+			for (j = 0; j < g[i].n; j++)
+				rc |= sonde_strbuf__addf(out,
+							 "<circle cx=\"%.1f\" cy=\"%.1f\" "
+							 "r=\"2.5\" fill-opacity=\"0.6\"/>",
+							 px(&pl, g[i].x[j]), py(&pl, g[i].y[j]));
+			rc |= sonde_strbuf__adds(out, "</g>\n");
+		}
+	} else {
+		/* A density grid: each cell drawn once, in its most frequent group's colour. */
+		size_t cells = (size_t)GRID_X * GRID_Y, c, maxc = 1;
+		unsigned *count = calloc(cells, sizeof(*count));
+		unsigned char *owner = calloc(cells, 1);
+
+		if (!count || !owner) {
+			free(count);
+			free(owner);
+			sonde_points__free(g, ng);
+			return -ENOMEM;
+		}
+		for (i = 0; i < ng; i++)
+			for (j = 0; j < g[i].n; j++) {
+				double fx = (px(&pl, g[i].x[j]) - pl.x) / pl.w,
+				       fy = (py(&pl, g[i].y[j]) - pl.y) / pl.h;
+				size_t cx = (size_t)fmin(GRID_X - 1, fmax(0, fx * GRID_X)),
+				       cy = (size_t)fmin(GRID_Y - 1, fmax(0, fy * GRID_Y));
+
+				c = cy * GRID_X + cx;
+				if (!count[c]++)
+					owner[c] = (unsigned char)(i < MAX_GROUPS ? i : MAX_GROUPS);
+				maxc = count[c] > maxc ? count[c] : maxc;
+			}
+		rc |= sonde_strbuf__addf(out, "<g class=\"density\"><title>%zu points in %zu "
+					      "groups, drawn as a density grid</title>",
+					 total, ng);
+		for (c = 0; c < cells && !rc; c++)
+			if (count[c])
+				rc |= sonde_strbuf__addf(
+					out,
+					"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" "
+					"fill=\"%s\" fill-opacity=\"%.2f\"/>",
+					pl.x + (double)(c % GRID_X) * pl.w / GRID_X,
+					pl.y + (double)(c / GRID_X) * pl.h / GRID_Y,
+					(double)pl.w / GRID_X, (double)pl.h / GRID_Y,
+					palette[owner[c]],
+					0.25 + 0.75 * log1p(count[c]) / log1p((double)maxc));
+		rc |= sonde_strbuf__adds(out, "</g>\n");
+		free(count);
+		free(owner);
+	}
+	/* Every model fitted to the shown groups' points, and the legend. */
+	ly = pl.y + pl.h + 50;
+	for (i = 0; i < shown && !rc; i++) {
+		snprintf(label, sizeof(label), "%s%s%s (%zu points)", g[i].uid,
+			 g[i].subtype ? " " : "", g[i].subtype ? g[i].subtype : "", g[i].n);
+		rc |= legend(out, pl.x, ly, label, palette[i], false);
+		ly += 16;
+		json_array_foreach(models, j, m)
+		{
+			struct sonde_fit f;
+			json_t *mx = json_object_get(m, "x"), *my = json_object_get(m, "y");
+			const char *name = json_string_value(json_object_get(m, "model"));
+			size_t k;
+
+			if (!model_of(m, &g[i], o->of, o->per))
+				continue;
+			rc |= sonde_strbuf__addf(out, "<g class=\"model\"><title>");
+			snprintf(label, sizeof(label), "%s: %s %s, R\xc2\xb2 = %.4f", g[i].uid,
+				 name ? name : "?",
+				 json_string_value(json_object_get(m, "method"))
+					 ? json_string_value(json_object_get(m, "method"))
+					 : "",
+				 json_number_value(json_object_get(m, "r_square")));
+			rc |= svg_escape(out, label);
+			rc |= sonde_strbuf__addf(out,
+						 "</title><path fill=\"none\" stroke=\"%s\" "
+						 "stroke-width=\"%s\" stroke-dasharray=\"%s\" d=\"",
+						 palette[i],
+						 json_is_true(json_object_get(m, "best")) ? "2.5" : "1.2",
+						 json_is_true(json_object_get(m, "best")) ? "none" : "4 3");
+			if (!sonde_fit__from_json(m, &f)) {
+				for (k = 0; k <= 100; k++) {
+					double x = f.x_start + (f.x_end - f.x_start) * (double)k / 100,
+					       y = sonde_fit__eval(&f, x);
+
+					if (isfinite(y))
+						rc |= sonde_strbuf__addf(
+							out, "%s%.1f,%.1f ", k ? "L" : "M", px(&pl, x),
+							py(&pl, fmax(pl.y0, fmin(pl.y1, y))));
+				}
+			} else {
+				for (k = 0; k < json_array_size(mx) && k < json_array_size(my); k++)
+					rc |= sonde_strbuf__addf(
+						out, "%s%.1f,%.1f ", k ? "L" : "M",
+						px(&pl, json_number_value(json_array_get(mx, k))),
+						py(&pl, json_number_value(json_array_get(my, k))));
+			}
+			rc |= sonde_strbuf__adds(out, "\"/></g>\n");
+		}
+	}
+	if (ng > shown && !rc) {
+		snprintf(label, sizeof(label), "%zu other groups", ng - shown);
+		rc |= legend(out, pl.x, ly, label, palette[MAX_GROUPS], false);
+	}
+	rc |= sonde_strbuf__adds(out, "</svg>\n");
+	sonde_points__free(g, ng);
+	return rc < 0 ? rc : rc ? -ENOMEM : 0;
+}

@@ -1,0 +1,431 @@
+/*
+ * view-report.c - one self-contained HTML file for one or more profiles: the
+ * run's facts and warnings, the summary table, charts, the flame graph and,
+ * for several profiles, each compared with the first (verdicts and a
+ * differential flame graph).
+ *
+ * Self-contained: inline CSS, scripts and SVG, and a Content-Security-Policy
+ * that forbids loading anything, so the report never touches the network.
+ * Large profiles stay small in the page: the tables list the first 200 rows
+ * (by total), and the charts aggregate before they draw.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sonde/check.h>
+#include <sonde/postprocess.h>
+#include "view.h"
+
+#define TABLE_ROWS 200
+
+static const char report_css[] =
+	"body{font-family:system-ui,Verdana,sans-serif;margin:0;color:#222;background:#fafafa}"
+	"header{background:#1d3557;color:#fff;padding:12px 24px}header h1{margin:0;font-size:22px}"
+	"header p{margin:4px 0 0;opacity:.8}nav a{color:#cde;margin-right:14px}"
+	"section{background:#fff;margin:16px 24px;padding:12px 20px;border:1px solid #ddd;"
+	"border-radius:6px}h2{margin-top:4px}h3{margin-bottom:6px}"
+	"table{border-collapse:collapse;font-size:13px;margin:6px 0}"
+	"td,th{border-bottom:1px solid #e4e4e4;padding:3px 8px;text-align:left;vertical-align:top}"
+	"th{background:#f0f0f0;cursor:pointer;user-select:none}td.n{text-align:right;"
+	"font-variant-numeric:tabular-nums}table.facts th{cursor:default;width:160px}"
+	".warn{background:#fff4e0;border-left:4px solid #f08c00;padding:6px 10px;margin:6px 0}"
+	".note{color:#666;font-size:12px}figure{margin:10px 0;overflow-x:auto}"
+	".v{padding:1px 6px;border-radius:3px;font-size:12px;white-space:nowrap}"
+	".v-degradation,.v-severe-degradation{background:#e03131;color:#fff}"
+	".v-severe-degradation{font-weight:bold}"
+	".v-optimization,.v-severe-optimization{background:#2f9e44;color:#fff}"
+	".v-maybe{background:#fab005}.v-no-change{background:#e9ecef}"
+	".v-not-in-baseline,.v-not-in-target{background:#a5d8ff}";
+
+/* Click a column header to sort by it (numbers by their data-v). */
+static const char report_js[] =
+	"(function(){document.querySelectorAll('table.sortable').forEach(function(t){\n"
+	" t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){\n"
+	"  var b=t.tBodies[0],rows=[].slice.call(b.rows),asc=th.getAttribute('data-asc')!=='1';\n"
+	"  th.setAttribute('data-asc',asc?'1':'0');\n"
+	"  rows.sort(function(x,y){var a=x.cells[i],c=y.cells[i],\n"
+	"   p=a.getAttribute('data-v'),q=c.getAttribute('data-v'),r;\n"
+	"   if(p!==null&&q!==null)r=(+p)-(+q);else r=a.textContent.localeCompare(c.textContent);\n"
+	"   return asc?r:-r;});rows.forEach(function(r){b.appendChild(r);});});});});})();\n";
+
+static int esc(struct sonde_strbuf *sb, const char *s)
+{
+	return svg_escape(sb, s ? s : "");
+}
+
+static int fact(struct sonde_strbuf *out, const char *name, json_t *v)
+{
+	char buf[64];
+	const char *s = buf;
+	int rc;
+
+	if (json_is_string(v))
+		s = json_string_value(v);
+	else if (json_is_integer(v))
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, sizeof(buf), "%g", json_real_value(v));
+	else if (json_is_boolean(v))
+		s = json_is_true(v) ? "yes" : "no";
+	else
+		return 0; /* not recorded: not shown */
+	rc = sonde_strbuf__adds(out, "<tr><th>");
+	rc |= esc(out, name);
+	rc |= sonde_strbuf__adds(out, "</th><td>");
+	rc |= esc(out, s);
+	return rc | sonde_strbuf__adds(out, "</td></tr>\n");
+}
+
+static int numcell(struct sonde_strbuf *out, double v, const char *unit)
+{
+	char buf[48];
+
+	if (isnan(v))
+		return sonde_strbuf__adds(out, "<td class=\"n\" data-v=\"0\">-</td>");
+	sonde_format__value(v, unit, buf, sizeof(buf));
+	return sonde_strbuf__addf(out, "<td class=\"n\" data-v=\"%.17g\">%s</td>", v, buf);
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct sonde_table_row *x = a, *y = b;
+	double tx = x->s.mean * (double)x->s.n, ty = y->s.mean * (double)y->s.n;
+
+	return tx < ty ? 1 : tx > ty ? -1 : 0;
+}
+
+static int summary_table(struct sonde_strbuf *out, const struct sonde_profile *p)
+{
+	struct sonde_table_row *rows;
+	size_t n, i;
+	int rc = sonde_table__rows(p, &rows, &n);
+
+	if (rc)
+		return rc;
+	qsort(rows, n, sizeof(*rows), by_total);
+	rc = sonde_strbuf__adds(out, "<h3>Summary</h3><table class=\"summary sortable\"><thead><tr>"
+				     "<th>uid</th><th>metric</th><th>n</th><th>mean</th><th>σ</th>"
+				     "<th>median</th><th>min</th><th>max</th><th>outliers</th>"
+				     "</tr></thead><tbody>\n");
+	for (i = 0; i < n && i < TABLE_ROWS && !rc; i++) {
+		const struct sonde_table_row *r = &rows[i];
+
+		rc |= sonde_strbuf__adds(out, "<tr><td>");
+		rc |= esc(out, r->uid);
+		rc |= sonde_strbuf__adds(out, "</td><td>");
+		rc |= esc(out, r->subtype ? r->subtype : r->type);
+		if (r->workload) {
+			rc |= sonde_strbuf__adds(out, " @");
+			rc |= esc(out, r->workload);
+		}
+		rc |= sonde_strbuf__addf(out, "</td><td class=\"n\" data-v=\"%zu\">%zu</td>", r->s.n,
+					 r->s.n);
+		rc |= numcell(out, r->s.mean, r->unit);
+		rc |= numcell(out, r->s.stddev, r->unit);
+		rc |= numcell(out, r->s.median, r->unit);
+		rc |= numcell(out, r->s.min, r->unit);
+		rc |= numcell(out, r->s.max, r->unit);
+		rc |= sonde_strbuf__addf(out, "<td class=\"n\" data-v=\"%zu\">%zu</td></tr>\n",
+					 r->s.outliers, r->s.outliers);
+	}
+	rc |= sonde_strbuf__adds(out, "</tbody></table>\n");
+	if (n > TABLE_ROWS)
+		rc |= sonde_strbuf__addf(out,
+					 "<p class=\"note\">The %d largest of %zu rows (by mean × "
+					 "n); <code>sonde show PROFILE</code> lists all.</p>\n",
+					 TABLE_ROWS, n);
+	free(rows);
+	return rc;
+}
+
+static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
+{
+	json_t *h = sonde_profile__header(p), *m = json_object_get(sonde_profile__root(p), "machine"),
+	       *md = sonde_profile__metadata(p), *st = sonde_profile__stats(p), *w, *x;
+	size_t i;
+	int rc = sonde_strbuf__adds(out, "<table class=\"facts\">\n");
+
+	rc |= fact(out, "command", json_object_get(h, "cmd"));
+	rc |= fact(out, "type", json_object_get(h, "type"));
+	rc |= fact(out, "collector",
+		   json_object_get(sonde_profile__collector_info(p), "name"));
+	rc |= fact(out, "workload", json_object_get(h, "workload"));
+	rc |= fact(out, "commit", json_object_get(sonde_profile__root(p), "origin"));
+	rc |= fact(out, "uncommitted changes", json_object_get(md, "dirty"));
+	rc |= fact(out, "date", json_object_get(md, "date"));
+	rc |= fact(out, "sonde", json_object_get(md, "sonde_version"));
+	rc |= fact(out, "runs", json_object_get(st, "runs"));
+	rc |= fact(out, "failed runs", json_object_get(st, "failed_runs"));
+	rc |= fact(out, "dropped events", json_object_get(st, "dropped_events"));
+	rc |= fact(out, "host", json_object_get(m, "host"));
+	rc |= fact(out, "cpu", json_object_get(m, "cpu"));
+	rc |= fact(out, "cpus", json_object_get(m, "cpus"));
+	rc |= fact(out, "system", json_object_get(m, "release"));
+	if (json_is_integer(json_object_get(st, "duration_ns"))) {
+		char buf[40];
+
+		sonde_format__duration((double)json_integer_value(json_object_get(st, "duration_ns")),
+				       buf, sizeof(buf));
+		json_t *d = json_string(buf);
+
+		rc |= fact(out, "duration", d);
+		json_decref(d);
+	}
+	rc |= sonde_strbuf__adds(out, "</table>\n");
+	w = json_object_get(st, "warnings");
+	json_array_foreach(w, i, x)
+	{
+		rc |= sonde_strbuf__adds(out, "<div class=\"warn\"><b>warning:</b> ");
+		rc |= esc(out, json_string_value(json_object_get(x, "message")));
+		rc |= sonde_strbuf__adds(out, "<br><b>fix:</b> ");
+		rc |= esc(out, json_string_value(json_object_get(x, "fix")));
+		rc |= sonde_strbuf__adds(out, "</div>\n");
+	}
+	return rc;
+}
+
+/* The type most resources have (the charts draw one type: units do not mix). */
+static const char *main_type(const struct sonde_profile *p)
+{
+	json_t *fixed, *cols;
+
+	if (sonde_profile__resource_count(p) == 0)
+		return NULL;
+	sonde_profile__resource_at(p, 0, NULL, &fixed, &cols);
+	return json_string_value(json_object_get(fixed, "type"));
+}
+
+static int figure(struct sonde_strbuf *out, const char *id, struct sonde_strbuf *svg, int rc)
+{
+	int e = 0;
+
+	if (rc == 0 && svg->len) {
+		e |= sonde_strbuf__addf(out, "<figure id=\"%s\">\n", id);
+		e |= sonde_strbuf__add(out, svg->buf, svg->len);
+		e |= sonde_strbuf__adds(out, "</figure>\n");
+	}
+	sonde_strbuf__reset(svg);
+	return e || rc == -ENOMEM ? -ENOMEM : 0;
+}
+
+static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_t idx)
+{
+	struct sonde_strbuf svg = SONDE_STRBUF_INIT;
+	struct chart_options o = { .of = "amount", .func = AGG_SUM, .top = 20 };
+	const char *type = sonde_profile__type(p), *of, *per, *unit;
+	char id[48];
+	int rc = 0, e;
+	bool time = !strcmp(type, "time");
+
+	o.type = main_type(p);
+	if (!o.type)
+		return 0;
+	rc |= sonde_strbuf__adds(out, "<h3>Charts</h3>\n");
+	/* Bars: per uid, or per metric when there is one uid. */
+	o.per = time ? "subtype" : "uid";
+	o.func = time ? AGG_MEAN : AGG_SUM;
+	o.title = time ? "time" : NULL;
+	snprintf(id, sizeof(id), "bars-%zu", idx);
+	e = view_bars(p, &o, &svg);
+	rc |= figure(out, id, &svg, e);
+	/* Scatter with the models, where there is a size to plot against. */
+	sonde_postprocess__defaults(type, &of, &per);
+	o.of = of;
+	o.per = per;
+	o.title = NULL;
+	snprintf(id, sizeof(id), "scatter-%zu", idx);
+	e = view_scatter(p, &o, &svg);
+	rc |= figure(out, id, &svg, e);
+	/* Flow: the amount over time (memory: live bytes over snapshots). */
+	if (!time) {
+		o.of = "amount";
+		o.per = !strcmp(type, "memory") ? "snapshot" : "timestamp";
+		o.by = "uid";
+		o.func = AGG_SUM;
+		o.stacked = !strcmp(type, "memory");
+		snprintf(id, sizeof(id), "flow-%zu", idx);
+		e = view_flow(p, &o, &svg);
+		if (e == -EINVAL && !strcmp(type, "memory")) {
+			o.per = "timestamp";
+			o.stacked = false;
+			e = view_flow(p, &o, &svg);
+		}
+		rc |= figure(out, id, &svg, e);
+	}
+	/* The flame graph. */
+	{
+		struct sonde_strbuf folded = SONDE_STRBUF_INIT;
+		const char *weight = cli_flame_weight(p, &unit);
+
+		if (!cli_folded(p, weight, &folded) && folded.len) {
+			rc |= sonde_strbuf__adds(out, "<h3>Flame graph</h3>\n");
+			e = view_flame(folded.buf, NULL, weight, unit, &svg);
+			snprintf(id, sizeof(id), "flame-%zu", idx);
+			rc |= figure(out, id, &svg, e);
+		}
+		sonde_strbuf__release(&folded);
+	}
+	sonde_strbuf__release(&svg);
+	return rc;
+}
+
+static int verdict_rank(enum sonde_verdict v)
+{
+	static const int r[] = { 6, 4, 1, 0, 3, 2, 5, 5 };
+
+	return r[v];
+}
+
+static int by_severity(const void *a, const void *b)
+{
+	const struct sonde_check_result *x = a, *y = b;
+	double cx = isnan(x->change) ? 0 : fabs(x->change), cy = isnan(y->change) ? 0 : fabs(y->change);
+
+	if (verdict_rank(x->verdict) != verdict_rank(y->verdict))
+		return verdict_rank(x->verdict) - verdict_rank(y->verdict);
+	return cx < cy ? 1 : cx > cy ? -1 : 0;
+}
+
+static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
+		      const struct sonde_profile *t, const char *bname, const char *tname, size_t idx)
+{
+	struct sonde_check_options o = { 0 };
+	struct sonde_check_result *r;
+	size_t n, i, counts[8] = { 0 };
+	int rc = sonde_check__compare(b, t, &o, &r, &n), e;
+
+	if (rc)
+		return rc;
+	qsort(r, n, sizeof(*r), by_severity);
+	for (i = 0; i < n; i++)
+		counts[r[i].verdict]++;
+	rc = sonde_strbuf__addf(out, "<section id=\"comparison-%zu\" class=\"comparison\"><h2>", idx);
+	rc |= esc(out, tname);
+	rc |= sonde_strbuf__adds(out, " against ");
+	rc |= esc(out, bname);
+	rc |= sonde_strbuf__adds(out, "</h2><p>");
+	for (i = 0; i < 8; i++)
+		if (counts[i])
+			rc |= sonde_strbuf__addf(out, "<span class=\"v v-%s\">%zu %s</span> ",
+						 sonde_verdict_names[i], counts[i],
+						 sonde_verdict_names[i]);
+	rc |= sonde_strbuf__adds(out,
+				 "</p><table class=\"check sortable\"><thead><tr><th>uid</th>"
+				 "<th>metric</th><th>verdict</th><th>baseline</th><th>target</th>"
+				 "<th>change</th><th>95% CI of ratio</th><th>confidence</th>"
+				 "<th>method</th></tr></thead><tbody>\n");
+	for (i = 0; i < n && i < TABLE_ROWS && !rc; i++) {
+		const struct sonde_check_result *x = &r[i];
+		char ci[96], v1[40], v2[40];
+
+		rc |= sonde_strbuf__adds(out, "<tr><td>");
+		rc |= esc(out, x->uid);
+		rc |= sonde_strbuf__adds(out, "</td><td>");
+		rc |= esc(out, x->subtype ? x->subtype : x->type);
+		rc |= sonde_strbuf__addf(out, "</td><td><span class=\"v v-");
+		/* The class is the name with spaces as dashes. */
+		for (const char *c = sonde_verdict_names[x->verdict]; *c; c++)
+			rc |= sonde_strbuf__addch(out, *c == ' ' ? '-' : *c);
+		rc |= sonde_strbuf__addf(out, "\">%s</span>", sonde_verdict_names[x->verdict]);
+		if (x->detail) {
+			rc |= sonde_strbuf__adds(out, " ");
+			rc |= esc(out, x->detail);
+		}
+		rc |= sonde_strbuf__adds(out, "</td>");
+		rc |= numcell(out, x->baseline, x->unit);
+		rc |= numcell(out, x->target, x->unit);
+		if (isnan(x->change))
+			rc |= sonde_strbuf__adds(out, "<td class=\"n\" data-v=\"0\">-</td>");
+		else
+			rc |= sonde_strbuf__addf(out, "<td class=\"n\" data-v=\"%.6g\">%+.1f%%</td>",
+						 x->change, 100 * x->change);
+		if (isnan(x->ratio_low)) {
+			snprintf(ci, sizeof(ci), "-");
+		} else {
+			snprintf(v1, sizeof(v1), "%.3f", x->ratio_low);
+			snprintf(v2, sizeof(v2), "%.3f", x->ratio_high);
+			snprintf(ci, sizeof(ci), "[%s, %s]", v1, v2);
+		}
+		rc |= sonde_strbuf__addf(out, "<td>%s</td>", ci);
+		if (isnan(x->confidence))
+			rc |= sonde_strbuf__adds(out, "<td class=\"n\" data-v=\"0\">-</td>");
+		else
+			rc |= sonde_strbuf__addf(out, "<td class=\"n\" data-v=\"%.6g\">%.1f%%</td>",
+						 x->confidence, 100 * x->confidence);
+		rc |= sonde_strbuf__addf(out, "<td>%s</td></tr>\n", x->method);
+	}
+	rc |= sonde_strbuf__adds(out, "</tbody></table>\n");
+	if (n > TABLE_ROWS)
+		rc |= sonde_strbuf__addf(out, "<p class=\"note\">The %d most severe of %zu resources; "
+					      "<code>sonde check</code> lists all.</p>\n",
+					 TABLE_ROWS, n);
+	sonde_check__free(r, n);
+	/* A differential flame graph when both have stacks of the same kind. */
+	{
+		struct sonde_strbuf fb = SONDE_STRBUF_INIT, ft = SONDE_STRBUF_INIT,
+				    svg = SONDE_STRBUF_INIT;
+		const char *unit, *weight = cli_flame_weight(t, &unit);
+		char id[48];
+
+		if (!cli_folded(b, weight, &fb) && !cli_folded(t, weight, &ft) && fb.len && ft.len) {
+			rc |= sonde_strbuf__adds(out, "<h3>Differential flame graph</h3><p "
+						      "class=\"note\">Widths: the target; colours: "
+						      "the change of each frame's share (red grew, "
+						      "blue shrank).</p>\n");
+			e = view_flame(ft.buf, fb.buf, "target against baseline", unit, &svg);
+			snprintf(id, sizeof(id), "diff-%zu", idx);
+			rc |= figure(out, id, &svg, e);
+		}
+		sonde_strbuf__release(&fb);
+		sonde_strbuf__release(&ft);
+		sonde_strbuf__release(&svg);
+	}
+	return rc | sonde_strbuf__adds(out, "</section>\n");
+}
+
+int view_report(struct sonde_profile *const *p, const char *const *names, size_t n,
+		struct sonde_strbuf *out)
+{
+	char date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t i;
+	int rc;
+
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %z", localtime_r(&now, &tm));
+	rc = sonde_strbuf__adds(out,
+				"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+				"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+				"'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+				"img-src data:\">\n<meta name=\"viewport\" "
+				"content=\"width=device-width\">\n<title>sonde report: ");
+	rc |= esc(out, json_string_value(json_object_get(sonde_profile__header(p[0]), "cmd")));
+	rc |= sonde_strbuf__addf(out, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>"
+				      "sonde report</h1><p>",
+				 report_css);
+	rc |= sonde_strbuf__addf(out, "%zu profile%s, written %s by sonde %s</p><nav>", n,
+				 n == 1 ? "" : "s", date, sonde_version());
+	for (i = 0; i < n; i++) {
+		rc |= sonde_strbuf__addf(out, "<a href=\"#profile-%zu\">", i);
+		rc |= esc(out, names[i]);
+		rc |= sonde_strbuf__adds(out, "</a>");
+	}
+	for (i = 1; i < n; i++)
+		rc |= sonde_strbuf__addf(out, "<a href=\"#comparison-%zu\">comparison %zu</a>", i, i);
+	rc |= sonde_strbuf__adds(out, "</nav></header>\n");
+	for (i = 0; i < n && !rc; i++) {
+		rc |= sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>", i);
+		rc |= esc(out, names[i]);
+		rc |= sonde_strbuf__adds(out, "</h2>\n");
+		rc |= facts(out, p[i]);
+		rc |= summary_table(out, p[i]);
+		rc |= charts(out, p[i], i);
+		rc |= sonde_strbuf__adds(out, "</section>\n");
+	}
+	for (i = 1; i < n && !rc; i++)
+		rc |= comparison(out, p[0], p[i], names[0], names[i], i);
+	rc |= sonde_strbuf__addf(out, "<script>\n%s</script>\n</body></html>\n", report_js);
+	return rc ? -ENOMEM : 0;
+}
