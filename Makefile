@@ -38,6 +38,11 @@ run: build
 	@echo "== sonde collect counters -- $(EXAMPLE) 200000"
 	@$(SONDE) collect counters --output suppress -o $(BUILD)/example-counters.json -- $(EXAMPLE) 200000
 	@echo "(the catalog: $(SONDE) counters list; the C API: $(BUILD)/examples/counters)"
+	@echo
+	@echo "== sonde postprocess (regression of time per size) and sonde report"
+	@$(SONDE) postprocess $(BUILD)/example-trace.json regression >/dev/null
+	@$(SONDE) report $(BUILD)/example-trace.json $(BUILD)/example-memory.json $(BUILD)/example-time.json -o $(BUILD)/report.html >/dev/null
+	@echo "open the report first: $(abspath $(BUILD))/report.html"
 
 test: build
 	@tests/run $(BUILD)
@@ -58,6 +63,7 @@ bench: build
 	@bench/trace-overhead.sh
 	@bench/trace-ebpf-hit.sh
 	@bench/counters-overhead.sh
+	@bench/analysis-scale.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -19,8 +19,9 @@
 #include "grow.h"
 
 const char *const sonde_verdict_names[] = {
-	"no change",   "maybe",		      "degradation",	 "severe degradation",
-	"optimization", "severe optimization", "not in baseline", "not in target",
+	"no change",	      "maybe",	       "degradation",
+	"severe degradation", "optimization",  "severe optimization",
+	"not in baseline",    "not in target",
 };
 
 const char *const sonde_check_methods[] = {
@@ -76,8 +77,8 @@ static int key_of(json_t *fixed, struct sonde_strbuf *uid, struct sonde_strbuf *
 	sonde_strbuf__reset(key);
 	if (sonde_profile__uid_string(json_object_get(fixed, "uid"), uid))
 		return -ENOMEM;
-	return sonde_strbuf__addf(key, "%s\x1f%s\x1f%s\x1f%s", uid->buf ? uid->buf : "",
-				  t ? t : "", s ? s : "", w ? w : "");
+	return sonde_strbuf__addf(key, "%s\x1f%s\x1f%s\x1f%s", uid->buf ? uid->buf : "", t ? t : "",
+				  s ? s : "", w ? w : "");
 }
 
 static int collect(const struct sonde_profile *p, struct sides *out)
@@ -197,8 +198,7 @@ static void by_test(const struct side *b, const struct side *t, bool mwu,
 	r->verdict = classify(r->change, test.p < o->alpha, o);
 }
 
-static void by_average(const struct side *b, const struct side *t,
-		       struct sonde_check_result *r)
+static void by_average(const struct side *b, const struct side *t, struct sonde_check_result *r)
 {
 	double v, ratio;
 
@@ -254,11 +254,11 @@ static int by_models(const struct sonde_profile *pb, const struct sonde_profile 
 	if (order) {
 		int d = (int)ft.kind - (int)fb.kind;
 
-		r->verdict = d >= 2	   ? SONDE_SEVERE_DEGRADATION
-			     : d == 1	   ? SONDE_DEGRADATION
-			     : d == -1	   ? SONDE_OPTIMIZATION
-			     : d <= -2	   ? SONDE_SEVERE_OPTIMIZATION
-					   : SONDE_NO_CHANGE;
+		r->verdict = d >= 2    ? SONDE_SEVERE_DEGRADATION
+			     : d == 1  ? SONDE_DEGRADATION
+			     : d == -1 ? SONDE_OPTIMIZATION
+			     : d <= -2 ? SONDE_SEVERE_OPTIMIZATION
+				       : SONDE_NO_CHANGE;
 		return 0;
 	}
 	/* Perun's bounds: under 10 % no change, 10-25 % maybe; doubling is severe. */

@@ -137,7 +137,8 @@ int sonde_stats__welch(const double *a, size_t na, const double *b, size_t nb,
 	}
 	out->statistic = (mb - ma) / sqrt(se2);
 	out->df = se2 * se2 /
-		  ((va / na) * (va / na) / (double)(na - 1) + (vb / nb) * (vb / nb) / (double)(nb - 1));
+		  ((va / na) * (va / na) / (double)(na - 1) +
+		   (vb / nb) * (vb / nb) / (double)(nb - 1));
 	out->p = 2 * (1 - sonde_stats__t_cdf(fabs(out->statistic), out->df));
 	if (out->p > 1)
 		out->p = 1;

@@ -52,8 +52,9 @@ static int resolve(const char *name, struct side *s)
 	}
 	st = sonde_store__open(".");
 	if (!st) {
-		cli_error("check", "'%s' is not a profile, and there is no .sonde store here to "
-				   "look it up as a commit",
+		cli_error("check",
+			  "'%s' is not a profile, and there is no .sonde store here to "
+			  "look it up as a commit",
 			  name);
 		return EXIT_FAILURE_;
 	}
@@ -98,7 +99,8 @@ static json_t *results_json(const struct sonde_check_result *r, size_t n)
 
 		json_object_set_new(o, "uid", json_string(x->uid ? x->uid : ""));
 		json_object_set_new(o, "type", x->type ? json_string(x->type) : json_null());
-		json_object_set_new(o, "subtype", x->subtype ? json_string(x->subtype) : json_null());
+		json_object_set_new(o, "subtype",
+				    x->subtype ? json_string(x->subtype) : json_null());
 		json_object_set_new(o, "workload",
 				    x->workload ? json_string(x->workload) : json_null());
 		json_object_set_new(o, "unit", x->unit ? json_string(x->unit) : json_null());
@@ -164,8 +166,8 @@ int cmd_check(int argc, char **argv)
 		  "smallest relative change that counts (0.05)", 1e-9, 1e9 },
 		{ SONDE_OPT_DOUBLE, 0, "severe", &severe, "X",
 		  "relative change that is severe (0.25)", 1e-9, 1e9 },
-		{ SONDE_OPT_DOUBLE, 0, "alpha", &alpha, "P", "significance level of the tests (0.05)",
-		  1e-12, 0.5 },
+		{ SONDE_OPT_DOUBLE, 0, "alpha", &alpha, "P",
+		  "significance level of the tests (0.05)", 1e-12, 0.5 },
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "text or json", 0, 0, formats },
 		{ .type = SONDE_OPT_END },
 	};
@@ -182,8 +184,8 @@ int cmd_check(int argc, char **argv)
 	argv += 1 + first;
 	argc -= 1 + first;
 	if (argc != 2) {
-		code = cli_usage("check", argc < 2 ? "give a baseline and a target"
-						   : "too many arguments");
+		code = cli_usage("check",
+				 argc < 2 ? "give a baseline and a target" : "too many arguments");
 		goto done;
 	}
 	if (severe < threshold) {
@@ -210,7 +212,8 @@ int cmd_check(int argc, char **argv)
 		int rc;
 
 		if (!bpath) {
-			/* The latest baseline profile of the same collector, command, workload, type. */
+			/* The latest baseline profile of the same collector, command, workload,
+			 * type. */
 			for (j = sb.l.n; j-- > 0 && !be;)
 				if (!te || (eq(sb.l.v[j].collector, te->collector) &&
 					    eq(sb.l.v[j].cmd, te->cmd) &&
@@ -218,8 +221,9 @@ int cmd_check(int argc, char **argv)
 					    eq(sb.l.v[j].type, te->type)))
 					be = &sb.l.v[j];
 			if (!be) {
-				fprintf(stderr, "sonde: check: %s: no baseline profile of the same "
-						"command and collector; skipped\n",
+				fprintf(stderr,
+					"sonde: check: %s: no baseline profile of the same "
+					"command and collector; skipped\n",
 					tpath);
 				continue;
 			}

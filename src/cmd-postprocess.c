@@ -39,10 +39,11 @@ static int parse_models(const struct sonde_strlist *l, unsigned *mask)
 				continue;
 			}
 			if (k < 0) {
-				cli_usage("postprocess",
-					  "unknown model '%s' (models: constant, logarithmic, "
-					  "linear, linearithmic, quadratic, power, exponential, all)",
-					  tok);
+				cli_usage(
+					"postprocess",
+					"unknown model '%s' (models: constant, logarithmic, "
+					"linear, linearithmic, quadratic, power, exponential, all)",
+					tok);
 				free(copy);
 				return -EINVAL;
 			}
@@ -64,7 +65,8 @@ static int parse_decay(const char *s, double *alpha)
 	if (!sep)
 		return -EINVAL;
 	for (i = 0; forms[i]; i++)
-		if (strlen(forms[i]) == (size_t)(sep - s) && !strncmp(s, forms[i], (size_t)(sep - s)))
+		if (strlen(forms[i]) == (size_t)(sep - s) &&
+		    !strncmp(s, forms[i], (size_t)(sep - s)))
 			break;
 	if (!forms[i])
 		return -EINVAL;
@@ -179,23 +181,25 @@ int cmd_postprocess(int argc, char **argv)
 	if (parse_models(&models, &o.models))
 		return EXIT_USAGE;
 	o.steps = (unsigned)steps;
-	o.average = !strcmp(average, "sma") ? SONDE_AVG_SMA
+	o.average = !strcmp(average, "sma")   ? SONDE_AVG_SMA
 		    : !strcmp(average, "smm") ? SONDE_AVG_SMM
 					      : SONDE_AVG_EMA;
 	o.window = (size_t)window;
 	o.alpha = 0.5;
 	if (decay && (rc = parse_decay(decay, &o.alpha)))
 		return cli_usage("postprocess",
-				 rc == -ERANGE ? "--decay '%s' is out of range (com >= 0, span >= 1, "
-						 "halflife > 0, 0 < alpha <= 1)"
-					       : "--decay '%s' is not FORM=VALUE with FORM com, span, "
-						 "halflife or alpha",
+				 rc == -ERANGE
+					 ? "--decay '%s' is out of range (com >= 0, span >= 1, "
+					   "halflife > 0, 0 < alpha <= 1)"
+					 : "--decay '%s' is not FORM=VALUE with FORM com, span, "
+					   "halflife or alpha",
 				 decay);
 	o.buckets = (size_t)buckets;
 	o.median = !strcmp(statistic, "median");
 	o.local_linear = !strcmp(estimator, "local-linear");
 	if (!strcmp(bandwidth, "scott") || !strcmp(bandwidth, "silverman")) {
-		o.bandwidth_rule = !strcmp(bandwidth, "scott") ? SONDE_BW_SCOTT : SONDE_BW_SILVERMAN;
+		o.bandwidth_rule =
+			!strcmp(bandwidth, "scott") ? SONDE_BW_SCOTT : SONDE_BW_SILVERMAN;
 	} else {
 		char *end;
 
@@ -238,9 +242,8 @@ int cmd_postprocess(int argc, char **argv)
 			       o.name, added == 1 ? "" : "s", o.of, o.per, dest);
 			/* Models replaced in place keep their place at the end. */
 			print_models(p, o.name,
-				     json_array_size(all) >= added
-					     ? json_array_size(all) - added
-					     : before);
+				     json_array_size(all) >= added ? json_array_size(all) - added
+								   : before);
 		}
 	}
 	sonde_strbuf__release(&err);

@@ -247,10 +247,11 @@ static int diff_table(const char *fb, const char *ft, const char *unit, unsigned
 
 			if (s == 1 && json_object_get(w[0], k))
 				continue;
-			json_array_append_new(rows, json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "name",
-							      k, "b", b, "t", t, "d", fabs(t - b),
-							      "inb", json_object_get(w[0], k) != NULL,
-							      "int", json_object_get(w[1], k) != NULL));
+			json_array_append_new(rows,
+					      json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "name", k,
+							"b", b, "t", t, "d", fabs(t - b), "inb",
+							json_object_get(w[0], k) != NULL, "int",
+							json_object_get(w[1], k) != NULL));
 		}
 	/* Largest absolute change first (insertion sort on a small top list). */
 	printf("  %-48s %12s %12s %9s\n", "function (inclusive)", "baseline", "target", "change");
@@ -312,8 +313,9 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 			unit = "";
 		rc = cli_folded(p, weight, &fa);
 		if (rc == -ENOTSUP) {
-			cli_error("show", "'%s' has no stacks to draw (a %s profile; flame graphs "
-					  "need a memory or trace profile)",
+			cli_error("show",
+				  "'%s' has no stacks to draw (a %s profile; flame graphs "
+				  "need a memory or trace profile)",
 				  name, sonde_profile__type(p));
 			code = EXIT_UNSUPPORTED;
 			goto out;
@@ -337,8 +339,8 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 				rc = diff_table(fa.buf ? fa.buf : "", fb.buf ? fb.buf : "", unit,
 						c->top);
 			if (!rc && out_file)
-				rc = view_flame(fb.buf ? fb.buf : "", fa.buf ? fa.buf : "", weight, unit,
-						&svg);
+				rc = view_flame(fb.buf ? fb.buf : "", fa.buf ? fa.buf : "", weight,
+						unit, &svg);
 		} else if (!rc) {
 			rc = view_flame(fa.buf ? fa.buf : "", NULL, weight, unit, &svg);
 		}

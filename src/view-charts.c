@@ -16,12 +16,12 @@
 
 const char *const view_aggs[] = { "sum", "mean", "count", "min", "max", NULL };
 
-#define CHART_W 960
-#define MAX_GROUPS 8
-#define FLOW_BINS 400
+#define CHART_W	       960
+#define MAX_GROUPS     8
+#define FLOW_BINS      400
 #define SCATTER_POINTS 4000
-#define GRID_X 320
-#define GRID_Y 160
+#define GRID_X	       320
+#define GRID_Y	       160
 
 struct plot {
 	int x, y, w, h;	       /* the plotting area in pixels */
@@ -68,13 +68,14 @@ static void nice_range(double *lo, double *hi)
 
 static int svg_open(struct sonde_strbuf *out, int w, int h, const char *title, const char *cls)
 {
-	int rc = sonde_strbuf__addf(out,
-				    "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"sonde-chart %s\" "
-				    "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-				    "font-family=\"Verdana,sans-serif\" font-size=\"11\">\n"
-				    "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
-				    "<text x=\"%d\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">",
-				    cls, w, h, w, h, w / 2);
+	int rc = sonde_strbuf__addf(
+		out,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"sonde-chart %s\" "
+		"width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+		"font-family=\"Verdana,sans-serif\" font-size=\"11\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
+		"<text x=\"%d\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">",
+		cls, w, h, w, h, w / 2);
 
 	rc |= svg_escape(out, title);
 	rc |= sonde_strbuf__adds(out, "</text>\n");
@@ -104,20 +105,23 @@ static int axis(struct sonde_strbuf *out, const struct plot *p, bool xaxis, cons
 		if (xaxis)
 			rc |= sonde_strbuf__addf(
 				out,
-				"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
+				"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+				"stroke=\"#444\"/>"
 				"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
 				px(p, v), p->y + p->h, px(p, v), p->y + p->h + 4, px(p, v),
 				p->y + p->h + 16, buf);
 		else
 			rc |= sonde_strbuf__addf(
 				out,
-				"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
+				"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+				"stroke=\"#eee\"/>"
 				"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
 				p->x, py(p, v), p->x + p->w, py(p, v), p->x - 4, py(p, v) + 4, buf);
 	}
 	if (label) {
 		if (xaxis)
-			rc |= sonde_strbuf__addf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
+			rc |= sonde_strbuf__addf(out,
+						 "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
 						 p->x + p->w / 2, p->y + p->h + 32);
 		else
 			rc |= sonde_strbuf__addf(out,
@@ -289,7 +293,8 @@ static int aggregate(const struct sonde_profile *p, const struct chart_options *
 		if (o->type && !same_type(fixed, o->type))
 			continue;
 		for (j = 0; j < json_array_size(ys); j++) {
-			json_t *y = json_array_get(ys, j), *x = numeric ? json_array_get(xs, j) : NULL;
+			json_t *y = json_array_get(ys, j),
+			       *x = numeric ? json_array_get(xs, j) : NULL;
 			double v = json_number_value(y);
 
 			if (!json_is_number(y) || (numeric && !json_is_number(x)))
@@ -461,8 +466,9 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 		size_t k;
 
 		for (k = 0; k < shown_g; k++) {
-			g = grid[i * shown_g + k].count ? cell_value(&grid[i * shown_g + k], o->func)
-							: 0;
+			g = grid[i * shown_g + k].count
+				    ? cell_value(&grid[i * shown_g + k], o->func)
+				    : 0;
 			sum += o->stacked ? g : 0;
 			pl.x0 = fmin(pl.x0, g);
 			pl.x1 = fmax(pl.x1, o->stacked ? sum : g);
@@ -490,7 +496,8 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 
 		rc |= sonde_strbuf__addf(out, "<g class=\"bar\"><title>");
 		rc |= svg_escape(out, cname);
-		rc |= sonde_strbuf__addf(out, "</title><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
+		rc |= sonde_strbuf__addf(out,
+					 "</title><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
 					 pl.x - 6, y + bar_h / 2.0 + 4);
 		if (m > 40) {
 			m = 38;
@@ -580,8 +587,9 @@ int view_flow(const struct sonde_profile *p, const struct chart_options *o,
 	}
 	/* Exact x values when few, else equal-width bins (x: the bin's centre). */
 	for (i = 0; i < bins; i++)
-		grid[i * shown_g].x =
-			nx <= FLOW_BINS ? xs[i].x : lo + (hi - lo) * ((double)i + 0.5) / (double)bins;
+		grid[i * shown_g].x = nx <= FLOW_BINS
+					      ? xs[i].x
+					      : lo + (hi - lo) * ((double)i + 0.5) / (double)bins;
 	for (i = 0; i < a.n; i++) {
 		size_t b;
 
@@ -637,11 +645,12 @@ int view_flow(const struct sonde_profile *p, const struct chart_options *o,
 
 		rc |= sonde_strbuf__adds(out, "<g class=\"series\"><title>");
 		rc |= svg_escape(out, name[0] ? name : o->of);
-		rc |= sonde_strbuf__addf(out, "</title><path fill=\"%s\" fill-opacity=\"%s\" "
-					      "stroke=\"%s\" stroke-width=\"1.5\" d=\"",
-					 o->stacked ? palette[k < MAX_GROUPS ? k : MAX_GROUPS] : "none",
-					 o->stacked ? "0.7" : "0",
-					 palette[k < MAX_GROUPS ? k : MAX_GROUPS]);
+		rc |= sonde_strbuf__addf(
+			out,
+			"</title><path fill=\"%s\" fill-opacity=\"%s\" "
+			"stroke=\"%s\" stroke-width=\"1.5\" d=\"",
+			o->stacked ? palette[k < MAX_GROUPS ? k : MAX_GROUPS] : "none",
+			o->stacked ? "0.7" : "0", palette[k < MAX_GROUPS ? k : MAX_GROUPS]);
 		/* Stacked: the upper edge left to right, then the lower edge back. */
 		for (i = 0; i < bins; i++) {
 			const struct cell *c = &grid[i * shown_g + k];
@@ -656,7 +665,8 @@ int view_flow(const struct sonde_profile *p, const struct chart_options *o,
 		}
 		if (o->stacked) {
 			for (i = bins; i-- > 0;)
-				rc |= sonde_strbuf__addf(out, "L%.1f,%.1f ", px(&pl, grid[i * shown_g].x),
+				rc |= sonde_strbuf__addf(out, "L%.1f,%.1f ",
+							 px(&pl, grid[i * shown_g].x),
 							 py(&pl, acc[i]));
 			rc |= sonde_strbuf__adds(out, "Z");
 			for (i = 0; i < bins; i++) {
@@ -793,14 +803,16 @@ int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
 					owner[c] = (unsigned char)(i < MAX_GROUPS ? i : MAX_GROUPS);
 				maxc = count[c] > maxc ? count[c] : maxc;
 			}
-		rc |= sonde_strbuf__addf(out, "<g class=\"density\"><title>%zu points in %zu "
-					      "groups, drawn as a density grid</title>",
+		rc |= sonde_strbuf__addf(out,
+					 "<g class=\"density\"><title>%zu points in %zu "
+					 "groups, drawn as a density grid</title>",
 					 total, ng);
 		for (c = 0; c < cells && !rc; c++)
 			if (count[c])
 				rc |= sonde_strbuf__addf(
 					out,
-					"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" "
+					"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
+					"height=\"%.2f\" "
 					"fill=\"%s\" fill-opacity=\"%.2f\"/>",
 					pl.x + (double)(c % GRID_X) * pl.w / GRID_X,
 					pl.y + (double)(c / GRID_X) * pl.h / GRID_Y,
@@ -835,20 +847,23 @@ int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
 					 : "",
 				 json_number_value(json_object_get(m, "r_square")));
 			rc |= svg_escape(out, label);
-			rc |= sonde_strbuf__addf(out,
-						 "</title><path fill=\"none\" stroke=\"%s\" "
-						 "stroke-width=\"%s\" stroke-dasharray=\"%s\" d=\"",
-						 palette[i],
-						 json_is_true(json_object_get(m, "best")) ? "2.5" : "1.2",
-						 json_is_true(json_object_get(m, "best")) ? "none" : "4 3");
+			rc |= sonde_strbuf__addf(
+				out,
+				"</title><path fill=\"none\" stroke=\"%s\" "
+				"stroke-width=\"%s\" stroke-dasharray=\"%s\" d=\"",
+				palette[i],
+				json_is_true(json_object_get(m, "best")) ? "2.5" : "1.2",
+				json_is_true(json_object_get(m, "best")) ? "none" : "4 3");
 			if (!sonde_fit__from_json(m, &f)) {
 				for (k = 0; k <= 100; k++) {
-					double x = f.x_start + (f.x_end - f.x_start) * (double)k / 100,
+					double x = f.x_start +
+						   (f.x_end - f.x_start) * (double)k / 100,
 					       y = sonde_fit__eval(&f, x);
 
 					if (isfinite(y))
 						rc |= sonde_strbuf__addf(
-							out, "%s%.1f,%.1f ", k ? "L" : "M", px(&pl, x),
+							out, "%s%.1f,%.1f ", k ? "L" : "M",
+							px(&pl, x),
 							py(&pl, fmax(pl.y0, fmin(pl.y1, y))));
 				}
 			} else {

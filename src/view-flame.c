@@ -81,9 +81,8 @@ int cli_folded(const struct sonde_profile *p, const char *weight, struct sonde_s
 	if (json_object_get(sonde_profile__root(p), "trace"))
 		return cli_trace_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls"),
 					out, add_frame);
-	return memory_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls") ? "count"
-										       : "bytes",
-			     out);
+	return memory_folded(
+		p, !strcmp(weight, "count") || !strcmp(weight, "calls") ? "count" : "bytes", out);
 }
 
 const char *cli_flame_weight(const struct sonde_profile *p, const char **unit)
@@ -224,11 +223,11 @@ static int layout(struct ftree *t)
 	return 0;
 }
 
-#define FLAME_W 1200
-#define FRAME_H 16
-#define PAD 10
-#define TOP 44
-#define BOTTOM 28
+#define FLAME_W	     1200
+#define FRAME_H	     16
+#define PAD	     10
+#define TOP	     44
+#define BOTTOM	     28
 #define MIN_FRACTION 0.0005
 
 static const char flame_css[] =
@@ -251,13 +250,17 @@ static const char flame_js[] =
 	" var rb=svg.querySelector('.reset'),mt=svg.querySelector('.matched');\n"
 	" function num(g,a){return +g.getAttribute(a);}\n"
 	" function place(g,x,w){var r=g.querySelector('rect'),t=g.querySelector('text');\n"
-	"  r.setAttribute('x',(P+x*U).toFixed(2));r.setAttribute('width',Math.max(0,w*U-0.5).toFixed(2));\n"
-	"  t.setAttribute('x',(P+x*U+3).toFixed(2));var n=g.getAttribute('data-n'),c=Math.floor((w*U-6)/7);\n"
+	"  "
+	"r.setAttribute('x',(P+x*U).toFixed(2));r.setAttribute('width',Math.max(0,w*U-0.5).toFixed("
+	"2));\n"
+	"  t.setAttribute('x',(P+x*U+3).toFixed(2));var "
+	"n=g.getAttribute('data-n'),c=Math.floor((w*U-6)/7);\n"
 	"  t.textContent=c<3?'':(n.length<=c?n:n.slice(0,c-2)+'..');}\n"
 	" function show(g,on){g.style.display=on?'':'none';}\n"
 	" function zoom(z){var x0=num(z,'data-x'),w0=num(z,'data-w'),d0=num(z,'data-d'),e=1e-9;\n"
 	"  fr.forEach(function(g){var x=num(g,'data-x'),w=num(g,'data-w'),d=num(g,'data-d');\n"
-	"   if(d>=d0&&x>=x0-e&&x+w<=x0+w0+e){show(g,1);place(g,(x-x0)/w0,w/w0);g.style.opacity='';}\n"
+	"   "
+	"if(d>=d0&&x>=x0-e&&x+w<=x0+w0+e){show(g,1);place(g,(x-x0)/w0,w/w0);g.style.opacity='';}\n"
 	"   else if(d<d0&&x<=x0+e&&x+w>=x0+w0-e){show(g,1);place(g,0,1);g.style.opacity='0.6';}\n"
 	"   else show(g,0);});\n"
 	"  rb.style.opacity=1;svg.setAttribute('data-zoomed',z.getAttribute('data-n'));}\n"
@@ -274,12 +277,16 @@ static const char flame_js[] =
 	"  m.sort(function(a,b){return a[0]-b[0];});var s=0,end=-1;\n"
 	"  m.forEach(function(a){if(a[0]>=end-1e-12){s+=a[1];end=a[0]+a[1];}});\n"
 	"  mt.textContent=term===''?'':'Matched: '+(100*s).toFixed(2)+'%';return s;}\n"
-	" fr.forEach(function(g){g.addEventListener('click',function(ev){zoom(g);ev.stopPropagation();});\n"
-	"  g.addEventListener('mouseover',function(){det.textContent=g.querySelector('title').textContent;});\n"
+	" fr.forEach(function(g){g.addEventListener('click',function(ev){zoom(g);ev."
+	"stopPropagation();});\n"
+	"  "
+	"g.addEventListener('mouseover',function(){det.textContent=g.querySelector('title')."
+	"textContent;});\n"
 	"  g.addEventListener('mouseout',function(){det.textContent=' ';});});\n"
 	" rb.addEventListener('click',reset);\n"
 	" svg.querySelector('.search').addEventListener('click',function(){\n"
-	"  var t=window.prompt('Search frames (a regular expression)','');if(t!==null)search(t);});\n"
+	"  var t=window.prompt('Search frames (a regular "
+	"expression)','');if(t!==null)search(t);});\n"
 	" svg.addEventListener('keydown',function(e){if(e.key==='Escape')reset();});\n"
 	" document.addEventListener('keydown',function(e){if(e.key==='Escape')reset();});\n"
 	" svg.sondeZoom=zoom;svg.sondeReset=reset;svg.sondeSearch=search;\n"
@@ -322,7 +329,8 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 			rc = -ENOMEM;
 		for (i = 1; !rc && i < t.n; i++) {
 			size_t bp = base_of[t.v[i].parent];
-			long c = (bp || t.v[i].parent == 0) ? child(&b, bp, t.v[i].name, false) : -1;
+			long c =
+				(bp || t.v[i].parent == 0) ? child(&b, bp, t.v[i].name, false) : -1;
 
 			base_of[i] = c > 0 ? (size_t)c : 0;
 			if (c > 0)
@@ -338,14 +346,15 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 		goto out;
 	}
 	height = TOP + (int)(t.depth + 1) * FRAME_H + BOTTOM;
-	rc |= sonde_strbuf__addf(out,
-				 "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"sonde-flame\" "
-				 "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" data-width=\"%d\" "
-				 "data-pad=\"%d\" data-total=\"%.17g\">\n<style>%s</style>\n"
-				 "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f4\"/>\n"
-				 "<text x=\"%d\" y=\"20\" font-size=\"15\">",
-				 FLAME_W, height, FLAME_W, height, FLAME_W, PAD, total, flame_css,
-				 FLAME_W / 2 - 200);
+	rc |= sonde_strbuf__addf(
+		out,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"sonde-flame\" "
+		"width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" data-width=\"%d\" "
+		"data-pad=\"%d\" data-total=\"%.17g\">\n<style>%s</style>\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f4\"/>\n"
+		"<text x=\"%d\" y=\"20\" font-size=\"15\">",
+		FLAME_W, height, FLAME_W, height, FLAME_W, PAD, total, flame_css,
+		FLAME_W / 2 - 200);
 	rc |= svg_escape(out, title);
 	rc |= sonde_strbuf__addf(
 		out,
@@ -385,7 +394,8 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 
 			if (i == 0 || base_of[i]) {
 				sonde_format__value(f->base, unit, v2, sizeof(v2));
-				rc |= sonde_strbuf__addf(out, "; baseline %s, %.2f%%; share %+.2f pts",
+				rc |= sonde_strbuf__addf(out,
+							 "; baseline %s, %.2f%%; share %+.2f pts",
 							 v2, 100 * bs, 100 * (w - bs));
 			} else {
 				rc |= sonde_strbuf__adds(out, "; not in the baseline");
@@ -408,7 +418,7 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 				/* Cut on a UTF-8 character boundary. */
 				char cut[512];
 				size_t m = (size_t)chars - 2 < sizeof(cut) - 1 ? (size_t)chars - 2
-									      : sizeof(cut) - 1;
+									       : sizeof(cut) - 1;
 
 				while (m && ((unsigned char)f->name[m] & 0xC0) == 0x80)
 					m--;
@@ -420,7 +430,8 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 		}
 		rc |= sonde_strbuf__adds(out, "</text></g>\n");
 	}
-	rc |= sonde_strbuf__addf(out, "</g>\n<script><![CDATA[\n%s]]></script>\n</svg>\n", flame_js);
+	rc |= sonde_strbuf__addf(out, "</g>\n<script><![CDATA[\n%s]]></script>\n</svg>\n",
+				 flame_js);
 	(void)drawn;
 out:
 	free(base_of);

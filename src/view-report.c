@@ -120,8 +120,8 @@ static int summary_table(struct sonde_strbuf *out, const struct sonde_profile *p
 			rc |= sonde_strbuf__adds(out, " @");
 			rc |= esc(out, r->workload);
 		}
-		rc |= sonde_strbuf__addf(out, "</td><td class=\"n\" data-v=\"%zu\">%zu</td>", r->s.n,
-					 r->s.n);
+		rc |= sonde_strbuf__addf(out, "</td><td class=\"n\" data-v=\"%zu\">%zu</td>",
+					 r->s.n, r->s.n);
 		rc |= numcell(out, r->s.mean, r->unit);
 		rc |= numcell(out, r->s.stddev, r->unit);
 		rc |= numcell(out, r->s.median, r->unit);
@@ -142,15 +142,15 @@ static int summary_table(struct sonde_strbuf *out, const struct sonde_profile *p
 
 static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 {
-	json_t *h = sonde_profile__header(p), *m = json_object_get(sonde_profile__root(p), "machine"),
+	json_t *h = sonde_profile__header(p),
+	       *m = json_object_get(sonde_profile__root(p), "machine"),
 	       *md = sonde_profile__metadata(p), *st = sonde_profile__stats(p), *w, *x;
 	size_t i;
 	int rc = sonde_strbuf__adds(out, "<table class=\"facts\">\n");
 
 	rc |= fact(out, "command", json_object_get(h, "cmd"));
 	rc |= fact(out, "type", json_object_get(h, "type"));
-	rc |= fact(out, "collector",
-		   json_object_get(sonde_profile__collector_info(p), "name"));
+	rc |= fact(out, "collector", json_object_get(sonde_profile__collector_info(p), "name"));
 	rc |= fact(out, "workload", json_object_get(h, "workload"));
 	rc |= fact(out, "commit", json_object_get(sonde_profile__root(p), "origin"));
 	rc |= fact(out, "uncommitted changes", json_object_get(md, "dirty"));
@@ -166,8 +166,9 @@ static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 	if (json_is_integer(json_object_get(st, "duration_ns"))) {
 		char buf[40];
 
-		sonde_format__duration((double)json_integer_value(json_object_get(st, "duration_ns")),
-				       buf, sizeof(buf));
+		sonde_format__duration(
+			(double)json_integer_value(json_object_get(st, "duration_ns")), buf,
+			sizeof(buf));
 		json_t *d = json_string(buf);
 
 		rc |= fact(out, "duration", d);
@@ -281,7 +282,8 @@ static int verdict_rank(enum sonde_verdict v)
 static int by_severity(const void *a, const void *b)
 {
 	const struct sonde_check_result *x = a, *y = b;
-	double cx = isnan(x->change) ? 0 : fabs(x->change), cy = isnan(y->change) ? 0 : fabs(y->change);
+	double cx = isnan(x->change) ? 0 : fabs(x->change),
+	       cy = isnan(y->change) ? 0 : fabs(y->change);
 
 	if (verdict_rank(x->verdict) != verdict_rank(y->verdict))
 		return verdict_rank(x->verdict) - verdict_rank(y->verdict);
@@ -289,7 +291,8 @@ static int by_severity(const void *a, const void *b)
 }
 
 static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
-		      const struct sonde_profile *t, const char *bname, const char *tname, size_t idx)
+		      const struct sonde_profile *t, const char *bname, const char *tname,
+		      size_t idx)
 {
 	struct sonde_check_options o = { 0 };
 	struct sonde_check_result *r;
@@ -301,7 +304,8 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 	qsort(r, n, sizeof(*r), by_severity);
 	for (i = 0; i < n; i++)
 		counts[r[i].verdict]++;
-	rc = sonde_strbuf__addf(out, "<section id=\"comparison-%zu\" class=\"comparison\"><h2>", idx);
+	rc = sonde_strbuf__addf(out, "<section id=\"comparison-%zu\" class=\"comparison\"><h2>",
+				idx);
 	rc |= esc(out, tname);
 	rc |= sonde_strbuf__adds(out, " against ");
 	rc |= esc(out, bname);
@@ -339,7 +343,8 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 		if (isnan(x->change))
 			rc |= sonde_strbuf__adds(out, "<td class=\"n\" data-v=\"0\">-</td>");
 		else
-			rc |= sonde_strbuf__addf(out, "<td class=\"n\" data-v=\"%.6g\">%+.1f%%</td>",
+			rc |= sonde_strbuf__addf(out,
+						 "<td class=\"n\" data-v=\"%.6g\">%+.1f%%</td>",
 						 x->change, 100 * x->change);
 		if (isnan(x->ratio_low)) {
 			snprintf(ci, sizeof(ci), "-");
@@ -358,8 +363,9 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 	}
 	rc |= sonde_strbuf__adds(out, "</tbody></table>\n");
 	if (n > TABLE_ROWS)
-		rc |= sonde_strbuf__addf(out, "<p class=\"note\">The %d most severe of %zu resources; "
-					      "<code>sonde check</code> lists all.</p>\n",
+		rc |= sonde_strbuf__addf(out,
+					 "<p class=\"note\">The %d most severe of %zu resources; "
+					 "<code>sonde check</code> lists all.</p>\n",
 					 TABLE_ROWS, n);
 	sonde_check__free(r, n);
 	/* A differential flame graph when both have stacks of the same kind. */
@@ -369,7 +375,9 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 		const char *unit, *weight = cli_flame_weight(t, &unit);
 		char id[48];
 
-		if (!cli_folded(b, weight, &fb) && !cli_folded(t, weight, &ft) && fb.len && ft.len) {
+		if (!strcmp(sonde_profile__type(b), sonde_profile__type(t)) &&
+		    !cli_folded(b, weight, &fb) && !cli_folded(t, weight, &ft) && fb.len &&
+		    ft.len) {
 			rc |= sonde_strbuf__adds(out, "<h3>Differential flame graph</h3><p "
 						      "class=\"note\">Widths: the target; colours: "
 						      "the change of each frame's share (red grew, "
@@ -395,15 +403,16 @@ int view_report(struct sonde_profile *const *p, const char *const *names, size_t
 	int rc;
 
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %z", localtime_r(&now, &tm));
-	rc = sonde_strbuf__adds(out,
-				"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-				"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
-				"'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-				"img-src data:\">\n<meta name=\"viewport\" "
-				"content=\"width=device-width\">\n<title>sonde report: ");
+	rc = sonde_strbuf__adds(
+		out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+		     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+		     "'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+		     "img-src data:\">\n<meta name=\"viewport\" "
+		     "content=\"width=device-width\">\n<title>sonde report: ");
 	rc |= esc(out, json_string_value(json_object_get(sonde_profile__header(p[0]), "cmd")));
-	rc |= sonde_strbuf__addf(out, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>"
-				      "sonde report</h1><p>",
+	rc |= sonde_strbuf__addf(out,
+				 "</title>\n<style>%s</style></head>\n<body>\n<header><h1>"
+				 "sonde report</h1><p>",
 				 report_css);
 	rc |= sonde_strbuf__addf(out, "%zu profile%s, written %s by sonde %s</p><nav>", n,
 				 n == 1 ? "" : "s", date, sonde_version());
@@ -413,10 +422,12 @@ int view_report(struct sonde_profile *const *p, const char *const *names, size_t
 		rc |= sonde_strbuf__adds(out, "</a>");
 	}
 	for (i = 1; i < n; i++)
-		rc |= sonde_strbuf__addf(out, "<a href=\"#comparison-%zu\">comparison %zu</a>", i, i);
+		rc |= sonde_strbuf__addf(out, "<a href=\"#comparison-%zu\">comparison %zu</a>", i,
+					 i);
 	rc |= sonde_strbuf__adds(out, "</nav></header>\n");
 	for (i = 0; i < n && !rc; i++) {
-		rc |= sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>", i);
+		rc |= sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>",
+					 i);
 		rc |= esc(out, names[i]);
 		rc |= sonde_strbuf__adds(out, "</h2>\n");
 		rc |= facts(out, p[i]);

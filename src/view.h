@@ -33,9 +33,9 @@ enum view_agg { AGG_SUM, AGG_MEAN, AGG_COUNT, AGG_MIN, AGG_MAX };
 extern const char *const view_aggs[]; /* "sum", "mean", "count", "min", "max", NULL */
 
 struct chart_options {
-	const char *of;	 /* the column aggregated (amount) */
-	const char *per; /* the category (bars: a property or column; flow: a numeric column) */
-	const char *by;	 /* the group (a property or column), or NULL */
+	const char *of;	  /* the column aggregated (amount) */
+	const char *per;  /* the category (bars: a property or column; flow: a numeric column) */
+	const char *by;	  /* the group (a property or column), or NULL */
 	const char *type; /* only resources of this type, or NULL for all */
 	enum view_agg func;
 	bool stacked;

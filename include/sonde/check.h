@@ -25,9 +25,9 @@ enum sonde_verdict {
 extern const char *const sonde_verdict_names[];
 
 enum sonde_check_method {
-	SONDE_CHECK_AUTO,	      /* per resource: welch with samples, else models, else average */
-	SONDE_CHECK_WELCH,	      /* Welch's t-test on the amounts */
-	SONDE_CHECK_MANN_WHITNEY,     /* Mann-Whitney U on the amounts */
+	SONDE_CHECK_AUTO,	  /* per resource: welch with samples, else models, else average */
+	SONDE_CHECK_WELCH,	  /* Welch's t-test on the amounts */
+	SONDE_CHECK_MANN_WHITNEY, /* Mann-Whitney U on the amounts */
 	SONDE_CHECK_AVERAGE_AMOUNT,   /* Perun: ratio of the averages against 2.0 and 0.5 */
 	SONDE_CHECK_BEST_MODEL_ORDER, /* Perun: the order of the best regression models */
 	SONDE_CHECK_INTEGRAL,	      /* Perun: the integrals of the best models */
@@ -45,9 +45,9 @@ struct sonde_check_result {
 	char *uid, *type, *subtype, *workload, *unit; /* NULL when absent */
 	const char *method;			      /* the method that decided */
 	enum sonde_verdict verdict;
-	size_t n_baseline, n_target; /* samples compared */
-	double baseline, target;     /* the mean amounts (NaN when absent) */
-	double change;		     /* relative change of the target, (t - b) / b */
+	size_t n_baseline, n_target;  /* samples compared */
+	double baseline, target;      /* the mean amounts (NaN when absent) */
+	double change;		      /* relative change of the target, (t - b) / b */
 	double ratio_low, ratio_high; /* 95 % CI of target / baseline (NaN: unknown) */
 	double confidence;	      /* 0..1 (NaN: the method gives none) */
 	double p;		      /* p-value of the test (NaN: no test) */

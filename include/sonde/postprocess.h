@@ -35,13 +35,13 @@ int sonde_model__kind(const char *name);
 /* One fitted parametric model. */
 struct sonde_fit {
 	enum sonde_model_kind kind;
-	size_t n;		/* points it was fitted on */
-	double b[2];		/* b0, b1 (b1 is NaN for the constant model) */
-	double ci_low[2];	/* 95 % confidence interval of each coefficient */
-	double ci_high[2];	/* (NaN when n is too small for one) */
-	double r_square;	/* on the original scale: 1 - SSE / SST */
-	double t_slope;		/* the slope's t statistic (NaN: constant, or n <= 2) */
-	double x_start, x_end;	/* the x range it was fitted on */
+	size_t n;	       /* points it was fitted on */
+	double b[2];	       /* b0, b1 (b1 is NaN for the constant model) */
+	double ci_low[2];      /* 95 % confidence interval of each coefficient */
+	double ci_high[2];     /* (NaN when n is too small for one) */
+	double r_square;       /* on the original scale: 1 - SSE / SST */
+	double t_slope;	       /* the slope's t statistic (NaN: constant, or n <= 2) */
+	double x_start, x_end; /* the x range it was fitted on */
 };
 
 /*
@@ -97,7 +97,8 @@ double sonde_decay__alpha(enum sonde_decay form, double value);
  * ema with smoothing factor alpha (s_0 = y_0, s_i = alpha y_i + (1 - alpha) s_{i-1}).
  */
 int sonde_smooth__moving_average(enum sonde_average kind, size_t window, double alpha,
-				 const double *x, const double *y, size_t n, struct sonde_curve *out);
+				 const double *x, const double *y, size_t n,
+				 struct sonde_curve *out);
 /*
  * Regressogram: `buckets` equal-width buckets over [min x, max x] (0: Sturges'
  * rule, ceil(log2 n) + 1); each bucket's mean or median of y at its centre. Empty

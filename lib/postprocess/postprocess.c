@@ -79,7 +79,8 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 			pt = &g[json_integer_value(hit)];
 		} else {
 			rc = sonde_grow((void **)&g, &cap, ng + 1, sizeof(*g));
-			if (rc || json_object_set_new(index, key.buf, json_integer((json_int_t)ng))) {
+			if (rc ||
+			    json_object_set_new(index, key.buf, json_integer((json_int_t)ng))) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -234,7 +235,8 @@ static long run_group(const struct sonde_points *g, const struct sonde_postproce
 		if (rc)
 			return rc == -ENOMEM ? rc : 0;
 		for (i = 0; i < nf; i++, added++)
-			json_array_append_new(arr, fit_json(g, o, &f[i], single ? i == best : true));
+			json_array_append_new(arr,
+					      fit_json(g, o, &f[i], single ? i == best : true));
 		free(f);
 		return added;
 	}
@@ -243,30 +245,30 @@ static long run_group(const struct sonde_points *g, const struct sonde_postproce
 						  &c);
 		if (rc)
 			return rc == -ENOMEM ? rc : 0;
-		json_array_append_new(arr, curve_json(g, o, &c, "moving_average",
-						      average_names[o->average],
-						      o->average == SONDE_AVG_EMA ? "alpha"
-										  : "window"));
+		json_array_append_new(
+			arr, curve_json(g, o, &c, "moving_average", average_names[o->average],
+					o->average == SONDE_AVG_EMA ? "alpha" : "window"));
 	} else if (!strcmp(o->name, "regressogram")) {
 		rc = sonde_smooth__regressogram(o->buckets, o->median, g->x, g->y, g->n, &c);
 		if (rc)
 			return rc == -ENOMEM ? rc : 0;
-		json_array_append_new(arr, curve_json(g, o, &c, "regressogram",
-						      o->median ? "median" : "mean",
-						      "bucket_width"));
+		json_array_append_new(arr,
+				      curve_json(g, o, &c, "regressogram",
+						 o->median ? "median" : "mean", "bucket_width"));
 	} else {
-		double h = o->bandwidth > 0 ? o->bandwidth
-					    : sonde_smooth__bandwidth(o->bandwidth_rule, g->x, g->n);
+		double h = o->bandwidth > 0
+				   ? o->bandwidth
+				   : sonde_smooth__bandwidth(o->bandwidth_rule, g->x, g->n);
 
 		if (!(h > 0))
 			return 0; /* every x equal: no bandwidth */
 		rc = sonde_smooth__kernel(o->local_linear, h, 0, g->x, g->y, g->n, &c);
 		if (rc)
 			return rc == -ENOMEM ? rc : 0;
-		json_array_append_new(arr, curve_json(g, o, &c, "kernel",
-						      o->local_linear ? "local-linear"
-								      : "nadaraya-watson",
-						      "bandwidth"));
+		json_array_append_new(
+			arr, curve_json(g, o, &c, "kernel",
+					o->local_linear ? "local-linear" : "nadaraya-watson",
+					"bandwidth"));
 	}
 	sonde_curve__release(&c);
 	return 1;
@@ -299,8 +301,9 @@ static json_t *params_json(const struct sonde_postprocess_options *o)
 		if (o->buckets)
 			json_object_set_new(p, "buckets", json_integer((json_int_t)o->buckets));
 	} else {
-		json_object_set_new(p, "estimator",
-				    json_string(o->local_linear ? "local-linear" : "nadaraya-watson"));
+		json_object_set_new(
+			p, "estimator",
+			json_string(o->local_linear ? "local-linear" : "nadaraya-watson"));
 		if (o->bandwidth > 0)
 			json_object_set_new(p, "bandwidth", num(o->bandwidth));
 		else

@@ -19,8 +19,8 @@
 #include <sonde/stats.h>
 
 const char *const sonde_model_names[] = {
-	"constant", "logarithmic", "linear", "linearithmic", "quadratic", "power", "exponential",
-	NULL,
+	"constant",  "logarithmic", "linear",	   "linearithmic",
+	"quadratic", "power",	    "exponential", NULL,
 };
 
 const char *const sonde_regression_methods[] = {
@@ -90,7 +90,8 @@ double sonde_fit__integral(const struct sonde_fit *f, double a, double b)
 	case SONDE_MODEL_LINEAR:
 		return b0 * w + b1 * (b * b - a * a) / 2;
 	case SONDE_MODEL_LINEARITHMIC:
-		return b0 * w + b1 * ((b * b / 2 * log(b) - b * b / 4) - (a * a / 2 * log(a) - a * a / 4));
+		return b0 * w +
+		       b1 * ((b * b / 2 * log(b) - b * b / 4) - (a * a / 2 * log(a) - a * a / 4));
 	case SONDE_MODEL_QUADRATIC:
 		return b0 * w + b1 * (b * b * b - a * a * a) / 3;
 	case SONDE_MODEL_POWER:
@@ -109,8 +110,8 @@ double sonde_fit__integral(const struct sonde_fit *f, double a, double b)
 int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double *y, size_t n,
 			  struct sonde_fit *out)
 {
-	double su = 0, sv = 0, suu = 0, suv = 0, mu, mv, a, c, sse_v = 0, sse = 0, sst = 0,
-	       my = 0, s2, t;
+	double su = 0, sv = 0, suu = 0, suv = 0, mu, mv, a, c, sse_v = 0, sse = 0, sst = 0, my = 0,
+	       s2, t;
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
@@ -299,7 +300,8 @@ static int bisect(unsigned models, const double *x, const double *y, size_t n,
 		return push(out, last);
 	for (i = 0; i < 2; i++) {
 		if (half[i].kind != last->kind)
-			rc = bisect(models, x + off[i], y + off[i], len[i], &half[i], out, depth + 1);
+			rc = bisect(models, x + off[i], y + off[i], len[i], &half[i], out,
+				    depth + 1);
 		else
 			rc = push(out, &half[i]);
 		if (rc)
@@ -368,7 +370,7 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 		rc = best_fit(models, xs, ys, chunk_end(n, steps, 0), &one, NULL);
 		if (!rc)
 			rc = sonde_regression__fit(one.kind, xs, ys, n, &one) ? -EINVAL
-									     : push(&f, &one);
+									      : push(&f, &one);
 		break;
 	case SONDE_REGRESSION_ITERATIVE: {
 		struct sonde_fit cur[SONDE_MODEL_COUNT];

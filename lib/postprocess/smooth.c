@@ -114,7 +114,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 int sonde_smooth__moving_average(enum sonde_average kind, size_t window, double alpha,
-				 const double *x, const double *y, size_t n, struct sonde_curve *out)
+				 const double *x, const double *y, size_t n,
+				 struct sonde_curve *out)
 {
 	struct xy *p;
 	double *win = NULL, sum = 0;
@@ -152,8 +153,9 @@ int sonde_smooth__moving_average(enum sonde_average kind, size_t window, double 
 			for (size_t j = lo; j <= i; j++)
 				win[j - lo] = p[j].y;
 			qsort(win, i - lo + 1, sizeof(*win), cmp_double);
-			out->y[i] = (i - lo + 1) % 2 ? win[(i - lo) / 2]
-						     : (win[(i - lo) / 2] + win[(i - lo) / 2 + 1]) / 2;
+			out->y[i] = (i - lo + 1) % 2
+					    ? win[(i - lo) / 2]
+					    : (win[(i - lo) / 2] + win[(i - lo) / 2 + 1]) / 2;
 			break;
 		case SONDE_AVG_EMA:
 			out->y[i] = i ? alpha * p[i].y + (1 - alpha) * out->y[i - 1] : p[i].y;

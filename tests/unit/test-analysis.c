@@ -56,9 +56,9 @@ static void fit_known(const struct truth *t)
 	assert_int_equal(sonde_regression__run(SONDE_REGRESSION_FULL, 0, 0, x, y, N, &f, &n, &best),
 			 0);
 	print_message("# %s: best %s R2 %.5f b0 %.5g [%.5g, %.5g] b1 %.5g [%.5g, %.5g]\n",
-		      sonde_model_names[t->kind], sonde_model_names[f[best].kind],
-		      f[best].r_square, f[best].b[0], f[best].ci_low[0], f[best].ci_high[0],
-		      f[best].b[1], f[best].ci_low[1], f[best].ci_high[1]);
+		      sonde_model_names[t->kind], sonde_model_names[f[best].kind], f[best].r_square,
+		      f[best].b[0], f[best].ci_low[0], f[best].ci_high[0], f[best].b[1],
+		      f[best].ci_low[1], f[best].ci_high[1]);
 	assert_int_equal(f[best].kind, t->kind);
 	/* The truth lies in the 95 % intervals (fixed seed: no flakiness). */
 	assert_true(f[best].ci_low[0] <= t->b0 && t->b0 <= f[best].ci_high[0]);
@@ -98,7 +98,8 @@ static void test_methods(void **state)
 	/* Linear below 50, quadratic above: bisection and interval see both. */
 	for (i = 0; i < N; i++) {
 		x[i] = 1 + (double)i / 4;
-		y[i] = (x[i] < 50 ? 1000 + 10 * x[i] : 1500 + 0.2 * (x[i] - 50) * (x[i] - 50) * 40) +
+		y[i] = (x[i] < 50 ? 1000 + 10 * x[i]
+				  : 1500 + 0.2 * (x[i] - 50) * (x[i] - 50) * 40) +
 		       gauss(1);
 	}
 	for (m = SONDE_REGRESSION_FULL; m <= SONDE_REGRESSION_BISECTION; m++) {
@@ -275,7 +276,8 @@ static struct sonde_profile *sized(int quadratic)
 static void test_model_checks(void **state)
 {
 	struct sonde_profile *b = sized(0), *t = sized(1);
-	struct sonde_postprocess_options o = { .name = "regression", .of = "amount",
+	struct sonde_postprocess_options o = { .name = "regression",
+					       .of = "amount",
 					       .per = "structure-unit-size" };
 	struct sonde_check_options co = { .method = SONDE_CHECK_BEST_MODEL_ORDER };
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;

@@ -1,0 +1,85 @@
+#!/bin/sh
+# analysis-scale.sh - the analysis side at scale: a profile of 1 000 000
+# measured resources (Perun's sense: one record per measurement; here 1000
+# functions x 1000 calls with sizes, stored as columns) and a memory profile of
+# 10 000 distinct stacks. Measures load (show table), regression (postprocess),
+# the flame graph (show flamegraph) and the HTML report of both; prints the
+# medians of ROUNDS runs, their total against the 2 s target and the peak
+# resident memory against 1 GiB.
+# Usage: bench/analysis-scale.sh [BUILD] [ROUNDS]
+set -eu
+BUILD=${1:-build}
+ROUNDS=${2:-5}
+SONDE=$(realpath "$BUILD/src/sonde")
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/lib.sh"
+
+python3 - "$TMP" <<'PY'
+import json, random, sys
+d = sys.argv[1]
+random.seed(7)
+head = lambda t, u: {"format_version": 1, "origin": None,
+    "header": {"type": t, "cmd": "generated", "args": [], "workload": "", "units": u},
+    "collector_info": {"name": "generated", "params": {}}, "machine": {}, "metadata": {},
+    "stats": {"runs": 1, "warnings": []}, "models": [], "postprocessors": []}
+rtm, res = {}, {}
+for f in range(1000):
+    k = "f%d#0" % f
+    rtm[k] = {"uid": "f%d" % f, "type": "mixed", "subtype": "time"}
+    xs = [1 + (i % 500) for i in range(1000)]
+    a, b = random.uniform(10, 100), random.uniform(0.1, 2)
+    res[k] = {"amount": [round(a + b * x * x * (1 + random.gauss(0, 0.05)), 1) for x in xs],
+              "structure-unit-size": xs}
+doc = head("mixed", {"mixed": "ns", "structure-unit-size": "elements"})
+doc["resource_type_map"], doc["resources"] = rtm, res
+json.dump(doc, open(d + "/big.json", "w"))
+names = ["fn%d" % i for i in range(400)]
+rtm, res = {}, {}
+for s in range(10000):
+    depth = 4 + s % 12
+    stack = ["main"] + [names[(s * 7 + k * 13 + (s >> k)) % 400] for k in range(depth)]
+    k = "s%d#0" % s
+    rtm[k] = {"uid": stack[-1], "type": "memory", "subtype": "malloc",
+              "trace": [{"function": f, "source": "", "line": 0, "module": "x"} for f in reversed(stack)],
+              "summary": {"count": 1 + s % 50, "bytes": 64 * (1 + s % 97), "freed": 0, "leaked": 0,
+                          "leaked_bytes": 0, "temporary": 0, "peak_bytes": 0}}
+    res[k] = {"amount": [64 * (1 + s % 97)]}
+doc = head("memory", {"memory": "B"})
+doc["resource_type_map"], doc["resources"] = rtm, res
+json.dump(doc, open(d + "/stacks.json", "w"))
+PY
+echo "profiles: big.json $(du -h "$TMP/big.json" | cut -f1) (1 000 000 values of 1000 uids), stacks.json $(du -h "$TMP/stacks.json" | cut -f1) (10 000 stacks)"
+
+# step NAME COMMAND...: run under /usr/bin/time, append ns and peak KiB
+step() {
+	name=$1
+	shift
+	t0=$(now)
+	/usr/bin/time -f "%M" -o "$TMP/rss" "$@" >/dev/null 2>&1
+	t1=$(now)
+	echo $((t1 - t0)) >>"$TMP/$name.ns"
+	cat "$TMP/rss" >>"$TMP/$name.kb"
+}
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	cp "$TMP/big.json" "$TMP/work.json"
+	step load "$SONDE" show "$TMP/work.json" table
+	step regression "$SONDE" postprocess "$TMP/work.json" regression
+	step flamegraph "$SONDE" show "$TMP/stacks.json" flamegraph -o "$TMP/flame.svg"
+	step report "$SONDE" report "$TMP/work.json" "$TMP/stacks.json" -o "$TMP/report.html"
+	r=$((r + 1))
+done
+total=0
+peak=0
+for s in load regression flamegraph report; do
+	ms=$(($(median "$TMP/$s.ns" | cut -d. -f1) / 1000000))
+	kb=$(sort -n "$TMP/$s.kb" | tail -1)
+	total=$((total + ms))
+	[ "$kb" -gt "$peak" ] && peak=$kb
+	printf '%-11s %6d ms   peak %5d MiB\n' "$s" "$ms" $((kb / 1024))
+done
+echo "report: $(du -h "$TMP/report.html" | cut -f1), flame.svg: $(du -h "$TMP/flame.svg" | cut -f1), $(grep -c '<g class="f"' "$TMP/flame.svg") frames drawn"
+printf 'total      %6d ms (target < 2000 ms: %s)   peak %d MiB (target < 1024 MiB: %s)\n' \
+	"$total" "$([ $total -lt 2000 ] && echo met || echo missed)" $((peak / 1024)) \
+	"$([ $peak -lt 1048576 ] && echo met || echo missed)"

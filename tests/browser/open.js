@@ -1,0 +1,89 @@
+// open.js SPEC.json: open each file of the spec in headless chromium and print
+// TAP lines. The spec is a list of {file, expect: {selector: min count},
+// zoom: bool, search: "term", texts: [literal text that must be shown],
+// screenshot: "path.png"}. Every page must load without console errors, page
+// errors, dialogs (an escaped name that ran would alert) or network requests.
+'use strict';
+const path = require('path');
+const fs = require('fs');
+const { chromium } = require(path.join(process.env.PW_DIR, 'node_modules', 'playwright-core'));
+
+const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+let n = 0;
+const ok = (cond, what) => console.log(`${cond ? 'ok' : 'not ok'} ${++n} - ${what}`);
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage',
+           '--disable-background-networking', '--disable-component-update',
+           '--disable-sync', '--no-first-run', '--disable-features=Translate',
+           '--dns-prefer-ipv6=false', '--host-resolver-rules=MAP * ~NOTFOUND'],
+  });
+  for (const s of spec) {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors = [], dialogs = [], remote = [];
+    const name = path.basename(s.file);
+    page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', e => errors.push(String(e)));
+    page.on('dialog', d => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+    page.on('request', r => { if (!/^(file|data|about):/.test(r.url())) remote.push(r.url()); });
+    await page.goto('file://' + path.resolve(s.file), { waitUntil: 'load' });
+    for (const [sel, min] of Object.entries(s.expect || {})) {
+      const c = await page.locator(sel).count();
+      ok(c >= min, `${name}: ${c} '${sel}' (at least ${min})`);
+    }
+    for (const t of s.texts || []) {
+      const shown = await page.evaluate(t => document.documentElement.textContent.includes(t), t);
+      ok(shown, `${name}: shows ${JSON.stringify(t)} as text`);
+    }
+    if (s.zoom) {
+      // Click the widest frame that is not the root: it must fill the width.
+      const r = await page.evaluate(() => {
+        const svg = document.querySelector('svg.sonde-flame');
+        const fr = [...svg.querySelectorAll('g.f')].filter(g => g.getAttribute('data-d') === '1');
+        fr.sort((a, b) => b.getAttribute('data-w') - a.getAttribute('data-w'));
+        const g = fr[0];
+        const before = +g.querySelector('rect').getAttribute('width');
+        const hiddenBefore = svg.querySelectorAll('g.f[style*="none"]').length;
+        return { n: g.getAttribute('data-n'), x: g.getAttribute('data-x'), before, hiddenBefore,
+                 total: svg.querySelectorAll('g.f').length };
+      });
+      await page.locator(`svg.sonde-flame g.f[data-d="1"][data-x="${r.x}"]`).first().click();
+      const after = await page.evaluate(() => {
+        const svg = document.querySelector('svg.sonde-flame');
+        const z = svg.getAttribute('data-zoomed');
+        const g = [...svg.querySelectorAll('g.f')].find(g => g.getAttribute('data-n') === z &&
+                                                       g.style.display !== 'none' && g.getAttribute('data-d') === '1');
+        return { z, width: g ? +g.querySelector('rect').getAttribute('width') : -1,
+                 shown: [...svg.querySelectorAll('g.f')].filter(g => g.style.display !== 'none').length };
+      });
+      ok(after.z === r.n, `${name}: click zooms into '${r.n}'`);
+      ok(after.width > r.before || r.before > 1150, `${name}: the zoomed frame widens (${r.before.toFixed(1)} -> ${after.width.toFixed(1)} px)`);
+      ok(after.width > 1150, `${name}: the zoomed frame fills the graph`);
+      ok(after.shown <= r.total, `${name}: frames outside the zoomed one are hidden (${after.shown} of ${r.total} shown)`);
+      await page.locator('svg.sonde-flame .reset').first().click();
+      const reset = await page.evaluate(() => !document.querySelector('svg.sonde-flame').getAttribute('data-zoomed'));
+      ok(reset, `${name}: reset zoom goes back`);
+    }
+    if (s.search) {
+      const share = await page.evaluate(t => document.querySelector('svg.sonde-flame').sondeSearch(t), s.search);
+      ok(share > 0 && share <= 1, `${name}: search '${s.search}' matches ${(100 * share).toFixed(1)}%`);
+    }
+    if (s.screenshot) {
+      // Straight through CDP: playwright's screenshot waits on a frame that
+      // Debian's newer chromium never sends in headless mode.
+      const cdp = await page.context().newCDPSession(page);
+      const shot = await cdp.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true });
+      fs.writeFileSync(s.screenshot, Buffer.from(shot.data, 'base64'));
+      ok(fs.statSync(s.screenshot).size > 0, `${name}: screenshot ${path.basename(s.screenshot)}`);
+    }
+    ok(errors.length === 0, `${name}: no console or page errors ${errors.length ? JSON.stringify(errors) : ''}`);
+    ok(dialogs.length === 0, `${name}: no dialog opened (nothing injected ran) ${dialogs.length ? JSON.stringify(dialogs) : ''}`);
+    ok(remote.length === 0, `${name}: no network request ${remote.length ? JSON.stringify(remote) : ''}`);
+    await page.close();
+  }
+  await browser.close();
+  console.log(`1..${n}`);
+})().catch(e => { console.log(`not ok ${++n} - browser run failed: ${e}`); console.log(`1..${n}`); process.exit(1); });

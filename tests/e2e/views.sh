@@ -1,0 +1,166 @@
+#!/bin/sh
+# End to end: postprocessors, checks, drawn views and the HTML report, the
+# drawn files opened in headless chromium (tests/browser/open.js).
+. "$(dirname "$0")/lib.sh"
+
+# --- postprocess: a trace profile with sizes from sonde_trace_size() ---
+run collect trace -q -o calls.json -- "$PROGS/t-calls"
+check "trace profile collected" [ "$rc" -eq 0 ]
+run postprocess calls.json regression
+check "regression: exit 0" [ "$rc" -eq 0 ]
+check "regression: models stored" [ "$(jq '[.models[] | select(.postprocessor == "regression")] | length' calls.json)" -gt 0 ]
+check "regression: one best model per uid" jq_eq calls.json '[.models[] | select(.best)] | group_by(.uid) | map(length) | max' 1
+check "regression: coefficients with confidence intervals" jq_eq calls.json '[.models[] | .coeffs[0] | has("ci_low") and has("ci_high")] | all' true
+check "regression: the postprocessor is recorded" jq_eq calls.json '.postprocessors[-1].name' regression
+check "regression: the profile still validates" validate calls.json
+run postprocess calls.json moving-average --average ema --decay span=5 -o smooth.json
+check "moving-average -o: the original is untouched" jq_eq calls.json '[.models[] | select(.postprocessor == "moving-average")] | length' 0
+check "moving-average -o: curves written" jq_eq smooth.json '[.models[] | select(.model == "moving_average") | (.x | length) == (.y | length)] | all' true
+run postprocess smooth.json regressogram --buckets 4
+check "regressogram: at most 4 buckets" jq_eq smooth.json '[.models[] | select(.model == "regressogram") | .x | length <= 4] | all' true
+run postprocess smooth.json kernel-regression --estimator local-linear --bandwidth silverman
+check "kernel-regression: stored with its bandwidth" jq_eq smooth.json '[.models[] | select(.model == "kernel") | .bandwidth > 0] | all' true
+check "postprocessed profile validates" validate smooth.json
+run postprocess calls.json nonsense
+check "unknown postprocessor: exit 2" [ "$rc" -eq 2 ]
+check "unknown postprocessor: one line" [ "$(printf '%s\n' "$err" | grep -c .)" -le 2 ]
+cp calls.json before.json
+run postprocess calls.json regression --per nothing
+check "missing column: exit 3" [ "$rc" -eq 3 ]
+check "missing column: says which" has "$err" "'nothing'"
+check "missing column: the profile is unchanged" cmp -s calls.json before.json
+run postprocess calls.json regression --decay span=0
+check "bad --decay: exit 2" [ "$rc" -eq 2 ]
+
+# --- check: the same command, slower ---
+X=0.01 run collect time -q -r 6 -o fast.json -- sh -c 'sleep $X'
+X=0.03 run collect time -q -r 6 -o slow.json -- sh -c 'sleep $X'
+run check fast.json slow.json
+check "check slower: exit 4" [ "$rc" -eq 4 ]
+check "check slower: real time is a severe degradation" has "$out" "severe degradation"
+run check slow.json fast.json --format json
+check "check faster: json on stdout" [ -n "$out" ]
+printf '%s\n' "$out" >check.json
+check "check json: real time is an optimization" jq_eq check.json '.pairs[0].results[] | select(.subtype == "real") | .verdict' "severe optimization"
+check "check json: the ratio's interval lies below 1" jq_eq check.json '.pairs[0].results[] | select(.subtype == "real") | .ratio_ci95[1] < 1' true
+check "check json: Welch's test decided" jq_eq check.json '.pairs[0].results[] | select(.subtype == "real") | .method' welch
+run check fast.json fast.json
+check "check against itself: exit 0, no change" [ "$rc" -eq 0 ]
+run check fast.json calls.json
+check "different resources: not in baseline / target" has "$out" "not in baseline"
+run check fast.json
+check "check with one argument: exit 2" [ "$rc" -eq 2 ]
+run check fast.json no-such-thing
+check "check with an unknown name: exit 1, one line" [ "$rc" -eq 1 ]
+
+# --- check between commits, as a CI gate ---
+mkdir repo && cd repo && git init -q . && echo a >a && git add a && git commit -qm one
+"$SONDE" init >/dev/null
+X=0.01 "$SONDE" collect time -q -r 6 -- sh -c 'sleep $X' >/dev/null 2>&1
+"$SONDE" add 0@p >/dev/null
+echo b >b && git add b && git commit -qm two
+X=0.03 "$SONDE" collect time -q -r 6 -- sh -c 'sleep $X' >/dev/null 2>&1
+"$SONDE" add 0@p >/dev/null
+run check HEAD~1 HEAD
+check "check HEAD~1 HEAD: exit 4 on the slower commit" [ "$rc" -eq 4 ]
+run check HEAD HEAD~1
+check "check HEAD HEAD~1: real time is an optimization" has "$out" "optimization"
+cd ..
+
+# --- drawn views of a memory profile whose names must stay text ---
+python3 - <<'PY'
+import json
+frames = ['main', '<script>alert(1)</script>', 'a&b"c', "it's", 'parse', 'emit']
+rtm, res = {}, {}
+for i in range(60):
+    stack = [frames[(i + k) % len(frames)] for k in range(1 + i % 5)]
+    key = "site%d#0" % i
+    rtm[key] = {"uid": stack[0], "type": "memory", "subtype": "malloc",
+                "trace": [{"function": f, "source": "", "line": 0, "module": "x"} for f in stack],
+                "summary": {"count": i + 1, "bytes": 100 * (i + 1), "freed": 0, "leaked": 0,
+                            "leaked_bytes": 0, "temporary": 0, "peak_bytes": 0}}
+    res[key] = {"amount": [16 * (j + 1) for j in range(i % 7 + 1)],
+                "timestamp": [1000 * (i * 7 + j) for j in range(i % 7 + 1)],
+                "snapshot": [j for j in range(i % 7 + 1)]}
+doc = {"format_version": 1, "origin": None,
+       "header": {"type": "memory", "cmd": "<b>x</b> & y", "args": [], "workload": "",
+                  "units": {"memory": "B", "time": "ns"}},
+       "collector_info": {"name": "memory", "params": {}}, "machine": {}, "metadata": {},
+       "stats": {"runs": 1, "warnings": []}, "resource_type_map": rtm, "resources": res,
+       "models": [], "postprocessors": []}
+json.dump(doc, open("evil.json", "w"))
+doc["resource_type_map"]["site0#0"]["summary"]["bytes"] = 90000
+json.dump(doc, open("evil2.json", "w"))
+PY
+run show evil.json flamegraph -o flame.svg
+check "flamegraph: exit 0" [ "$rc" -eq 0 ]
+check "flamegraph: names escaped in the SVG" has "$(cat flame.svg)" '&lt;script&gt;alert(1)&lt;/script&gt;'
+check "flamegraph: no raw injected tag" [ "$(grep -c '<script>alert' flame.svg)" -eq 0 ]
+check "flamegraph: well-formed XML" python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse('flame.svg')"
+run show evil.json bars --per uid --func sum -o bars.svg
+check "bars: exit 0" [ "$rc" -eq 0 ]
+run show evil.json flow --per snapshot --by uid --stacked -o flow.svg
+check "flow: exit 0" [ "$rc" -eq 0 ]
+run show calls.json scatter -o scatter.svg
+check "scatter: exit 0" [ "$rc" -eq 0 ]
+check "scatter: the fitted models are drawn" [ "$(grep -c 'class="model"' scatter.svg)" -gt 0 ]
+run show evil.json diff evil2.json -o diff.svg
+check "diff: exit 0" [ "$rc" -eq 0 ]
+check "diff: the table shows the grown frame" has "$out" "function (inclusive)"
+for f in bars.svg flow.svg scatter.svg diff.svg; do
+	check "$f: well-formed XML" python3 -c "import xml.dom.minidom; xml.dom.minidom.parse('$f')"
+done
+run show fast.json flamegraph
+check "flamegraph of a time profile: exit 3" [ "$rc" -eq 3 ]
+run show fast.json bars --of nothing
+check "bars of a missing column: exit 3" [ "$rc" -eq 3 ]
+run report evil.json evil2.json calls.json -o report.html
+check "report: exit 0" [ "$rc" -eq 0 ]
+check "report: prints its path" has "$out" "report.html"
+check "report: no external reference" [ "$(grep -Eci '(src|href)="(https?:)?//' report.html)" -eq 0 ]
+run export calls.json --format json -o exported.json
+check "export json: the same profile" jq_eq exported.json '.models | length' "$(jq '.models | length' calls.json)"
+
+# --- the real browser ---
+BUILD_DIR=${BUILD:-$SRC/build}
+PW_DIR="$BUILD_DIR/tests/browser"
+ART="$BUILD_DIR/tests/artifacts"
+if ! command -v node >/dev/null 2>&1; then
+	skip "views in chromium" "node is not installed (scripts/install-deps installs it)"
+elif [ ! -x /usr/bin/chromium ]; then
+	skip "views in chromium" "/usr/bin/chromium is not installed (scripts/install-deps installs it)"
+elif ! why=$("$SRC/tests/browser/setup" "$PW_DIR"); then
+	skip "views in chromium" "$why"
+else
+	mkdir -p "$ART"
+	cat >spec.json <<JSON
+[
+ {"file": "flame.svg", "expect": {"svg.sonde-flame g.f": 6}, "zoom": true, "search": "parse",
+  "texts": ["<script>alert(1)</script>", "a&b\"c"], "screenshot": "$ART/flame.png"},
+ {"file": "diff.svg", "expect": {"svg.sonde-flame g.f": 6}, "zoom": true, "screenshot": "$ART/diff.png"},
+ {"file": "bars.svg", "expect": {"g.bar rect": 3}, "texts": ["<script>alert(1)</script>"], "screenshot": "$ART/bars.png"},
+ {"file": "flow.svg", "expect": {"g.series path": 2}, "screenshot": "$ART/flow.png"},
+ {"file": "scatter.svg", "expect": {"g.points circle": 3, "g.model path": 1}, "screenshot": "$ART/scatter.png"},
+ {"file": "report.html", "expect": {"table.facts": 3, "table.summary tbody tr": 3, "svg.sonde-flame": 2,
+  "svg.sonde-chart": 3, "table.check tbody tr": 2, "section.comparison": 2},
+  "zoom": true, "texts": ["<script>alert(1)</script>", "a&b\"c", "<b>x</b> & y"],
+  "screenshot": "$ART/report.png"}
+]
+JSON
+	PW_DIR="$PW_DIR" node "$SRC/tests/browser/open.js" spec.json >browser.tap 2>&1
+	grep -E '^(not )?ok ' browser.tap | while IFS= read -r line; do
+		case $line in
+		"not ok"*) echo "not ok - browser: ${line#not ok * - }" ;;
+		*) echo "ok - browser: ${line#ok * - }" ;;
+		esac
+	done >browser.lines
+	[ -s browser.lines ] || echo "not ok - browser: no result ($(head -c 300 browser.tap))" >browser.lines
+	while IFS= read -r line; do
+		case $line in
+		"not ok"*) not_ok "${line#not ok - }" ;;
+		*) ok "${line#ok - }" ;;
+		esac
+	done <browser.lines
+	check "screenshots kept in $ART" [ -s "$ART/report.png" ]
+fi
+finish
