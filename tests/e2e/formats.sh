@@ -16,7 +16,7 @@ check "csv: header" [ "$(printf '%s\n' "$out" | head -1)" = "uid,type,subtype,wo
 check "csv: 10 lines" [ "$(printf '%s\n' "$out" | wc -l)" = 10 ]
 run show p.json --format markdown
 check "markdown: table" has "$out" "|---|"
-run show p.json flamegraph
+run show p.json nonsense
 check "unknown view: exit 2" [ "$rc" = 2 ]
 
 # A Perun time profile in the list-of-records form
