@@ -136,17 +136,12 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 	return rc;
 }
 
+/* The mean of n values (NaN for none); *var gets their sample variance. */
 static double mean_of(const double *v, size_t n, double *var)
 {
-	double m = 0, ss = 0;
-	size_t i;
+	double m;
 
-	for (i = 0; i < n; i++)
-		m += v[i];
-	m = n ? m / (double)n : NAN;
-	for (i = 0; i < n; i++)
-		ss += (v[i] - m) * (v[i] - m);
-	*var = n > 1 ? ss / (double)(n - 1) : NAN;
+	sonde_stats__mean_var(v, n, &m, var);
 	return m;
 }
 

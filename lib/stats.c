@@ -102,17 +102,17 @@ double sonde_stats__normal_cdf(double z)
 	return 0.5 * erfc(-z / M_SQRT2);
 }
 
-static void mean_var(const double *x, size_t n, double *mean, double *var)
+void sonde_stats__mean_var(const double *x, size_t n, double *mean, double *var)
 {
 	double s = 0, ss = 0;
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		s += x[i];
-	*mean = s / (double)n;
+	*mean = n ? s / (double)n : NAN;
 	for (i = 0; i < n; i++)
 		ss += (x[i] - *mean) * (x[i] - *mean);
-	*var = n > 1 ? ss / (double)(n - 1) : 0;
+	*var = n > 1 ? ss / (double)(n - 1) : NAN;
 }
 
 int sonde_stats__welch(const double *a, size_t na, const double *b, size_t nb,
@@ -122,8 +122,8 @@ int sonde_stats__welch(const double *a, size_t na, const double *b, size_t nb,
 
 	if (na < 2 || nb < 2)
 		return -EINVAL;
-	mean_var(a, na, &ma, &va);
-	mean_var(b, nb, &mb, &vb);
+	sonde_stats__mean_var(a, na, &ma, &va);
+	sonde_stats__mean_var(b, nb, &mb, &vb);
 	se2 = va / (double)na + vb / (double)nb;
 	sp = sqrt(((double)(na - 1) * va + (double)(nb - 1) * vb) / (double)(na + nb - 2));
 	/* Hedges' correction of Cohen's d for small samples. */

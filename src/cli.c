@@ -3,6 +3,7 @@
  * with generated help, and profile names (path, N@p, N@i).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,19 @@ static int indexed_name(const char *name, long *n, char *kind)
 		return 0;
 	*kind = end[1];
 	return 1;
+}
+
+bool cli_is_store_name(const char *name)
+{
+	long n;
+	char kind;
+
+	return indexed_name(name, &n, &kind);
+}
+
+json_t *cli_json_number(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
 }
 
 char *cli_profile_path(const char *cmd, const char *name, long long *store_id)

@@ -48,6 +48,10 @@ void cli_help(const char *usage, const struct sonde_option *opts);
  * a registered profile (0 otherwise) when not NULL.
  */
 char *cli_profile_path(const char *cmd, const char *name, long long *store_id);
+/* Whether name is N@p or N@i (a profile in the store). */
+bool cli_is_store_name(const char *name);
+/* A measured number as JSON: null when it is NaN or infinite (not measured). */
+json_t *cli_json_number(double v);
 /* Load a profile named as above; prints why on failure and sets *code. */
 struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *code);
 

@@ -32,12 +32,7 @@ struct side {
 
 static bool is_profile_name(const char *s)
 {
-	size_t n = strlen(s);
-
-	if (access(s, F_OK) == 0)
-		return true;
-	return n > 2 && s[n - 2] == '@' && (s[n - 1] == 'p' || s[n - 1] == 'i') &&
-	       strspn(s, "0123456789") == n - 2;
+	return access(s, F_OK) == 0 || cli_is_store_name(s);
 }
 
 static int resolve(const char *name, struct side *s)
@@ -83,11 +78,6 @@ static bool eq(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-static json_t *num(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 static json_t *results_json(const struct sonde_check_result *r, size_t n)
 {
 	json_t *arr = json_array();
@@ -108,15 +98,15 @@ static json_t *results_json(const struct sonde_check_result *r, size_t n)
 		json_object_set_new(o, "method", json_string(x->method ? x->method : "none"));
 		json_object_set_new(o, "n_baseline", json_integer((json_int_t)x->n_baseline));
 		json_object_set_new(o, "n_target", json_integer((json_int_t)x->n_target));
-		json_object_set_new(o, "baseline", num(x->baseline));
-		json_object_set_new(o, "target", num(x->target));
-		json_object_set_new(o, "change", num(x->change));
-		json_array_append_new(ci, num(x->ratio_low));
-		json_array_append_new(ci, num(x->ratio_high));
+		json_object_set_new(o, "baseline", cli_json_number(x->baseline));
+		json_object_set_new(o, "target", cli_json_number(x->target));
+		json_object_set_new(o, "change", cli_json_number(x->change));
+		json_array_append_new(ci, cli_json_number(x->ratio_low));
+		json_array_append_new(ci, cli_json_number(x->ratio_high));
 		json_object_set_new(o, "ratio_ci95", ci);
-		json_object_set_new(o, "confidence", num(x->confidence));
-		json_object_set_new(o, "p_value", num(x->p));
-		json_object_set_new(o, "effect_size", num(x->effect));
+		json_object_set_new(o, "confidence", cli_json_number(x->confidence));
+		json_object_set_new(o, "p_value", cli_json_number(x->p));
+		json_object_set_new(o, "effect_size", cli_json_number(x->effect));
 		json_object_set_new(o, "detail", x->detail ? json_string(x->detail) : json_null());
 		json_array_append_new(arr, o);
 	}

@@ -154,7 +154,7 @@ int cmd_postprocess(int argc, char **argv)
 	struct sonde_profile *p;
 	char *path;
 	const char *const *k;
-	size_t added, before;
+	size_t added;
 	int first, code = EXIT_OK, rc;
 
 	first = cli_parse("postprocess", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE,
@@ -223,7 +223,6 @@ int cmd_postprocess(int argc, char **argv)
 	sonde_postprocess__defaults(sonde_profile__type(p), &o.of, &o.per);
 	o.of = of ? of : o.of;
 	o.per = per ? per : o.per;
-	before = json_array_size(json_object_get(sonde_profile__root(p), "models"));
 	rc = sonde_postprocess__apply(p, &o, &added, &err);
 	if (rc) {
 		cli_error("postprocess", "%s", rc == -ENOMEM ? "out of memory" : err.buf);
@@ -240,10 +239,8 @@ int cmd_postprocess(int argc, char **argv)
 
 			printf("%s: %zu %s model%s of %s per %s written to %s\n", o.name, added,
 			       o.name, added == 1 ? "" : "s", o.of, o.per, dest);
-			/* Models replaced in place keep their place at the end. */
-			print_models(p, o.name,
-				     json_array_size(all) >= added ? json_array_size(all) - added
-								   : before);
+			/* An earlier run's models were replaced: the new ones end the array. */
+			print_models(p, o.name, json_array_size(all) - added);
 		}
 	}
 	sonde_strbuf__release(&err);

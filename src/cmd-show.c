@@ -44,11 +44,6 @@ static void cell(FILE *out, const char *s, int w, bool left)
 		fprintf(out, "%*s", pad, "");
 }
 
-static json_t *num(double v)
-{
-	return isnan(v) ? json_null() : json_real(v);
-}
-
 static void print_warnings(const struct sonde_profile *p, FILE *out)
 {
 	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x;
@@ -89,14 +84,14 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			json_object_set_new(o, "unit",
 					    r->unit ? json_string(r->unit) : json_null());
 			json_object_set_new(o, "n", json_integer((json_int_t)r->s.n));
-			json_object_set_new(o, "mean", num(r->s.mean));
-			json_object_set_new(o, "stddev", num(r->s.stddev));
-			json_object_set_new(o, "median", num(r->s.median));
-			json_object_set_new(o, "min", num(r->s.min));
-			json_object_set_new(o, "max", num(r->s.max));
-			json_object_set_new(o, "ci95_low", num(r->s.ci_low));
-			json_object_set_new(o, "ci95_high", num(r->s.ci_high));
-			json_object_set_new(o, "mad", num(r->s.mad));
+			json_object_set_new(o, "mean", cli_json_number(r->s.mean));
+			json_object_set_new(o, "stddev", cli_json_number(r->s.stddev));
+			json_object_set_new(o, "median", cli_json_number(r->s.median));
+			json_object_set_new(o, "min", cli_json_number(r->s.min));
+			json_object_set_new(o, "max", cli_json_number(r->s.max));
+			json_object_set_new(o, "ci95_low", cli_json_number(r->s.ci_low));
+			json_object_set_new(o, "ci95_high", cli_json_number(r->s.ci_high));
+			json_object_set_new(o, "mad", cli_json_number(r->s.mad));
 			json_object_set_new(o, "outliers", json_integer((json_int_t)r->s.outliers));
 			json_array_append_new(arr, o);
 		}

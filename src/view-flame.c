@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../lib/grow.h"
 #include "view.h"
 
 /* A frame's name in folded form: ';' and newlines would break the format. */
@@ -131,16 +132,9 @@ static long child(struct ftree *t, size_t parent, const char *name, bool create)
 		sonde_strbuf__release(&k);
 		return hit ? (long)json_integer_value(hit) : -ENOENT;
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 256;
-		struct fnode *v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v) {
-			sonde_strbuf__release(&k);
-			return -ENOMEM;
-		}
-		t->v = v;
-		t->cap = cap;
+	if (sonde_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v))) {
+		sonde_strbuf__release(&k);
+		return -ENOMEM;
 	}
 	id = (long)t->n++;
 	t->v[id] = (struct fnode){ .name = name, .parent = parent };
@@ -162,10 +156,8 @@ static int tree_build(struct ftree *t, const char *folded)
 	memset(t, 0, sizeof(*t));
 	t->text = strdup(folded ? folded : "");
 	t->index = json_object();
-	t->v = calloc(256, sizeof(*t->v));
-	if (!t->text || !t->index || !t->v)
+	if (!t->text || !t->index || sonde_grow((void **)&t->v, &t->cap, 1, sizeof(*t->v)))
 		return -ENOMEM;
-	t->cap = 256;
 	t->n = 1;
 	t->v[0].name = "all";
 	for (line = strtok_r(t->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -312,7 +304,7 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 	       struct sonde_strbuf *out)
 {
 	struct ftree t, b = { 0 };
-	size_t i, *base_of = NULL, drawn = 0;
+	size_t i, *base_of = NULL;
 	int rc, height;
 	double total;
 	char v1[40], v2[40], color[24];
@@ -371,7 +363,6 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 
 		if (w < MIN_FRACTION)
 			continue;
-		drawn++;
 		sonde_format__value(f->total, unit, v1, sizeof(v1));
 		snprintf(pct, sizeof(pct), "%.2f%%", 100 * w);
 		if (basefolded) {
@@ -432,7 +423,6 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 	}
 	rc |= sonde_strbuf__addf(out, "</g>\n<script><![CDATA[\n%s]]></script>\n</svg>\n",
 				 flame_js);
-	(void)drawn;
 out:
 	free(base_of);
 	tree_free(&t);

@@ -187,7 +187,7 @@ static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 	return rc;
 }
 
-/* The type most resources have (the charts draw one type: units do not mix). */
+/* The first resource's type (the charts draw one type: units do not mix). */
 static const char *main_type(const struct sonde_profile *p)
 {
 	json_t *fixed, *cols;

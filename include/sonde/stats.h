@@ -39,6 +39,8 @@ double sonde_stats__modified_z(double v, double median, double mad);
 
 /* The p quantile (0.5 < p < 1) of Student's t distribution with df degrees of freedom. */
 double sonde_stats__t_quantile(double p, double df);
+/* Mean and sample variance of n values (variance NaN when n < 2; mean NaN when n == 0). */
+void sonde_stats__mean_var(const double *x, size_t n, double *mean, double *var);
 /* P(T <= t) of Student's t distribution with df degrees of freedom (any t). */
 double sonde_stats__t_cdf(double t, double df);
 /* P(Z <= z) of the standard normal distribution. */

@@ -44,6 +44,17 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* Room for n doubles (a group's points grow a resource at a time). */
+static int extend(double **a, size_t n)
+{
+	double *v = realloc(*a, (n ? n : 1) * sizeof(double));
+
+	if (!v)
+		return -ENOMEM;
+	*a = v;
+	return 0;
+}
+
 int sonde_points__collect(const struct sonde_profile *p, const char *of, const char *per,
 			  struct sonde_points **out, size_t *nout)
 {
@@ -57,7 +68,7 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 		json_t *fixed, *cols, *ys, *xs, *hit;
 		const char *type, *sub;
 		struct sonde_points *pt;
-		size_t len, cap_pts;
+		size_t len;
 
 		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
 		ys = json_object_get(cols, of);
@@ -93,20 +104,10 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 				break;
 			}
 		}
-		cap_pts = pt->n + len;
-		{
-			double *nx = realloc(pt->x, cap_pts * sizeof(double));
-
-			if (nx)
-				pt->x = nx;
-			double *ny = nx ? realloc(pt->y, cap_pts * sizeof(double)) : NULL;
-
-			if (!nx || !ny) {
-				rc = -ENOMEM;
-				break;
-			}
-			pt->y = ny;
-		}
+		rc = extend(&pt->x, pt->n + len);
+		rc = rc ? rc : extend(&pt->y, pt->n + len);
+		if (rc)
+			break;
 		for (j = 0; j < len; j++) {
 			json_t *a = json_array_get(xs, j), *b = json_array_get(ys, j);
 

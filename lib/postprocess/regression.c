@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sonde/postprocess.h>
 #include <sonde/stats.h>
+#include "../grow.h"
 
 const char *const sonde_model_names[] = {
 	"constant",  "logarithmic", "linear",	   "linearithmic",
@@ -203,17 +204,11 @@ struct fits {
 
 static int push(struct fits *f, const struct sonde_fit *x)
 {
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? 2 * f->cap : 8;
-		struct sonde_fit *v = realloc(f->v, cap * sizeof(*v));
+	int rc = sonde_grow((void **)&f->v, &f->cap, f->n + 1, sizeof(*f->v));
 
-		if (!v)
-			return -ENOMEM;
-		f->v = v;
-		f->cap = cap;
-	}
-	f->v[f->n++] = *x;
-	return 0;
+	if (!rc)
+		f->v[f->n++] = *x;
+	return rc;
 }
 
 /*

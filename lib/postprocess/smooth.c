@@ -152,10 +152,7 @@ int sonde_smooth__moving_average(enum sonde_average kind, size_t window, double 
 		case SONDE_AVG_SMM:
 			for (size_t j = lo; j <= i; j++)
 				win[j - lo] = p[j].y;
-			qsort(win, i - lo + 1, sizeof(*win), cmp_double);
-			out->y[i] = (i - lo + 1) % 2
-					    ? win[(i - lo) / 2]
-					    : (win[(i - lo) / 2] + win[(i - lo) / 2 + 1]) / 2;
+			out->y[i] = sonde_stats__median_inplace(win, i - lo + 1);
 			break;
 		case SONDE_AVG_EMA:
 			out->y[i] = i ? alpha * p[i].y + (1 - alpha) * out->y[i - 1] : p[i].y;
@@ -215,7 +212,6 @@ int sonde_smooth__regressogram(size_t buckets, bool median, const double *x, con
 	{
 		size_t k = 0;
 
-		start = 0;
 		for (i = 0; i < n; i++) {
 			while (k + 1 < out->n && p[i].x >= out->x[k] + w / 2)
 				k++;
