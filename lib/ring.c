@@ -3,10 +3,16 @@
  *
  * Layout of the area (one memfd):
  *   page 0        struct area: magic, geometry, policy, serial counter, reader
- *                 heartbeat, drops of writers that found no ring;
+ *                 heartbeat, drops of writers that found no ring, the count of
+ *                 rings ever claimed (the reader looks no further);
  *   descriptors   one struct sonde_ring_desc per ring, three cache lines each so
  *                 that the writer's head and the reader's tail never share one;
- *   data          nrings buffers of ring_bytes, page aligned.
+ *   data          nbig buffers of ring_bytes, then the spill rings' buffers of
+ *                 spill_bytes, page aligned.
+ *
+ * The memfd is sparse: a ring costs memory only once a thread writes into it,
+ * so an area can hold thousands of rings and threads are not the limit. Claims
+ * take the lowest free ring, so the first threads get the big rings.
  *
  * The writer side is also compiled into the preloaded runtimes: it must not
  * allocate, lock, or touch stdio.
@@ -51,6 +57,9 @@ struct sonde_ring_area {
 	uint64_t magic;
 	uint32_t nrings, policy;
 	uint64_t ring_bytes, map_len, data_off;
+	uint32_t nbig, pad;
+	uint64_t spill_bytes;
+	_Atomic uint32_t used; /* rings [0, used) have been claimed at least once */
 	_Atomic uint32_t serial_next;
 	_Atomic uint64_t heartbeat_ns;
 	_Atomic uint64_t unclaimed_drops;
@@ -68,26 +77,55 @@ static struct sonde_ring_desc *desc(struct sonde_ring_area *a, unsigned i)
 	return (struct sonde_ring_desc *)((char *)a + AREA_HDR) + i;
 }
 
+static uint64_t ring_size(const struct sonde_ring_area *a, unsigned i)
+{
+	return i < a->nbig ? a->ring_bytes : a->spill_bytes;
+}
+
 static uint8_t *ring_data(struct sonde_ring_area *a, unsigned i)
 {
-	return (uint8_t *)a + a->data_off + (size_t)i * a->ring_bytes;
+	size_t off = i < a->nbig ? (size_t)i * a->ring_bytes
+				 : (size_t)a->nbig * a->ring_bytes +
+					   (size_t)(i - a->nbig) * a->spill_bytes;
+
+	return (uint8_t *)a + a->data_off + off;
+}
+
+/* Rings the reader must look at: those claimed at least once. */
+static unsigned rings_used(struct sonde_ring_area *a)
+{
+	uint32_t n = atomic_load_explicit(&a->used, memory_order_acquire);
+
+	return n < a->nrings ? n : a->nrings;
 }
 
 /* ---- owner side ------------------------------------------------------------------------ */
 
+static bool ring_bytes_ok(size_t n)
+{
+	return n >= 4096 && !(n & (n - 1)) && n <= (1ull << 32);
+}
+
 int sonde_ring_area__create(unsigned nrings, size_t ring_bytes, enum sonde_ring_policy policy,
 			    struct sonde_ring_area **out)
+{
+	return sonde_ring_area__create_spill(nrings, ring_bytes, 0, ring_bytes, policy, out);
+}
+
+int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned nspill,
+				  size_t spill_bytes, enum sonde_ring_policy policy,
+				  struct sonde_ring_area **out)
 {
 	size_t descs, data_off, len;
 	struct sonde_ring_area *a;
 	int fd, err;
 
-	if (!nrings || nrings > 65536 || ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)) ||
-	    ring_bytes > (1ull << 32))
+	if (!nrings || (uint64_t)nrings + nspill > 65536 || !ring_bytes_ok(ring_bytes) ||
+	    !ring_bytes_ok(spill_bytes) || spill_bytes > ring_bytes)
 		return -EINVAL;
-	descs = (size_t)nrings * sizeof(struct sonde_ring_desc);
+	descs = ((size_t)nrings + nspill) * sizeof(struct sonde_ring_desc);
 	data_off = (AREA_HDR + descs + 4095) & ~(size_t)4095;
-	len = data_off + (size_t)nrings * ring_bytes;
+	len = data_off + (size_t)nrings * ring_bytes + (size_t)nspill * spill_bytes;
 	fd = memfd_create("sonde-rings", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -108,7 +146,9 @@ int sonde_ring_area__create(unsigned nrings, size_t ring_bytes, enum sonde_ring_
 		close(fd);
 		return -ENOMEM;
 	}
-	a->nrings = nrings;
+	a->nrings = nrings + nspill;
+	a->nbig = nrings;
+	a->spill_bytes = spill_bytes;
 	a->policy = policy;
 	a->ring_bytes = ring_bytes;
 	a->map_len = len;
@@ -148,8 +188,8 @@ void sonde_ring_area__heartbeat(struct sonde_ring_area *a)
 /* Copy [t, h) of ring i into the scratch buffer (it may wrap). */
 static void copy_out(struct sonde_ring_area *a, unsigned i, uint64_t t, uint64_t h)
 {
-	uint64_t mask = a->ring_bytes - 1, pos = t & mask, n = h - t;
-	uint64_t first = n < a->ring_bytes - pos ? n : a->ring_bytes - pos;
+	uint64_t size = ring_size(a, i), pos = t & (size - 1), n = h - t;
+	uint64_t first = n < size - pos ? n : size - pos;
 	const uint8_t *d = ring_data(a, i);
 
 	memcpy(a->scratch, d + pos, first);
@@ -160,10 +200,10 @@ static void copy_out(struct sonde_ring_area *a, unsigned i, uint64_t t, uint64_t
 long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx)
 {
 	long long total = 0;
-	unsigned i;
+	unsigned i, n = rings_used(a);
 
 	sonde_ring_area__heartbeat(a);
-	for (i = 0; i < a->nrings; i++) {
+	for (i = 0; i < n; i++) {
 		struct sonde_ring_desc *d = desc(a, i);
 		uint32_t st = atomic_load_explicit(&d->state, memory_order_acquire);
 		struct sonde_ring_chunk c;
@@ -175,7 +215,7 @@ long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink
 		for (;;) {
 			t = atomic_load_explicit(&d->tail, memory_order_acquire);
 			h = atomic_load_explicit(&d->head, memory_order_acquire);
-			if (h == t || h - t > a->ring_bytes)
+			if (h == t || h - t > ring_size(a, i))
 				break;
 			copy_out(a, i, t, h);
 			if (a->policy == SONDE_RING_DROP_OLDEST) {
@@ -210,14 +250,13 @@ static uint64_t salvage(struct sonde_ring_area *a, unsigned i)
 {
 	struct sonde_ring_desc *d = desc(a, i);
 	uint32_t used = atomic_load(&d->open_used);
-	uint64_t h = atomic_load(&d->head);
-	uint32_t *hdr = (uint32_t *)(void *)(ring_data(a, i) + (h & (a->ring_bytes - 1)));
+	uint64_t h = atomic_load(&d->head), size = ring_size(a, i);
+	uint32_t *hdr = (uint32_t *)(void *)(ring_data(a, i) + (h & (size - 1)));
 
 	if (!used)
 		return 0;
 	used = (used + 7) & ~7u;
-	if (used < 8 || used > SONDE_RING_REC_LEN(*hdr) ||
-	    (h & (a->ring_bytes - 1)) + used > a->ring_bytes) {
+	if (used < 8 || used > SONDE_RING_REC_LEN(*hdr) || (h & (size - 1)) + used > size) {
 		atomic_store(&d->open_used, 0);
 		return 0;
 	}
@@ -230,9 +269,9 @@ static uint64_t salvage(struct sonde_ring_area *a, unsigned i)
 uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
 {
 	uint64_t salvaged = 0;
-	unsigned i;
+	unsigned i, n = rings_used(a);
 
-	for (i = 0; i < a->nrings; i++) {
+	for (i = 0; i < n; i++) {
 		struct sonde_ring_desc *d = desc(a, i);
 		uint32_t st = atomic_load(&d->state);
 
@@ -252,9 +291,9 @@ uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a)
 {
 	struct sonde_ring_area *m = (struct sonde_ring_area *)a;
 	uint64_t n = atomic_load(&m->unclaimed_drops);
-	unsigned i;
+	unsigned i, used = rings_used(m);
 
-	for (i = 0; i < a->nrings; i++)
+	for (i = 0; i < used; i++)
 		n += atomic_load(&desc(m, i)->dropped);
 	return n;
 }
@@ -311,17 +350,21 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 		return -EINVAL;
 	for (i = 0; i < a->nrings; i++) {
 		struct sonde_ring_desc *d = desc(a, i);
-		uint32_t st = R_FREE;
+		uint32_t st = R_FREE, used;
 
-		if (!atomic_compare_exchange_strong(&d->state, &st, R_CLAIMING))
+		if (atomic_load_explicit(&d->state, memory_order_relaxed) != R_FREE ||
+		    !atomic_compare_exchange_strong(&d->state, &st, R_CLAIMING))
 			continue;
+		used = atomic_load(&a->used);
+		while (used <= i && !atomic_compare_exchange_weak(&a->used, &used, i + 1))
+			;
 		d->pid = pid;
 		d->tid = tid;
 		d->serial = serial;
 		w->area = a;
 		w->d = d;
 		w->data = ring_data(a, i);
-		w->mask = a->ring_bytes - 1;
+		w->mask = ring_size(a, i) - 1;
 		w->head = atomic_load_explicit(&d->head, memory_order_relaxed);
 		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
 		w->reserved = 0;

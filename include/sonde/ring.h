@@ -74,6 +74,15 @@ struct sonde_ring_chunk {
  */
 int sonde_ring_area__create(unsigned nrings, size_t ring_bytes, enum sonde_ring_policy policy,
 			    struct sonde_ring_area **out);
+/*
+ * The same, with nspill more rings of spill_bytes (a power of two, >= 4096, at
+ * most ring_bytes) for the threads that come when the nrings big ones are
+ * taken. The memfd is sparse: a ring that no thread writes costs no memory, so
+ * thousands of spill rings are cheap. At most 65536 rings in all.
+ */
+int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned nspill,
+				  size_t spill_bytes, enum sonde_ring_policy policy,
+				  struct sonde_ring_area **out);
 void sonde_ring_area__destroy(struct sonde_ring_area *a);
 /* The path a writer opens ("/proc/PID/fd/N"); valid while the area exists. */
 const char *sonde_ring_area__path(const struct sonde_ring_area *a);

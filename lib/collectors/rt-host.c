@@ -154,9 +154,10 @@ int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct r
 		if (rc)
 			return rc;
 	}
-	rc = sonde_ring_area__create(s->rings, s->ring_bytes,
-				     s->drop_oldest ? SONDE_RING_DROP_OLDEST : SONDE_RING_LOSSLESS,
-				     &h->area);
+	rc = sonde_ring_area__create_spill(
+		s->rings, s->ring_bytes, s->spill_rings,
+		s->spill_bytes ? s->spill_bytes : s->ring_bytes,
+		s->drop_oldest ? SONDE_RING_DROP_OLDEST : SONDE_RING_LOSSLESS, &h->area);
 	if (rc) {
 		sonde_collection__fail(c, "cannot create the event rings: %s", strerror(-rc));
 		return rc;

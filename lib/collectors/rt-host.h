@@ -37,12 +37,21 @@ struct rt_host {
 	struct rt_clock clock;
 };
 
+/*
+ * Rings after the big ones: one per live thread up to 64 + 4032, 512 KiB each.
+ * The area is sparse, so they cost memory only when used.
+ */
+#define RT_SPILL_RINGS 4032u
+#define RT_SPILL_BYTES (512u << 10)
+
 struct rt_host_spec {
 	const char *collector; /* for messages: "memory" */
 	const char *runtime;   /* file name: "libsonde-memory.so"; NULL: none to preload */
 	const char *ring_env;  /* the variable that gives the runtime the ring path */
-	unsigned rings;
+	unsigned rings;	       /* big rings, for the first threads */
 	size_t ring_bytes;
+	unsigned spill_rings; /* smaller ones for the threads after them */
+	size_t spill_bytes;
 	bool drop_oldest;
 };
 

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include "../../lib/collectors/rt-proto.h"
 #include "rt.h"
@@ -73,22 +72,7 @@ unsigned rt_env_uint(const char *name, unsigned def)
 
 bool rt_claim_ring(struct sonde_ring_area *a, uint32_t serial, struct sonde_ring_writer *w)
 {
-	int tries;
-
-	for (tries = 0;; tries++) {
-		if (sonde_ring__claim(a, (uint32_t)getpid(), (uint32_t)gettid(), serial, w) == 0)
-			return true;
-		/* all rings taken: wait for the reader to free one, or give up */
-		if (tries > 2000) {
-			sonde_ring_area__lost(a, 1);
-			return false;
-		}
-		{
-			struct timespec t = { 0, 1000000 };
-
-			nanosleep(&t, NULL);
-		}
-	}
+	return sonde_ring__claim(a, (uint32_t)getpid(), (uint32_t)gettid(), serial, w) == 0;
 }
 
 static size_t exe_path(char *buf, size_t len)

@@ -27,8 +27,10 @@ void rt_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 /* A decimal environment variable, or def. */
 unsigned rt_env_uint(const char *name, unsigned def);
 /*
- * Claim a ring for the calling thread, waiting up to 2 s for one to be freed.
- * false: none could be had (counted as one lost record).
+ * Claim a ring for the calling thread, without waiting (a thread that waited
+ * for another to exit could wait forever: the other may be waiting on it).
+ * false: every ring is taken; the caller counts what it cannot record with
+ * sonde_ring_area__lost and tries again later.
  */
 bool rt_claim_ring(struct sonde_ring_area *a, uint32_t serial, struct sonde_ring_writer *w);
 /* RT_REC_PROC for this image, then one RT_REC_MODULE per loaded object. */

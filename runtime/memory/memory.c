@@ -132,6 +132,7 @@ struct tstate {
 	int guard; /* 1: recording an event; 2: sonde's own set-up (its allocations are not the
 		      target's) */
 	int has_ring;
+	uint32_t no_ring; /* events since a claim found every ring taken */
 	uint32_t missed;
 	uintptr_t stack_lo, stack_hi;
 	struct sonde_ring_writer w;
@@ -171,16 +172,27 @@ static void thread_gone(void *arg)
 	}
 }
 
-/* The calling thread's ring, claimed on first use. false: nothing can be recorded. */
+/*
+ * The calling thread's ring, claimed on first use. false: nothing can be
+ * recorded; the event is counted as lost. A thread that found every ring
+ * taken tries again only every 1024 events, so it never waits on each one.
+ */
 static bool thread_ring(void)
 {
 	if (likely(ts.has_ring))
 		return true;
+	if (ts.no_ring && ts.no_ring++ % 1024) {
+		sonde_ring_area__lost(proc.area, 1);
+		return false;
+	}
 	ts.guard = 2;
 	if (!rt_claim_ring(proc.area, proc.serial, &ts.w)) {
+		ts.no_ring += !ts.no_ring;
+		sonde_ring_area__lost(proc.area, 1);
 		ts.guard = 1;
 		return false;
 	}
+	ts.no_ring = 0;
 	ts.has_ring = 1;
 	if (proc.key_ok)
 		pthread_setspecific(proc.key, (void *)1);
@@ -193,6 +205,7 @@ static void after_fork_child(void)
 {
 	/* the child is a new image for the reader: new serial, new rings, new stacks */
 	ts.has_ring = 0;
+	ts.no_ring = 0;
 	proc.parent_serial = proc.serial;
 	if (atomic_load(&proc.state) == 2)
 		atomic_store(&proc.state, 0);

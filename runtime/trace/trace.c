@@ -56,7 +56,7 @@ struct tthread {
 	uintptr_t busy;	    /* the frame of the hook running now; 0: none */
 	uint32_t depth;	    /* calls open (tracked or not) */
 	uint32_t sampled_out, lost;
-	int off; /* 1: this thread records nothing (and busy stays BUSY_OFF) */
+	int off; /* 1: this thread records nothing (and busy stays BUSY_OFF); 2: no ring */
 	uintptr_t stack_lo, stack_hi;
 	struct sonde_ring_writer w;
 	struct frame stk[MAX_STACK];
@@ -337,7 +337,9 @@ static struct tthread *thread_start(const struct tthread *parent)
 		return NULL;
 	t->busy = BUSY_OFF;
 	if (!rt_claim_ring(proc.area, proc.serial, &t->w)) {
-		t->off = 1;
+		/* every ring is taken: this thread's events are counted as lost */
+		t->off = 2;
+		sonde_ring_area__lost(proc.area, 1);
 		return NULL;
 	}
 	if (parent) {
@@ -511,6 +513,15 @@ static inline void record_exit(struct tthread *t, uintptr_t fn, uint64_t ts)
 	exit_slow(t, fn, ts);
 }
 
+/* An event not recorded: a hook re-entered, or a thread that found no ring. */
+static __attribute__((noinline)) void skipped(struct tthread *t)
+{
+	if (t->off == 2)
+		sonde_ring_area__lost(proc.area, 1);
+	else
+		t->lost++;
+}
+
 /* A hook running while another is (a signal handler interrupted it) records nothing. */
 #define HOOK_BEGIN(t, sp, ts)                                                                      \
 	do {                                                                                       \
@@ -521,7 +532,7 @@ static inline void record_exit(struct tthread *t, uintptr_t fn, uint64_t ts)
 			(ts) = now(); /* the clock is known now */                                 \
 		}                                                                                  \
 		if (unlikely((t)->busy) && (sp) < (t)->busy) {                                     \
-			(t)->lost++;                                                               \
+			skipped(t);                                                                \
 			return;                                                                    \
 		}                                                                                  \
 		(t)->busy = (sp);                                                                  \

@@ -181,6 +181,42 @@ static void test_concurrent_writers(void **state)
 	sonde_ring_area__destroy(a);
 }
 
+/* Spill rings: 2 big and 6 small; 8 writers at once, each wraps its own ring. */
+static void test_spill_rings(void **state)
+{
+	struct sonde_ring_area *a;
+	struct sonde_ring_writer w[9];
+	struct check k = { 0 };
+	uint64_t seq;
+	int i;
+
+	(void)state;
+	assert_int_equal(sonde_ring_area__create_spill(2, 16384, 6, 4096, SONDE_RING_LOSSLESS, &a),
+			 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(sonde_ring__claim(a, 1, (uint32_t)i, 1, &w[i]), 0);
+	assert_int_equal(sonde_ring__claim(a, 1, 9, 1, &w[8]), -EBUSY);
+	assert_int_equal(w[0].mask + 1, 16384);
+	assert_int_equal(w[7].mask + 1, 4096);
+	for (seq = 0; seq < 400; seq++) {
+		for (i = 0; i < 8; i++)
+			assert_int_equal(write_rec(&w[i], (uint32_t)i, seq), 0);
+		if (seq % 10 == 9)
+			assert_true(sonde_ring_area__drain(a, sink, &k) > 0);
+	}
+	sonde_ring_area__drain(a, sink, &k);
+	assert_int_equal(k.bad, 0);
+	assert_int_equal(k.gaps, 0);
+	assert_int_equal(k.records, 8 * 400);
+	/* a retired spill ring, once drained, is free for the next thread */
+	sonde_ring__retire(&w[5]);
+	sonde_ring_area__drain(a, sink, &k);
+	assert_int_equal(sonde_ring__claim(a, 1, 9, 1, &w[8]), 0);
+	assert_int_equal(w[8].mask + 1, 4096);
+	assert_int_equal(sonde_ring_area__dropped(a), 0);
+	sonde_ring_area__destroy(a);
+}
+
 static void test_reader_behind_drop_oldest(void **state)
 {
 	struct sonde_ring_area *a;
@@ -381,6 +417,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wrap_around),
 		cmocka_unit_test(test_concurrent_writers),
+		cmocka_unit_test(test_spill_rings),
 		cmocka_unit_test(test_reader_behind_drop_oldest),
 		cmocka_unit_test(test_writer_dies_mid_record),
 		cmocka_unit_test(test_drainer_to_file),

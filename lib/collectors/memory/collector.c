@@ -36,6 +36,8 @@ static int memory_before(struct sonde_collection *c)
 		.ring_env = MEM_ENV_RING,
 		.rings = 64,
 		.ring_bytes = 4u << 20,
+		.spill_rings = RT_SPILL_RINGS,
+		.spill_bytes = RT_SPILL_BYTES,
 		.drop_oldest = sonde_collection__param_bool(c, "drop-oldest"),
 	};
 	unsigned flags = 0;

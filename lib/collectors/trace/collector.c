@@ -244,20 +244,15 @@ static int write_rules(struct tr_state *st, struct rules *rs)
 /* The C start-up files' functions and sonde's own get no probes. */
 static bool startup_function(const char *name)
 {
-	static const char *const names[] = { "_start",
-					     "_init",
-					     "_fini",
-					     "deregister_tm_clones",
-					     "register_tm_clones",
-					     "__do_global_dtors_aux",
-					     "frame_dummy",
-					     "__libc_csu_init",
-					     "__libc_csu_fini",
-					     "_dl_relocate_static_pie",
-					     "sonde_trace_size",
-					     "__cyg_profile_func_enter",
-					     "__cyg_profile_func_exit",
-					     NULL };
+	static const char *const names[] = { "_start", "_init", "_fini", "deregister_tm_clones",
+					     "register_tm_clones", "__do_global_dtors_aux",
+					     "frame_dummy", "__libc_csu_init", "__libc_csu_fini",
+					     "_dl_relocate_static_pie", "sonde_trace_size",
+					     "__cyg_profile_func_enter", "__cyg_profile_func_exit",
+					     /* gcrt1.o and libc_nonshared.a, linked into -pg
+						and other programs, are not the program's */
+					     "__gmon_start__", "atexit", "at_quick_exit",
+					     "__stack_chk_fail_local", NULL };
 	size_t i;
 
 	for (i = 0; names[i]; i++)
@@ -612,6 +607,8 @@ static int trace_before(struct sonde_collection *c)
 		.ring_env = TR_ENV_RING,
 		.rings = 64,
 		.ring_bytes = 16u << 20,
+		.spill_rings = RT_SPILL_RINGS,
+		.spill_bytes = RT_SPILL_BYTES,
 		.drop_oldest = sonde_collection__param_bool(c, "drop-oldest"),
 	};
 	const char *engine = sonde_collection__param_str(c, "engine", NULL);
