@@ -83,11 +83,25 @@ struct func_walk {
 	void *ctx;
 };
 
+/*
+ * A part of a function that the compiler moved away (gcc's and clang's
+ * "foo.cold", "foo.cold.1"): entered by a jump from its function, never called,
+ * so it has no entry and no return of its own. (foo.part.N, .isra.N and
+ * .constprop.N are real functions, called as such.)
+ */
+static bool fragment(const char *name)
+{
+	const char *p = strstr(name, ".cold");
+
+	return p && (p[5] == '\0' || p[5] == '.');
+}
+
 static int defined_function(void *ctx, const char *name, const GElf_Sym *s)
 {
 	struct func_walk *w = ctx;
 
-	if (GELF_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || !s->st_value)
+	if (GELF_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || !s->st_value ||
+	    fragment(name))
 		return 0;
 	return w->fn(w->ctx, name, s->st_value, s->st_size);
 }

@@ -167,6 +167,27 @@ static __always_inline void drop_stale(struct te_stack *s, __u64 limit)
 	}
 }
 
+/*
+ * Before a function's entry at sp, whose return address is ret: drop the frames
+ * the program left (below sp, or at sp itself: a later call in the same place).
+ * One frame at sp stays: the caller of a tail call. A sibling call jumps to its
+ * callee with the caller's return slot in place, and that slot holds the
+ * kernel's return trampoline (set when the caller was entered), which sits at
+ * the start of a page; a new call there holds a return address into the code.
+ */
+static __always_inline void drop_before_call(struct te_stack *s, __u64 sp, __u64 ret)
+{
+	__u32 d = s->depth;
+	struct te_frame *f;
+
+	if (d && d <= TE_MAX_DEPTH) {
+		f = &s->f[(d - 1) & (TE_MAX_DEPTH - 1)];
+		if (!(f->flags & TE_FF_USDT) && f->sp == sp && ret != f->ret && !(ret & 0xfff))
+			return; /* a tail call: the caller stays open until the callee returns */
+	}
+	drop_stale(s, sp + 1);
+}
+
 /* The Nth integer argument (1..6), by the x86-64 calling convention. */
 static __always_inline __u64 int_arg(struct pt_regs *ctx, __u32 n)
 {
@@ -181,7 +202,7 @@ static __always_inline __u64 int_arg(struct pt_regs *ctx, __u32 n)
 /* A call starts: a function's entry, or a USDT pair's first probe. */
 static __always_inline int open_call(struct pt_regs *ctx, __u32 fflags)
 {
-	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), ret = 0;
 	__u32 idx = (__u32)bpf_get_attach_cookie(ctx), d;
 	struct te_probe *p;
 	struct te_stack *s;
@@ -193,8 +214,10 @@ static __always_inline int open_call(struct pt_regs *ctx, __u32 fflags)
 	s = stack_of((__u32)id, true);
 	if (!p || !s)
 		return 0;
-	if (!(fflags & TE_FF_USDT))
-		drop_stale(s, sp + 1); /* a frame at or below this call's is gone */
+	if (!(fflags & TE_FF_USDT)) {
+		bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp);
+		drop_before_call(s, sp, ret);
+	}
 	d = s->depth;
 	if (d >= TE_MAX_DEPTH) {
 		stat(TE_ST_TOO_DEEP); /* the kernel sets no uretprobe this deep either */
@@ -202,6 +225,7 @@ static __always_inline int open_call(struct pt_regs *ctx, __u32 fflags)
 	}
 	f = &s->f[d & (TE_MAX_DEPTH - 1)];
 	f->sp = sp;
+	f->ret = ret;
 	f->probe = (fflags & TE_FF_USDT) ? p->pair : idx; /* a USDT pair: its group */
 	f->flags = fflags;
 	f->size = 0;
