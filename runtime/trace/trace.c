@@ -8,12 +8,14 @@
  * first event, sampling rules, a stack that was unwound past the hooks) is on a
  * slow path.
  *
- * A shadow stack per thread (function and hook frame address per open call)
- * keeps what the reader rebuilds balanced:
+ * A shadow stack per thread (function and the call's CFA per open call: the
+ * stack address just above its return address, see call_cfa) keeps what the
+ * reader rebuilds balanced:
  *   - an exit whose function is not the innermost open call ends the calls
  *     above it (exception unwinding that skipped their exit hooks);
- *   - an enter whose frame lies at or above an open call's frame shows that
- *     call is gone (longjmp): it is ended there;
+ *   - an enter whose CFA lies at or above an open call's shows that call is
+ *     gone (longjmp): it is ended there. A callee's CFA is always below its
+ *     caller's, whatever the size of either frame;
  *   - a hook re-entered by a signal handler records nothing until the outer
  *     hook returns (counted as lost), so the handler's calls stay balanced.
  * fork: the child is a new image; the calls open at fork are not its own and
@@ -45,7 +47,7 @@
 #define BUSY_OFF    UINTPTR_MAX	   /* busy: set-up running, or the thread is off */
 
 struct frame {
-	uintptr_t sp; /* the enter hook's frame address, | SKIP */
+	uintptr_t sp; /* the call's CFA (see call_cfa), | SKIP */
 	uintptr_t fn;
 };
 
@@ -374,7 +376,39 @@ static __attribute__((noinline)) struct tthread *thread_setup(void)
 /* ---- the hooks ---------------------------------------------------------------------------------
  */
 
-/* Calls in frames at or above sp are gone (longjmp): end them at ts. */
+/* Where call_cfa cannot see the return address: scan the function's frame for it. */
+static __attribute__((noinline)) uintptr_t cfa_scan(const struct tthread *t, uintptr_t lo,
+						    uintptr_t site)
+{
+	uintptr_t p, end = lo + 8192;
+
+	if (lo < t->stack_lo || lo >= t->stack_hi)
+		return lo + 8; /* another stack (sigaltstack, a coroutine): bounds unknown */
+	if (end > t->stack_hi)
+		end = t->stack_hi;
+	for (p = lo; p + 8 <= end; p += 8)
+		if (*(const uintptr_t *)p == site)
+			return p + 8;
+	return lo + 8;
+}
+
+/*
+ * The CFA of the instrumented function that called the hook whose frame is hfp:
+ * the address above its return address, `site`. With a frame pointer (-O0,
+ * -fno-omit-frame-pointer) the saved one leads to it; otherwise the frame is
+ * scanned upward from the hook's own CFA. Where neither finds it, the hook's CFA
+ * plus 8: never above the true CFA, always above a callee's.
+ */
+static inline uintptr_t call_cfa(const struct tthread *t, uintptr_t hfp, uintptr_t site)
+{
+	uintptr_t lo = hfp + 16, fp = ((const uintptr_t *)hfp)[0];
+
+	if (likely(fp >= lo && fp + 16 <= t->stack_hi && ((const uintptr_t *)fp)[1] == site))
+		return fp + 16;
+	return cfa_scan(t, lo, site);
+}
+
+/* Calls whose CFA is at or below sp are gone (longjmp): end them at ts. */
 static __attribute__((noinline)) void unwind_to(struct tthread *t, uintptr_t sp, uint64_t ts)
 {
 	uint32_t ended = 0;
@@ -544,9 +578,8 @@ RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	struct tthread *t = T;
 
-	(void)site;
 	HOOK_BEGIN(t, sp, ts);
-	record_enter(t, (uintptr_t)fn, sp, ts);
+	record_enter(t, (uintptr_t)fn, call_cfa(t, sp, (uintptr_t)site), ts);
 	t->busy = 0;
 }
 
