@@ -15,7 +15,13 @@
  *     passed straight through and counted as missed, never recorded twice;
  *   - fork: the child gets a new process serial, its own rings and stack table;
  *   - exec: the new image loads this library again (LD_PRELOAD) and starts over;
- *   - a crash: every committed record is already in shared memory.
+ *   - a crash: every committed record is already in shared memory;
+ *   - dlopen with RTLD_DEEPBIND would bind the library to the C library's
+ *     malloc, past these hooks: the flag is dropped (and counted), as heaptrack
+ *     does;
+ *   - at exit, libstdc++'s emergency exception pool is given back through
+ *     __gnu_cxx::__freeres (as valgrind and heaptrack do), so that a C++
+ *     program does not show it as a leak.
  * No stdio, no locks of ours, no symbol lookup inside a hook.
  */
 /* mmap and mmap64 are both interposed: keep their names apart */
@@ -586,11 +592,24 @@ EXPORT int munmap(void *addr, size_t len)
 
 EXPORT void *dlopen(const char *file, int mode)
 {
+	bool deepbind = false;
 	void *h;
 
 	if (!READY())
 		return NULL;
+#ifdef RTLD_DEEPBIND
+	deepbind = file && (mode & RTLD_DEEPBIND);
+	mode &= ~RTLD_DEEPBIND;
+#endif
 	h = real.dlopen(file, mode);
+	if (deepbind && !ts.guard && attach() && thread_ring()) {
+		struct mem_missed *r = sonde_ring__reserve(&ts.w, MEM_REC_DEEPBIND, sizeof(*r));
+
+		if (r) {
+			r->count = 1;
+			sonde_ring__commit(&ts.w);
+		}
+	}
 	if (h && !ts.guard && atomic_load(&proc.state) == 2) {
 		ts.guard = 2;
 		rt_stack_modules_changed();
@@ -673,4 +692,18 @@ __attribute__((constructor)) static void init(void)
 	proc.key_ok = pthread_key_create(&proc.key, thread_gone) == 0;
 	pthread_atfork(NULL, NULL, after_fork_child);
 	ts.guard = guard;
+}
+
+__attribute__((destructor)) static void fini(void)
+{
+	void (*freeres)(void);
+	int guard = ts.guard;
+
+	if (!READY())
+		return;
+	ts.guard = 2;
+	freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
+	ts.guard = guard;
+	if (freeres)
+		freeres(); /* its free is recorded: the pool is not a leak */
 }

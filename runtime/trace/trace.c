@@ -19,8 +19,10 @@
  *   - a hook re-entered by a signal handler records nothing until the outer
  *     hook returns (counted as lost), so the handler's calls stay balanced.
  * fork: the child is a new image; the calls open at fork are not its own and
- * stay unrecorded. exec: the new image loads this library again.
+ * stay unrecorded. exec: the new image loads this library again. dlopen: the
+ * objects are written again, so that a library loaded late has its names.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -607,6 +609,32 @@ RT_EXPORT void sonde_trace_size(unsigned long long n)
 	HOOK_BEGIN(t, sp, ts);
 	emit_special(t, ts, TR_SP_SIZE, 0, w, 2);
 	t->busy = 0;
+}
+
+/*
+ * A library loaded now: tell the reader where it lies, so that its functions
+ * get their names (the objects loaded at start were written with the process).
+ */
+RT_EXPORT void *dlopen(const char *file, int mode)
+{
+	static void *(*real_dlopen)(const char *, int);
+	struct tthread *t = T;
+	void *h;
+
+	if (!real_dlopen)
+		real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	h = real_dlopen ? real_dlopen(file, mode) : NULL;
+	if (!h)
+		return NULL;
+	if (!t)
+		t = thread_setup();
+	if (t && !t->off && !t->busy) {
+		t->busy = BUSY_OFF;
+		close_block(t);
+		rt_emit_modules(&t->w);
+		t->busy = 0;
+	}
+	return h;
 }
 
 /* ---- calibration, process life ------------------------------------------------------------------

@@ -6,8 +6,9 @@
  * Pass 2 merges the thread streams by time and replays the heap: each
  * allocation goes into a live map (address -> allocation), each free takes it
  * out. The replay yields leaks (still live when the image ended; not those of
- * an image replaced by exec), temporaries (freed before the same thread
- * allocated anything else: heaptrack's definition, per thread), the peak of
+ * an image replaced by exec), temporaries (heaptrack's rule: a free that comes
+ * right after an allocation of the same size from the same stack, in the
+ * image's merged event order), the peak of
  * live bytes over all processes and what each resource held at that moment,
  * the size histogram, the first run's timeline and, with --sampling, a
  * snapshot of live bytes per site every interval.
@@ -60,6 +61,9 @@ struct image {
 	struct u64map stack_res; /* id << 8 | op -> resource index */
 	struct u64map free_res;	 /* caller << 8 | op -> resource index */
 	bool exec_replaced, flushed, started;
+	bool last_set;	     /* the latest event was an allocation: */
+	uint32_t last_stack; /* of this stack */
+	uint64_t last_size;  /* and size */
 };
 
 /* A thread's events: the chunks of its ring, in order, read in place. */
@@ -69,14 +73,14 @@ struct stream {
 	size_t n, cap;
 	size_t ci;	     /* cursor: chunk, and offset of the current event in it */
 	uint64_t off, end;   /* [off, end): what is left of the current chunk */
-	uint64_t last_alloc; /* sequence number of its latest allocation */
 	uint64_t ts;	     /* time of the current event, in ns */
 };
 
 /* A live block. Slots are reused once freed: only the live set is in memory. */
 struct alloc {
 	uint32_t res, tid;
-	uint64_t ts, size, seq;
+	uint32_t stack, pad;
+	uint64_t ts, size;
 	int64_t row; /* index in its resource's rows, or -1 */
 };
 
@@ -96,7 +100,6 @@ struct run {
 	size_t nal, capal;
 	uint64_t *free_slots;
 	size_t nfree, capfree;
-	uint64_t seq;
 	uint64_t events, allocs_seen, keep_every, first_ts, last_ts;
 	uint64_t alloc_countdown, free_countdown; /* rows: keep one in keep_every */
 	uint64_t tl_next, tl_slice;		  /* the timeline's current slice end */
@@ -178,7 +181,6 @@ static struct stream *stream_of(struct run *r, const struct sonde_ring_chunk *c)
 		idx = r->nst++;
 		r->st[idx].image = (uint32_t)(im - r->img);
 		r->st[idx].tid = c->tid;
-		r->st[idx].last_alloc = UINT64_MAX;
 	}
 	return &r->st[idx];
 }
@@ -245,6 +247,9 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 	}
 	case MEM_REC_MISSED:
 		r->a->t.missed += ((const struct mem_missed *)(const void *)rec)->count;
+		return 0;
+	case MEM_REC_DEEPBIND:
+		r->a->t.deepbind += ((const struct mem_missed *)(const void *)rec)->count;
 		return 0;
 	case MEM_REC_ALLOC:
 	case MEM_REC_REALLOC:
@@ -641,7 +646,7 @@ static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t 
 		    uint64_t ts, uint64_t addr, uint64_t size)
 {
 	struct mem_analysis *a = r->a;
-	struct alloc al = { .tid = s->tid, .ts = ts, .size = size, .seq = ++r->seq, .row = -1 };
+	struct alloc al = { .tid = s->tid, .stack = stack, .ts = ts, .size = size, .row = -1 };
 	uint64_t slot;
 	unsigned b;
 	int rc = alloc_res(r, im, stack, op, &al.res);
@@ -692,7 +697,9 @@ static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t 
 	r->al[slot] = al;
 	if (u64map__put(&im->live, addr, slot))
 		return -ENOMEM;
-	s->last_alloc = al.seq;
+	im->last_set = true;
+	im->last_stack = stack;
+	im->last_size = size;
 	res_live_change(r, al.res, (int64_t)size);
 	heap_change(r, (int64_t)size, ts, im->pid);
 	timeline(r, ts, size, true);
@@ -709,6 +716,12 @@ static int on_free(struct run *r, struct stream *s, struct image *im, unsigned o
 	int rc;
 
 	if (u64map__take(&im->live, addr, &idx)) {
+		/* heaptrack's temporary: the event before this free allocated a block
+		   of the same size from the same stack (not necessarily this one) */
+		bool temporary = im->last_set && r->al[idx].stack == im->last_stack &&
+				 r->al[idx].size == im->last_size;
+
+		im->last_set = false;
 		al = &r->al[idx];
 		if (al->res != NO_RES) {
 			struct mem_res *res = &a->res[al->res];
@@ -716,7 +729,7 @@ static int on_free(struct run *r, struct stream *s, struct image *im, unsigned o
 			res->freed++;
 			if (al->row >= 0)
 				res->rows[al->row].freed = (int64_t)(ts - r->t0);
-			if (!from_realloc && s->last_alloc == al->seq) {
+			if (temporary) {
 				res->temporary++;
 				a->t.temporary++;
 			}

@@ -45,7 +45,6 @@ enum te_frame_flag {
 
 struct te_frame {
 	__u64 ts, sp, size;
-	__u64 ret; /* the return address at entry (functions) */
 	__u32 probe, flags;
 };
 

@@ -172,8 +172,9 @@ static __always_inline void drop_stale(struct te_stack *s, __u64 limit)
  * the program left (below sp, or at sp itself: a later call in the same place).
  * One frame at sp stays: the caller of a tail call. A sibling call jumps to its
  * callee with the caller's return slot in place, and that slot holds the
- * kernel's return trampoline (set when the caller was entered), which sits at
- * the start of a page; a new call there holds a return address into the code.
+ * kernel's return trampoline (set when the caller was entered, and kept through
+ * a chain of tail calls), which sits at the start of a page; a new call there
+ * (after a longjmp) holds a return address into the code.
  */
 static __always_inline void drop_before_call(struct te_stack *s, __u64 sp, __u64 ret)
 {
@@ -182,7 +183,7 @@ static __always_inline void drop_before_call(struct te_stack *s, __u64 sp, __u64
 
 	if (d && d <= TE_MAX_DEPTH) {
 		f = &s->f[(d - 1) & (TE_MAX_DEPTH - 1)];
-		if (!(f->flags & TE_FF_USDT) && f->sp == sp && ret != f->ret && !(ret & 0xfff))
+		if (!(f->flags & TE_FF_USDT) && f->sp == sp && !(ret & 0xfff))
 			return; /* a tail call: the caller stays open until the callee returns */
 	}
 	drop_stale(s, sp + 1);
@@ -225,7 +226,6 @@ static __always_inline int open_call(struct pt_regs *ctx, __u32 fflags)
 	}
 	f = &s->f[d & (TE_MAX_DEPTH - 1)];
 	f->sp = sp;
-	f->ret = ret;
 	f->probe = (fflags & TE_FF_USDT) ? p->pair : idx; /* a USDT pair: its group */
 	f->flags = fflags;
 	f->size = 0;

@@ -1,0 +1,85 @@
+#!/bin/sh
+# Conformance of `sonde collect trace` with uftrace: both record the same
+# program, and compare.py compares the calls of every function and of every
+# call path. The instrument engine on -finstrument-functions builds (-O0 and
+# -O2); the ebpf engine on -pg builds at -O2 (sibling calls, .cold parts,
+# -pg's start-up functions), which uftrace reads through mcount.
+# The one deliberate difference (cf-jmp) is stated where it is tested.
+. "$SRC/tests/e2e/lib.sh"
+CMP="/usr/bin/python3 $SRC/tests/conformance/compare.py"
+
+if ! command -v uftrace >/dev/null 2>&1; then
+	echo "1..0 # SKIP uftrace is not installed (scripts/install-deps installs it)"
+	exit 0
+fi
+
+# same NAME ENGINE [COMPARE-OPTIONS] -- PROGRAM ARGS...: uftrace and sonde agree
+same() {
+	name=$1 engine=$2
+	shift 2
+	opts=""
+	while [ "$1" != "--" ]; do
+		opts="$opts $1"
+		shift
+	done
+	shift
+	rm -rf ud tr.json
+	if ! uftrace record --no-libcall -d ud "$@" >/dev/null 2>uftrace.err; then
+		not_ok "$name: uftrace record failed"
+		sed 's/^/# /' uftrace.err
+		return
+	fi
+	if ! timeout 120 "$SONDE" collect trace -e "$engine" -s all -o tr.json -- "$@" \
+		>/dev/null 2>sonde.err; then
+		not_ok "$name: sonde collect trace failed"
+		sed 's/^/# /' sonde.err
+		return
+	fi
+	# shellcheck disable=SC2086
+	if $CMP trace ud tr.json $opts >cmp.out 2>&1; then
+		ok "$name: the same calls as uftrace ($(tail -n 1 cmp.out | sed 's/^ *//'))"
+	else
+		not_ok "$name: sonde and uftrace differ"
+		sed 's/^/# /' cmp.out
+	fi
+}
+
+P=$PROGS
+for o in "" -O2; do
+	same "recursion$o" instrument -- "$P/cf-recurse$o"
+	same "signal handler$o" instrument -- "$P/cf-signal$o"
+	same "fork, then exec$o" instrument -- "$P/cf-fork$o"
+	same "8 threads$o" instrument -- "$P/cf-threads$o" 8 5
+	same "dlopen'ed library's functions by name$o" instrument -- "$P/cf-dlopen$o" "$P/libcf-plugin.so"
+done
+same "C++ exceptions, templates, containers" instrument -- "$P/cf-cxx"
+same "1000 threads alive at once" instrument -- "$P/cf-threads" 1000 3
+
+# Deliberate difference: uftrace 0.13 nests the calls made after a longjmp under
+# the frames longjmp abandoned (main;jumper;deep;big_frame); sonde ends those
+# frames (counted as unwound) and nests the calls under main, where they run.
+# The counts per function agree; the paths are checked against the program.
+for o in "" -O2; do
+	same "longjmp: calls per function$o" instrument --counts-only -- "$P/cf-jmp$o"
+	"$SONDE" export tr.json -f folded --weight calls >jmp.folded 2>/dev/null
+	check "longjmp: big_frame and small_frame are main's children$o" \
+		grep -qx 'main;big_frame 3' jmp.folded
+	check "longjmp: nothing nests under the abandoned frames$o" \
+		sh -c "test -s jmp.folded && ! grep -q 'deep;' jmp.folded"
+	check "longjmp: the abandoned frames (jumper, deep; 3 times) counted as unwound$o" jq_eq tr.json .stats.trace.unwound 6
+done
+
+if ! "$SONDE" version --features | grep -q '^ebpf yes'; then
+	skip "ebpf engine against uftrace on -pg builds" "this sonde is built without the ebpf engine"
+elif [ "$(id -u)" != 0 ]; then
+	skip "ebpf engine against uftrace on -pg builds" "the ebpf engine needs root"
+elif [ ! -r /sys/kernel/btf/vmlinux ]; then
+	skip "ebpf engine against uftrace on -pg builds" "the kernel has no BTF"
+else
+	same "ebpf: sibling calls and .cold parts (-O2 -pg)" ebpf -- "$P/cf-tail-pg" 5 cold
+	same "ebpf: mutual recursion by tail calls (-O2 -pg)" ebpf -- "$P/cf-recurse-pg"
+	"$SONDE" export tr.json -f folded --weight calls >pg.folded 2>/dev/null
+	check "ebpf: -pg's start-up functions are not traced" \
+		sh -c "test -s pg.folded && ! grep -Eq '__gmon_start__|atexit|\\.cold' pg.folded"
+fi
+finish
