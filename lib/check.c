@@ -36,8 +36,10 @@ bool sonde_verdict__is_degradation(enum sonde_verdict v)
 /* The amounts of one resource key of one profile. */
 struct side {
 	char *key, *uid, *type, *subtype, *workload;
+	char *msubtype; /* the subtype of its models (a trace side's subtype says total or self) */
 	double *v;
 	size_t n, cap;
+	bool totals; /* a trace function's total or self time over the run */
 };
 
 struct sides {
@@ -56,6 +58,7 @@ static void sides_release(struct sides *s)
 		free(s->s[i].type);
 		free(s->s[i].subtype);
 		free(s->s[i].workload);
+		free(s->s[i].msubtype);
 		free(s->s[i].v);
 	}
 	free(s->s);
@@ -67,10 +70,10 @@ static char *dup0(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static int key_of(json_t *fixed, struct sonde_strbuf *uid, struct sonde_strbuf *key)
+static int key_of(json_t *fixed, const char *s, struct sonde_strbuf *uid,
+		  struct sonde_strbuf *key)
 {
 	const char *t = json_string_value(json_object_get(fixed, "type"));
-	const char *s = json_string_value(json_object_get(fixed, "subtype"));
 	const char *w = json_string_value(json_object_get(fixed, "workload"));
 
 	sonde_strbuf__reset(uid);
@@ -81,10 +84,62 @@ static int key_of(json_t *fixed, struct sonde_strbuf *uid, struct sonde_strbuf *
 				  s ? s : "", w ? w : "");
 }
 
+/* The side of key, added (with its names from fixed and subtype) if new. */
+static int side_of(struct sides *out, const char *key, const char *uid, json_t *fixed,
+		   const char *subtype, struct side **sp)
+{
+	json_t *hit = json_object_get(out->index, key);
+	struct side *s;
+
+	if (hit) {
+		*sp = &out->s[json_integer_value(hit)];
+		return 0;
+	}
+	if (sonde_grow((void **)&out->s, &out->cap, out->n + 1, sizeof(*out->s)) ||
+	    json_object_set_new(out->index, key, json_integer((json_int_t)out->n)))
+		return -ENOMEM;
+	s = &out->s[out->n++];
+	s->key = strdup(key);
+	s->uid = strdup(uid ? uid : "");
+	if (!s->key || !s->uid)
+		return -ENOMEM;
+	s->type = dup0(json_string_value(json_object_get(fixed, "type")));
+	s->subtype = dup0(subtype);
+	s->msubtype = dup0(json_string_value(json_object_get(fixed, "subtype")));
+	s->workload = dup0(json_string_value(json_object_get(fixed, "workload")));
+	*sp = s;
+	return 0;
+}
+
+static int side_add(struct side *s, double v)
+{
+	int rc = sonde_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(double));
+
+	if (!rc)
+		s->v[s->n++] = v;
+	return rc;
+}
+
+/* Perun's trace collector was named complexity. */
+static const char *collector_of(const struct sonde_profile *p)
+{
+	const char *n =
+		json_string_value(json_object_get(sonde_profile__collector_info(p), "name"));
+
+	return n && !strcmp(n, "complexity") ? "trace" : n;
+}
+
+/*
+ * The amounts of every resource key. A trace profile's function is judged by
+ * its total and self time over the run (the per-call rows are a sample, and a
+ * function called once has one): two sides, subtypes "total" and "self".
+ */
 static int collect(const struct sonde_profile *p, struct sides *out)
 {
 	size_t n = sonde_profile__resource_count(p), i, j;
 	struct sonde_strbuf uid = SONDE_STRBUF_INIT, key = SONDE_STRBUF_INIT;
+	const char *coll = collector_of(p);
+	bool trace = coll && !strcmp(coll, "trace");
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -92,43 +147,36 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 	if (!out->index)
 		return -ENOMEM;
 	for (i = 0; i < n && !rc; i++) {
-		json_t *fixed, *cols, *amount, *hit;
+		json_t *fixed, *cols, *amount, *summary;
 		struct side *s;
 
 		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
-		amount = json_object_get(cols, "amount");
-		rc = key_of(fixed, &uid, &key);
-		if (rc)
-			break;
-		hit = json_object_get(out->index, key.buf);
-		if (hit) {
-			s = &out->s[json_integer_value(hit)];
-		} else {
-			rc = sonde_grow((void **)&out->s, &out->cap, out->n + 1, sizeof(*out->s));
-			if (rc || json_object_set_new(out->index, key.buf,
-						      json_integer((json_int_t)out->n))) {
-				rc = -ENOMEM;
-				break;
+		summary = json_object_get(fixed, "summary");
+		if (trace && json_is_number(json_object_get(summary, "total"))) {
+			static const char *const parts[] = { "total", "self" };
+
+			for (j = 0; j < 2 && !rc; j++) {
+				rc = key_of(fixed, parts[j], &uid, &key);
+				if (!rc)
+					rc = side_of(out, key.buf, uid.buf, fixed, parts[j], &s);
+				if (!rc) {
+					s->totals = true;
+					rc = side_add(s, json_number_value(
+								 json_object_get(summary, parts[j])));
+				}
 			}
-			s = &out->s[out->n++];
-			s->key = strdup(key.buf);
-			s->uid = strdup(uid.buf ? uid.buf : "");
-			if (!s->key || !s->uid) {
-				rc = -ENOMEM;
-				break;
-			}
-			s->type = dup0(json_string_value(json_object_get(fixed, "type")));
-			s->subtype = dup0(json_string_value(json_object_get(fixed, "subtype")));
-			s->workload = dup0(json_string_value(json_object_get(fixed, "workload")));
+			continue;
 		}
-		for (j = 0; j < json_array_size(amount) && !rc; j++) {
+		amount = json_object_get(cols, "amount");
+		rc = key_of(fixed, json_string_value(json_object_get(fixed, "subtype")), &uid, &key);
+		if (!rc)
+			rc = side_of(out, key.buf, uid.buf, fixed,
+				     json_string_value(json_object_get(fixed, "subtype")), &s);
+		for (j = 0; !rc && j < json_array_size(amount); j++) {
 			json_t *v = json_array_get(amount, j);
 
-			if (!json_is_number(v))
-				continue;
-			rc = sonde_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(double));
-			if (!rc)
-				s->v[s->n++] = json_number_value(v);
+			if (json_is_number(v))
+				rc = side_add(s, json_number_value(v));
 		}
 	}
 	sonde_strbuf__release(&uid);
@@ -193,6 +241,23 @@ static void by_test(const struct side *b, const struct side *t, bool mwu,
 	r->verdict = classify(r->change, test.p < o->alpha, o);
 }
 
+/*
+ * A trace function's total or self time, one per side: no test can tell it from
+ * noise, so under --threshold it is no change, under --severe maybe, and from
+ * --severe on a (severe) degradation or optimization.
+ */
+static void by_totals(const struct side *b, const struct side *t,
+		      const struct sonde_check_options *o, struct sonde_check_result *r)
+{
+	double v;
+
+	r->method = "totals";
+	r->baseline = mean_of(b->v, b->n, &v);
+	r->target = mean_of(t->v, t->n, &v);
+	r->change = r->baseline != 0 ? (r->target - r->baseline) / fabs(r->baseline) : NAN;
+	r->verdict = classify(r->change, fabs(r->change) >= o->severe, o);
+}
+
 static void by_average(const struct side *b, const struct side *t, struct sonde_check_result *r)
 {
 	double v, ratio;
@@ -237,8 +302,8 @@ static int by_models(const struct sonde_profile *pb, const struct sonde_profile 
 	char detail[96];
 	double a;
 
-	if (sonde_postprocess__best(pb, s->uid, s->type, s->subtype, &fb) ||
-	    sonde_postprocess__best(pt, s->uid, s->type, s->subtype, &ft))
+	if (sonde_postprocess__best(pb, s->uid, s->type, s->msubtype, &fb) ||
+	    sonde_postprocess__best(pt, s->uid, s->type, s->msubtype, &ft))
 		return -ENOENT;
 	r->method = order ? "best-model-order" : "integral";
 	r->confidence = fmin(fb.r_square, ft.r_square);
@@ -249,6 +314,9 @@ static int by_models(const struct sonde_profile *pb, const struct sonde_profile 
 	if (order) {
 		int d = (int)ft.kind - (int)fb.kind;
 
+		/* Perun: a change of order counts only when both models fit (R² >= 0.9) */
+		if (!(r->confidence >= 0.9))
+			d = 0;
 		r->verdict = d >= 2    ? SONDE_SEVERE_DEGRADATION
 			     : d == 1  ? SONDE_DEGRADATION
 			     : d == -1 ? SONDE_OPTIMIZATION
@@ -296,6 +364,12 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 	o.severe = o.severe > 0 ? o.severe : 0.25;
 	*out = NULL;
 	*nout = 0;
+	{
+		const char *cb = collector_of(pb), *ct = collector_of(pt);
+
+		if (cb && ct && strcmp(cb, ct))
+			return -EXDEV;
+	}
 	rc = collect(pb, &b);
 	if (!rc)
 		rc = collect(pt, &t);
@@ -335,14 +409,22 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 				r->target = mean_of(st->v, st->n, &v);
 			continue;
 		}
+		if (sb->totals && (m == SONDE_CHECK_AUTO || m == SONDE_CHECK_WELCH ||
+				   m == SONDE_CHECK_MANN_WHITNEY)) {
+			by_totals(sb, st, &o, r);
+			continue;
+		}
 		if (m == SONDE_CHECK_AUTO) {
-			struct sonde_fit f;
+			struct sonde_fit fb, ft;
 
-			if (sb->n >= 2 && st->n >= 2)
+			/* models stored on both sides describe the resource best (Perun) */
+			if (!sonde_postprocess__best(pb, sb->uid, sb->type, sb->msubtype, &fb) &&
+			    !sonde_postprocess__best(pt, sb->uid, sb->type, sb->msubtype, &ft))
+				m = fb.kind != ft.kind && fmin(fb.r_square, ft.r_square) >= 0.9
+					    ? SONDE_CHECK_BEST_MODEL_ORDER
+					    : SONDE_CHECK_INTEGRAL;
+			else if (sb->n >= 2 && st->n >= 2)
 				m = SONDE_CHECK_WELCH;
-			else if (!sonde_postprocess__best(pb, sb->uid, sb->type, sb->subtype, &f) &&
-				 !sonde_postprocess__best(pt, sb->uid, sb->type, sb->subtype, &f))
-				m = SONDE_CHECK_INTEGRAL;
 			else
 				m = SONDE_CHECK_AVERAGE_AMOUNT;
 		}

@@ -638,6 +638,56 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 	return 0;
 }
 
+/*
+ * Python's json module (Perun's) writes NaN, Infinity and -Infinity as bare
+ * words, which JSON does not have. A copy of buf with each of them, outside
+ * strings, read as null; *n counts them. NULL: out of memory.
+ */
+static char *nonfinite_as_null(const char *buf, size_t len, size_t *outlen, size_t *n)
+{
+	static const char *const words[] = { "-Infinity", "Infinity", "NaN" };
+	struct sonde_strbuf out = SONDE_STRBUF_INIT;
+	bool in_string = false;
+	size_t i, w;
+
+	*n = 0;
+	for (i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (in_string) {
+			if (c == '\\' && i + 1 < len) {
+				if (sonde_strbuf__add(&out, buf + i, 2))
+					goto oom;
+				i++;
+				continue;
+			}
+			in_string = c != '"';
+		} else if (c == '"') {
+			in_string = true;
+		} else {
+			for (w = 0; w < 3; w++) {
+				size_t l = strlen(words[w]);
+
+				if (len - i >= l && !memcmp(buf + i, words[w], l))
+					break;
+			}
+			if (w < 3) {
+				if (sonde_strbuf__adds(&out, "null"))
+					goto oom;
+				i += strlen(words[w]) - 1;
+				(*n)++;
+				continue;
+			}
+		}
+		if (sonde_strbuf__addch(&out, c))
+			goto oom;
+	}
+	return sonde_strbuf__detach(&out, outlen);
+oom:
+	sonde_strbuf__release(&out);
+	return NULL;
+}
+
 struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const char *name,
 					   struct sonde_strbuf *err)
 {
@@ -645,8 +695,17 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr), *fv, *v, *records;
 	struct sonde_profile *p;
 	const char *const *k;
+	size_t nonfinite = 0;
 	bool perun;
 
+	if (!root) {
+		size_t l2;
+		char *copy = nonfinite_as_null(buf, len, &l2, &nonfinite);
+
+		if (copy && nonfinite)
+			root = json_loadb(copy, l2, JSON_REJECT_DUPLICATES, NULL);
+		free(copy);
+	}
 	if (!root) {
 		char where[256];
 
@@ -704,6 +763,25 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 	}
 	if (!json_object_get(json_object_get(root, "header"), "type"))
 		json_object_set_new(json_object_get(root, "header"), "type", json_string("custom"));
+	if (nonfinite) {
+		json_t *st = json_object_get(root, "stats"), *notes;
+		char note[160];
+
+		if (!json_is_object(st)) {
+			st = json_object();
+			json_object_set_new(root, "stats", st);
+		}
+		notes = json_object_get(st, "notes");
+		if (!json_is_array(notes)) {
+			notes = json_array();
+			json_object_set_new(st, "notes", notes);
+		}
+		snprintf(note, sizeof(note),
+			 "%zu values were NaN or infinite (Python's JSON): read as missing, and "
+			 "left out of statistics and fits",
+			 nonfinite);
+		json_array_append_new(notes, json_string(note));
+	}
 	p = wrap(root);
 	if (!p) {
 		json_decref(records);

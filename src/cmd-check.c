@@ -35,6 +35,14 @@ static bool is_profile_name(const char *s)
 	return access(s, F_OK) == 0 || cli_is_store_name(s);
 }
 
+static const char *collector_name(const struct sonde_profile *p)
+{
+	const char *n =
+		json_string_value(json_object_get(sonde_profile__collector_info(p), "name"));
+
+	return n ? n : "?";
+}
+
 static int resolve(const char *name, struct side *s)
 {
 	struct sonde_store *st;
@@ -226,7 +234,12 @@ int cmd_check(int argc, char **argv)
 			break;
 		}
 		rc = sonde_check__compare(pb, pt, &o, &r, &n);
-		if (rc) {
+		if (rc == -EXDEV) {
+			cli_error("check",
+				  "cannot compare '%s' (a %s profile) with '%s' (a %s profile)", bpath,
+				  collector_name(pb), tpath, collector_name(pt));
+			code = EXIT_USAGE;
+		} else if (rc) {
 			cli_error("check", "out of memory");
 			code = EXIT_FAILURE_;
 		} else {

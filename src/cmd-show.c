@@ -54,6 +54,10 @@ static void print_warnings(const struct sonde_profile *p, FILE *out)
 		fprintf(out, "warning: %s\n", json_string_value(json_object_get(x, "message")));
 		fprintf(out, "  fix: %s\n", json_string_value(json_object_get(x, "fix")));
 	}
+	w = json_object_get(sonde_profile__stats(p), "notes");
+	json_array_foreach(w, i, x)
+		if (json_is_string(x))
+			fprintf(out, "note: %s\n", json_string_value(x));
 }
 
 int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out)
@@ -99,6 +103,7 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 		json_object_set(doc, "type", json_object_get(h, "type"));
 		json_object_set_new(doc, "rows", arr);
 		json_object_set(doc, "warnings", json_object_get(st, "warnings"));
+		json_object_set(doc, "notes", json_object_get(st, "notes"));
 		json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
 		fputc('\n', out);
 		json_decref(doc);

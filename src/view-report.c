@@ -299,6 +299,17 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 	size_t n, i, counts[8] = { 0 };
 	int rc = sonde_check__compare(b, t, &o, &r, &n), e;
 
+	if (rc == -EXDEV) { /* profiles of different collectors: nothing to compare */
+		rc = sonde_strbuf__addf(out,
+					"<section id=\"comparison-%zu\" class=\"comparison\"><h2>",
+					idx);
+		rc |= esc(out, tname);
+		rc |= sonde_strbuf__adds(out, " against ");
+		rc |= esc(out, bname);
+		rc |= sonde_strbuf__adds(out, "</h2><p>not compared: the profiles come from "
+					      "different collectors</p></section>\n");
+		return rc;
+	}
 	if (rc)
 		return rc;
 	qsort(r, n, sizeof(*r), by_severity);

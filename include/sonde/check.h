@@ -58,7 +58,9 @@ struct sonde_check_result {
 /*
  * Compare every resource of two profiles. *out (caller frees with
  * sonde_check__free) gets the baseline's resources in order, then those only in
- * the target. Returns 0 or -ENOMEM.
+ * the target. A trace profile's functions are compared by their total and self
+ * time (subtypes "total" and "self", method "totals"). Returns 0, -ENOMEM, or
+ * -EXDEV when the profiles come from different collectors.
  */
 int sonde_check__compare(const struct sonde_profile *baseline, const struct sonde_profile *target,
 			 const struct sonde_check_options *o, struct sonde_check_result **out,

@@ -425,14 +425,24 @@ int sonde_fit__from_json(json_t *m, struct sonde_fit *out)
 					    : NAN;
 	}
 	out->r_square = json_number_value(json_object_get(m, "r_square"));
-	out->x_start = json_number_value(json_object_get(m, "x_start"));
-	out->x_end = json_number_value(json_object_get(m, "x_end"));
+	/* Perun's older profiles name the range x_interval_start/end */
+	out->x_start = json_number_value(json_object_get(m, "x_start")
+						 ? json_object_get(m, "x_start")
+						 : json_object_get(m, "x_interval_start"));
+	out->x_end = json_number_value(json_object_get(m, "x_end")
+					       ? json_object_get(m, "x_end")
+					       : json_object_get(m, "x_interval_end"));
 	out->n = (size_t)json_integer_value(json_object_get(m, "n"));
 	if (k != SONDE_MODEL_CONSTANT && isnan(out->b[1]))
 		return -EINVAL;
 	return 0;
 }
 
+/*
+ * sonde marks its best model ("best": true); Perun stores its models without
+ * the mark, type or subtype, and takes the one of highest R² of each uid. A
+ * model with no "best" member is read Perun's way.
+ */
 int sonde_postprocess__best(const struct sonde_profile *p, const char *uid, const char *type,
 			    const char *subtype, struct sonde_fit *out)
 {
@@ -444,15 +454,25 @@ int sonde_postprocess__best(const struct sonde_profile *p, const char *uid, cons
 	json_array_foreach(models, i, m)
 	{
 		const char *s = json_string_value(json_object_get(m, "subtype"));
+		json_t *best = json_object_get(m, "best"), *pp = json_object_get(m, "postprocessor");
+		bool perun = !best;
 
-		if (!same(m, "postprocessor", "regression") || !same(m, "uid", uid) ||
-		    !json_is_true(json_object_get(m, "best")))
+		if ((pp && !same(m, "postprocessor", "regression") &&
+		     !same(m, "postprocessor", "regression_analysis")) ||
+		    !same(m, "uid", uid) || (best && !json_is_true(best)))
 			continue;
-		if ((type && !same(m, "type", type)) || (!s) != (!subtype) ||
-		    (s && strcmp(s, subtype)))
+		if (!perun && ((type && !same(m, "type", type)) || (!s) != (!subtype) ||
+			       (s && strcmp(s, subtype))))
 			continue;
 		if (sonde_fit__from_json(m, &f))
 			continue;
+		if (perun) { /* the highest R² */
+			if (!found || f.r_square > out->r_square) {
+				*out = f;
+				found = true;
+			}
+			continue;
+		}
 		/* Piecewise methods mark each interval's model: the widest stands for all. */
 		if (!found || f.n > out->n) {
 			*out = f;

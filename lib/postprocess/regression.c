@@ -108,38 +108,47 @@ double sonde_fit__integral(const struct sonde_fit *f, double a, double b)
 	}
 }
 
+/* Whether the point enters model k's fit (a log of x or y needs it positive). */
+static bool applies(enum sonde_model_kind k, double x, double y)
+{
+	return !isnan(transform_x(k, x)) && !isnan(y) && (!log_y(k) || y > 0);
+}
+
 int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double *y, size_t n,
 			  struct sonde_fit *out)
 {
 	double su = 0, sv = 0, suu = 0, suv = 0, mu, mv, a, c, sse_v = 0, sse = 0, sst = 0, my = 0,
 	       s2, t;
-	size_t i;
+	size_t i, m = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->kind = k;
-	out->n = n;
 	out->b[1] = out->ci_low[1] = out->ci_high[1] = out->t_slope = NAN;
 	out->ci_low[0] = out->ci_high[0] = NAN;
-	if (n < (k == SONDE_MODEL_CONSTANT ? 1u : 2u))
-		return -EINVAL;
-	out->x_start = out->x_end = x[0];
+	/* Perun's way: a model that takes a log fits the points where it is defined */
 	for (i = 0; i < n; i++) {
-		double u = transform_x(k, x[i]), v = log_y(k) ? (y[i] > 0 ? log(y[i]) : NAN) : y[i];
-
-		if (isnan(u) || isnan(v))
-			return -EDOM;
-		su += u;
-		sv += v;
+		if (!applies(k, x[i], y[i]))
+			continue;
+		out->x_start = m ? fmin(out->x_start, x[i]) : x[i];
+		out->x_end = m ? fmax(out->x_end, x[i]) : x[i];
+		su += transform_x(k, x[i]);
+		sv += log_y(k) ? log(y[i]) : y[i];
 		my += y[i];
-		out->x_start = fmin(out->x_start, x[i]);
-		out->x_end = fmax(out->x_end, x[i]);
+		m++;
 	}
-	mu = su / (double)n;
-	mv = sv / (double)n;
-	my /= (double)n;
+	out->n = m;
+	if (m < (k == SONDE_MODEL_CONSTANT ? 1u : 2u))
+		return m < n ? -EDOM : -EINVAL;
+	mu = su / (double)m;
+	mv = sv / (double)m;
+	my /= (double)m;
 	for (i = 0; i < n; i++) {
-		double u = transform_x(k, x[i]) - mu, v = (log_y(k) ? log(y[i]) : y[i]) - mv;
+		double u, v;
 
+		if (!applies(k, x[i], y[i]))
+			continue;
+		u = transform_x(k, x[i]) - mu;
+		v = (log_y(k) ? log(y[i]) : y[i]) - mv;
 		suu += u * u;
 		suv += u * v;
 	}
@@ -151,9 +160,14 @@ int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double
 	if (k != SONDE_MODEL_CONSTANT)
 		out->b[1] = k == SONDE_MODEL_EXPONENTIAL ? exp(c) : c;
 	for (i = 0; i < n; i++) {
-		double u = transform_x(k, x[i]), v = log_y(k) ? log(y[i]) : y[i];
-		double r = v - (a + c * u), e = y[i] - sonde_fit__eval(out, x[i]);
+		double u, v, r, e;
 
+		if (!applies(k, x[i], y[i]))
+			continue;
+		u = transform_x(k, x[i]);
+		v = log_y(k) ? log(y[i]) : y[i];
+		r = v - (a + c * u);
+		e = y[i] - sonde_fit__eval(out, x[i]);
 		sse_v += r * r;
 		sse += e * e;
 		sst += (y[i] - my) * (y[i] - my);
@@ -162,6 +176,7 @@ int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double
 		out->r_square = 1 - sse / sst;
 	else
 		out->r_square = sse <= 1e-24 * (1 + my * my) ? 1 : 0;
+	n = m;
 	/* Confidence intervals: n - p degrees of freedom (p = 1 or 2 coefficients). */
 	{
 		size_t p = k == SONDE_MODEL_CONSTANT ? 1 : 2;

@@ -41,4 +41,10 @@ run show perun.json --format json
 check "perun: read" [ "$rc" = 0 ]
 check "perun: real mean 0.5" jq_eq .out '.rows[0].mean' 0.5
 check "perun: two resources" jq_eq .out '.rows | length' 2
+# Python's JSON (Perun's) writes NaN: read as missing, said in a note
+sed 's/"order": 2, "amount": 0.25/"order": 2, "amount": NaN/' perun.json >nan.json
+run show nan.json --format json
+check "perun NaN: read" [ "$rc" = 0 ]
+check "perun NaN: left out of the mean" jq_eq .out '.rows[0].mean' 0.75
+check "perun NaN: a note says so" has "$out" "NaN or infinite"
 finish

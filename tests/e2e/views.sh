@@ -47,7 +47,51 @@ check "check json: Welch's test decided" jq_eq check.json '.pairs[0].results[] |
 run check fast.json fast.json
 check "check against itself: exit 0, no change" [ "$rc" -eq 0 ]
 run check fast.json calls.json
-check "different resources: not in baseline / target" has "$out" "not in baseline"
+check "time against trace: exit 2" [ "$rc" -eq 2 ]
+check "time against trace: one line naming both collectors" \
+	sh -c "[ \"\$(printf '%s\n' \"\$1\" | grep -c .)\" = 1 ] && printf '%s' \"\$1\" | grep -q 'a time profile.*a trace profile'" _ "$err"
+
+# --- check of trace profiles: each function's total and self time ---
+jq '(.resource_type_map[] | select(.uid == "fib") | .summary) |= (.total *= 1.68 | .self *= 1.68)' \
+	calls.json >slower.json
+run check calls.json slower.json --format json
+check "trace check: a function 68 % slower is a degradation (exit 4)" [ "$rc" -eq 4 ]
+printf '%s\n' "$out" >tcheck.json
+check "trace check: fib's total time, severe degradation" \
+	jq_eq tcheck.json '.pairs[0].results[] | select(.uid == "fib" and .subtype == "total") | .verdict' "severe degradation"
+check "trace check: by the totals" \
+	jq_eq tcheck.json '.pairs[0].results[] | select(.uid == "fib" and .subtype == "self") | .method' totals
+check "trace check: main's self time did not change" \
+	jq_eq tcheck.json '.pairs[0].results[] | select(.uid == "main" and .subtype == "self") | .verdict' "no change"
+
+# --- check of Perun's profiles by the models stored in them ---
+perun_models() { # FILE MODEL1 R2_1 MODEL2 R2_2: a Perun profile with two models of ./bench
+	cat >"$1" <<EOT
+{"origin": "1111111111111111111111111111111111111111",
+ "header": {"type": "time", "cmd": "./bench", "workload": "", "params": "", "units": {"time": "s"}},
+ "collector_info": {"name": "time", "params": {}}, "postprocessors": [],
+ "global": {"timestamp": 1, "resources": [
+   {"uid": "./bench", "type": "time", "subtype": "real", "order": 1, "amount": 1.0},
+   {"uid": "./bench", "type": "time", "subtype": "real", "order": 2, "amount": 1.1}]},
+ "models": [
+   {"uid": "./bench", "model": "$2", "method": "full", "r_square": $3, "x_start": 1, "x_end": 100,
+    "coeffs": [{"name": "b0", "value": 1.0}, {"name": "b1", "value": 2.0}]},
+   {"uid": "./bench", "model": "$4", "method": "full", "r_square": $5, "x_start": 1, "x_end": 100,
+    "coeffs": [{"name": "b0", "value": 1.0}, {"name": "b1", "value": 0.5}]}]}
+EOT
+}
+perun_models pbase.json linear 0.99 constant 0.4
+perun_models ptarget.json linear 0.93 quadratic 0.98
+run check pbase.json ptarget.json -m best-model-order --format json
+check "Perun's models, best-model-order: exit 4" [ "$rc" -eq 4 ]
+printf '%s\n' "$out" >pcheck.json
+check "Perun's models: the best (highest R²) goes linear -> quadratic" \
+	jq_eq pcheck.json '.pairs[0].results[0].detail' "linear -> quadratic"
+run check pbase.json ptarget.json
+check "Perun's models: the default method uses them too (exit 4)" [ "$rc" -eq 4 ]
+perun_models plow.json linear 0.93 quadratic 0.85
+run check pbase.json plow.json -m best-model-order
+check "Perun's models: under R² 0.9 no change of order counts (exit 0)" [ "$rc" -eq 0 ]
 run check fast.json
 check "check with one argument: exit 2" [ "$rc" -eq 2 ]
 run check fast.json no-such-thing

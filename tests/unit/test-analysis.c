@@ -117,12 +117,20 @@ static void test_methods(void **state)
 			assert_int_equal(f[0].n, N);
 		free(f);
 	}
-	/* Models that cannot apply: logarithmic on x <= 0. */
+	/* A log of x: fitted on the positive x only, as Perun does; none: no model. */
 	x[0] = 0;
 	{
 		struct sonde_fit one;
+		double zeros[3] = { 0, -1, 0 }, ys[3] = { 1, 2, 3 };
 
-		assert_int_equal(sonde_regression__fit(SONDE_MODEL_LOGARITHMIC, x, y, N, &one),
+		assert_int_equal(sonde_regression__fit(SONDE_MODEL_LOGARITHMIC, x, y, N, &one), 0);
+		assert_int_equal(one.n, N - 1);
+		assert_true(one.x_start > 0);
+		assert_int_equal(sonde_regression__fit(SONDE_MODEL_POWER, x, y, N, &one), 0);
+		assert_int_equal(one.n, N - 1);
+		assert_int_equal(sonde_regression__fit(SONDE_MODEL_LINEAR, x, y, N, &one), 0);
+		assert_int_equal(one.n, N);
+		assert_int_equal(sonde_regression__fit(SONDE_MODEL_LOGARITHMIC, zeros, ys, 3, &one),
 				 -EDOM);
 	}
 }
