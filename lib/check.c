@@ -70,8 +70,7 @@ static char *dup0(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static int key_of(json_t *fixed, const char *s, struct sonde_strbuf *uid,
-		  struct sonde_strbuf *key)
+static int key_of(json_t *fixed, const char *s, struct sonde_strbuf *uid, struct sonde_strbuf *key)
 {
 	const char *t = json_string_value(json_object_get(fixed, "type"));
 	const char *w = json_string_value(json_object_get(fixed, "workload"));
@@ -161,14 +160,15 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 					rc = side_of(out, key.buf, uid.buf, fixed, parts[j], &s);
 				if (!rc) {
 					s->totals = true;
-					rc = side_add(s, json_number_value(
-								 json_object_get(summary, parts[j])));
+					rc = side_add(s, json_number_value(json_object_get(
+								 summary, parts[j])));
 				}
 			}
 			continue;
 		}
 		amount = json_object_get(cols, "amount");
-		rc = key_of(fixed, json_string_value(json_object_get(fixed, "subtype")), &uid, &key);
+		rc = key_of(fixed, json_string_value(json_object_get(fixed, "subtype")), &uid,
+			    &key);
 		if (!rc)
 			rc = side_of(out, key.buf, uid.buf, fixed,
 				     json_string_value(json_object_get(fixed, "subtype")), &s);

@@ -236,8 +236,8 @@ int cmd_check(int argc, char **argv)
 		rc = sonde_check__compare(pb, pt, &o, &r, &n);
 		if (rc == -EXDEV) {
 			cli_error("check",
-				  "cannot compare '%s' (a %s profile) with '%s' (a %s profile)", bpath,
-				  collector_name(pb), tpath, collector_name(pt));
+				  "cannot compare '%s' (a %s profile) with '%s' (a %s profile)",
+				  bpath, collector_name(pb), tpath, collector_name(pt));
 			code = EXIT_USAGE;
 		} else if (rc) {
 			cli_error("check", "out of memory");

@@ -55,9 +55,8 @@ static void print_warnings(const struct sonde_profile *p, FILE *out)
 		fprintf(out, "  fix: %s\n", json_string_value(json_object_get(x, "fix")));
 	}
 	w = json_object_get(sonde_profile__stats(p), "notes");
-	json_array_foreach(w, i, x)
-		if (json_is_string(x))
-			fprintf(out, "note: %s\n", json_string_value(x));
+	json_array_foreach(w, i, x) if (json_is_string(x))
+		fprintf(out, "note: %s\n", json_string_value(x));
 }
 
 int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out)

@@ -300,9 +300,8 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 	int rc = sonde_check__compare(b, t, &o, &r, &n), e;
 
 	if (rc == -EXDEV) { /* profiles of different collectors: nothing to compare */
-		rc = sonde_strbuf__addf(out,
-					"<section id=\"comparison-%zu\" class=\"comparison\"><h2>",
-					idx);
+		rc = sonde_strbuf__addf(
+			out, "<section id=\"comparison-%zu\" class=\"comparison\"><h2>", idx);
 		rc |= esc(out, tname);
 		rc |= sonde_strbuf__adds(out, " against ");
 		rc |= esc(out, bname);

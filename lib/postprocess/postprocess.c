@@ -454,7 +454,8 @@ int sonde_postprocess__best(const struct sonde_profile *p, const char *uid, cons
 	json_array_foreach(models, i, m)
 	{
 		const char *s = json_string_value(json_object_get(m, "subtype"));
-		json_t *best = json_object_get(m, "best"), *pp = json_object_get(m, "postprocessor");
+		json_t *best = json_object_get(m, "best"),
+		       *pp = json_object_get(m, "postprocessor");
 		bool perun = !best;
 
 		if ((pp && !same(m, "postprocessor", "regression") &&

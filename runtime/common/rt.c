@@ -60,7 +60,7 @@ void rt_stack_bounds(uintptr_t *lo, uintptr_t *hi)
 
 unsigned rt_env_uint(const char *name, unsigned def)
 {
-	const char *s = getenv(name);
+	const char *s = rt_env_get(name);
 	unsigned v = 0;
 
 	if (!s || !*s)

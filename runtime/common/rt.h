@@ -24,7 +24,16 @@ void rt_unmap(void *p, size_t len);
 bool rt_exec_segment(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 /* The calling thread's stack, [lo, hi); both 0 when unknown. */
 void rt_stack_bounds(uintptr_t *lo, uintptr_t *hi);
-/* A decimal environment variable, or def. */
+/*
+ * Keep this runtime's variables (those starting with prefix, and its entry in
+ * LD_PRELOAD) aside and take them out of environ; they go back into the
+ * environment of every program the process starts (env.c). Call once, from the
+ * runtime's constructor.
+ */
+void rt_env_take(const char *prefix);
+/* A variable sonde gave this runtime (kept aside by rt_env_take), or NULL. */
+const char *rt_env_get(const char *name);
+/* The same, as a decimal number, or def. */
 unsigned rt_env_uint(const char *name, unsigned def);
 /*
  * Claim a ring for the calling thread, without waiting (a thread that waited

@@ -229,7 +229,7 @@ static bool attach(void)
 		return false; /* off, or another thread is attaching: skip this event */
 	ts.guard = 2;
 	if (!proc.area) {
-		path = getenv(MEM_ENV_RING);
+		path = rt_env_get(MEM_ENV_RING);
 		proc.area = path ? sonde_ring_area__attach(path) : NULL;
 		if (!proc.area) {
 			atomic_store(&proc.state, 3);
@@ -691,6 +691,7 @@ __attribute__((constructor)) static void init(void)
 	ts.guard = 2; /* what these allocate is sonde's, not the target's */
 	proc.key_ok = pthread_key_create(&proc.key, thread_gone) == 0;
 	pthread_atfork(NULL, NULL, after_fork_child);
+	rt_env_take("SONDE_MEMORY_");
 	ts.guard = guard;
 }
 

@@ -238,7 +238,7 @@ static int rules_cb(struct dl_phdr_info *info, size_t size, void *arg)
 /* Read the rules file into a hash of absolute addresses. false: unusable. */
 static bool load_rules(void)
 {
-	const char *path = getenv(TR_ENV_RULES);
+	const char *path = rt_env_get(TR_ENV_RULES);
 	struct rules_load l = { 0 };
 	struct stat st;
 	void *map;
@@ -304,7 +304,7 @@ static bool attach(void)
 	if (st == 3 || !atomic_compare_exchange_strong(&proc.state, &expect, 1))
 		return false;
 	if (!proc.area) {
-		path = getenv(TR_ENV_RING);
+		path = rt_env_get(TR_ENV_RING);
 		proc.area = path ? sonde_ring_area__attach(path) : NULL;
 		if (!proc.area) {
 			atomic_store(&proc.state, 3);
@@ -713,6 +713,7 @@ __attribute__((constructor)) static void init(void)
 {
 	proc.key_ok = pthread_key_create(&proc.key, thread_gone) == 0;
 	pthread_atfork(NULL, NULL, after_fork_child);
+	rt_env_take("SONDE_TRACE_");
 }
 
 /* The process is exiting: publish this thread's block (others are salvaged). */

@@ -114,4 +114,12 @@ check "unknown view: usage error" [ "$rc" = 2 ]
 run collect time -q -r 1 -o t.json -- "$PROGS/s-exit" 0
 run show t.json memory
 check "memory view of a time profile: exit 3" [ "$rc" = 3 ]
+# The target never sees sonde's variables (heaptrack removes its own too);
+# its children get them back, whatever environment they are started with.
+run collect memory -o spawn.json -- "$PROGS/t-spawn"
+check "posix_spawn with its own environment, then system: exit 0" [ "$rc" = 0 ]
+check "no process sees LD_PRELOAD or SONDE_*" \
+	[ "$(printf '%s\n' "$out" | grep -c 'sees 0 variables of sonde')" = 3 ]
+check "the children are recorded: 3 processes (and the shell of system)" \
+	[ "$(jq .stats.memory.processes spawn.json)" -ge 3 ]
 finish

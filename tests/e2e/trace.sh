@@ -107,4 +107,13 @@ check "the report of a time profile: exit 3" [ "$rc" = 3 ]
 check "... because it needs a trace profile" has "$err" "needs a trace profile"
 run export t.json --format perfetto
 check "perfetto export of a time profile: exit 3" [ "$rc" = 3 ]
+
+# The target never sees sonde's variables; its children get them back, even
+# those started with an environment of their own (posix_spawn) or by system().
+run collect trace -o spawn.json -- "$PROGS/t-spawn"
+check "posix_spawn with its own environment, then system: exit 0" [ "$rc" = 0 ]
+check "both children traced: child_fn 2 calls" [ "$(calls spawn.json child_fn)" = 2 ]
+check "3 processes" jq_eq spawn.json .stats.trace.processes 3
+check "no process sees LD_PRELOAD or SONDE_*" \
+	[ "$(printf '%s\n' "$out" | grep -c 'sees 0 variables of sonde')" = 3 ]
 finish

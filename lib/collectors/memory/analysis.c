@@ -71,9 +71,9 @@ struct stream {
 	uint32_t image, tid;
 	uint64_t *chunk; /* offset << 24 | length of each chunk's data */
 	size_t n, cap;
-	size_t ci;	     /* cursor: chunk, and offset of the current event in it */
-	uint64_t off, end;   /* [off, end): what is left of the current chunk */
-	uint64_t ts;	     /* time of the current event, in ns */
+	size_t ci;	   /* cursor: chunk, and offset of the current event in it */
+	uint64_t off, end; /* [off, end): what is left of the current chunk */
+	uint64_t ts;	   /* time of the current event, in ns */
 };
 
 /* A live block. Slots are reused once freed: only the live set is in memory. */

@@ -95,11 +95,12 @@ static int memory_after(struct sonde_collection *c, struct sonde_profile *p)
 				       "(a signal handler that allocates) and were not recorded",
 				       (unsigned long long)st->a.t.missed);
 	if (st->a.t.deepbind)
-		sonde_collection__note(c,
-				       "%llu dlopen calls asked for RTLD_DEEPBIND; the flag was dropped so "
-				       "that the library's allocations reach sonde's hooks (as heaptrack "
-				       "does)",
-				       (unsigned long long)st->a.t.deepbind);
+		sonde_collection__note(
+			c,
+			"%llu dlopen calls asked for RTLD_DEEPBIND; the flag was dropped so "
+			"that the library's allocations reach sonde's hooks (as heaptrack "
+			"does)",
+			(unsigned long long)st->a.t.deepbind);
 	if (st->a.t.rows_kept < st->a.t.rows_total)
 		sonde_collection__note(
 			c,

@@ -32,7 +32,7 @@ enum mem_rec {
 	MEM_REC_ALLOC = 4,		/* struct mem_alloc */
 	MEM_REC_FREE = 5,		/* struct mem_free */
 	MEM_REC_REALLOC = 6,		/* struct mem_realloc */
-	MEM_REC_MISSED = 7, /* struct mem_missed: events a re-entered hook could not record */
+	MEM_REC_MISSED = 7,   /* struct mem_missed: events a re-entered hook could not record */
 	MEM_REC_DEEPBIND = 8, /* struct mem_missed: dlopen calls whose RTLD_DEEPBIND was dropped */
 };
 
