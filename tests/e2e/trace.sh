@@ -116,4 +116,22 @@ check "both children traced: child_fn 2 calls" [ "$(calls spawn.json child_fn)" 
 check "3 processes" jq_eq spawn.json .stats.trace.processes 3
 check "no process sees LD_PRELOAD or SONDE_*" \
 	[ "$(printf '%s\n' "$out" | grep -c 'sees 0 variables of sonde')" = 3 ]
+# Libraries named by -l or -f, found through the program's RUNPATH; only those
+run collect trace -l libt-liba.so -o libs.json -- "$PROGS/t-libs"
+check "-l a library found through RUNPATH: exit 0" [ "$rc" = 0 ]
+check "-l libt-liba.so: its functions (liba_fn 1, liba_inner 2)" \
+	[ "$(calls libs.json liba_fn),$(calls libs.json liba_inner)" = "1,2" ]
+check "-l libt-liba.so: no other library's (libb_fn 0)" [ "$(calls libs.json libb_fn)" = 0 ]
+check "-l: the program's functions still (main 1)" [ "$(calls libs.json main)" = 1 ]
+run collect trace -f 'libt-libb.so#libb_inner' -o libs.json -- "$PROGS/t-libs"
+check "-f LIB#FUNC through RUNPATH: exit 0" [ "$rc" = 0 ]
+check "-f libt-libb.so#libb_inner: 4 calls, and main" \
+	[ "$(calls libs.json libb_inner),$(calls libs.json main)" = "4,1" ]
+check "-f libt-libb.so#libb_inner: nothing else of the libraries" \
+	[ "$(calls libs.json libb_fn),$(calls libs.json liba_fn)" = "0,0" ]
+printf '#!/bin/sh\nexec "%s"\n' "$PROGS/t-calls" >run.sh
+chmod +x run.sh
+run collect trace -o s.json -- ./run.sh
+check "a script without -b: exit 1" [ "$rc" = 1 ]
+check "... and a hint to name its program with -b" has "$err" "is a script: name the program it runs that is to be traced with -b FILE"
 finish

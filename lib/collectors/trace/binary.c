@@ -163,6 +163,22 @@ char *tr_find_lib(const char *lib)
 				   lib, NULL);
 }
 
+char *tr_find_lib_of(const char *binary, const char *lib)
+{
+	char **needed = strchr(lib, '/') ? NULL : tr_elf_needed(binary), *found = NULL;
+	size_t i, l = strlen(lib);
+
+	for (i = 0; needed && needed[i] && !found; i++) {
+		const char *base =
+			strrchr(needed[i], '/') ? strrchr(needed[i], '/') + 1 : needed[i];
+
+		if (!strncmp(base, lib, l) && (base[l] == '\0' || base[l] == '.'))
+			found = strdup(needed[i]);
+	}
+	tr_strv_free(needed);
+	return found ? found : tr_find_lib(lib);
+}
+
 void tr_strv_free(char **v)
 {
 	size_t i;

@@ -21,6 +21,12 @@ bool tr_elf_references(const char *path, const char *sym);
 
 /* A library given by name: the file the dynamic linker would find (malloc'ed), or NULL. */
 char *tr_find_lib(const char *lib);
+/*
+ * lib as the program `binary` finds it: one of the objects it links (a file
+ * name, or its stem without the version: libfoo.so for libfoo.so.1), through
+ * its RUNPATH and $ORIGIN, else as tr_find_lib. Malloc'ed real path, or NULL.
+ */
+char *tr_find_lib_of(const char *binary, const char *lib);
 
 /* The file's DT_NEEDED libraries, found (malloc'ed paths, NULL-terminated), or NULL. */
 char **tr_elf_needed(const char *path);

@@ -93,7 +93,26 @@ static int add_every(void *ctx, const char *name, uint64_t addr, uint64_t size)
 
 	(void)name;
 	(void)size;
-	return push_rule(m->rs, 0, m->every, addr);
+	return push_rule(m->rs, m->module, m->every, addr);
+}
+
+/* Move the rules from `from` on before the others (a later rule for the same
+   function wins). */
+static int rules_to_front(struct rules *rs, uint32_t from)
+{
+	size_t head = from, tail = rs->h.nrules - from, sz = sizeof(*rs->r);
+	void *tmp;
+
+	if (!head || !tail)
+		return 0;
+	tmp = malloc(head * sz);
+	if (!tmp)
+		return -ENOMEM;
+	memcpy(tmp, rs->r, head * sz);
+	memmove(rs->r, rs->r + head, tail * sz);
+	memcpy(rs->r + tail, tmp, head * sz);
+	free(tmp);
+	return 0;
 }
 
 /* The module of a path (0: the program; UINT32_MAX when out of memory). */
@@ -186,7 +205,7 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 	if (every && *every)
 		m.every = (uint32_t)strtoul(every, NULL, 10);
 	if (lib && *lib) {
-		char *path = tr_find_lib(lib);
+		char *path = tr_find_lib_of(binary, lib);
 
 		if (!path) {
 			sonde_collection__fail(c, "-f rule '%s': cannot find library '%s'", spec,
@@ -236,6 +255,20 @@ static int write_rules(struct tr_state *st, struct rules *rs)
 	if (fclose(f))
 		rc = -errno;
 	return rc;
+}
+
+/* Whether path starts with "#!" (a script, run by its interpreter). */
+static bool script(const char *path)
+{
+	char head[2] = { 0, 0 };
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return false;
+	if (fread(head, 1, 2, f) != 2)
+		head[0] = 0;
+	fclose(f);
+	return head[0] == '#' && head[1] == '!';
 }
 
 /* ---- the ebpf engine's probes ------------------------------------------------------------ */
@@ -378,7 +411,7 @@ static int add_usdt_spec(struct sonde_collection *c, struct te_loader *l, const 
 		free(copy);
 		return -EINVAL;
 	}
-	path = lib ? tr_find_lib(lib) : strdup(binary);
+	path = lib ? tr_find_lib_of(binary, lib) : strdup(binary);
 	if (!path) {
 		sonde_collection__fail(c, "-u probe '%s': cannot find library '%s'", spec, lib);
 		free(copy);
@@ -493,7 +526,7 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 		rc = tr_elf_functions(needed[i], add_probe, &w);
 	}
 	for (i = 0; !rc && w.every && json_is_array(libs) && i < json_array_size(libs); i++) {
-		char *path = tr_find_lib(json_string_value(json_array_get(libs, i)));
+		char *path = tr_find_lib_of(binary, json_string_value(json_array_get(libs, i)));
 
 		if (!path) {
 			sonde_collection__fail(c, "-l: cannot find library '%s'",
@@ -620,6 +653,7 @@ static int trace_before(struct sonde_collection *c)
 	json_t *usdt = json_object_get(sonde_collection__params(c), "usdt");
 	long long global = sonde_collection__param_int(c, "global-sampling", 0);
 	bool sampled = strcmp(strategy, "u_sampled") == 0 || strcmp(strategy, "a_sampled") == 0;
+	bool all_libs = strcmp(strategy, "all") == 0 || strcmp(strategy, "a_sampled") == 0;
 	struct rules rs = { 0 };
 	unsigned flags = 0;
 	uint32_t every;
@@ -661,6 +695,13 @@ static int trace_before(struct sonde_collection *c)
 		return -ENOENT;
 	}
 	st->exe = binary;
+	if (!bin_opt && script(binary)) {
+		sonde_collection__fail(c,
+				       "'%s' is a script: name the program it runs that is to be "
+				       "traced with -b FILE",
+				       binary);
+		return -ENOEXEC;
+	}
 	hooks = tr_elf_references(binary, "__cyg_profile_func_enter");
 	ebpf = engine ? strcmp(engine, "ebpf") == 0 : !hooks;
 	st->a.engine = ebpf ? "ebpf" : "instrument";
@@ -683,8 +724,7 @@ static int trace_before(struct sonde_collection *c)
 	}
 
 	/* the rules: strategy, -g, -f */
-	if (strcmp(strategy, "all") == 0 || strcmp(strategy, "a_sampled") == 0 ||
-	    (json_is_array(libs) && json_array_size(libs)))
+	if (all_libs)
 		flags |= TR_F_LIBS;
 	every = global ? (uint32_t)global : sampled ? 20 : 1;
 	rs.h.default_every = strcmp(strategy, "custom") == 0 ? 0 : every;
@@ -699,11 +739,41 @@ static int trace_before(struct sonde_collection *c)
 
 		rc = tr_elf_functions(binary, add_every, &m);
 	}
+	/* -l LIB (instrument engine): a rule for each of LIB's functions */
+	for (i = 0; !rc && !ebpf && !all_libs && i < json_array_size(libs); i++) {
+		const char *lib = json_string_value(json_array_get(libs, i));
+		char *path = tr_find_lib_of(binary, lib);
+		struct rule_match m = { .rs = &rs, .sym = st->a.sym, .every = every };
+
+		if (!path) {
+			sonde_collection__fail(c, "-l: cannot find library '%s'", lib);
+			rc = -EINVAL;
+			break;
+		}
+		m.module = rules_module(&rs, path);
+		rc = m.module == UINT32_MAX ? -ENOMEM : tr_elf_functions(path, add_every, &m);
+		free(path);
+	}
 	for (i = 0; !rc && json_is_array(funcs) && i < json_array_size(funcs); i++)
 		rc = add_func_rule(c, &rs, st->a.sym, binary,
 				   json_string_value(json_array_get(funcs, i)), every);
+	/* a library named by -l or -f: its functions and the program's are traced,
+	   no other library's; the program's rules go first, so that -f rules win */
+	if (!rc && !ebpf && !all_libs && rs.h.nmodules > 1) {
+		uint32_t n0 = rs.h.nrules;
+
+		flags |= TR_F_LIBS;
+		if (rs.h.default_every == 1) {
+			struct rule_match m = { .rs = &rs, .sym = st->a.sym, .every = 1 };
+
+			rc = tr_elf_functions(binary, add_every, &m);
+			if (!rc)
+				rc = rules_to_front(&rs, n0);
+		}
+		rs.h.default_every = 0;
+	}
 	if (!rc && ebpf) {
-		rc = ebpf_before(c, st, &rs, binary, flags & TR_F_LIBS, every, !engine);
+		rc = ebpf_before(c, st, &rs, binary, all_libs, every, !engine);
 		rules_release(&rs);
 		return rc;
 	}
