@@ -65,7 +65,13 @@ check "longjmp: a, b, c end unwound" [ "$(jq .stats.trace.unwound jmp.json),$(ca
 check "longjmp: after() is outer's callee, not c's" [ "$(parent jmp.json after)" = outer ]
 check "signal handler: 3 calls of in_handler under handler" [ "$(calls jmp.json in_handler),$(parent jmp.json in_handler)" = "3,handler" ]
 run collect trace -e ebpf -q -o cxx.json -- "$PROGS/t-cxx"
-check "C++ exceptions: a note says uretprobes cannot unwind" has "$err" "can throw C++ exceptions"
+check "C++ exceptions: refused before the run (exit 3), not aborted during it" [ "$rc" = 3 ]
+check "... with one line naming the ways out" \
+	sh -c "[ \"\$(printf '%s\n' \"\$1\" | grep -c .)\" = 1 ] && printf '%s' \"\$1\" | grep -q 'can throw C++ exceptions.*-e instrument.*-s custom -f FUNC'" _ "$err"
+check "... and no profile" [ ! -e cxx.json ]
+run collect trace -e ebpf -s custom -f main -q -o cxx.json -- "$PROGS/t-cxx"
+check "C++ with chosen functions (-s custom -f main): runs, with a note" \
+	sh -c '[ "$1" = 0 ] && printf "%s" "$2" | grep -q "can throw C++ exceptions"' _ "$rc" "$err"
 
 # ---- USDT probes ------------------------------------------------------------------------------
 run collect trace -e ebpf -s custom -u work -u 'load#loaded' -u 'sonde:tick' -o usdt.json -- "$PROGS/t-usdt"

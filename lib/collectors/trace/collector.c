@@ -506,6 +506,19 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 	uint32_t i;
 	int rc;
 
+	/* uretprobes and C++ exceptions: refuse now rather than abort the program later */
+	if (w.every && tr_elf_references(binary, "__cxa_throw")) {
+		sonde_collection__fail(c,
+				       "'%s' can throw C++ exceptions, and one thrown through a "
+				       "function with a return probe terminates the program (the "
+				       "kernel's return trampoline has no unwind information): "
+				       "trace it with -e instrument (a -finstrument-functions "
+				       "build), or choose functions no exception passes through "
+				       "with -s custom -f FUNC",
+				       binary);
+		tr_strv_free(needed);
+		return -ENOTSUP;
+	}
 	if (chosen) /* the user did not ask for it: say why it is used */
 		sonde_strbuf__addf(&err,
 				   "'%s' is not built with -finstrument-functions, so it is "
@@ -561,10 +574,9 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 	if (!rc && tr_elf_references(binary, "__cxa_throw"))
 		sonde_collection__note(
 			c,
-			"'%s' can throw C++ exceptions: one thrown through a function "
-			"with a uretprobe terminates the program, as the kernel's return "
-			"trampoline has no unwind information; trace it with -e "
-			"instrument, or leave those functions out (-s custom -f)",
+			"'%s' can throw C++ exceptions: one thrown through a probed "
+			"function terminates the program, as the kernel's return "
+			"trampoline has no unwind information",
 			binary);
 	if (!rc && te_loader__failed(st->bpf))
 		sonde_collection__note(c, "%zu of %zu probes could not be attached",
