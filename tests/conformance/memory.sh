@@ -5,24 +5,13 @@
 # Programs of ours with known patterns, and everyday Debian programs.
 # The deliberate differences are stated where they are tested and in
 # docs/conformance.md.
-. "$SRC/tests/e2e/lib.sh"
-CMP="/usr/bin/python3 $SRC/tests/conformance/compare.py"
+. "$SRC/tests/conformance/lib.sh"
+need_peer heaptrack
 
-if ! command -v heaptrack >/dev/null 2>&1; then
-	echo "1..0 # SKIP heaptrack is not installed (scripts/install-deps installs it)"
-	exit 0
-fi
-
-# same NAME [--tolerance PCT] -- PROGRAM ARGS...: heaptrack and sonde agree
+# same NAME TOLERANCE-PCT PROGRAM ARGS...: heaptrack and sonde agree
 same() {
-	name=$1
-	shift
-	opts=""
-	while [ "$1" != "--" ]; do
-		opts="$opts $1"
-		shift
-	done
-	shift
+	name=$1 tol=$2
+	shift 2
 	rm -f ht.zst ht.gz mem.json
 	if ! heaptrack -o "$WORK/ht" "$@" >/dev/null 2>heaptrack.err; then
 		not_ok "$name: heaptrack failed"
@@ -35,23 +24,18 @@ same() {
 		sed 's/^/# /' sonde.err
 		return
 	fi
-	# shellcheck disable=SC2086
-	if $CMP memory "$ht" mem.json "$(command -v "$1")" $opts >cmp.out 2>&1; then
-		ok "$name: the same answers as heaptrack"
-	else
-		not_ok "$name: sonde and heaptrack differ"
-	fi
-	sed 's/^/# /' cmp.out
+	show_cmp "$name: the same answers as heaptrack" "$name: sonde and heaptrack differ" \
+		memory "$ht" mem.json "$(command -v "$1")" --tolerance "$tol"
 }
 
 P=$PROGS
-same "pairs, batches, a realloc chain, calloc, aligned, two leaks" -- "$P/cf-alloc"
+same "pairs, batches, a realloc chain, calloc, aligned, two leaks" 0 "$P/cf-alloc"
 # C++: libstdc++'s emergency pool is given back at exit, as heaptrack does
-same "C++: new/delete, containers, exceptions" -- "$P/cf-cxx"
+same "C++: new/delete, containers, exceptions" 0 "$P/cf-cxx"
 check "C++: the emergency pool is not a leak (40 B of the program, 4096 B of stdio)" \
 	jq_eq mem.json .stats.memory.leaked_bytes 4136
-same "a library loaded with dlopen" --tolerance 1 -- "$P/cf-dlopen" "$P/libcf-plugin.so"
-same "a library loaded with RTLD_DEEPBIND" --tolerance 1 -- "$P/cf-dlopen" "$P/libcf-plugin.so" deepbind
+same "a library loaded with dlopen" 1 "$P/cf-dlopen" "$P/libcf-plugin.so"
+same "a library loaded with RTLD_DEEPBIND" 1 "$P/cf-dlopen" "$P/libcf-plugin.so" deepbind
 "$SONDE" show mem.json memory >deep.txt 2>&1
 check "RTLD_DEEPBIND: the library's allocations are seen (plugin_work, 2 calls)" \
 	grep -Eq '^ +96 B +2 .* plugin_work ' deep.txt
@@ -59,8 +43,8 @@ check "RTLD_DEEPBIND: the dropped flag is said" grep -q RTLD_DEEPBIND sonde.err
 # Threads: glibc sizes each thread's DTV by the TLS modules loaded, and each
 # tool's preloaded library brings its own, so peak and leaks differ by a few
 # percent; the order of events of different threads decides a few temporaries.
-same "8 threads" --tolerance 10 -- "$P/cf-threads" 8 5
-same "1000 threads alive at once" --tolerance 10 -- "$P/cf-threads" 1000 3
+same "8 threads" 10 "$P/cf-threads" 8 5
+same "1000 threads alive at once" 10 "$P/cf-threads" 1000 3
 check "1000 threads: every allocation recorded, none lost" \
 	jq_eq mem.json '[.stats.memory.allocations, .stats.dropped_events] | @csv' '4001,0'
 
@@ -73,16 +57,16 @@ create index tb on t(b);
 select count(*), sum(length(b)) from t where b like 'row 1%';
 SQL
 if command -v sqlite3 >/dev/null 2>&1; then
-	same "sqlite3 on a SQL script" -- sqlite3 :memory: -init q.sql .quit
+	same "sqlite3 on a SQL script" 0 sqlite3 :memory: -init q.sql .quit
 else
 	skip "sqlite3 on a SQL script" "sqlite3 is not installed (scripts/install-deps installs it)"
 fi
 PYTHONHASHSEED=0
 export PYTHONHASHSEED
-same "python3" -- /usr/bin/python3 -c "print(sum(range(1000)))"
+same "python3" 0 /usr/bin/python3 -c "print(sum(range(1000)))"
 git init -q repo
-same "git status" -- git -C repo status --short
+same "git status" 0 git -C repo status --short
 # heaptrack records only the process it starts; sonde follows forked and
 # exec'ed children, so the driver is compared where it runs no compiler.
-same "the gcc driver" -- gcc -v
+same "the gcc driver" 0 gcc -v
 finish

@@ -5,24 +5,13 @@
 # -O2); the ebpf engine on -pg builds at -O2 (sibling calls, .cold parts,
 # -pg's start-up functions), which uftrace reads through mcount.
 # The one deliberate difference (cf-jmp) is stated where it is tested.
-. "$SRC/tests/e2e/lib.sh"
-CMP="/usr/bin/python3 $SRC/tests/conformance/compare.py"
+. "$SRC/tests/conformance/lib.sh"
+need_peer uftrace
 
-if ! command -v uftrace >/dev/null 2>&1; then
-	echo "1..0 # SKIP uftrace is not installed (scripts/install-deps installs it)"
-	exit 0
-fi
-
-# same NAME ENGINE [COMPARE-OPTIONS] -- PROGRAM ARGS...: uftrace and sonde agree
+# same NAME ENGINE COMPARE-OPTIONS PROGRAM ARGS...: uftrace and sonde agree
 same() {
-	name=$1 engine=$2
-	shift 2
-	opts=""
-	while [ "$1" != "--" ]; do
-		opts="$opts $1"
-		shift
-	done
-	shift
+	name=$1 engine=$2 opts=$3
+	shift 3
 	rm -rf ud tr.json
 	if ! uftrace record --no-libcall -d ud "$@" >/dev/null 2>uftrace.err; then
 		not_ok "$name: uftrace record failed"
@@ -36,31 +25,27 @@ same() {
 		return
 	fi
 	# shellcheck disable=SC2086
-	if $CMP trace ud tr.json $opts >cmp.out 2>&1; then
-		ok "$name: the same calls as uftrace ($(tail -n 1 cmp.out | sed 's/^ *//'))"
-	else
-		not_ok "$name: sonde and uftrace differ"
-		sed 's/^/# /' cmp.out
-	fi
+	show_cmp "$name: the same calls as uftrace" "$name: sonde and uftrace differ" \
+		trace ud tr.json $opts
 }
 
 P=$PROGS
 for o in "" -O2; do
-	same "recursion$o" instrument -- "$P/cf-recurse$o"
-	same "signal handler$o" instrument -- "$P/cf-signal$o"
-	same "fork, then exec$o" instrument -- "$P/cf-fork$o"
-	same "8 threads$o" instrument -- "$P/cf-threads$o" 8 5
-	same "dlopen'ed library's functions by name$o" instrument -- "$P/cf-dlopen$o" "$P/libcf-plugin.so"
+	same "recursion$o" instrument "" "$P/cf-recurse$o"
+	same "signal handler$o" instrument "" "$P/cf-signal$o"
+	same "fork, then exec$o" instrument "" "$P/cf-fork$o"
+	same "8 threads$o" instrument "" "$P/cf-threads$o" 8 5
+	same "dlopen'ed library's functions by name$o" instrument "" "$P/cf-dlopen$o" "$P/libcf-plugin.so"
 done
-same "C++ exceptions, templates, containers" instrument -- "$P/cf-cxx"
-same "1000 threads alive at once" instrument -- "$P/cf-threads" 1000 3
+same "C++ exceptions, templates, containers" instrument "" "$P/cf-cxx"
+same "1000 threads alive at once" instrument "" "$P/cf-threads" 1000 3
 
 # Deliberate difference: uftrace 0.13 nests the calls made after a longjmp under
 # the frames longjmp abandoned (main;jumper;deep;big_frame); sonde ends those
 # frames (counted as unwound) and nests the calls under main, where they run.
 # The counts per function agree; the paths are checked against the program.
 for o in "" -O2; do
-	same "longjmp: calls per function$o" instrument --counts-only -- "$P/cf-jmp$o"
+	same "longjmp: calls per function$o" instrument --counts-only "$P/cf-jmp$o"
 	"$SONDE" export tr.json -f folded --weight calls >jmp.folded 2>/dev/null
 	check "longjmp: big_frame and small_frame are main's children$o" \
 		grep -qx 'main;big_frame 3' jmp.folded
@@ -76,8 +61,8 @@ elif [ "$(id -u)" != 0 ]; then
 elif [ ! -r /sys/kernel/btf/vmlinux ]; then
 	skip "ebpf engine against uftrace on -pg builds" "the kernel has no BTF"
 else
-	same "ebpf: sibling calls and .cold parts (-O2 -pg)" ebpf -- "$P/cf-tail-pg" 5 cold
-	same "ebpf: mutual recursion by tail calls (-O2 -pg)" ebpf -- "$P/cf-recurse-pg"
+	same "ebpf: sibling calls and .cold parts (-O2 -pg)" ebpf "" "$P/cf-tail-pg" 5 cold
+	same "ebpf: mutual recursion by tail calls (-O2 -pg)" ebpf "" "$P/cf-recurse-pg"
 	"$SONDE" export tr.json -f folded --weight calls >pg.folded 2>/dev/null
 	check "ebpf: -pg's start-up functions are not traced" \
 		sh -c "test -s pg.folded && ! grep -Eq '__gmon_start__|atexit|\\.cold' pg.folded"
