@@ -18,6 +18,11 @@
  *     caller's, whatever the size of either frame;
  *   - a hook re-entered by a signal handler records nothing until the outer
  *     hook returns (counted as lost), so the handler's calls stay balanced.
+ * swapcontext: each context (the thread's own stack, and every one it switches
+ * to) keeps its open calls apart; a switch saves the running context's under
+ * the ucontext it is saved in, restores the target's, and tells the reader,
+ * which keeps a call stack per context. A context whose function returns goes
+ * on in its uc_link, as glibc does.
  * fork: the child is a new image; the calls open at fork are not its own and
  * stay unrecorded. exec: the new image loads this library again. dlopen: the
  * objects are written again, so that a library loaded late has its names.
@@ -35,6 +40,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <sonde/ring.h>
 #include <sonde/trace.h>
@@ -53,6 +59,16 @@ struct frame {
 	uintptr_t fn;
 };
 
+#define MAX_CTX 64 /* contexts tracked per thread; a switch to more is not followed */
+
+/* A context's open calls while it is switched out. */
+struct ctx {
+	const void *key;  /* the ucontext_t it is saved in; NULL: running, or done */
+	const void *link; /* its uc_link: where it goes when its function returns */
+	struct frame *frames;
+	uint32_t depth;
+};
+
 struct tthread {
 	uint32_t *ev;	    /* the open block's event words; NULL: no block */
 	uint32_t used, cap; /* words */
@@ -62,6 +78,8 @@ struct tthread {
 	uint32_t sampled_out, lost;
 	int off; /* 1: this thread records nothing (and busy stays BUSY_OFF); 2: no ring */
 	uintptr_t stack_lo, stack_hi;
+	struct ctx *ctx; /* MAX_CTX slots, mapped at the first switch; 0 is the thread's own */
+	uint32_t nctx, cur;
 	struct sonde_ring_writer w;
 	struct frame stk[MAX_STACK];
 };
@@ -536,6 +554,8 @@ static __attribute__((noinline)) void exit_slow(struct tthread *t, uintptr_t fn,
 		emit_exit(t, ts);
 }
 
+static void context_done(struct tthread *t, uint64_t ts);
+
 static inline void record_exit(struct tthread *t, uintptr_t fn, uint64_t ts)
 {
 	uint32_t d = t->depth;
@@ -544,9 +564,11 @@ static inline void record_exit(struct tthread *t, uintptr_t fn, uint64_t ts)
 		t->depth = d - 1;
 		if (likely(!(t->stk[d - 1].sp & SKIP)))
 			emit_exit(t, ts);
-		return;
+	} else {
+		exit_slow(t, fn, ts);
 	}
-	exit_slow(t, fn, ts);
+	if (unlikely(t->cur && !t->depth))
+		context_done(t, ts);
 }
 
 /* An event not recorded: a hook re-entered, or a thread that found no ring. */
@@ -635,6 +657,88 @@ RT_EXPORT void *dlopen(const char *file, int mode)
 		t->busy = 0;
 	}
 	return h;
+}
+
+/* ---- contexts (swapcontext) ------------------------------------------------------------------ */
+
+/* Save the running context's calls under key, run slot `to` from here. */
+static void context_run(struct tthread *t, const void *key, uint32_t to, uint64_t ts)
+{
+	struct ctx *c = &t->ctx[t->cur], *n = &t->ctx[to];
+	uint32_t d = t->depth < MAX_STACK ? t->depth : MAX_STACK;
+
+	if (d && !c->frames && !(c->frames = rt_map_anon(sizeof(struct frame) * MAX_STACK)))
+		d = 0; /* cannot keep them: the context comes back with no open call */
+	memcpy(c->frames, t->stk, sizeof(struct frame) * d);
+	c->depth = d;
+	c->key = key;
+	memcpy(t->stk, n->frames, sizeof(struct frame) * n->depth);
+	t->depth = n->depth;
+	n->key = NULL;
+	t->cur = to;
+	emit_special(t, ts, TR_SP_CONTEXT, to, NULL, 0);
+}
+
+/* The slot saved under key, or a free one for a context not seen yet. */
+static uint32_t context_slot(struct tthread *t, const void *key, bool create)
+{
+	uint32_t i, free_slot = MAX_CTX;
+
+	if (!t->ctx) {
+		if (!create || !(t->ctx = rt_map_anon(sizeof(struct ctx) * MAX_CTX)))
+			return MAX_CTX;
+		t->nctx = 1;
+	}
+	for (i = 0; i < t->nctx; i++) {
+		if (key && t->ctx[i].key == key)
+			return i;
+		if (i && i != t->cur && !t->ctx[i].key && !t->ctx[i].depth && free_slot == MAX_CTX)
+			free_slot = i; /* a context whose function returned */
+	}
+	if (!create)
+		return MAX_CTX;
+	if (free_slot == MAX_CTX && t->nctx < MAX_CTX)
+		free_slot = t->nctx++;
+	return free_slot;
+}
+
+/* The running context's function returned: glibc goes on in its uc_link. */
+static __attribute__((noinline)) void context_done(struct tthread *t, uint64_t ts)
+{
+	uint32_t to = context_slot(t, t->ctx[t->cur].link, false);
+
+	if (to < MAX_CTX)
+		context_run(t, NULL, to, ts);
+}
+
+static void context_switch(struct tthread *t, const void *save, const ucontext_t *to)
+{
+	uint64_t ts = now();
+	uint32_t i = context_slot(t, to, true);
+
+	if (i == MAX_CTX)
+		return;		 /* too many contexts: this switch is not followed */
+	if (t->ctx[i].key != to) /* a context not seen yet, in a new or reused slot */
+		t->ctx[i].link = to->uc_link;
+	context_run(t, save, i, ts);
+}
+
+RT_EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	static int (*real_swap)(ucontext_t *, const ucontext_t *);
+	struct tthread *t = T;
+
+	if (!real_swap)
+		real_swap =
+			(int (*)(ucontext_t *, const ucontext_t *))dlsym(RTLD_NEXT, "swapcontext");
+	if (!real_swap)
+		return -1;
+	if (t && !t->off && !t->busy && oucp && ucp) {
+		t->busy = BUSY_OFF;
+		context_switch(t, oucp, ucp);
+		t->busy = 0;
+	}
+	return real_swap(oucp, ucp);
 }
 
 /* ---- calibration, process life ------------------------------------------------------------------

@@ -134,4 +134,14 @@ chmod +x run.sh
 run collect trace -o s.json -- ./run.sh
 check "a script without -b: exit 1" [ "$rc" = 1 ]
 check "... and a hint to name its program with -b" has "$err" "is a script: name the program it runs that is to be traced with -b FILE"
+# swapcontext: each context keeps its calls; a returning context goes on in uc_link
+run collect trace -o uctx.json -- "$PROGS/t-ucontext"
+check "swapcontext: exit 0" [ "$rc" = 0 ]
+"$SONDE" export uctx.json -f folded --weight calls >uctx.folded
+check "swapcontext: the coroutine's calls nest in its own context (co_body;co_work 3)" \
+	grep -qx 'co_body;co_work 3' uctx.folded
+check "swapcontext: main's calls stay main's (main;resume 4, main;between 4)" \
+	sh -c "grep -qx 'main;resume 4' uctx.folded && grep -qx 'main;between 4' uctx.folded"
+check "swapcontext: nothing unwound, one context besides the thread" \
+	jq_eq uctx.json '[.stats.trace.unwound, .stats.trace.ucontexts, .stats.trace.threads] | @csv' '0,1,1'
 finish

@@ -56,6 +56,8 @@ struct tr_thread {
 	size_t capactive;
 	uint64_t last_ns;
 	char name[17];
+	uint32_t ctx;	/* the context (swapcontext) whose calls these are; 0: the thread's own */
+	size_t running; /* the thread's own: the context it runs now (its index + 1; 0: itself) */
 };
 
 struct tr_feed {
@@ -67,6 +69,7 @@ struct tr_feed {
 	struct tr_thread *thr;
 	size_t nthr, capthr;
 	struct u64map thr_index; /* serial << 32 | tid -> thread + 1 */
+	struct u64map ctx_index; /* thread << 16 | context -> thread + 1 (a context's calls) */
 };
 
 void tr_analysis__init(struct tr_analysis *a)
@@ -391,11 +394,46 @@ int tr_feed__process(struct tr_feed *r, uint32_t serial, uint32_t pid, uint32_t 
 		       : 0;
 }
 
-static int block(struct tr_feed *r, struct tr_thread *t, const struct tr_block *b, uint32_t len)
+/*
+ * TR_SP_CONTEXT: thread `self` (an index) runs context ctx from now on. Each
+ * context is a tr_thread of its own (same process and tid), so its calls nest
+ * among themselves, whatever runs in between.
+ */
+static int run_context(struct tr_feed *r, size_t self, uint32_t ctx)
+{
+	uint64_t key = (uint64_t)self << 16 | (ctx & 0xffff), v;
+	struct tr_thread *b, *t;
+
+	if (!ctx) {
+		r->thr[self].running = 0;
+		return 0;
+	}
+	if (!u64map__get(&r->ctx_index, key, &v)) {
+		if (sonde_grow((void **)&r->thr, &r->capthr, r->nthr + 1, sizeof(*r->thr)) ||
+		    u64map__put(&r->ctx_index, key, r->nthr + 1))
+			return -ENOMEM;
+		b = &r->thr[self];
+		t = &r->thr[r->nthr];
+		memset(t, 0, sizeof(*t));
+		t->serial = b->serial;
+		t->pid = b->pid;
+		t->tid = b->tid;
+		t->img = b->img;
+		t->ctx = ctx;
+		snprintf(t->name, sizeof(t->name), "uctx %u", ctx);
+		v = ++r->nthr;
+	}
+	r->thr[self].running = (size_t)v;
+	return 0;
+}
+
+static int block(struct tr_feed *r, struct tr_thread *self, const struct tr_block *b, uint32_t len)
 {
 	struct tr_analysis *a = r->a;
 	uint32_t n = (len - (uint32_t)sizeof(*b)) / 4, i = 0;
 	const uint32_t *ev = b->ev;
+	size_t me = (size_t)(self - r->thr);
+	struct tr_thread *t;
 	int rc = 0;
 
 	a->t.blocks++;
@@ -409,6 +447,8 @@ static int block(struct tr_feed *r, struct tr_thread *t, const struct tr_block *
 
 		if (w == TR_FILLER)
 			break; /* the end of what the writer filled in */
+		/* the context it runs (r->thr moves when a context is added) */
+		t = r->thr[me].running ? &r->thr[r->thr[me].running - 1] : &r->thr[me];
 		switch (tag) {
 		case TR_TAG_ENTER:
 			if (i + 2 > n)
@@ -444,6 +484,9 @@ static int block(struct tr_feed *r, struct tr_thread *t, const struct tr_block *
 					return -EINVAL;
 				tr_feed__size(t, (uint64_t)ev[i + 2] | (uint64_t)ev[i + 3] << 32);
 				i += 4;
+			} else if (kind == TR_SP_CONTEXT) {
+				rc = run_context(r, me, arg);
+				i += 2;
 			} else {
 				return -EINVAL;
 			}
@@ -535,7 +578,7 @@ struct tr_feed *tr_feed__new(struct tr_analysis *a, uint64_t t0)
 int tr_feed__end(struct tr_feed *r, int rc)
 {
 	struct tr_analysis *a = r->a;
-	size_t i;
+	size_t i, nctx = 0;
 
 	/* calls still open when a thread's events stopped end at its last event */
 	for (i = 0; i < r->nthr && rc >= 0; i++) {
@@ -546,12 +589,14 @@ int tr_feed__end(struct tr_feed *r, int rc)
 			rc = pop(r, t, t->last_ns);
 		}
 		if (json_array_append_new(a->threads,
-					  json_pack("{s:i, s:i, s:i, s:s}", "pid", (int)t->pid,
+					  json_pack("{s:i, s:i, s:i, s:s, s:i}", "pid", (int)t->pid,
 						    "tid", (int)t->tid, "serial", (int)t->serial,
-						    "name", t->name)))
+						    "name", t->name, "ucontext", (int)t->ctx)))
 			rc = -ENOMEM;
+		nctx += t->ctx != 0;
 	}
-	a->t.threads += r->nthr;
+	a->t.threads += r->nthr - nctx;
+	a->t.ucontexts += nctx;
 	for (i = 0; i < r->nthr; i++) {
 		free(r->thr[i].stk);
 		free(r->thr[i].active);
@@ -563,6 +608,7 @@ int tr_feed__end(struct tr_feed *r, int rc)
 	free(r->thr);
 	free(r->imgs);
 	u64map__release(&r->thr_index);
+	u64map__release(&r->ctx_index);
 	u64map__release(&r->img_index);
 	if (a->ncalib)
 		a->t.cost_ns_per_call = sonde_stats__median_inplace(a->calib, a->ncalib);
@@ -607,14 +653,15 @@ static json_t *stats_json(const struct tr_analysis *a)
 {
 	const struct tr_totals *t = &a->t;
 	json_t *s = json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "calls",
-		(json_int_t)t->calls, "sampled_out", (json_int_t)t->sampled_out, "lost",
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"calls", (json_int_t)t->calls, "sampled_out", (json_int_t)t->sampled_out, "lost",
 		(json_int_t)t->lost, "unwound", (json_int_t)t->unwound, "unfinished",
 		(json_int_t)t->unfinished, "unmatched_exits", (json_int_t)t->unmatched, "filtered",
 		(json_int_t)t->filtered, "blocks", (json_int_t)t->blocks, "log_bytes",
-		(json_int_t)t->log_bytes, "processes", (json_int_t)t->images, "threads",
-		(json_int_t)t->threads, "drain_cpu_ns", (json_int_t)t->drain_cpu_ns, "analysis_ns",
-		(json_int_t)t->analysis_ns, "slices_dropped", (json_int_t)t->slices_dropped);
+		(json_int_t)t->log_bytes, "processes", (json_int_t)t->images, "ucontexts",
+		(json_int_t)t->ucontexts, "threads", (json_int_t)t->threads, "drain_cpu_ns",
+		(json_int_t)t->drain_cpu_ns, "analysis_ns", (json_int_t)t->analysis_ns,
+		"slices_dropped", (json_int_t)t->slices_dropped);
 
 	if (!s)
 		return NULL;

@@ -53,8 +53,10 @@ enum tr_rec {
 #define TR_FILLER      0xffffffffu /* the word after the last event */
 
 enum tr_special {
-	TR_SP_UNWIND = 1, /* arg calls ended here without their exit hook (longjmp, unwinding) */
-	TR_SP_SIZE = 2,	  /* two words: a 64-bit size for the innermost open call */
+	TR_SP_UNWIND = 1,  /* arg calls ended here without their exit hook (longjmp, unwinding) */
+	TR_SP_SIZE = 2,	   /* two words: a 64-bit size for the innermost open call */
+	TR_SP_CONTEXT = 3, /* the thread runs context arg from here (0: its own stack; others:
+			      swapcontext's), each with calls of its own */
 };
 
 struct tr_block {

@@ -46,6 +46,7 @@ struct tr_slice {
 struct tr_totals {
 	uint64_t calls, sampled_out, lost, unwound, unfinished, unmatched, filtered;
 	uint64_t blocks, log_bytes, images, threads;
+	uint64_t ucontexts;	 /* swapcontext contexts, besides the threads' own stacks */
 	double cost_ns_per_call; /* calibrated, median over images; 0: unknown */
 	uint64_t drain_cpu_ns, analysis_ns;
 	uint64_t slices_dropped;
