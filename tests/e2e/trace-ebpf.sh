@@ -59,7 +59,15 @@ check "threads: 4000 calls of work in 4 threads, 5 threads" \
 run collect trace -e ebpf -q -o fork.json -- "$PROGS/t-fork"
 check "fork: 10 calls in the child, 5 in the parent" [ "$(calls fork.json in_child),$(calls fork.json in_parent)" = "10,5" ]
 check "fork + exec: 3 processes followed" jq_eq fork.json .stats.trace.processes 3
-check "fork: the child's inherited main is not its own" [ "$(calls fork.json main)" = 1 ]
+check "fork: the child's inherited main is not its own (one main per image: t-fork's, t-calls')" \
+	[ "$(jq '[.resource_type_map[] | select(.uid == "main") | .summary.calls] | @csv' fork.json)" = '"1,1"' ]
+check "fork + exec: the exec'ed t-calls is followed (fib 10: 177 calls, 7 leaves)" \
+	[ "$(calls fork.json fib),$(calls fork.json leaf)" = "177,7" ]
+run collect trace -e ebpf -q -o exec.json -- "$PROGS/s-exec" "$PROGS/t-calls"
+check "exec of another program: followed, exit 0" [ "$rc" = 0 ]
+check "exec of another program: its calls are all there (fib 1973, leaf 100)" \
+	[ "$(calls exec.json fib),$(calls exec.json leaf)" = "1973,100" ]
+check "exec of another program: main of both programs" [ "$(calls exec.json main)" = 2 ]
 run collect trace -e ebpf -q -o jmp.json -- "$PROGS/t-jmp"
 check "longjmp: a, b, c end unwound" [ "$(jq .stats.trace.unwound jmp.json),$(calls jmp.json a),$(calls jmp.json c)" = "3,1,1" ]
 check "longjmp: after() is outer's callee, not c's" [ "$(parent jmp.json after)" = outer ]

@@ -31,6 +31,7 @@ struct tr_state {
 	struct rt_host host; /* instrument */
 	char rules_path[PATH_MAX];
 	struct te_loader *bpf; /* ebpf */
+	uint32_t follow_every; /* ebpf: the sampling of an exec'ed program's functions */
 	char *exe;
 };
 
@@ -329,6 +330,14 @@ static int add_probe(void *ctx, const char *name, uint64_t addr, uint64_t size)
 	return te_loader__func(w->l, w->path, addr, w->every, false, 0);
 }
 
+/* An exec'ed program that has no probes yet: the strategy's functions of it. */
+static int follow_probes(void *ctx, struct te_loader *l, const char *path)
+{
+	struct probe_walk w = { .l = l, .path = path, .every = *(const uint32_t *)ctx };
+
+	return w.every ? tr_elf_functions(path, add_probe, &w) : 0;
+}
+
 /* Where `name` is defined in `path`: 1 and *addr, or 0. */
 static int find_function(struct sonde_symbols *sym, const char *path, const char *name,
 			 uint64_t *addr)
@@ -569,15 +578,16 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 		rc = -EINVAL;
 		goto out;
 	}
+	st->follow_every = w.every;
+	te_loader__follow(st->bpf, follow_probes, &st->follow_every);
 	rc = te_loader__attach(st->bpf, (uint32_t)sonde_collection__param_int(c, "depth", 0),
 			       32u << 20, &err);
 	if (!rc && tr_elf_references(binary, "__cxa_throw"))
-		sonde_collection__note(
-			c,
-			"'%s' can throw C++ exceptions: one thrown through a probed "
-			"function terminates the program, as the kernel's return "
-			"trampoline has no unwind information",
-			binary);
+		sonde_collection__note(c,
+				       "'%s' can throw C++ exceptions: one thrown through a probed "
+				       "function terminates the program, as the kernel's return "
+				       "trampoline has no unwind information",
+				       binary);
 	if (!rc && te_loader__failed(st->bpf))
 		sonde_collection__note(c, "%zu of %zu probes could not be attached",
 				       te_loader__failed(st->bpf), te_loader__nprobes(st->bpf));

@@ -21,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/bpf.h>
@@ -76,6 +79,9 @@ struct te_loader {
 	uint64_t reader_ns; /* the reader thread's CPU time in this run */
 	const char *target_exe;
 	int err;
+	bool multi;	     /* probes are attached as uprobe_multi links */
+	te_follow_fn follow; /* exec'ed files get probes (te_loader__follow) */
+	void *follow_ctx;
 };
 
 /* ---- libbpf's messages ------------------------------------------------------------------- */
@@ -500,30 +506,12 @@ static int attach_one(struct te_loader *l, uint32_t k, int which, int fd)
 	return keep_link(l, link);
 }
 
-static int load(struct te_loader *l, bool multi, uint32_t max_depth, size_t ring_bytes,
-		struct sonde_strbuf *err)
+/* Probes from..np into the kernel's table. */
+static int put_probes(struct te_loader *l, uint32_t from)
 {
 	uint32_t k;
-	int rc, w;
 
-	l->skel = trace_bpf__open();
-	if (!l->skel) {
-		rc = -errno;
-		sonde_strbuf__addf(err, "cannot open the trace BPF object: %s", strerror(-rc));
-		return rc;
-	}
-	l->skel->rodata->max_depth = max_depth;
-	l->skel->rodata->wakeup_bytes = ring_bytes / 4;
-	bpf_map__set_max_entries(l->skel->maps.events, (uint32_t)ring_bytes);
-	for (w = 0; multi && w < 4; w++)
-		bpf_program__set_expected_attach_type(prog_of(l, w), TE_TRACE_UPROBE_MULTI);
-	rc = trace_bpf__load(l->skel);
-	if (rc) {
-		sonde_strbuf__addf(err, "cannot load the trace BPF programs: %s%s%s", strerror(-rc),
-				   last_warning[0] ? ": " : "", last_warning);
-		return rc;
-	}
-	for (k = 0; k < l->np; k++) {
+	for (k = from; k < l->np; k++) {
 		struct te_probe tp = { .every = l->p[k].every,
 				       .pair = l->p[k].pair,
 				       .kind = l->p[k].kind,
@@ -535,14 +523,40 @@ static int load(struct te_loader *l, bool multi, uint32_t max_depth, size_t ring
 	return 0;
 }
 
-/* Every probe, module by module: as uprobe_multi links, or one by one. */
-static int attach_probes(struct te_loader *l, bool multi)
+static int load(struct te_loader *l, bool multi, uint32_t max_depth, size_t ring_bytes,
+		struct sonde_strbuf *err)
+{
+	int rc, w;
+
+	l->skel = trace_bpf__open();
+	if (!l->skel) {
+		rc = -errno;
+		sonde_strbuf__addf(err, "cannot open the trace BPF object: %s", strerror(-rc));
+		return rc;
+	}
+	l->skel->rodata->max_depth = max_depth;
+	l->skel->rodata->wakeup_bytes = ring_bytes / 4;
+	l->skel->rodata->follow_exec = l->follow != NULL;
+	bpf_map__set_max_entries(l->skel->maps.events, (uint32_t)ring_bytes);
+	for (w = 0; multi && w < 4; w++)
+		bpf_program__set_expected_attach_type(prog_of(l, w), TE_TRACE_UPROBE_MULTI);
+	rc = trace_bpf__load(l->skel);
+	if (rc) {
+		sonde_strbuf__addf(err, "cannot load the trace BPF programs: %s%s%s", strerror(-rc),
+				   last_warning[0] ? ": " : "", last_warning);
+		return rc;
+	}
+	return put_probes(l, 0);
+}
+
+/* The probes of modules from..npaths: as uprobe_multi links, or one by one. */
+static int attach_probes(struct te_loader *l, bool multi, uint32_t from)
 {
 	uint32_t m, k;
 	int rc = 0, w;
 
-	l->failed = 0;
-	for (m = 0; m < l->npaths && !rc; m++) {
+	l->multi = multi;
+	for (m = from; m < l->npaths && !rc; m++) {
 		int fd = open(l->paths[m], O_RDONLY | O_CLOEXEC);
 
 		for (w = 0; w < 4 && !rc; w++) {
@@ -696,18 +710,20 @@ int te_loader__attach(struct te_loader *l, uint32_t max_depth, size_t ring_bytes
 	int rc;
 
 	add_calibration(l);
+	l->failed = 0;
 	rc = load(l, true, max_depth, ring_bytes, err);
 	if (!rc)
-		rc = attach_probes(l, true);
+		rc = attach_probes(l, true, 0);
 	if (rc == -EINVAL || rc == -EOPNOTSUPP || rc == -ENOSYS || rc == -EPROTO) {
 		/* no uprobe_multi in this kernel: load again for one link per probe */
 		close_links(l);
 		trace_bpf__destroy(l->skel);
 		l->skel = NULL;
 		sonde_strbuf__reset(err);
+		l->failed = 0;
 		rc = load(l, false, max_depth, ring_bytes, err);
 		if (!rc)
-			rc = attach_probes(l, false);
+			rc = attach_probes(l, false, 0);
 	}
 	if (rc)
 		return rc;
@@ -790,6 +806,50 @@ static int func_of(struct te_loader *l, uint32_t idx, uint32_t *out)
 	return rc;
 }
 
+void te_loader__follow(struct te_loader *l, te_follow_fn add, void *ctx)
+{
+	l->follow = add;
+	l->follow_ctx = ctx;
+}
+
+static bool same_file(const char *a, const struct stat *sb)
+{
+	struct stat sa;
+
+	return stat(a, &sa) == 0 && sa.st_dev == sb->st_dev && sa.st_ino == sb->st_ino;
+}
+
+/*
+ * Process pid exec'ed and waits, stopped by the kernel side: probe its new
+ * image if no probe is on it yet, then let it go on, whatever happens.
+ */
+static void follow_exec(struct te_loader *l, uint32_t pid, bool first)
+{
+	char link[64], path[PATH_MAX];
+	uint32_t np0 = (uint32_t)l->np, m0 = (uint32_t)l->npaths, m;
+	struct stat st;
+	ssize_t n;
+	int rc = 0;
+
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (first || n <= 0 || stat(link, &st) < 0)
+		goto go_on; /* the run's own program (or a script's interpreter): chosen */
+	path[n] = '\0';
+	for (m = 0; m < l->npaths; m++)
+		if (same_file(l->paths[m], &st))
+			goto go_on;
+	rc = l->follow(l->follow_ctx, l, path);
+	if (!rc)
+		rc = put_probes(l, np0);
+	if (!rc && l->npaths > m0)
+		rc = attach_probes(l, l->multi, m0);
+	if (rc)
+		l->err = rc;
+go_on:
+	kill((pid_t)pid, SIGCONT);
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct te_loader *l = ctx;
@@ -814,9 +874,13 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (e->pid == l->target) { /* the target leaves sonde's fork for its program */
 			l->target = 0;
 			new_serial(l, e->pid, 0, ((const struct te_exec *)data)->filename);
+			if (l->follow)
+				follow_exec(l, e->pid, true);
 		} else {
 			new_serial(l, e->pid, serial_of(l, e->pid),
 				   ((const struct te_exec *)data)->filename);
+			if (l->follow)
+				follow_exec(l, e->pid, false);
 		}
 		return l->err;
 	default:

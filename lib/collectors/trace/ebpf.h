@@ -135,6 +135,15 @@ size_t te_loader__nprobes(const struct te_loader *l);
  */
 int te_loader__attach(struct te_loader *l, uint32_t max_depth, size_t ring_bytes,
 		      struct sonde_strbuf *err);
+/*
+ * Follow exec: when a traced process execs a file that has no probes yet, the
+ * kernel side stops it, add() puts probes on the new file (te_loader__func),
+ * they are attached, and the process goes on; no call of its new image is
+ * missed. Set before te_loader__attach; without it an exec'ed file is traced
+ * only if it was probed before the run.
+ */
+typedef int (*te_follow_fn)(void *ctx, struct te_loader *l, const char *path);
+void te_loader__follow(struct te_loader *l, te_follow_fn add, void *ctx);
 /* How many probes could not be attached (a note says which kinds). */
 size_t te_loader__failed(const struct te_loader *l);
 

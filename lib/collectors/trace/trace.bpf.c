@@ -29,6 +29,8 @@ struct linux_binprm {
 
 const volatile __u32 max_depth = 0; /* --depth; 0: no limit */
 const volatile __u64 wakeup_bytes = 1u << 20;
+/* stop a traced process at exec, until sonde has probed its new image */
+const volatile __u32 follow_exec = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -365,9 +367,11 @@ int BPF_PROG(te_exec, struct task_struct *p, int old_pid, struct linux_binprm *b
 	bpf_map_delete_elem(&stacks, &tid); /* the old image's calls never return */
 	e = reserve(sizeof(*e), TE_EV_EXEC, id);
 	if (!e)
-		return 0;
+		return 0; /* counted; the process is not stopped: nobody would wake it */
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(e, wakeup());
+	bpf_ringbuf_submit(e, follow_exec ? BPF_RB_FORCE_WAKEUP : wakeup());
+	if (follow_exec)
+		bpf_send_signal(19 /* SIGSTOP: sonde probes the new image, then continues it */);
 	return 0;
 }
 
