@@ -536,7 +536,6 @@ static int load(struct te_loader *l, bool multi, uint32_t max_depth, size_t ring
 	}
 	l->skel->rodata->max_depth = max_depth;
 	l->skel->rodata->wakeup_bytes = ring_bytes / 4;
-	l->skel->rodata->follow_exec = l->follow != NULL;
 	bpf_map__set_max_entries(l->skel->maps.events, (uint32_t)ring_bytes);
 	for (w = 0; multi && w < 4; w++)
 		bpf_program__set_expected_attach_type(prog_of(l, w), TE_TRACE_UPROBE_MULTI);
@@ -928,6 +927,23 @@ static int on_event(void *ctx, void *data, size_t size)
 }
 
 /* Reads events while the target runs; its CPU time is the analysis' during the run. */
+/*
+ * Nobody reads the exec events any more: no process is stopped at exec from
+ * now on, and one stopped already goes on (SIGCONT to a running one is nothing).
+ */
+static void stop_following(struct te_loader *l)
+{
+	int fd = bpf_map__fd(l->skel->maps.procs);
+	uint32_t key, next, *prev = NULL;
+
+	l->skel->bss->follow_exec = 0;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		kill((pid_t)key, SIGCONT);
+	}
+}
+
 static void *reader(void *arg)
 {
 	struct te_loader *l = arg;
@@ -938,6 +954,8 @@ static void *reader(void *arg)
 		if (n < 0 && n != -EINTR && !l->err)
 			l->err = n;
 	}
+	if (l->err)
+		stop_following(l);
 	l->reader_ns = sonde_clock_thread_cpu_ns();
 	return NULL;
 }
@@ -952,6 +970,7 @@ int te_loader__start(struct te_loader *l, pid_t pid, const char *exe, uint64_t t
 		return -ENOMEM;
 	l->target = key; /* it waits at the barrier: its image comes with its exec */
 	l->target_exe = exe;
+	l->skel->bss->follow_exec = l->follow != NULL;
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.procs), &key, &one, BPF_ANY))
 		return -errno;
 	atomic_store(&l->stop, 0);
@@ -989,6 +1008,7 @@ int te_loader__stop(struct te_loader *l)
 	uint32_t key, next;
 
 	end_reader(l);
+	stop_following(l); /* a process left over from the run must not wait on us */
 	if (!l->err) {
 		rc = ring_buffer__consume(l->rb);
 		if (rc < 0 && !l->err)

@@ -29,8 +29,9 @@ struct linux_binprm {
 
 const volatile __u32 max_depth = 0; /* --depth; 0: no limit */
 const volatile __u64 wakeup_bytes = 1u << 20;
-/* stop a traced process at exec, until sonde has probed its new image */
-const volatile __u32 follow_exec = 0;
+/* stop a traced process at exec, until sonde has probed its new image (sonde
+   turns it off when it stops reading, so that nothing waits on it) */
+volatile __u32 follow_exec = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
