@@ -1,7 +1,10 @@
 /*
  * rt.c - helpers shared by the preloaded runtimes (see rt.h).
  */
+#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -134,4 +137,70 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 void rt_emit_modules(struct sonde_ring_writer *w)
 {
 	dl_iterate_phdr(module_cb, w);
+}
+
+/*
+ * Search list (a DT_RPATH/DT_RUNPATH or LD_LIBRARY_PATH value) for name, with
+ * $ORIGIN as origin; the first readable file goes to out. false: none.
+ */
+static bool search_list(const char *list, const char *name, const char *origin, char *out,
+			size_t len)
+{
+	while (list && *list) {
+		size_t n = strcspn(list, ":;");
+		int w;
+
+		if (n >= 7 && !strncmp(list, "$ORIGIN", 7))
+			w = snprintf(out, len, "%s%.*s/%s", origin, (int)(n - 7), list + 7, name);
+		else if (n >= 9 && !strncmp(list, "${ORIGIN}", 9))
+			w = snprintf(out, len, "%s%.*s/%s", origin, (int)(n - 9), list + 9, name);
+		else
+			w = snprintf(out, len, "%.*s/%s", (int)n, list, name);
+		if (n && w > 0 && (size_t)w < len && access(out, R_OK) == 0)
+			return true;
+		list += n;
+		list += *list != '\0';
+	}
+	return false;
+}
+
+void *rt_dlopen_as(void *(*real)(const char *, int), const char *file, int mode, const void *caller)
+{
+	const char *rpath = NULL, *runpath = NULL, *strtab = NULL;
+	char origin[PATH_MAX], path[PATH_MAX];
+	struct link_map *lm = NULL;
+	const ElfW(Dyn) * d;
+	Dl_info info;
+
+	if (!file || strchr(file, '/') || !dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) ||
+	    !lm || !lm->l_ld)
+		return real(file, mode);
+	for (d = lm->l_ld; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB) /* relocated in place, except where it is read-only */
+			strtab = (const char *)(d->d_un.d_ptr < lm->l_addr
+							? d->d_un.d_ptr + lm->l_addr
+							: d->d_un.d_ptr);
+	for (d = lm->l_ld; strtab && d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_RPATH)
+			rpath = strtab + d->d_un.d_val;
+		else if (d->d_tag == DT_RUNPATH)
+			runpath = strtab + d->d_un.d_val;
+	}
+	if (!rpath && !runpath)
+		return real(file, mode);
+	if (lm->l_name && *lm->l_name) {
+		snprintf(origin, sizeof(origin), "%s", lm->l_name);
+	} else {
+		ssize_t n = readlink("/proc/self/exe", origin, sizeof(origin) - 1);
+
+		origin[n > 0 ? n : 0] = '\0';
+	}
+	*(strrchr(origin, '/') ? strrchr(origin, '/') : origin) = '\0';
+	/* the dynamic linker's order: DT_RPATH (without DT_RUNPATH), LD_LIBRARY_PATH,
+	   DT_RUNPATH; the cache and the system's directories are the real dlopen's */
+	if ((!runpath && search_list(rpath, file, origin, path, sizeof(path))) ||
+	    (runpath && (search_list(getenv("LD_LIBRARY_PATH"), file, origin, path, sizeof(path)) ||
+			 search_list(runpath, file, origin, path, sizeof(path)))))
+		return real(path, mode);
+	return real(file, mode);
 }

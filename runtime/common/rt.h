@@ -42,6 +42,14 @@ unsigned rt_env_uint(const char *name, unsigned def);
  * sonde_ring_area__lost and tries again later.
  */
 bool rt_claim_ring(struct sonde_ring_area *a, uint32_t serial, struct sonde_ring_writer *w);
+/*
+ * dlopen(file, mode) as `caller` would have it: the dynamic linker searches a
+ * bare name through the calling object's DT_RPATH or DT_RUNPATH, and a
+ * runtime's dlopen hook is not the program's object; the search is done here,
+ * and real() gets the path found (or file as it was).
+ */
+void *rt_dlopen_as(void *(*real)(const char *, int), const char *file, int mode,
+		   const void *caller);
 /* RT_REC_PROC for this image, then one RT_REC_MODULE per loaded object. */
 void rt_emit_proc(struct sonde_ring_writer *w, uint32_t parent_serial, uint64_t ts);
 void rt_emit_modules(struct sonde_ring_writer *w);

@@ -601,7 +601,7 @@ EXPORT void *dlopen(const char *file, int mode)
 	deepbind = file && (mode & RTLD_DEEPBIND);
 	mode &= ~RTLD_DEEPBIND;
 #endif
-	h = real.dlopen(file, mode);
+	h = rt_dlopen_as(real.dlopen, file, mode, __builtin_return_address(0));
 	if (deepbind && !ts.guard && attach() && thread_ring()) {
 		struct mem_missed *r = sonde_ring__reserve(&ts.w, MEM_REC_DEEPBIND, sizeof(*r));
 

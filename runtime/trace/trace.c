@@ -645,7 +645,7 @@ RT_EXPORT void *dlopen(const char *file, int mode)
 
 	if (!real_dlopen)
 		real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	h = real_dlopen ? real_dlopen(file, mode) : NULL;
+	h = real_dlopen ? rt_dlopen_as(real_dlopen, file, mode, __builtin_return_address(0)) : NULL;
 	if (!h)
 		return NULL;
 	if (!t)

@@ -122,4 +122,8 @@ check "no process sees LD_PRELOAD or SONDE_*" \
 	[ "$(printf '%s\n' "$out" | grep -c 'sees 0 variables of sonde')" = 3 ]
 check "the children are recorded: 3 processes (and the shell of system)" \
 	[ "$(jq .stats.memory.processes spawn.json)" -ge 3 ]
+# dlopen by a bare name that only the program's RUNPATH finds
+run collect memory -o dlname.json -- "$PROGS/t-dlname"
+check "dlopen by name through the program's RUNPATH: loads (exit 0)" \
+	sh -c '[ "$1" = 0 ] && printf "%s" "$2" | grep -q "loaded by name"' _ "$rc" "$out"
 finish

@@ -144,4 +144,10 @@ check "swapcontext: main's calls stay main's (main;resume 4, main;between 4)" \
 	sh -c "grep -qx 'main;resume 4' uctx.folded && grep -qx 'main;between 4' uctx.folded"
 check "swapcontext: nothing unwound, one context besides the thread" \
 	jq_eq uctx.json '[.stats.trace.unwound, .stats.trace.ucontexts, .stats.trace.threads] | @csv' '0,1,1'
+# dlopen by a bare name that only the program's RUNPATH finds: the runtime's
+# dlopen hook must search as the program would
+run collect trace -s all -o dlname.json -- "$PROGS/t-dlname"
+check "dlopen by name through the program's RUNPATH: loads (exit 0)" \
+	sh -c '[ "$1" = 0 ] && printf "%s" "$2" | grep -q "loaded by name"' _ "$rc" "$out"
+check "... and its functions are named (libb_fn 1)" [ "$(calls dlname.json libb_fn)" = 1 ]
 finish
