@@ -153,7 +153,9 @@ int sonde_counters__eval(const char *expression, sonde_counters_values_fn set, v
 
 enum {
 	SONDE_CONFIG_MULTIPLEX = 1u << 0, /* counters may take turns (values scaled) */
-	SONDE_CONFIG_PER_CPU = 1u << 1,	  /* one value per CPU instead of a total */
+	/* refused (-EINVAL): a process's counts on each CPU do not add up to its
+	   count; agent counting gives values per CPU */
+	SONDE_CONFIG_PER_CPU = 1u << 1,
 };
 
 struct sonde_counters_config;

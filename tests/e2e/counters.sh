@@ -62,13 +62,13 @@ check "more than one sample" [ "$(amounts '.uid == "CS_TOTAL"' iv.json | wc -l)"
 check "samples are time-ordered" jq_eq iv.json \
 	'[.resources[] | .timestamp] | all(. == (. | sort))' true
 
-# ---- --per-cpu: one value per CPU, with its dimension positions --------------------------
+# ---- --per-cpu of a process: refused, as perf refuses -A without -a ----------------------
+# (each CPU's share of a process scaled as if multiplexed summed to more than the total)
 run collect counters -q --per-cpu -e task-clock -o pc.json -- "$PROGS/c-pingpong" 200
-check "--per-cpu exits 0" [ "$rc" = 0 ]
-check "--per-cpu: one resource per CPU" jq_eq pc.json \
-	"[.resource_type_map[] | select(.uid == \"task-clock\") | .cpu] | length" "$(getconf _NPROCESSORS_ONLN)"
-check "per-CPU values carry core, package and numa" jq_eq pc.json \
-	'[.resource_type_map[] | has("core") and has("package")] | all' true
+check "--per-cpu without -a: exit 2" [ "$rc" = 2 ]
+check "... in one line that says why and what to use" \
+	sh -c '[ "$(printf "%s\n" "$1" | grep -c .)" = 1 ] && printf "%s" "$1" | grep -q -- "--per-cpu needs -a.*-a --per-cpu"' _ "$err"
+check "... and no profile" [ ! -e pc.json ]
 
 # ---- -a: system-wide, per agent ---------------------------------------------------------
 if [ "$(id -u)" = 0 ]; then
@@ -83,6 +83,8 @@ if [ "$(id -u)" = 0 ]; then
 	run collect counters -q -a --per-cpu -e cpu-clock -o swp.json -- sleep 0.1
 	check "-a --per-cpu: one resource per CPU" jq_eq swp.json \
 		'[.resource_type_map[] | .cpu] | length' "$(getconf _NPROCESSORS_ONLN)"
+	check "-a --per-cpu: per-CPU values carry core, package and numa" jq_eq swp.json \
+		'[.resource_type_map[] | has("core") and has("package")] | all' true
 	if id nobody >/dev/null 2>&1 && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 1 ] && command -v setpriv >/dev/null; then
 		setpriv --reuid=nobody --regid=nogroup --clear-groups "$SONDE" collect counters -q -a -o /tmp/never.json -- true >/dev/null 2>"$WORK/np.err"
 		nrc=$?

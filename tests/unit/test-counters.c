@@ -326,6 +326,25 @@ static void test_instance_ids(void **state)
 	assert_int_equal(sonde_instance__encode(1 << 16, NULL, &id), -ERANGE);
 }
 
+/* Per-CPU values of a process do not add up to its count: refused, one line. */
+static void test_per_cpu_refused(void **state)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_counters_config *cfg = NULL;
+	uint32_t id;
+
+	(void)state;
+	assert_int_equal(sonde_counters__find("task-clock", &id), 0);
+	assert_int_equal(sonde_counters_config__new(0, &id, 1, SONDE_CONFIG_PER_CPU, &err, &cfg),
+			 -EINVAL);
+	assert_null(cfg);
+	assert_non_null(strstr(err.buf, "agents"));
+	sonde_strbuf__release(&err);
+	assert_int_equal(sonde_counters_config__new(0, &id, 1, 0, &err, &cfg), 0);
+	sonde_counters_config__free(cfg);
+	sonde_strbuf__release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,7 +352,7 @@ int main(void)
 		cmocka_unit_test(test_accumulate_series), cmocka_unit_test(test_division_by_zero),
 		cmocka_unit_test(test_parse_errors),	  cmocka_unit_test(test_eval_errors),
 		cmocka_unit_test(test_catalog_nested),	  cmocka_unit_test(test_defs),
-		cmocka_unit_test(test_instance_ids),
+		cmocka_unit_test(test_instance_ids),	  cmocka_unit_test(test_per_cpu_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -410,8 +410,13 @@ static int counters_before(struct sonde_collection *c)
 	st->all_cpus = sonde_collection__param_bool(c, "all-cpus");
 	st->per_cpu = sonde_collection__param_bool(c, "per-cpu");
 	st->interval_ms = sonde_collection__param_double(c, "interval", 0);
-	st->flags = (sonde_collection__param_bool(c, "group") ? 0 : SONDE_CONFIG_MULTIPLEX) |
-		    (st->per_cpu && !st->all_cpus ? SONDE_CONFIG_PER_CPU : 0);
+	st->flags = sonde_collection__param_bool(c, "group") ? 0 : SONDE_CONFIG_MULTIPLEX;
+	if (st->per_cpu && !st->all_cpus) {
+		sonde_collection__fail(c, "--per-cpu needs -a: a process's counts on each CPU do "
+					  "not add up to its count (perf refuses -A without -a for "
+					  "the same reason); -a --per-cpu gives every CPU's");
+		return -EINVAL;
+	}
 	if (st->all_cpus) {
 		/* system-wide counting needs the privilege: say so before running anything */
 		struct perf_event_attr attr = { .type = PERF_TYPE_SOFTWARE,

@@ -84,6 +84,14 @@ int sonde_counters_config__new(uint32_t agent, const uint32_t *ids, size_t n, un
 		sonde_strbuf__addf(err, "a profile config takes 1 to %d counters", CNT_MAX_REQUEST);
 		return -EINVAL;
 	}
+	if (flags & SONDE_CONFIG_PER_CPU) {
+		/* a process's count on each CPU is not a share of one multiplexed count:
+		   scaled, the shares add up to more than the process counted */
+		sonde_strbuf__addf(err, "per-CPU values of a process or region do not add up to "
+					"its count; count the agents (system-wide) for values "
+					"per CPU");
+		return -EINVAL;
+	}
 	cfg = calloc(1, sizeof(*cfg));
 	if (!cfg || !(cfg->req = calloc(n, sizeof(*cfg->req))) ||
 	    !(cfg->reqe = calloc(n, sizeof(*cfg->reqe)))) {
@@ -899,9 +907,7 @@ int sonde_counters__dispatch_process(struct sonde_counters_context *ctx, pid_t p
 	struct sonde_dispatch_info info = { 0 };
 	const struct sonde_counters_config *cfg = NULL;
 	struct sonde_process_dispatch *d;
-	const struct sonde_agent *a;
-	int *cpus = NULL, rc;
-	size_t na = 0, i;
+	int rc;
 
 	*out = NULL;
 	if (!ctx || !ctx->dispatch_fn)
@@ -915,20 +921,9 @@ int sonde_counters__dispatch_process(struct sonde_counters_context *ctx, pid_t p
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	if (cfg->flags & SONDE_CONFIG_PER_CPU) {
-		a = sonde_counters__agents(&na);
-		cpus = calloc(na ? na : 1, sizeof(int));
-		for (i = 0; cpus && i < na; i++)
-			cpus[i] = a[i].cpu;
-		if (!cpus) {
-			free(d);
-			return -ENOMEM;
-		}
-	}
-	rc = cnt_set__open(&d->set, cfg, pid, cpus, na,
+	rc = cnt_set__open(&d->set, cfg, pid, NULL, 0,
 			   CNT_INHERIT | (enable_on_exec ? CNT_DISABLED | CNT_ENABLE_ON_EXEC : 0),
 			   err);
-	free(cpus);
 	if (rc) {
 		free(d);
 		return rc;
