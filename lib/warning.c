@@ -25,7 +25,9 @@ static const struct sonde_warning_info warnings[SONDE_WARN__COUNT] = {
 				  "the command left processes running in its group and sonde "
 				  "killed them; make the command wait for its children" },
 	[SONDE_WARN_EVENTS_DROPPED] = { "events-dropped",
-					"use the lossless ring policy, or larger rings" },
+					"give the rings more room with --ring-mib N (memory, "
+					"trace), or leave out "
+					"--drop-oldest so that a full ring waits instead" },
 	[SONDE_WARN_DIRTY_TREE] = { "dirty-tree", "commit your changes so the profile matches its "
 						  "origin commit" },
 };

@@ -58,8 +58,10 @@ struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *c
 enum cli_format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_MARKDOWN };
 extern const char *const cli_formats[];
 enum cli_format cli_format_of(const char *name);
-/* Print the summary table of a profile. Returns 0 or -errno. */
-int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out);
+/* The profile's warnings (with their fixes), and with notes its notes. */
+void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes);
+/* Print the summary table of a profile (and its warnings). Returns 0 or -errno. */
+int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out, bool notes);
 
 /* s as one RFC 4180 CSV field: quoted, quotes doubled. */
 int cli_csv_quote(struct sonde_strbuf *sb, const char *s);

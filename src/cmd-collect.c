@@ -327,11 +327,15 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		sonde_strbuf__release(&err);
 		return EXIT_FAILURE_;
 	}
-	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by &&
-	    cli_show_counters(p, FMT_TEXT, stdout) == -EINVAL &&
-	    cli_show_memory(p, FMT_TEXT, 10, stdout) == -EINVAL &&
-	    cli_show_report(p, FMT_TEXT, "total", 10, stdout) == -EINVAL)
-		cli_show_table(p, FMT_TEXT, stdout);
+	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by) {
+		/* the collector's own view, and what it warns of; else the table (and its) */
+		if (cli_show_counters(p, FMT_TEXT, stdout) != -EINVAL ||
+		    cli_show_memory(p, FMT_TEXT, 10, stdout) != -EINVAL ||
+		    cli_show_report(p, FMT_TEXT, "total", 10, stdout) != -EINVAL)
+			cli_print_warnings(p, stdout, false); /* notes went to stderr */
+		else
+			cli_show_table(p, FMT_TEXT, stdout, false);
+	}
 	sonde_strbuf__reset(&err);
 	if (out->interrupted_by) {
 		cli_error("collect", "interrupted by %s after %u run(s); profile written to '%s'",

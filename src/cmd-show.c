@@ -44,7 +44,7 @@ static void cell(FILE *out, const char *s, int w, bool left)
 		fprintf(out, "%*s", pad, "");
 }
 
-static void print_warnings(const struct sonde_profile *p, FILE *out)
+void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 {
 	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x;
 	size_t i;
@@ -54,12 +54,12 @@ static void print_warnings(const struct sonde_profile *p, FILE *out)
 		fprintf(out, "warning: %s\n", json_string_value(json_object_get(x, "message")));
 		fprintf(out, "  fix: %s\n", json_string_value(json_object_get(x, "fix")));
 	}
-	w = json_object_get(sonde_profile__stats(p), "notes");
+	w = notes ? json_object_get(sonde_profile__stats(p), "notes") : NULL;
 	json_array_foreach(w, i, x) if (json_is_string(x))
 		fprintf(out, "note: %s\n", json_string_value(x));
 }
 
-int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out)
+int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out, bool notes)
 {
 	json_t *h = sonde_profile__header(p), *st = sonde_profile__stats(p);
 	struct sonde_table_row *rows;
@@ -186,7 +186,7 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			if (!n)
 				fprintf(out, "  (no measured values)\n");
 			fputc('\n', out);
-			print_warnings(p, out);
+			cli_print_warnings(p, out, notes);
 		}
 		break;
 	}
@@ -478,7 +478,7 @@ int cmd_show(int argc, char **argv)
 			cli_error("show", "out of memory");
 			code = EXIT_FAILURE_;
 		}
-	} else if (cli_show_table(p, cli_format_of(format), stdout)) {
+	} else if (cli_show_table(p, cli_format_of(format), stdout, true)) {
 		cli_error("show", "out of memory");
 		code = EXIT_FAILURE_;
 	}

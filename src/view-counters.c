@@ -145,7 +145,7 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 	if (strcmp(sonde_profile__type(p), "counters") || !cnt)
 		return -EINVAL;
 	if (fmt != FMT_TEXT)
-		return cli_show_table(p, fmt, out);
+		return cli_show_table(p, fmt, out, true);
 	n = load_rows(p, &r);
 	fprintf(out, "\n Counter stats for '");
 	for (i = 0; i < json_array_size(args); i++)

@@ -137,6 +137,22 @@ static int preload_runtime(struct sonde_collection *c, const struct rt_host_spec
 	return rc;
 }
 
+int rt_host__ring_bytes(struct sonde_collection *c, size_t def, size_t *out)
+{
+	long long mib = sonde_collection__param_int(c, "ring-mib", 0);
+
+	if (!mib) {
+		*out = def;
+		return 0;
+	}
+	if (mib < 1 || mib > 1024 || (mib & (mib - 1))) {
+		sonde_collection__fail(c, "--ring-mib %lld: a power of two from 1 to 1024", mib);
+		return -EINVAL;
+	}
+	*out = (size_t)mib << 20;
+	return 0;
+}
+
 int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct rt_host_spec *s)
 {
 	char *const *argv = sonde_collection__argv(c);

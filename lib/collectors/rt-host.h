@@ -55,6 +55,21 @@ struct rt_host_spec {
 	bool drop_oldest;
 };
 
+/*
+ * --ring-mib: the bytes of each thread's ring (a power of two, 1 to 1024 MiB;
+ * def when not given). -EINVAL, the collection failed with one line, when bad.
+ */
+int rt_host__ring_bytes(struct sonde_collection *c, size_t def, size_t *out);
+/* The option, for the collectors' tables. */
+#define RT_HOST_RING_OPTION(def_mib)                                                               \
+	{                                                                                          \
+		SONDE_OPT_INT, 0, "ring-mib", NULL, "N",                                           \
+			"MiB of each thread's event ring (" def_mib                                \
+			"; a power of two): larger rings wait "                                    \
+			"or drop less",                                                            \
+			1, 1024                                                                    \
+	}
+
 /* Everything before the first run; fails the collection with one line. */
 int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct rt_host_spec *s);
 

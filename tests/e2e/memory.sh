@@ -126,4 +126,12 @@ check "the children are recorded: 3 processes (and the shell of system)" \
 run collect memory -o dlname.json -- "$PROGS/t-dlname"
 check "dlopen by name through the program's RUNPATH: loads (exit 0)" \
 	sh -c '[ "$1" = 0 ] && printf "%s" "$2" | grep -q "loaded by name"' _ "$rc" "$out"
+# --ring-mib: the ring size the events-dropped warning's fix names
+run collect memory --ring-mib 3 -o r3.json -- "$PROGS/m-threads"
+check "--ring-mib 3: exit 2, one line" sh -c '[ "$1" = 2 ] && [ "$(printf "%s\n" "$2" | grep -c .)" = 1 ]' _ "$rc" "$err"
+run collect memory --ring-mib 1 -o r1.json -- "$PROGS/m-threads"
+check "--ring-mib 1: every allocation recorded (m-threads' 4000 and more), none dropped" \
+	jq_eq r1.json '[.stats.memory.allocations >= 4000, .stats.dropped_events] | @csv' 'true,0'
+run collect memory --help
+check "--help names --ring-mib" has "$out" "--ring-mib N"
 finish

@@ -30,7 +30,7 @@ static json_t *list_param(struct sonde_collection *c, const char *name)
 static int memory_before(struct sonde_collection *c)
 {
 	struct mem_state *st = calloc(1, sizeof(*st));
-	const struct rt_host_spec spec = {
+	struct rt_host_spec spec = {
 		.collector = "memory",
 		.runtime = "libsonde-memory.so",
 		.ring_env = MEM_ENV_RING,
@@ -48,6 +48,9 @@ static int memory_before(struct sonde_collection *c)
 		return -ENOMEM;
 	st->host.log_fd = -1;
 	sonde_collection__set_priv(c, st);
+	rc = rt_host__ring_bytes(c, spec.ring_bytes, &spec.ring_bytes);
+	if (rc)
+		return rc;
 	mem_analysis__init(&st->a);
 	if (!st->a.sym || !st->a.site_index)
 		return -ENOMEM;
@@ -139,6 +142,7 @@ static const struct sonde_option memory_options[] = {
 	{ SONDE_OPT_FLAG, 0, "drop-oldest", NULL, NULL,
 	  "never slow the target down: drop the oldest events when a ring is full "
 	  "(counted)" },
+	RT_HOST_RING_OPTION("4"),
 	{ SONDE_OPT_INT, 0, "max-rows", NULL, "N",
 	  "per-allocation rows to keep (25000; 0: all); summaries always count all", 0, 1e12 },
 	{ .type = SONDE_OPT_END },

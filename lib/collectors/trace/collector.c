@@ -31,6 +31,7 @@ struct tr_state {
 	struct rt_host host; /* instrument */
 	char rules_path[PATH_MAX];
 	struct te_loader *bpf; /* ebpf */
+	size_t bpf_ring;       /* ebpf: bytes of the BPF ring buffer */
 	uint32_t follow_every; /* ebpf: the sampling of an exec'ed program's functions */
 	char *exe;
 };
@@ -581,7 +582,7 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 	st->follow_every = w.every;
 	te_loader__follow(st->bpf, follow_probes, &st->follow_every);
 	rc = te_loader__attach(st->bpf, (uint32_t)sonde_collection__param_int(c, "depth", 0),
-			       32u << 20, &err);
+			       st->bpf_ring, &err);
 	if (!rc && tr_elf_references(binary, "__cxa_throw"))
 		sonde_collection__note(c,
 				       "'%s' can throw C++ exceptions: one thrown through a probed "
@@ -656,7 +657,7 @@ static double parse_duration_ns(const char *s)
 static int trace_before(struct sonde_collection *c)
 {
 	struct tr_state *st = calloc(1, sizeof(*st));
-	const struct rt_host_spec spec = {
+	struct rt_host_spec spec = {
 		.collector = "trace",
 		.runtime = "libsonde-trace.so",
 		.ring_env = TR_ENV_RING,
@@ -691,6 +692,10 @@ static int trace_before(struct sonde_collection *c)
 	tr_analysis__init(&st->a);
 	if (!st->a.sym || !st->a.func_index || !st->a.threads || !st->a.processes)
 		return -ENOMEM;
+	rc = rt_host__ring_bytes(c, spec.ring_bytes, &spec.ring_bytes);
+	if (rc)
+		return rc;
+	st->bpf_ring = sonde_collection__param_int(c, "ring-mib", 0) ? spec.ring_bytes : 32u << 20;
 	st->a.max_rows = (uint64_t)sonde_collection__param_int(c, "max-rows", 10000);
 	st->a.max_slices = (uint64_t)sonde_collection__param_int(c, "max-slices", 200000);
 	if (min_time) {
@@ -973,6 +978,7 @@ static const struct sonde_option trace_options[] = {
 	  "calls kept for the timeline (export --format perfetto), the first N (200000)", 0, 1e9 },
 	{ SONDE_OPT_FLAG, 0, "drop-oldest", NULL, NULL,
 	  "never slow the program down: drop the oldest events when a ring is full (counted)" },
+	RT_HOST_RING_OPTION("16; ebpf: of the BPF ring buffer, 32"),
 	{ .type = SONDE_OPT_END },
 };
 
