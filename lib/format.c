@@ -2,6 +2,7 @@
  * format.c - durations and sizes with human units, three significant digits or so.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sonde/format.h>
@@ -54,17 +55,33 @@ char *sonde_format__bytes(double bytes, char *buf, size_t len)
 	return buf;
 }
 
+/* Units of time and size that values come in (Perun's and external collectors'). */
+static const struct {
+	const char *unit;
+	double scale; /* to ns, or to bytes */
+	bool time;
+} known_units[] = {
+	{ "ns", 1, true },	{ "us", 1e3, true },	   { "µs", 1e3, true },
+	{ "ms", 1e6, true },	{ "s", 1e9, true },	   { "B", 1, false },
+	{ "KiB", 1024, false }, { "MiB", 1048576, false }, { "GiB", 1073741824, false },
+};
+
 char *sonde_format__value(double v, const char *unit, char *buf, size_t len)
 {
-	if (unit && !strcmp(unit, "ns"))
-		return sonde_format__duration(v, buf, len);
-	if (unit && !strcmp(unit, "B"))
-		return sonde_format__bytes(v, buf, len);
+	size_t i;
+
+	for (i = 0; unit && i < sizeof(known_units) / sizeof(known_units[0]); i++)
+		if (!strcmp(unit, known_units[i].unit))
+			return known_units[i].time
+				       ? sonde_format__duration(v * known_units[i].scale, buf, len)
+				       : sonde_format__bytes(v * known_units[i].scale, buf, len);
 	if (isnan(v))
 		snprintf(buf, len, "-");
 	else if (v == floor(v) && fabs(v) < 1e15)
 		snprintf(buf, len, "%.0f", v);
+	else if (fabs(v) >= 1)
+		snprintf(buf, len, "%.*f", fabs(v) >= 100 ? 1 : 2, v);
 	else
-		snprintf(buf, len, "%.2f", v);
+		snprintf(buf, len, "%.3g", v); /* three significant digits, never 0.00 */
 	return buf;
 }

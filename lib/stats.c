@@ -30,7 +30,7 @@ double sonde_stats__modified_z(double v, double median, double mad)
 {
 	if (mad == 0)
 		return v == median ? 0 : (v > median ? INFINITY : -INFINITY);
-	return 0.6745 * (v - median) / mad;
+	return (v - median) / mad;
 }
 
 /* Continued fraction of the incomplete beta function. */
@@ -244,7 +244,7 @@ int sonde_stats__summarize(const double *x, size_t n, struct sonde_summary *out)
 		tmp[i] = fabs(x[i] - out->median);
 	out->mad = sonde_stats__median_inplace(tmp, n);
 	free(tmp);
-	for (i = 0; i < n; i++)
+	for (i = 0; out->mad > 0 && i < n; i++)
 		if (fabs(sonde_stats__modified_z(x[i], out->median, out->mad)) > SONDE_OUTLIER_Z)
 			out->outliers++;
 	if (n < 2) {
@@ -258,6 +258,8 @@ int sonde_stats__summarize(const double *x, size_t n, struct sonde_summary *out)
 
 		out->ci_low = out->mean - half;
 		out->ci_high = out->mean + half;
+		if (out->min >= 0 && out->ci_low < 0)
+			out->ci_low = 0; /* a non-negative metric's mean is not negative */
 	}
 	return 0;
 }

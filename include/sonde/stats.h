@@ -1,10 +1,11 @@
 /*
  * stats.h - summary statistics of repeated measurements.
  *
- * Outliers use the modified z-score of Iglewicz and Hoaglin:
- *   M_i = 0.6745 (x_i - median) / MAD, outlier when |M_i| > SONDE_OUTLIER_Z.
- * The 95 % confidence interval of the mean uses Student's t with n-1 degrees of
- * freedom.
+ * Outliers are hyperfine's: the score (x_i - median) / MAD, an outlier when
+ * |score| > SONDE_OUTLIER_Z = 1.4826 * 10 (ten standard deviations, the MAD
+ * scaled to one); a sample whose MAD is 0 (most values equal) has none. The 95 % confidence
+ * interval of the mean uses Student's t with n-1 degrees of freedom; it never
+ * goes below 0 when no value does.
  */
 #ifndef SONDE_STATS_H
 #define SONDE_STATS_H
@@ -12,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define SONDE_OUTLIER_Z 3.5
+#define SONDE_OUTLIER_Z (1.4826 * 10.0)
 
 struct sonde_summary {
 	size_t n;
@@ -22,7 +23,7 @@ struct sonde_summary {
 	double min, max;
 	double ci_low, ci_high; /* 95 % CI of the mean; NaN when n < 2 */
 	double mad;		/* median absolute deviation (unscaled) */
-	size_t outliers;	/* count by the modified z-score */
+	size_t outliers;	/* count by hyperfine's rule (see above) */
 };
 
 /* Summarise n values (not modified). Returns 0, -EINVAL for n == 0, -ENOMEM. */

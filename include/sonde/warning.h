@@ -11,7 +11,7 @@
 enum sonde_warning {
 	SONDE_WARN_SHORT_RUN,	   /* runs under 5 ms */
 	SONDE_WARN_COLD_FIRST_RUN, /* the first run much slower than the rest */
-	SONDE_WARN_OUTLIERS,	   /* outliers by the modified z-score */
+	SONDE_WARN_OUTLIERS,	   /* outliers by hyperfine's rule (stats.h) */
 	SONDE_WARN_NONZERO_EXIT,   /* runs exited non-zero (measured with --ignore-failure) */
 	SONDE_WARN_TIMED_OUT,	   /* a run was killed by --timeout */
 	SONDE_WARN_INTERRUPTED,	   /* the series was interrupted */

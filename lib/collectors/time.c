@@ -152,7 +152,8 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 		outliers = sum.outliers - (size_t)cold;
 		if (outliers) {
 			snprintf(msg, sizeof(msg),
-				 "%zu of %zu runs are outliers (modified z-score above %.1f)%s",
+				 "%zu of %zu runs are outliers (more than %.1f MADs from the "
+				 "median)%s",
 				 outliers, n, SONDE_OUTLIER_Z, where);
 			sonde_profile__add_warning(p, "outliers", msg,
 						   sonde_warning__info(SONDE_WARN_OUTLIERS)->fix);

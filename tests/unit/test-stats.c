@@ -21,8 +21,8 @@ static void test_summary(void **state)
 	assert_true(fabs(s.mad - 0.5) < 1e-12);
 	/* 95 % CI: mean ± t(0.975, 7) σ/√8, t = 2.364624 */
 	assert_true(fabs(s.ci_high - (5 + 2.364624 * sqrt(32.0 / 7) / sqrt(8))) < 1e-5);
-	/* 9: 0.6745 * 4.5 / 0.5 = 6.07 > 3.5; 2 and 7: 3.37 < 3.5 */
-	assert_int_equal(s.outliers, 1);
+	/* 9: 4.5 / 0.5 = 9, under hyperfine's 14.826: no outlier */
+	assert_int_equal(s.outliers, 0);
 }
 
 static void test_t_quantiles(void **state)
@@ -46,6 +46,35 @@ static void test_outliers(void **state)
 	assert_true(sonde_stats__modified_z(30, s.median, s.mad) > SONDE_OUTLIER_Z);
 }
 
+/* hyperfine's own cases (its outlier_detection.rs), and sonde's departures */
+static void test_hyperfine_rule(void **state)
+{
+	const double one[] = { -0.2, 0.0, 0.2, 4.0 }, two[] = { 0.5, 0.30, 0.29, 0.31, 0.30 };
+	const double normal[] = { 2.33269488,  1.42195907, -0.57527698, -0.31293437,
+				  2.2948158,   0.75813273, -1.0712388,	-0.96394741,
+				  -1.15897446, 1.10976285, 20.0,	-500.0 };
+	const double flat[] = { 10, 10, 10, 10, 10, 10, 10, 100 };
+	const double runs[] = { 1.0, 1.2, 0.9, 1.1, 5.0 }, zeros[] = { 0, 0, 0, 0, 1 };
+	struct sonde_summary s;
+
+	assert_int_equal(sonde_stats__summarize(one, 4, &s), 0);
+	assert_int_equal(s.outliers, 1);
+	assert_int_equal(sonde_stats__summarize(two, 5, &s), 0);
+	assert_int_equal(s.outliers, 1);
+	assert_int_equal(sonde_stats__summarize(normal, 10, &s), 0);
+	assert_int_equal(s.outliers, 0);
+	assert_int_equal(sonde_stats__summarize(normal, 12, &s), 0);
+	assert_int_equal(s.outliers, 2);
+	/* MAD 0: hyperfine counts 100 as an outlier; sonde does not judge */
+	assert_int_equal(sonde_stats__summarize(flat, 8, &s), 0);
+	assert_int_equal(s.outliers, 0);
+	/* non-negative values: the interval of the mean stops at 0 */
+	assert_int_equal(sonde_stats__summarize(zeros, 5, &s), 0);
+	assert_true(s.ci_low == 0 && s.ci_high > 0);
+	assert_int_equal(sonde_stats__summarize(runs, 5, &s), 0);
+	assert_true(s.ci_low >= 0);
+}
+
 static void test_edges(void **state)
 {
 	const double one[] = { 3 };
@@ -62,9 +91,8 @@ static void test_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_summary),
-		cmocka_unit_test(test_t_quantiles),
-		cmocka_unit_test(test_outliers),
+		cmocka_unit_test(test_summary),	 cmocka_unit_test(test_t_quantiles),
+		cmocka_unit_test(test_outliers), cmocka_unit_test(test_hyperfine_rule),
 		cmocka_unit_test(test_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
