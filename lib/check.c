@@ -21,7 +21,7 @@
 const char *const sonde_verdict_names[] = {
 	"no change",	      "maybe",	       "degradation",
 	"severe degradation", "optimization",  "severe optimization",
-	"not in baseline",    "not in target",
+	"not in baseline",    "not in target", "not enough data",
 };
 
 const char *const sonde_check_methods[] = {
@@ -222,7 +222,12 @@ static void by_test(const struct side *b, const struct side *t, bool mwu,
 	rc = mwu ? sonde_stats__mann_whitney(b->v, b->n, t->v, t->n, &test)
 		 : sonde_stats__welch(b->v, b->n, t->v, t->n, &test);
 	if (rc) {
-		r->verdict = classify(r->change, false, o);
+		/* no test: one side has one sample, or neither side varies; values that
+		   never vary are exact, so equal is no change and different is certain */
+		if (b->n >= 2 && t->n >= 2 && vb == 0 && vt == 0)
+			r->verdict = classify(r->change, true, o);
+		else
+			r->verdict = SONDE_NOT_ENOUGH_DATA;
 		return;
 	}
 	r->p = test.p;
@@ -243,8 +248,8 @@ static void by_test(const struct side *b, const struct side *t, bool mwu,
 
 /*
  * A trace function's total or self time, one per side: no test can tell it from
- * noise, so under --threshold it is no change, under --severe maybe, and from
- * --severe on a (severe) degradation or optimization.
+ * noise, so a change under --severe is not enough data (no change only when the
+ * two are equal), and from --severe on a severe degradation or optimization.
  */
 static void by_totals(const struct side *b, const struct side *t,
 		      const struct sonde_check_options *o, struct sonde_check_result *r)
@@ -255,7 +260,12 @@ static void by_totals(const struct side *b, const struct side *t,
 	r->baseline = mean_of(b->v, b->n, &v);
 	r->target = mean_of(t->v, t->n, &v);
 	r->change = r->baseline != 0 ? (r->target - r->baseline) / fabs(r->baseline) : NAN;
-	r->verdict = classify(r->change, fabs(r->change) >= o->severe, o);
+	if (r->target == r->baseline)
+		r->verdict = SONDE_NO_CHANGE; /* the same time to the nanosecond */
+	else if (fabs(r->change) < o->severe)
+		r->verdict = SONDE_NOT_ENOUGH_DATA; /* within what one run varies by */
+	else
+		r->verdict = classify(r->change, true, o);
 }
 
 static void by_average(const struct side *b, const struct side *t, struct sonde_check_result *r)
@@ -346,6 +356,7 @@ static void fill_names(struct sonde_check_result *r, const struct side *s, json_
 	r->unit = dup0(json_string_value(json_object_get(units, s->type ? s->type : "")));
 	r->baseline = r->target = r->change = NAN;
 	r->ratio_low = r->ratio_high = r->confidence = r->p = r->effect = NAN;
+	r->verdict = SONDE_NOT_ENOUGH_DATA; /* until a method says otherwise */
 }
 
 int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_profile *pt,
@@ -442,10 +453,18 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 				r->method = "none"; /* no models on one side: no verdict */
 			break;
 		default:
-			if (sb->n && st->n)
+			if (sb->n && st->n) {
 				by_average(sb, st, r);
-			else
+				/* Perun's average threshold asked for by name keeps its
+				   verdict; chosen for want of samples, its "no change" over
+				   single values is not one */
+				if (o.method == SONDE_CHECK_AUTO && r->verdict == SONDE_NO_CHANGE &&
+				    (sb->n < 2 || st->n < 2) && r->target != r->baseline)
+					r->verdict = SONDE_NOT_ENOUGH_DATA;
+			} else {
 				r->method = "none";
+				r->verdict = SONDE_NOT_ENOUGH_DATA;
+			}
 		}
 	}
 	sides_release(&b);

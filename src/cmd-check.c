@@ -12,15 +12,16 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: sonde check BASELINE TARGET [--method M] [--format text|json]\n"
+	"usage: sonde check BASELINE TARGET [--method M] [--strict] [--format text|json]\n"
 	"\n"
 	"Compare TARGET with BASELINE, resource by resource: no change, maybe,\n"
 	"(severe) degradation, (severe) optimization, not in baseline, not in target,\n"
-	"each with the relative change, the 95% confidence interval of the ratio and a\n"
-	"confidence. BASELINE and TARGET are profiles (a path, N@p, N@i) or git\n"
-	"revisions with registered profiles (HEAD~1, a branch, a hash).\n"
-	"Exit status: 0 no degradation, 4 a degradation was found. Methods and\n"
-	"thresholds: docs/analysis.md.";
+	"not enough data, each with the relative change, the 95% confidence interval\n"
+	"of the ratio and a confidence. BASELINE and TARGET are profiles (a path, N@p,\n"
+	"N@i) or git revisions with registered profiles (HEAD~1, a branch, a hash).\n"
+	"Exit status: 0 no degradation, 4 a degradation was found (or, with --strict,\n"
+	"a result that could not be judged), 2 profiles of different collectors.\n"
+	"Methods and thresholds: docs/analysis.md.";
 
 static const char *const formats[] = { "text", "json", NULL };
 
@@ -155,6 +156,7 @@ int cmd_check(int argc, char **argv)
 {
 	const char *method = "auto", *format = "text";
 	double alpha = 0.05, threshold = 0.05, severe = 0.25;
+	bool strict = false;
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_CHOICE, 'm', "method", &method, NULL,
 		  "auto (a test where both sides have samples, else models, else averages), "
@@ -167,12 +169,15 @@ int cmd_check(int argc, char **argv)
 		{ SONDE_OPT_DOUBLE, 0, "alpha", &alpha, "P",
 		  "significance level of the tests (0.05)", 1e-12, 0.5 },
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "text or json", 0, 0, formats },
+		{ SONDE_OPT_FLAG, 0, "strict", &strict, NULL,
+		  "fail (exit 4) when a resource cannot be judged (not enough data), as on a "
+		  "degradation" },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_check_options o;
 	struct side sb, st;
 	json_t *doc = json_object(), *pairs = json_array();
-	size_t degradations = 0, i, j, npairs = 0;
+	size_t degradations = 0, unjudged = 0, i, j, npairs = 0;
 	int first, code = EXIT_OK;
 
 	first = cli_parse("check", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
@@ -245,8 +250,10 @@ int cmd_check(int argc, char **argv)
 		} else {
 			json_t *pair = json_object();
 
-			for (j = 0; j < n; j++)
+			for (j = 0; j < n; j++) {
 				degradations += sonde_verdict__is_degradation(r[j].verdict);
+				unjudged += r[j].verdict == SONDE_NOT_ENOUGH_DATA;
+			}
 			if (!strcmp(format, "text")) {
 				printf("%sbaseline: %s\ntarget:   %s\n", npairs ? "\n" : "", bpath,
 				       tpath);
@@ -277,12 +284,18 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(doc, "pairs", pairs);
 		pairs = NULL;
 		json_object_set_new(doc, "degradations", json_integer((json_int_t)degradations));
+		json_object_set_new(doc, "not_enough_data", json_integer((json_int_t)unjudged));
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
 		putchar('\n');
 	} else {
-		printf("\n%zu degradation%s found\n", degradations, degradations == 1 ? "" : "s");
+		printf("\n%zu degradation%s found", degradations, degradations == 1 ? "" : "s");
+		if (unjudged)
+			printf("; %zu result%s could not be judged (not enough data%s)", unjudged,
+			       unjudged == 1 ? "" : "s",
+			       strict ? ", --strict: a failure" : "; --strict fails on them");
+		putchar('\n');
 	}
-	code = degradations ? EXIT_DEGRADATION : EXIT_OK;
+	code = degradations || (strict && unjudged) ? EXIT_DEGRADATION : EXIT_OK;
 done:
 	json_decref(pairs);
 	json_decref(doc);

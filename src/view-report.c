@@ -296,7 +296,7 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 {
 	struct sonde_check_options o = { 0 };
 	struct sonde_check_result *r;
-	size_t n, i, counts[8] = { 0 };
+	size_t n, i, counts[SONDE_VERDICT_COUNT] = { 0 };
 	int rc = sonde_check__compare(b, t, &o, &r, &n), e;
 
 	if (rc == -EXDEV) { /* profiles of different collectors: nothing to compare */
@@ -320,7 +320,7 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 	rc |= sonde_strbuf__adds(out, " against ");
 	rc |= esc(out, bname);
 	rc |= sonde_strbuf__adds(out, "</h2><p>");
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < SONDE_VERDICT_COUNT; i++)
 		if (counts[i])
 			rc |= sonde_strbuf__addf(out, "<span class=\"v v-%s\">%zu %s</span> ",
 						 sonde_verdict_names[i], counts[i],

@@ -20,6 +20,10 @@ enum sonde_verdict {
 	SONDE_SEVERE_OPTIMIZATION,
 	SONDE_NOT_IN_BASELINE,
 	SONDE_NOT_IN_TARGET,
+	/* the data cannot tell: one sample on a side, or a difference within the noise
+	   of single values; never reported as "no change" */
+	SONDE_NOT_ENOUGH_DATA,
+	SONDE_VERDICT_COUNT
 };
 /* "no change", "maybe", ... indexed by the verdict. */
 extern const char *const sonde_verdict_names[];

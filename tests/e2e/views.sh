@@ -64,6 +64,41 @@ check "trace check: by the totals" \
 check "trace check: main's self time did not change" \
 	jq_eq tcheck.json '.pairs[0].results[] | select(.uid == "main" and .subtype == "self") | .verdict' "no change"
 
+# --- check: what the data cannot tell is "not enough data", never "no change" ---
+amounts_profile() { # FILE V...: a Perun time profile whose real times are V...
+	f=$1
+	shift
+	i=0
+	recs=""
+	for v in "$@"; do
+		i=$((i + 1))
+		recs="$recs${recs:+,}{\"uid\": \"./b\", \"type\": \"time\", \"subtype\": \"real\", \"order\": $i, \"amount\": $v}"
+	done
+	printf '{"origin": "%s", "header": {"type": "time", "cmd": "./b", "workload": "", "params": "", "units": {"time": "s"}}, "collector_info": {"name": "time", "params": {}}, "postprocessors": [], "global": {"timestamp": 1, "resources": [%s]}}\n' \
+		1111111111111111111111111111111111111111 "$recs" >"$f"
+}
+amounts_profile one-a.json 1.0
+amounts_profile one-b.json 1.02
+run check one-a.json one-b.json --format json
+check "one sample a side: exit 0" [ "$rc" = 0 ]
+printf '%s\n' "$out" >one.json
+check "one sample a side, 2 % apart: not enough data, not no change" \
+	jq_eq one.json '.pairs[0].results[0].verdict' "not enough data"
+check "... counted in the JSON" jq_eq one.json .not_enough_data 1
+run check one-a.json one-b.json --strict
+check "--strict: a result that cannot be judged fails (exit 4)" [ "$rc" = 4 ]
+check "... and the text says so" has "$out" "could not be judged"
+amounts_profile flat-a.json 5 5 5
+amounts_profile flat-b.json 5 5 5
+amounts_profile flat-c.json 6 6 6
+run check flat-a.json flat-b.json --format json
+check "samples that never vary, equal: no change" jq_eq /dev/stdin '.pairs[0].results[0].verdict' "no change" <<EOT
+$out
+EOT
+run check flat-a.json flat-c.json --format json
+check "samples that never vary, 20 % apart: a certain degradation (exit 4)" \
+	sh -c '[ "$1" = 4 ] && printf "%s" "$2" | jq -e ".pairs[0].results[0].verdict == \"degradation\"" >/dev/null' _ "$rc" "$out"
+
 # --- check of Perun's profiles by the models stored in them ---
 perun_models() { # FILE MODEL1 R2_1 MODEL2 R2_2: a Perun profile with two models of ./bench
 	cat >"$1" <<EOT
