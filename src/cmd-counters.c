@@ -139,6 +139,8 @@ static int do_list(long long agent, bool derived, bool tracepoints, const char *
 		if (!tracepoints)
 			printf("\ntracepoints (SYSTEM:NAME) are counters too: --tracepoints lists "
 			       "them\n");
+		else if (sonde_counters__tracepoint_error())
+			printf("\nno tracepoints: %s\n", sonde_counters__tracepoint_error());
 		if (note)
 			printf("note: %s\n", note);
 	}

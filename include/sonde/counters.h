@@ -136,6 +136,12 @@ int sonde_counters__info(uint32_t agent, uint32_t id, struct sonde_counter_info 
 int sonde_counters__find(const char *name, uint32_t *id);
 /* A note about the catalog on this machine ("no hardware PMU: ..."), or NULL. */
 const char *sonde_counters__note(void);
+/*
+ * Why no tracepoint can be counted (tracefs not mounted, and mounting it, as
+ * root does, failed), with what to do; NULL when they can be. Known after a
+ * tracepoint was looked up or listed.
+ */
+const char *sonde_counters__tracepoint_error(void);
 
 /*
  * Evaluate an expression over given values: set(name) supplies a name's

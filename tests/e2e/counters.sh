@@ -123,11 +123,28 @@ check "... lists software events" has "$out" "context-switches"
 check "... and derived metrics" has "$out" "IPC"
 run counters list --derived --format json
 check "counters list --derived: only derived" [ "$(printf '%s' "$out" | jq '[.[] | .kind] | unique | join(",")' -r)" = derived ]
+# tracefs: mounted when it is not (root, as perf does), else a line says how
 run counters list --tracepoints --format csv
-if [ -r /sys/kernel/tracing/events/sched/sched_switch/id ] || [ -r /sys/kernel/debug/tracing/events/sched/sched_switch/id ]; then
+if [ "$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ]; then
+	check "--tracepoints as root lists sched:sched_switch (tracefs mounted if need be)" \
+		has "$out" "sched:sched_switch"
+elif [ -r /sys/kernel/tracing/events/sched/sched_switch/id ]; then
 	check "--tracepoints lists sched:sched_switch" has "$out" "sched:sched_switch"
 else
-	skip "--tracepoints" "no tracefs here"
+	skip "--tracepoints" "no tracefs here and not root to mount it"
+fi
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$SONDE" counters list --tracepoints \
+		>"$WORK/tp.out" 2>&1
+	if [ -r /sys/kernel/tracing/events ] && setpriv --reuid=nobody --regid=nogroup \
+		--clear-groups test -r /sys/kernel/tracing/events; then
+		skip "--tracepoints without tracefs access" "tracefs is readable by everyone here"
+	else
+		check "--tracepoints without tracefs access: a line says how to mount it" \
+			grep -q "no tracepoints: tracefs is not mounted.*mount -t tracefs" "$WORK/tp.out"
+	fi
+else
+	skip "--tracepoints without tracefs access" "needs root to run as nobody"
 fi
 run counters info IPC
 check "counters info IPC shows the expression" has "$out" "expression:  reduce(instructions,sum)/reduce(cycles,sum)"

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/mount.h>
 #include <unistd.h>
 #include <perfmon/pfmlib_perf_event.h>
 #include <sonde/file.h>
@@ -419,22 +420,50 @@ static void add_pfm_events(void)
 
 static const char *const tracefs_dirs[] = { "/sys/kernel/tracing/events",
 					    "/sys/kernel/debug/tracing/events", NULL };
+static char tracefs_error[160]; /* why there are no tracepoints; empty: there are */
+
+/*
+ * The tracepoints' directory, or NULL (tracefs_error says why). An unmounted
+ * tracefs is mounted where the kernel provides for it, as perf does (root).
+ */
+static const char *tracefs_events(void)
+{
+	size_t i;
+
+	for (i = 0; tracefs_dirs[i]; i++)
+		if (access(tracefs_dirs[i], R_OK | X_OK) == 0)
+			return tracefs_dirs[i];
+	if (access("/sys/kernel/tracing", F_OK) == 0 &&
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0 &&
+	    access(tracefs_dirs[0], R_OK | X_OK) == 0)
+		return tracefs_dirs[0];
+	snprintf(tracefs_error, sizeof(tracefs_error),
+		 "tracefs is not mounted and could not be (%s): as root, 'mount -t tracefs "
+		 "nodev /sys/kernel/tracing'",
+		 strerror(errno));
+	return NULL;
+}
+
+const char *sonde_counters__tracepoint_error(void)
+{
+	return tracefs_error[0] ? tracefs_error : NULL;
+}
 
 /* A tracepoint "sys:name" from tracefs, added to the catalog (locked). */
 static struct cnt_entry *add_tracepoint_locked(const char *name)
 {
-	const char *colon = strchr(name, ':');
+	const char *colon = strchr(name, ':'), *dir;
 	struct cnt_entry *e;
 	char path[512];
-	size_t i;
 	int id = -1;
 
 	if (!colon || colon == name || !colon[1] || strchr(colon + 1, ':') || strchr(name, '/') ||
 	    strstr(name, ".."))
 		return NULL;
-	for (i = 0; tracefs_dirs[i] && id < 0; i++) {
-		snprintf(path, sizeof(path), "%s/%.*s/%s/id", tracefs_dirs[i], (int)(colon - name),
-			 name, colon + 1);
+	dir = tracefs_events();
+	if (dir) {
+		snprintf(path, sizeof(path), "%s/%.*s/%s/id", dir, (int)(colon - name), name,
+			 colon + 1);
 		id = read_int_file(path, -1);
 	}
 	if (id < 0)
@@ -742,17 +771,15 @@ static int scan_tracepoints(void)
 {
 	struct dirent *sys, *ev;
 	char path[512];
-	DIR *d = NULL, *s;
-	size_t i;
+	const char *dir = tracefs_events();
+	DIR *d = dir ? opendir(dir) : NULL, *s;
 
-	for (i = 0; tracefs_dirs[i] && !d; i++)
-		d = opendir(tracefs_dirs[i]);
 	if (!d)
-		return -errno;
+		return -ENOENT;
 	while ((sys = readdir(d))) {
 		if (sys->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", tracefs_dirs[i - 1], sys->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, sys->d_name);
 		s = opendir(path);
 		if (!s)
 			continue;
@@ -833,6 +860,14 @@ int cnt_entry__attr(struct cnt_entry *e, struct perf_event_attr *attr)
 
 static bool inputs_supported(struct cnt_entry *e, char *why, size_t len);
 
+/*
+ * Tracepoints are probed once for all: closing a tracepoint's perf event waits
+ * for the kernel to unregister it (tens of ms), and one that has an id is as
+ * countable as any other.
+ */
+static int tp_probed; /* 0: not yet; 1: countable; -errno: not */
+static char tp_why[256];
+
 bool cnt_entry__supported(struct cnt_entry *e)
 {
 	struct perf_event_attr attr;
@@ -841,6 +876,14 @@ bool cnt_entry__supported(struct cnt_entry *e)
 
 	if (e->probed)
 		return e->probed > 0;
+	if (e->kind == SONDE_COUNTER_TRACEPOINT && tp_probed) {
+		pthread_mutex_lock(&cat_lock);
+		e->probed = tp_probed > 0 ? 1 : -1;
+		if (tp_probed < 0 && !e->why)
+			e->why = strdup(tp_why);
+		pthread_mutex_unlock(&cat_lock);
+		return tp_probed > 0;
+	}
 	if (e->kind == SONDE_COUNTER_DERIVED) {
 		bool ok = inputs_supported(e, why, sizeof(why));
 
@@ -876,6 +919,10 @@ bool cnt_entry__supported(struct cnt_entry *e)
 	e->probed = fd >= 0 ? 1 : -1;
 	if (fd < 0 && !e->why)
 		e->why = strdup(why);
+	if (e->kind == SONDE_COUNTER_TRACEPOINT) {
+		tp_probed = fd >= 0 ? 1 : fd;
+		snprintf(tp_why, sizeof(tp_why), "%s", why);
+	}
 	pthread_mutex_unlock(&cat_lock);
 	return fd >= 0;
 }
