@@ -52,6 +52,10 @@ check "show memory --format csv" has "$out" "site,allocations,bytes"
 run collect memory -q -o filtered.json --no-func make -- "$PROGS/m-known"
 check "--no-func leaves the site out" [ "$(site filtered.json malloc "$(line m-known.c MAKE)" count)" = 0 ]
 check "... and counts what it left out" jq_eq filtered.json '.stats.memory.excluded_allocations' 7
+check "... consistently: 7 fewer allocations and frees, no temporaries of it, than unfiltered" \
+	jq_eq /dev/stdin '.[0].allocations - .[1].allocations == 7 and .[0].frees - .[1].frees == 7 and .[0].temporary_allocations - .[1].temporary_allocations == 7' true <<EOT
+[$(jq -c .stats.memory known.json), $(jq -c .stats.memory filtered.json)]
+EOT
 run collect memory -q -o filtered2.json --no-source m-known.c -- "$PROGS/m-known"
 check "--no-source leaves the file out" jq_eq filtered2.json '[.resource_type_map[] | select(.uid_object.source | endswith("m-known.c"))] | length' 0
 check "without --mmap, no mmap recorded" jq_eq known.json '[.resource_type_map[] | select(.subtype == "mmap")] | length' 0

@@ -622,6 +622,12 @@ static int snapshot(struct run *r, uint32_t k, uint64_t ts)
 	return 0;
 }
 
+/* The bytes a block counts for in the heap: none when its site is left out. */
+static uint64_t heap_bytes(const struct alloc *al)
+{
+	return al->res == NO_RES ? 0 : al->size;
+}
+
 /* The blocks of an image replaced by exec are gone, not leaked. */
 static void flush_image(struct run *r, struct image *im)
 {
@@ -634,7 +640,7 @@ static void flush_image(struct run *r, struct image *im)
 			continue;
 		al = &r->al[im->live.v[i]];
 		res_live_change(r, al->res, -(int64_t)al->size);
-		r->heap -= al->size;
+		r->heap -= heap_bytes(al);
 		r->free_slots[r->nfree++] = im->live.v[i];
 		im->live.k[i] = U64MAP_EMPTY;
 	}
@@ -682,7 +688,7 @@ static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t 
 
 		if (u64map__take(&im->live, addr, &old)) { /* a block we never saw freed */
 			res_live_change(r, r->al[old].res, -(int64_t)r->al[old].size);
-			r->heap -= r->al[old].size;
+			r->heap -= heap_bytes(&r->al[old]);
 			r->free_slots[r->nfree++] = old;
 		}
 	}
@@ -697,6 +703,8 @@ static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t 
 	r->al[slot] = al;
 	if (u64map__put(&im->live, addr, slot))
 		return -ENOMEM;
+	if (al.res == NO_RES)
+		return 0; /* left out (--no-func, --no-source): in no total, peak or timeline */
 	im->last_set = true;
 	im->last_stack = stack;
 	im->last_size = size;
@@ -713,26 +721,29 @@ static int on_free(struct run *r, struct stream *s, struct image *im, unsigned o
 	uint64_t idx;
 	uint32_t fres = NO_RES;
 	struct alloc *al = NULL;
+	bool found = u64map__take(&im->live, addr, &idx);
 	int rc;
 
-	if (u64map__take(&im->live, addr, &idx)) {
+	if (found && r->al[idx].res == NO_RES) {
+		r->free_slots[r->nfree++] = idx; /* the free of a block left out: left out too */
+		return 0;
+	}
+	if (found) {
 		/* heaptrack's temporary: the event before this free allocated a block
 		   of the same size from the same stack (not necessarily this one) */
 		bool temporary = im->last_set && r->al[idx].stack == im->last_stack &&
 				 r->al[idx].size == im->last_size;
 
 		im->last_set = false;
-		al = &r->al[idx];
-		if (al->res != NO_RES) {
-			struct mem_res *res = &a->res[al->res];
+		struct mem_res *res = &a->res[r->al[idx].res];
 
-			res->freed++;
-			if (al->row >= 0)
-				res->rows[al->row].freed = (int64_t)(ts - r->t0);
-			if (temporary) {
-				res->temporary++;
-				a->t.temporary++;
-			}
+		al = &r->al[idx];
+		res->freed++;
+		if (al->row >= 0)
+			res->rows[al->row].freed = (int64_t)(ts - r->t0);
+		if (temporary) {
+			res->temporary++;
+			a->t.temporary++;
 		}
 		res_live_change(r, al->res, -(int64_t)al->size);
 		heap_change(r, -(int64_t)al->size, ts, im->pid);
