@@ -669,10 +669,12 @@ static void context_run(struct tthread *t, const void *key, uint32_t to, uint64_
 
 	if (d && !c->frames && !(c->frames = rt_map_anon(sizeof(struct frame) * MAX_STACK)))
 		d = 0; /* cannot keep them: the context comes back with no open call */
-	memcpy(c->frames, t->stk, sizeof(struct frame) * d);
+	if (d)
+		memcpy(c->frames, t->stk, sizeof(struct frame) * d);
 	c->depth = d;
 	c->key = key;
-	memcpy(t->stk, n->frames, sizeof(struct frame) * n->depth);
+	if (n->depth) /* a context saved with calls has its frames mapped */
+		memcpy(t->stk, n->frames, sizeof(struct frame) * n->depth);
 	t->depth = n->depth;
 	n->key = NULL;
 	t->cur = to;

@@ -830,10 +830,12 @@ static void follow_exec(struct te_loader *l, uint32_t pid, bool first)
 	ssize_t n;
 	int rc = 0;
 
+	if (first)
+		goto go_on; /* the run's own program (or a script's interpreter): chosen */
 	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
 	n = readlink(link, path, sizeof(path) - 1);
-	if (first || n <= 0 || stat(link, &st) < 0)
-		goto go_on; /* the run's own program (or a script's interpreter): chosen */
+	if (n <= 0 || stat(link, &st) < 0)
+		goto go_on;
 	path[n] = '\0';
 	for (m = 0; m < l->npaths; m++)
 		if (same_file(l->paths[m], &st))
