@@ -6,8 +6,13 @@
  *    sonde's address space, exec errors come back as the return value;
  *  - fork + start barrier when a collector must attach before exec: the child
  *    blocks reading a pipe, the parent runs attach() and then writes one byte;
- *    exec errors come back through a close-on-exec pipe.
- * Both apply the same redirection plan (struct redirect[]).
+ *    exec errors come back through a close-on-exec pipe;
+ *  - through sonde-spawn (own_rss): posix_spawn starts that small static
+ *    program, which makes the target as sonde's child (CLONE_PARENT) from its own
+ *    few pages and reports the target's pid, its start time and exec errors
+ *    through a pipe; with a barrier the target waits on a pipe before its exec.
+ *    Its ru_maxrss is then its own, not the high-water mark of sonde's memory.
+ * All apply the same redirection plan (struct redirect[]).
  *
  * Waiting: a plain wait4 when there is neither a timeout nor output to copy;
  * otherwise poll() on a pidfd and the output pipes. After the target is reaped,
@@ -19,6 +24,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -30,6 +37,7 @@
 #include <sonde/log.h>
 #include <sonde/runner.h>
 #include <sonde/strbuf.h>
+#include "runtime-file.h"
 
 extern char **environ;
 
@@ -39,6 +47,7 @@ static volatile sig_atomic_t pending_signal;
 struct sonde_runner {
 	struct sonde_runner_opts o;
 	char *path;
+	char *helper; /* sonde-spawn, for own_rss; NULL: not asked, or not found */
 	char *const *envp;
 	posix_spawnattr_t attr;
 	int null_fd;  /* /dev/null, opened once: children dup it instead of opening */
@@ -135,6 +144,9 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 	r->o = *opts;
 	r->envp = opts->envp ? opts->envp : environ;
 	r->path = sonde_runner__resolve(opts->argv[0]);
+	if (r->path && opts->sz >= offsetof(struct sonde_runner_opts, own_rss) + sizeof(bool) &&
+	    opts->own_rss)
+		r->helper = sonde_runtime_file("sonde-spawn");
 	if (!r->path) {
 		int e = errno;
 
@@ -150,6 +162,7 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 
 		if (r->null_fd >= 0)
 			close(r->null_fd);
+		free(r->helper);
 		free(r->path);
 		free(r);
 		errno = e;
@@ -177,6 +190,7 @@ void sonde_runner__free(struct sonde_runner *r)
 	close(r->null_fd);
 	if (r->input_fd >= 0)
 		close(r->input_fd);
+	free(r->helper);
 	free(r->path);
 	free(r);
 }
@@ -333,6 +347,155 @@ static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t
 	return 0;
 }
 
+/* What sonde-spawn and the target it makes write on the report pipe. */
+struct spawn_report {
+	int32_t kind; /* 1: made (pid, start_ns); 2: its exec failed (err); 3: no clone (err) */
+	int32_t err;
+	int64_t pid;
+	uint64_t start_ns;
+};
+
+/* A close-on-exec pipe whose ends are above stderr (the plan dup2s onto 0-2). */
+static int pipe_above_stderr(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		if (p[i] <= 2) {
+			int fd = fcntl(p[i], F_DUPFD_CLOEXEC, 3);
+
+			if (fd < 0) {
+				int e = -errno;
+
+				close(p[0]);
+				close(p[1]);
+				return e;
+			}
+			close(p[i]);
+			p[i] = fd;
+		}
+	}
+	return 0;
+}
+
+static ssize_t read_report(int fd, struct spawn_report *rep)
+{
+	ssize_t got;
+
+	while ((got = read(fd, rep, sizeof(*rep))) < 0 && errno == EINTR)
+		;
+	return got;
+}
+
+/* Start the target through sonde-spawn (see the top of this file). */
+static int helper_target(struct sonde_runner *r, const struct redirect *rd, size_t n,
+			 struct sonde_run *out)
+{
+	int rep[2], bar[2] = { -1, -1 }, err = 0, hstatus;
+	posix_spawn_file_actions_t fa;
+	struct spawn_report rec = { 0 };
+	char rep_arg[16], bar_arg[16] = "-";
+	size_t argc = 0, i;
+	char **argv;
+	pid_t hpid;
+
+	for (; r->o.argv[argc]; argc++)
+		;
+	argv = calloc(argc + 5, sizeof(*argv)); /* helper, report, barrier, path, argv, NULL */
+	if (!argv)
+		return -ENOMEM;
+	if ((err = pipe_above_stderr(rep)) < 0) {
+		free(argv);
+		return err;
+	}
+	if (r->o.barrier && (err = pipe_above_stderr(bar)) < 0) {
+		close(rep[0]);
+		close(rep[1]);
+		free(argv);
+		return err;
+	}
+	snprintf(rep_arg, sizeof(rep_arg), "%d", rep[1]);
+	if (bar[0] >= 0)
+		snprintf(bar_arg, sizeof(bar_arg), "%d", bar[0]);
+	argv[0] = r->helper;
+	argv[1] = rep_arg;
+	argv[2] = bar_arg;
+	argv[3] = r->path;
+	for (i = 0; i < argc; i++)
+		argv[4 + i] = r->o.argv[i];
+	posix_spawn_file_actions_init(&fa);
+	for (i = 0; i < n; i++) {
+		if (rd[i].path)
+			posix_spawn_file_actions_addopen(&fa, rd[i].fd, rd[i].path, rd[i].flags, 0);
+		else
+			posix_spawn_file_actions_adddup2(&fa, rd[i].from, rd[i].fd);
+	}
+	/* dup2 onto itself: the helper inherits these two (glibc clears close-on-exec). */
+	posix_spawn_file_actions_adddup2(&fa, rep[1], rep[1]);
+	if (bar[0] >= 0)
+		posix_spawn_file_actions_adddup2(&fa, bar[0], bar[0]);
+	err = -posix_spawn(&hpid, r->helper, &fa, &r->attr, argv, r->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	free(argv);
+	close(rep[1]);
+	if (bar[0] >= 0)
+		close(bar[0]);
+	if (err)
+		goto out;
+	/* Its first record names the target; the helper then exits. */
+	while (read_report(rep[0], &rec) == (ssize_t)sizeof(rec) && rec.kind != 1 && rec.kind != 3)
+		;
+	while (waitpid(hpid, &hstatus, 0) < 0 && errno == EINTR)
+		;
+	if (rec.kind != 1) {
+		err = rec.kind == 3 && rec.err ? -rec.err : -ECHILD;
+		goto out;
+	}
+	out->pid = (pid_t)rec.pid;
+	setpgid(out->pid, out->pid);
+	current_pgid = out->pid;
+	out->start_ns = rec.start_ns;
+	if (r->o.barrier) {
+		err = r->o.attach ? r->o.attach(out->pid, r->o.attach_ctx) : 0;
+		if (err) {
+			close(bar[1]); /* the target sees EOF and exits without exec */
+			bar[1] = -1;
+			kill(out->pid, SIGKILL);
+			reap(out->pid, out);
+			current_pgid = 0;
+			goto out;
+		}
+		out->start_ns = sonde_clock_ns();
+		if (write(bar[1], "g", 1) < 0)
+			err = -errno;
+		close(bar[1]);
+		bar[1] = -1;
+	}
+	/* EOF: the exec happened (the pipe is close-on-exec); a record: it failed. */
+	while (read_report(rep[0], &rec) == (ssize_t)sizeof(rec))
+		if (rec.kind == 2 && !err)
+			err = -rec.err;
+	if (err) {
+		kill(out->pid, SIGKILL);
+		reap(out->pid, out);
+		current_pgid = 0;
+		goto out;
+	}
+	if (!r->o.barrier && r->o.attach) {
+		err = r->o.attach(out->pid, r->o.attach_ctx);
+		if (err) {
+			kill(-out->pid, SIGKILL);
+			reap(out->pid, out);
+			current_pgid = 0;
+		}
+	}
+out:
+	close(rep[0]);
+	if (bar[1] >= 0)
+		close(bar[1]);
+	return err;
+}
+
 static void copy_output(int from, int to, int copy, bool *open_)
 {
 	char buf[16384];
@@ -454,7 +617,10 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 		goto out;
 	}
 	n = plan(r, pipes, rd);
-	if (r->o.barrier) {
+	out->rss_inherited = !r->helper;
+	if (r->helper) {
+		err = helper_target(r, rd, n, out);
+	} else if (r->o.barrier) {
 		err = fork_target(r, rd, n, out);
 	} else {
 		out->start_ns = sonde_clock_ns();

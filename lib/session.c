@@ -47,6 +47,7 @@ struct sonde_session {
 	struct sonde_strbuf preload;
 	char **argv; /* the target as run (a wrapper may come first) */
 	bool barrier;
+	bool own_rss; /* a collector reads the target's ru_maxrss */
 	int stdout_fd;
 	struct sonde_outcome out;
 	uint64_t t0;
@@ -280,6 +281,8 @@ int sonde_session__add(struct sonde_session *s, const struct sonde_collector *co
 	v->stdout_fd = -1;
 	if (col->flags & SONDE_COLLECTOR_NEEDS_BARRIER)
 		s->barrier = true;
+	if (col->flags & SONDE_COLLECTOR_OWN_RSS)
+		s->own_rss = true;
 	return v->params && v->notes ? 0 : -ENOMEM;
 }
 
@@ -493,6 +496,7 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 	ro.stdout_fd = s->stdout_fd;
 	ro.timeout_s = s->o.timeout_s;
 	ro.barrier = s->barrier;
+	ro.own_rss = s->own_rss;
 	ro.attach = attach_all;
 	ro.attach_ctx = s;
 	r = sonde_runner__new(&ro);
@@ -506,6 +510,7 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		po.argv = prep_argv;
 		po.envp = NULL;
 		po.barrier = false;
+		po.own_rss = false;
 		po.attach = NULL;
 		po.stdout_fd = -1;
 		prep = sonde_runner__new(&po);

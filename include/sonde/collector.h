@@ -35,6 +35,7 @@ enum {
 	SONDE_COLLECTOR_NEEDS_BARRIER = 1u << 0, /* start() must run before the exec */
 	SONDE_COLLECTOR_WRAPS_TARGET = 1u << 1,	 /* runs as `wrapper CMD ARGS` (external) */
 	SONDE_COLLECTOR_ONE_RUN = 1u << 2,	 /* without --repeat, measure one run */
+	SONDE_COLLECTOR_OWN_RSS = 1u << 3,	 /* reads ru_maxrss: start through sonde-spawn */
 };
 
 /* What the session tells collectors about one finished run. */

@@ -5,7 +5,8 @@
  * redirections) and then runs the target any number of times. Each run:
  *   - starts the target in its own process group, by posix_spawn (vfork-like, cheap)
  *     or, when collectors must attach first, by fork + a start barrier: the child
- *     waits on a pipe until attach() returned, then execs;
+ *     waits on a pipe until attach() returned, then execs; with own_rss, through
+ *     sonde-spawn (runtime/spawn), the same way;
  *   - waits with wait4, keeping rusage; enforces the timeout by killing the group;
  *   - kills and reaps whatever the target left behind in its group (sonde is a
  *     child subreaper), so no zombie or orphan outlives a run.
@@ -38,6 +39,12 @@ struct sonde_runner_opts {
 	bool barrier;	  /* fork + start barrier so attach() runs before exec */
 	int (*attach)(pid_t pid, void *ctx);
 	void *attach_ctx;
+	/*
+	 * Start the target through sonde-spawn, a small static program, so that its
+	 * ru_maxrss is its own: started from sonde, the kernel counts the high-water
+	 * mark of the address space it had before exec (sonde's) in it.
+	 */
+	bool own_rss;
 };
 
 struct sonde_run {
@@ -49,6 +56,7 @@ struct sonde_run {
 	bool timed_out;	    /* killed by the timeout */
 	int interrupted_by; /* signal forwarded during this run; 0: none */
 	unsigned leftover;  /* processes left in its group and killed */
+	bool rss_inherited; /* rusage.ru_maxrss may be sonde's own high-water mark */
 };
 
 struct sonde_runner;

@@ -1,11 +1,9 @@
 /*
  * rt-host.c - sonde's side of a preloaded runtime (see rt-host.h).
  */
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <sonde/clock.h>
 #include <sonde/runner.h>
 #include <sonde/sysinfo.h>
+#include "../runtime-file.h"
 #include "rt-host.h"
 
 /* An invariant TSC (constant rate, ticking in every state) can time events. */
@@ -65,47 +64,6 @@ static int dynamic_target(const char *path)
 	return rc;
 }
 
-/* The runtime: $SONDE_RUNTIME_DIR, else beside libsonde (installed or build tree). */
-static char *find_runtime(const char *name)
-{
-	const char *env = getenv("SONDE_RUNTIME_DIR");
-	static const char *const rel[] = { "sonde/", "../runtime/memory/", "../runtime/trace/",
-					   NULL };
-	char *path = NULL, *copy, *dir;
-	Dl_info di;
-	size_t i;
-
-	if (env) {
-		if (asprintf(&path, "%s/%s", env, name) < 0)
-			return NULL;
-		if (access(path, R_OK) == 0)
-			return path;
-		free(path);
-		return NULL;
-	}
-	if (!dladdr((void *)find_runtime, &di) || !di.dli_fname)
-		return NULL;
-	copy = realpath(di.dli_fname, NULL);
-	if (!copy)
-		return NULL;
-	dir = dirname(copy);
-	for (i = 0; rel[i]; i++) {
-		if (asprintf(&path, "%s/%s%s", dir, rel[i], name) < 0)
-			break;
-		if (access(path, R_OK) == 0) {
-			char *real = realpath(path, NULL);
-
-			free(path);
-			free(copy);
-			return real;
-		}
-		free(path);
-		path = NULL;
-	}
-	free(copy);
-	return NULL;
-}
-
 /* Check the target can take a preloaded runtime, and preload it. */
 static int preload_runtime(struct sonde_collection *c, const struct rt_host_spec *s,
 			   const char *argv0)
@@ -124,7 +82,7 @@ static int preload_runtime(struct sonde_collection *c, const struct rt_host_spec
 		return -ENOTSUP;
 	}
 	free(exe);
-	runtime = find_runtime(s->runtime);
+	runtime = sonde_runtime_file(s->runtime);
 	if (!runtime) {
 		sonde_collection__fail(c,
 				       "cannot find the %s runtime %s (set SONDE_RUNTIME_DIR to "
@@ -188,7 +146,7 @@ int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct r
 		return rc;
 	}
 	unlink(tmpl);
-	rc = sonde_ring_drainer__start(h->area, h->log_fd, 1000, &h->drainer);
+	rc = sonde_ring_drainer__start(h->area, h->log_fd, 1000000, &h->drainer);
 	if (rc)
 		return rc;
 	return sonde_collection__setenv(c, s->ring_env, sonde_ring_area__path(h->area));

@@ -2,6 +2,8 @@
  * time.c - the time collector: per run wall, user and sys time, max RSS, page
  * faults, context switches and exit status, from the runner's clock and wait4's
  * rusage. No barrier, no preload: it costs nothing beyond the spawn and the wait.
+ * The target is started through sonde-spawn (SONDE_COLLECTOR_OWN_RSS) so that its
+ * max RSS is its own; without that program max-rss is not recorded, and said.
  *
  * Resources: one per (metric, workload), uid = the command line, with columns
  * amount, order (1-based run number), timestamp (ns since the collection began)
@@ -59,6 +61,7 @@ struct time_state {
 	size_t n, cap;
 	unsigned order;
 	const char *last_workload;
+	bool rss_inherited; /* a run's ru_maxrss may be sonde's: max-rss is not recorded */
 };
 
 static long long tv_ns(const struct timeval *tv)
@@ -103,6 +106,7 @@ static int time_stop(struct sonde_collection *c, const struct sonde_run_info *ri
 	x->v[M_USER] = tv_ns(&ru->ru_utime);
 	x->v[M_SYS] = tv_ns(&ru->ru_stime);
 	x->v[M_MAXRSS] = (long long)ru->ru_maxrss * 1024;
+	st->rss_inherited |= r->rss_inherited;
 	x->v[M_MINFLT] = ru->ru_minflt;
 	x->v[M_MAJFLT] = ru->ru_majflt;
 	x->v[M_NVCSW] = ru->ru_nvcsw;
@@ -169,13 +173,24 @@ static int time_after(struct sonde_collection *c, struct sonde_profile *p)
 	size_t i, from = 0;
 	int m, err = 0;
 
+	if (st->rss_inherited && st->n)
+		sonde_profile__add_warning(
+			p, "max-rss-not-measured",
+			"max-rss <not supported>: sonde-spawn was not found, and a target started "
+			"from sonde counts sonde's own memory in its ru_maxrss",
+			"install sonde's runtime files, or set SONDE_RUNTIME_DIR to the directory "
+			"that holds sonde-spawn");
 	for (i = 0; i < st->n && !err; i++) {
 		const struct sample *x = &st->s[i];
 		json_t *extra = x->workload ? json_pack("{s:s}", "workload", x->workload) : NULL;
 
 		for (m = 0; m < M__COUNT && !err; m++) {
-			long res = sonde_profile__resource(p, cmd, metrics[m].type,
-							   metrics[m].subtype, extra);
+			long res;
+
+			if (m == M_MAXRSS && st->rss_inherited)
+				continue;
+			res = sonde_profile__resource(p, cmd, metrics[m].type, metrics[m].subtype,
+						      extra);
 
 			if (res < 0) {
 				err = (int)res;
@@ -222,6 +237,7 @@ const struct sonde_collector sonde_collector_time = {
 	.profile_type = "time",
 	.units = time_units,
 	.options = time_options,
+	.flags = SONDE_COLLECTOR_OWN_RSS,
 	.before = time_before,
 	.stop = time_stop,
 	.after = time_after,

@@ -74,4 +74,11 @@ check "prints where the profile went" has "$out" "profile written to 's-exit-tim
 run collect time -r 2 -o t.json -- "$PROGS/s-exit"
 check "table printed" has "$out" "mean ± σ"
 check "table has real" has "$out" "  real "
+
+# max-rss needs sonde-spawn: without it (runtime dir elsewhere) it is left out, and said
+SONDE_RUNTIME_DIR="$WORK" run collect time -r 2 -o norss.json -- "$PROGS/s-exit"
+check "no sonde-spawn: the run still works" [ "$rc" = 0 ]
+check "no sonde-spawn: no max-rss recorded" \
+	[ "$(jq '[.resource_type_map[] | select(.subtype == "max-rss")] | length' norss.json)" = 0 ]
+check "no sonde-spawn: said, with the reason" has "$out$err" "max-rss <not supported>: sonde-spawn was not found"
 finish

@@ -1,0 +1,15 @@
+/*
+ * runtime-file.h - find a file sonde runs inside or beside its targets (the
+ * preloaded runtimes, sonde-spawn). Internal to libsonde.
+ */
+#ifndef SONDE_RUNTIME_FILE_H
+#define SONDE_RUNTIME_FILE_H
+
+/*
+ * The path of name: in $SONDE_RUNTIME_DIR when it is set, else beside libsonde
+ * (installed: <libdir>/sonde/; build tree: runtime/<part>/). A heap string, or
+ * NULL when it is not there.
+ */
+char *sonde_runtime_file(const char *name);
+
+#endif
