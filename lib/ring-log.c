@@ -63,10 +63,10 @@ long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d)
 	return n;
 }
 
+/* Drain while much flows; else sleep until a writer wants the reader (at most 1 s). */
 static void *drain_loop(void *arg)
 {
 	struct sonde_ring_drainer *d = arg;
-	unsigned idle = 0;
 
 	for (;;) {
 		long long n;
@@ -80,17 +80,8 @@ static void *drain_loop(void *arg)
 		n = sonde_ring_drainer__sync(d);
 		if (n < 0)
 			break;
-		/*
-		 * Back off while the rings stay empty (up to 10 intervals); drain again
-		 * at once while much is flowing.
-		 */
-		idle = n ? 0 : idle < 10 ? idle + 1 : idle;
-		if (n < 256 * 1024) {
-			struct timespec ts = { 0,
-					       (long)d->interval_us * 1000L * (idle ? idle : 1) };
-
-			nanosleep(&ts, NULL);
-		}
+		if (n < 256 * 1024)
+			sonde_ring_area__wait(d->a, (uint64_t)d->interval_us * 1000u);
 	}
 	return NULL;
 }
@@ -105,7 +96,7 @@ int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interv
 		return -ENOMEM;
 	d->a = a;
 	d->fd = fd;
-	d->interval_us = interval_us ? interval_us : 1000;
+	d->interval_us = interval_us ? interval_us : 1000000;
 	pthread_mutex_init(&d->lock, NULL);
 	rc = pthread_create(&d->thread, NULL, drain_loop, d);
 	if (rc) {
@@ -137,6 +128,7 @@ int sonde_ring_drainer__stop(struct sonde_ring_drainer *d)
 	pthread_mutex_lock(&d->lock);
 	d->stop = 1;
 	pthread_mutex_unlock(&d->lock);
+	sonde_ring_area__wake(d->a);
 	pthread_join(d->thread, NULL);
 	sonde_ring_drainer__sync(d);
 	err = d->error;

@@ -28,8 +28,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <linux/futex.h>
 #include <unistd.h>
 #include <sonde/clock.h>
 #include <sonde/ring.h>
@@ -63,6 +65,9 @@ struct sonde_ring_area {
 	_Atomic uint32_t serial_next;
 	_Atomic uint64_t heartbeat_ns;
 	_Atomic uint64_t unclaimed_drops;
+	/* the reader sleeps on wake_seq while reader_asleep; writers wake it (see nudge) */
+	_Atomic uint32_t reader_asleep;
+	_Atomic uint32_t wake_seq;
 	/* the owner's private part: meaningful in the sonde process only */
 	int owner_fd;
 	char path[64];
@@ -183,6 +188,56 @@ const char *sonde_ring_area__path(const struct sonde_ring_area *a)
 void sonde_ring_area__heartbeat(struct sonde_ring_area *a)
 {
 	atomic_store_explicit(&a->heartbeat_ns, sonde_clock_ns(), memory_order_relaxed);
+}
+
+/* Wake the reader if it sleeps in __wait (shared futex: the area is in two processes). */
+static void wake_reader(struct sonde_ring_area *a)
+{
+	if (atomic_load_explicit(&a->reader_asleep, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&a->reader_asleep, 0, memory_order_acq_rel)) {
+		atomic_fetch_add_explicit(&a->wake_seq, 1, memory_order_release);
+		syscall(SYS_futex, &a->wake_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+}
+
+void sonde_ring_area__wake(struct sonde_ring_area *a)
+{
+	atomic_store_explicit(&a->reader_asleep, 1, memory_order_relaxed);
+	wake_reader(a);
+}
+
+/* Whether ring i wants the reader now: retired (to be freed) or half full. */
+static bool ring_wants_reader(struct sonde_ring_area *a, unsigned i)
+{
+	struct sonde_ring_desc *d = desc(a, i);
+	uint32_t st = atomic_load_explicit(&d->state, memory_order_acquire);
+
+	if (st == R_RETIRED)
+		return true;
+	return st == R_OWNED &&
+	       atomic_load_explicit(&d->head, memory_order_acquire) -
+			       atomic_load_explicit(&d->tail, memory_order_relaxed) >=
+		       ring_size(a, i) / 2;
+}
+
+bool sonde_ring_area__wait(struct sonde_ring_area *a, uint64_t timeout_ns)
+{
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
+			       (long)(timeout_ns % 1000000000ull) };
+	uint32_t seq = atomic_load_explicit(&a->wake_seq, memory_order_acquire);
+	unsigned i, n = rings_used(a);
+	bool woken;
+
+	atomic_store_explicit(&a->reader_asleep, 1, memory_order_seq_cst);
+	/* what came before the flag was set would wake no one: look once more */
+	for (i = 0; i < n; i++)
+		if (ring_wants_reader(a, i))
+			break;
+	if (i == n)
+		syscall(SYS_futex, &a->wake_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+	woken = atomic_load_explicit(&a->wake_seq, memory_order_acquire) != seq;
+	atomic_store_explicit(&a->reader_asleep, 0, memory_order_relaxed);
+	return woken;
 }
 
 /* Copy [t, h) of ring i into the scratch buffer (it may wrap). */
@@ -429,6 +484,7 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 		{
 			struct timespec ts = { 0, 20000 };
 
+			wake_reader(w->area);
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -441,6 +497,12 @@ void *sonde_ring__reserve(struct sonde_ring_writer *w, uint32_t type, uint32_t l
 
 	if (contig < len)
 		need += contig;
+	/* past half full: wake a sleeping reader (the cached tail may be old: read it) */
+	if (w->head + need - w->tail_seen > size / 2) {
+		w->tail_seen = atomic_load_explicit(&w->d->tail, memory_order_acquire);
+		if (w->head + need - w->tail_seen > size / 2)
+			wake_reader(w->area);
+	}
 	if (w->head + need - w->tail_seen > size && !make_room(w, need)) {
 		atomic_fetch_add_explicit(&w->d->dropped, 1, memory_order_relaxed);
 		return NULL;
@@ -491,7 +553,9 @@ void sonde_ring__close(struct sonde_ring_writer *w, uint32_t used)
 
 void sonde_ring__retire(struct sonde_ring_writer *w)
 {
-	if (w->d)
+	if (w->d) {
 		atomic_store_explicit(&w->d->state, R_RETIRED, memory_order_release);
+		wake_reader(w->area); /* its ring is free once drained */
+	}
 	w->d = NULL;
 }

@@ -108,6 +108,16 @@ uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead);
 uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a);
 /* Mark the reader alive (lossless writers stop waiting when it goes quiet). */
 void sonde_ring_area__heartbeat(struct sonde_ring_area *a);
+/*
+ * Sleep until a writer wants the reader (a ring past half full, a thread's
+ * ring retired), __wake is called, or timeout_ns passed; returns at once when
+ * a ring already wants it. Writers wake the reader only while it sleeps here,
+ * so a reader that waits costs no wake-ups while the target is quiet. Returns
+ * whether it was woken.
+ */
+bool sonde_ring_area__wait(struct sonde_ring_area *a, uint64_t timeout_ns);
+/* Wake a reader sleeping in __wait (from another thread of the reader's process). */
+void sonde_ring_area__wake(struct sonde_ring_area *a);
 
 /* ---- writer side (the target) --------------------------------------------------------- */
 
@@ -147,9 +157,12 @@ void sonde_ring__retire(struct sonde_ring_writer *w);
 /* ---- the drained log (sonde) ---------------------------------------------------------- */
 
 /*
- * A drainer is a thread that drains an area into a file every interval_us: each
- * chunk is written as struct sonde_ring_chunk followed by its bytes. The file is
- * what survives: a target that crashes loses nothing committed before.
+ * A drainer is a thread that drains an area into a file: each chunk is written
+ * as struct sonde_ring_chunk followed by its bytes. It drains again at once while
+ * much flows, else sleeps in __wait, at most interval_us: writers wake it when a
+ * ring is half full or a thread's ring is retired, so a quiet target costs no
+ * wake-ups. The file is what survives: a target that crashes loses nothing
+ * committed before.
  */
 struct sonde_ring_drainer;
 

@@ -44,7 +44,10 @@ check "RTLD_DEEPBIND: the dropped flag is said" grep -q RTLD_DEEPBIND sonde.err
 # tool's preloaded library brings its own, so peak and leaks differ by a few
 # percent; the order of events of different threads decides a few temporaries.
 same "8 threads" 10 "$P/cf-threads" 8 5
-same "1000 threads alive at once" 10 "$P/cf-threads" 1000 3
+# 1000 threads on two cores: how many of their pairs another thread's event
+# splits depends on the scheduling of that run (2726 to 3000 of 3000 seen for
+# heaptrack under load), hence 15 %.
+same "1000 threads alive at once" 15 "$P/cf-threads" 1000 3
 check "1000 threads: every allocation recorded, none lost" \
 	jq_eq mem.json '[.stats.memory.allocations, .stats.dropped_events] | @csv' '4001,0'
 

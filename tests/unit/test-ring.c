@@ -384,19 +384,26 @@ static void test_drainer_to_file(void **state)
 	struct sonde_ring_writer w;
 	struct check k = { 0 };
 	struct stat st;
-	uint64_t seq;
+	uint64_t seq, t0;
 	void *map;
 	int fd = mkstemp(path);
 
 	(void)state;
 	assert_true(fd >= 0);
 	unlink(path);
+
 	assert_int_equal(sonde_ring_area__create(2, 4096, SONDE_RING_LOSSLESS, &a), 0);
-	assert_int_equal(sonde_ring_drainer__start(a, fd, 100, &d), 0);
+	/* it sleeps up to 10 s: the writer must wake it each time its ring is half
+	   full (else 30000 records through 4 KiB would wait for minutes, or drop) */
+	assert_int_equal(sonde_ring_drainer__start(a, fd, 10000000, &d), 0);
 	assert_int_equal(sonde_ring__claim(a, 1, 1, 1, &w), 0);
+	t0 = sonde_clock_ns();
 	for (seq = 0; seq < 30000; seq++)
 		assert_int_equal(write_rec(&w, 3, seq), 0);
 	assert_int_equal(sonde_ring_drainer__stop(d), 0);
+	/* and stop wakes it too */
+	assert_true(sonde_clock_ns() - t0 < 5000000000ull);
+	assert_int_equal(sonde_ring_area__dropped(a), 0);
 	assert_int_equal(fstat(fd, &st), 0);
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	assert_true(map != MAP_FAILED);

@@ -70,7 +70,9 @@ struct counters_state {
 	struct sonde_process_dispatch *proc;
 	pthread_t sampler;
 	bool sampling;
-	volatile bool stop_sampler;
+	bool stop_sampler; /* under sampler_lock; sampler_wake wakes the sampler */
+	pthread_mutex_t sampler_lock;
+	pthread_cond_t sampler_wake;
 	pthread_mutex_t lock;
 	unsigned run;
 	uint64_t run_start;
@@ -525,31 +527,61 @@ static int counters_before(struct sonde_collection *c)
 	return rc;
 }
 
+/* Sample every interval; sleep in between (no polling), until told to stop. */
 static void *sampler_main(void *arg)
 {
 	struct counters_state *st = arg;
 	uint64_t period = (uint64_t)(st->interval_ms * 1e6), next = sonde_clock_ns() + period;
 
+	pthread_mutex_lock(&st->sampler_lock);
 	while (!st->stop_sampler) {
-		uint64_t now = sonde_clock_ns();
+		struct timespec ts = { (time_t)(next / 1000000000ull),
+				       (long)(next % 1000000000ull) };
 
-		if (now < next) {
-			uint64_t left = next - now;
-			struct timespec ts = { (time_t)(left / 1000000000ull),
-					       (long)(left % 1000000000ull) };
-
-			if (left > 20000000ull)
-				ts = (struct timespec){ 0, 20000000 };
-			nanosleep(&ts, NULL);
+		if (pthread_cond_timedwait(&st->sampler_wake, &st->sampler_lock, &ts) != ETIMEDOUT)
 			continue;
-		}
 		next += period;
+		pthread_mutex_unlock(&st->sampler_lock);
 		if (st->proc)
 			sonde_process_dispatch__sample(st->proc, false);
 		else
 			sonde_counters_context__sample(st->ctx);
+		pthread_mutex_lock(&st->sampler_lock);
 	}
+	pthread_mutex_unlock(&st->sampler_lock);
 	return NULL;
+}
+
+static int start_sampling(struct counters_state *st)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&st->sampler_wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&st->sampler_lock, NULL);
+	st->stop_sampler = false;
+	st->sampling = pthread_create(&st->sampler, NULL, sampler_main, st) == 0;
+	if (!st->sampling) {
+		pthread_cond_destroy(&st->sampler_wake);
+		pthread_mutex_destroy(&st->sampler_lock);
+	}
+	return st->sampling ? 0 : -EAGAIN;
+}
+
+static void stop_sampling(struct counters_state *st)
+{
+	if (!st->sampling)
+		return;
+	pthread_mutex_lock(&st->sampler_lock);
+	st->stop_sampler = true;
+	pthread_cond_signal(&st->sampler_wake);
+	pthread_mutex_unlock(&st->sampler_lock);
+	pthread_join(st->sampler, NULL);
+	pthread_cond_destroy(&st->sampler_wake);
+	pthread_mutex_destroy(&st->sampler_lock);
+	st->sampling = false;
 }
 
 static int counters_start(struct sonde_collection *c, pid_t pid)
@@ -583,10 +615,8 @@ static int counters_start(struct sonde_collection *c, pid_t pid)
 		return rc == -EACCES ? -EPERM : rc;
 	}
 	sonde_strbuf__release(&err);
-	if (st->interval_ms > 0) {
-		st->stop_sampler = false;
-		st->sampling = pthread_create(&st->sampler, NULL, sampler_main, st) == 0;
-	}
+	if (st->interval_ms > 0)
+		start_sampling(st);
 	return 0;
 }
 
@@ -629,11 +659,7 @@ static int counters_stop(struct sonde_collection *c, const struct sonde_run_info
 	int rc = 0;
 
 	st->run = ri->index + 1;
-	if (st->sampling) {
-		st->stop_sampler = true;
-		pthread_join(st->sampler, NULL);
-		st->sampling = false;
-	}
+	stop_sampling(st);
 	if (st->proc) {
 		rc = sonde_process_dispatch__sample(st->proc, true);
 		sonde_process_dispatch__free(st->proc);
@@ -791,10 +817,7 @@ static void counters_cleanup(struct sonde_collection *c)
 
 	if (!st)
 		return;
-	if (st->sampling) {
-		st->stop_sampler = true;
-		pthread_join(st->sampler, NULL);
-	}
+	stop_sampling(st);
 	sonde_process_dispatch__free(st->proc);
 	sonde_counters_context__free(st->ctx);
 	for (i = 0; i < st->ncfg; i++)

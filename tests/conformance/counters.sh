@@ -1,0 +1,53 @@
+#!/bin/sh
+# Conformance of `sonde collect counters` with `perf stat`: the same software
+# events of the same program (page faults are the program's own: equal within
+# a few pages; task-clock within 25 %), and `-a` over the same interval: sonde
+# must count the machine, not its own wake-ups (it polled 100 times a second
+# and read 3 times perf's context switches over `sleep 1`). Runs alternate, and
+# medians of 3 are compared.
+. "$SRC/tests/conformance/lib.sh"
+need_peer perf
+
+# value FILE UID: the run total of one counter from `sonde show -f json`
+value() { "$SONDE" show "$1" -f json | jq -r --arg u "$2" '.rows[] | select(.uid == $u) | .mean'; }
+# perfval FILE EVENT: perf stat -x, output
+perfval() { awk -F, -v e="$2" '$3 == e { print $1 }' "$1"; }
+# near NAME PEER OURS REL ABS: ok when |peer - ours| <= max(REL * peer, ABS)
+near() {
+	if awk -v p="$2" -v s="$3" -v r="$4" -v a="$5" 'BEGIN {
+		d = p - s; if (d < 0) d = -d; t = r * p; if (t < a) t = a; exit !(d <= t) }'; then
+		ok "$1: perf stat $2, sonde $3"
+	else
+		not_ok "$1: perf stat $2, sonde $3 (more than $4 or $5 apart)"
+	fi
+}
+median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+
+prog="$PROGS/cf-rss"
+pf="" sf="" pt="" st=""
+for i in 1 2 3; do
+	perf stat -x, -e task-clock,page-faults -o p.txt -- "$prog" 33554432 >/dev/null 2>&1
+	"$SONDE" collect counters -q -e task-clock,page-faults -o c.json -- "$prog" 33554432 >/dev/null 2>&1
+	pf="$pf $(perfval p.txt page-faults)" sf="$sf $(value c.json page-faults)"
+	pt="$pt $(perfval p.txt task-clock)" st="$st $(value c.json task-clock)"
+done
+# shellcheck disable=SC2086
+near "page faults of a 32 MiB program" "$(median3 $pf)" "$(median3 $sf | cut -d. -f1)" 0.02 16
+# perf prints task-clock in ms, sonde records ns
+# shellcheck disable=SC2086
+near "task-clock of a 32 MiB program (ms)" "$(median3 $pt)" \
+	"$(awk -v n="$(median3 $st)" 'BEGIN { printf "%.3f", n / 1e6 }')" 0.25 1
+
+if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 ]; then
+	skip "-a: context switches over sleep 1" "system-wide counting needs root or perf_event_paranoid <= 0"
+else
+	pc="" sc=""
+	for i in 1 2 3; do
+		perf stat -a -x, -e context-switches -o p.txt -- sleep 1 >/dev/null 2>&1
+		"$SONDE" collect counters -q -a -e context-switches -o c.json -- sleep 1 >/dev/null 2>&1
+		pc="$pc $(perfval p.txt context-switches)" sc="$sc $(value c.json context-switches | cut -d. -f1)"
+	done
+	# shellcheck disable=SC2086
+	near "-a: context switches of the machine over sleep 1" "$(median3 $pc)" "$(median3 $sc)" 0.4 40
+fi
+finish
