@@ -30,6 +30,16 @@ static const struct sonde_warning_info warnings[SONDE_WARN__COUNT] = {
 					"--drop-oldest so that a full ring waits instead" },
 	[SONDE_WARN_DIRTY_TREE] = { "dirty-tree", "commit your changes so the profile matches its "
 						  "origin commit" },
+	[SONDE_WARN_ROWS_SAMPLED] = { "rows-sampled",
+				      "raise --max-rows (0: every call) to keep a row per call" },
+	[SONDE_WARN_RSS_NOT_MEASURED] = { "max-rss-not-measured",
+					  "install sonde's runtime files, or set "
+					  "SONDE_RUNTIME_DIR to the directory that holds "
+					  "sonde-spawn" },
+	[SONDE_WARN_BIMODAL] = { "bimodal",
+				 "find what differs between the two kinds of run (caches, CPU "
+				 "frequency, which core, the input) and fix it, or measure each "
+				 "kind apart" },
 };
 
 const struct sonde_warning_info *sonde_warning__info(enum sonde_warning w)

@@ -175,11 +175,10 @@ static int time_after(struct sonde_collection *c, struct sonde_profile *p)
 
 	if (st->rss_inherited && st->n)
 		sonde_profile__add_warning(
-			p, "max-rss-not-measured",
+			p, sonde_warning__info(SONDE_WARN_RSS_NOT_MEASURED)->code,
 			"max-rss <not supported>: sonde-spawn was not found, and a target started "
 			"from sonde counts sonde's own memory in its ru_maxrss",
-			"install sonde's runtime files, or set SONDE_RUNTIME_DIR to the directory "
-			"that holds sonde-spawn");
+			sonde_warning__info(SONDE_WARN_RSS_NOT_MEASURED)->fix);
 	for (i = 0; i < st->n && !err; i++) {
 		const struct sample *x = &st->s[i];
 		json_t *extra = x->workload ? json_pack("{s:s}", "workload", x->workload) : NULL;

@@ -22,6 +22,22 @@ check "at most 16 bytes per call" [ "$(jq '.stats.trace.bytes_per_call <= 16' ca
 check "a calibrated cost per call" [ "$(jq '.stats.trace.cost_ns_per_call > 0 and .stats.trace.estimated_cost_ns > 0' calls.json)" = true ]
 check "sonde_trace_size: sizes 10..50" [ "$(jq -c '.resources["sized#0"]["structure-unit-size"]' calls.json)" = "[10,20,30,40,50]" ]
 check "without a size, x is the call's ordinal" [ "$(jq -c '.resources["leaf#0"]["structure-unit-size"][0:3]' calls.json)" = "[1,2,3]" ]
+
+# Rows beyond --max-rows: the models still see every size
+run collect trace -q --max-rows 1000 -o sizes.json -- "$PROGS/t-sizes" 20000
+run postprocess sizes.json regression
+check "20 000 sizes, --max-rows 1000: the model spans [1, 20000]" \
+	jq_eq sizes.json '[.models[] | select(.uid == "work" and .best) | .x_start, .x_end] | @csv' '1,20000'
+check "20 000 distinct sizes: a row per call, nothing said to be sampled" \
+	jq_eq sizes.json '[.stats.trace.rows, (.stats.trace | has("rows_sampled"))] | @csv' '20001,false'
+run collect trace --max-rows 1000 -o sizes10.json -- "$PROGS/t-sizes" 2000 10
+check "2000 sizes x 10 calls: the sample is said on the terminal" has "$out$err" "are a sample"
+check "... and in the profile" jq_eq sizes10.json '.stats.trace.rows_sampled | [.functions, .calls, .max_rows] | @csv' '1,20000,1000'
+check "... every size has a row" \
+	jq_eq sizes10.json '[.resources["work#0"]["structure-unit-size"] | unique | length, max] | @csv' '2000,2000'
+check "... and its aggregate over every call" \
+	jq_eq sizes10.json '.resource_type_map["work#0"].summary.sizes | [(.size | length), (.calls | add), .size[-1]] | @csv' '2000,20000,2000'
+check "sampled profile validates" validate sizes10.json
 check "columns: amount, exclusive, timestamp, call-order, thread" \
 	[ "$(jq -c '.resources["fib#0"] | [has("amount"), has("exclusive"), has("timestamp"), has("call-order"), has("thread")] | all' calls.json)" = true ]
 check "exclusive <= amount in every row" \

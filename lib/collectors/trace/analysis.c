@@ -23,6 +23,7 @@
 #include <sonde/ring.h>
 #include <sonde/stats.h>
 #include <sonde/strbuf.h>
+#include <sonde/warning.h>
 #include "../../grow.h"
 #include "trace.h"
 
@@ -94,6 +95,8 @@ void tr_analysis__release(struct tr_analysis *a)
 		free(a->funcs[i].module);
 		free(a->funcs[i].name);
 		free(a->funcs[i].rows);
+		free(a->funcs[i].sizes);
+		u64map__release(&a->funcs[i].size_index);
 	}
 	free(a->funcs);
 	free(a->nodes);
@@ -197,11 +200,47 @@ static int node_of(struct tr_analysis *a, uint32_t parent, uint32_t func, uint32
 	return 0;
 }
 
-/* Keep a regular sample of rows: every keep_every-th call, halving when full. */
+/* A call of a given size, into that size's aggregate. */
+static int add_size(struct tr_func *f, const struct tr_row *row)
+{
+	struct tr_size *z;
+	uint64_t v;
+
+	if (u64map__get(&f->size_index, row->size, &v)) {
+		z = &f->sizes[v - 1];
+		z->calls++;
+		z->sum += row->amount;
+		if (row->amount < z->lo.amount)
+			z->lo = *row;
+		if (row->amount > z->hi.amount)
+			z->hi = *row;
+		/* the k-th call replaces the pick with probability 1/k */
+		f->rng ^= f->rng << 13;
+		f->rng ^= f->rng >> 7;
+		f->rng ^= f->rng << 17;
+		if (f->rng % z->calls == 0)
+			z->pick = *row;
+		return 0;
+	}
+	if (sonde_grow((void **)&f->sizes, &f->capsizes, f->nsizes + 1, sizeof(*f->sizes)) ||
+	    u64map__put(&f->size_index, row->size, f->nsizes + 1))
+		return -ENOMEM;
+	if (!f->rng)
+		f->rng = 0x9E3779B97F4A7C15ull;
+	f->sizes[f->nsizes++] = (struct tr_size){ 1, row->amount, *row, *row, *row };
+	return 0;
+}
+
+/*
+ * Keep a regular sample of rows: every keep_every-th call, halving when full;
+ * and, apart, each size's aggregate (written with the sample, see write_rows).
+ */
 static int add_row(struct tr_analysis *a, struct tr_func *f, const struct tr_row *row)
 {
 	size_t i, j;
 
+	if (row->has_size && add_size(f, row))
+		return -ENOMEM;
 	if (f->seen++ % f->keep_every)
 		return 0;
 	if (a->max_rows && f->nrows >= a->max_rows) {
@@ -667,6 +706,13 @@ static json_t *stats_json(const struct tr_analysis *a)
 		return NULL;
 	if (a->engine)
 		json_object_set_new(s, "engine", json_string(a->engine));
+	json_object_set_new(s, "rows", json_integer((json_int_t)t->rows));
+	if (t->sampled_funcs)
+		json_object_set_new(s, "rows_sampled",
+				    json_pack("{s:I, s:I, s:I}", "functions",
+					      (json_int_t)t->sampled_funcs, "calls",
+					      (json_int_t)t->sampled_calls, "max_rows",
+					      (json_int_t)a->max_rows));
 	if (a->engine_stats)
 		json_object_update(s, a->engine_stats);
 	if (t->probes)
@@ -683,13 +729,96 @@ static json_t *stats_json(const struct tr_analysis *a)
 	return s;
 }
 
-static int write_rows(struct sonde_profile *p, long idx, const struct tr_func *f)
+static int cmp_size(const void *x, const void *y)
 {
+	const struct tr_size *a = *(const struct tr_size *const *)x,
+			     *b = *(const struct tr_size *const *)y;
+
+	return (a->lo.size > b->lo.size) - (a->lo.size < b->lo.size);
+}
+
+/* Per size, over every call: {size, calls, mean, min, max}, columns by size. */
+static json_t *sizes_json(const struct tr_func *f)
+{
+	json_t *o =
+		json_pack("{s:[], s:[], s:[], s:[], s:[]}", "size", "calls", "mean", "min", "max");
+	const struct tr_size **ord = malloc(f->nsizes * sizeof(*ord));
 	size_t i;
+
+	if (!o || !ord) {
+		json_decref(o);
+		free(ord);
+		return NULL;
+	}
+	for (i = 0; i < f->nsizes; i++)
+		ord[i] = &f->sizes[i];
+	qsort(ord, f->nsizes, sizeof(*ord), cmp_size);
+	for (i = 0; i < f->nsizes; i++) {
+		const struct tr_size *z = ord[i];
+
+		json_array_append_new(json_object_get(o, "size"),
+				      json_integer((json_int_t)z->lo.size));
+		json_array_append_new(json_object_get(o, "calls"),
+				      json_integer((json_int_t)z->calls));
+		json_array_append_new(json_object_get(o, "mean"),
+				      json_real((double)z->sum / (double)z->calls));
+		json_array_append_new(json_object_get(o, "min"),
+				      json_integer((json_int_t)z->lo.amount));
+		json_array_append_new(json_object_get(o, "max"),
+				      json_integer((json_int_t)z->hi.amount));
+	}
+	free(ord);
+	return o;
+}
+
+static int cmp_row_order(const void *x, const void *y)
+{
+	const struct tr_row *a = x, *b = y;
+
+	return (a->order > b->order) - (a->order < b->order);
+}
+
+/*
+ * The rows of f: every call; or, when they were sampled, the sample and, for
+ * each size the sample missed, one of its calls chosen at random, in call order
+ * (a regular sample of calls whose sizes vary can miss the few largest: models
+ * must see the whole range, without the bias extremes would bring).
+ */
+static int write_rows(struct tr_analysis *a, struct sonde_profile *p, long idx,
+		      const struct tr_func *f)
+{
+	struct tr_row *rows = f->rows;
+	size_t i, n = f->nrows;
 	int err = 0;
 
-	for (i = 0; i < f->nrows && !err; i++) {
-		const struct tr_row *w = &f->rows[i];
+	if (f->keep_every > 1) {
+		struct u64map in = { 0 };
+		uint64_t v;
+
+		rows = malloc((f->nrows + f->nsizes) * sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		memcpy(rows, f->rows, f->nrows * sizeof(*rows));
+		for (i = 0; i < n && !err; i++)
+			if (rows[i].has_size)
+				err = u64map__put(&in, rows[i].size, 1);
+		for (i = 0; i < f->nsizes && !err; i++)
+			if (!u64map__get(&in, f->sizes[i].pick.size, &v))
+				rows[n++] = f->sizes[i].pick;
+		u64map__release(&in);
+		if (err) {
+			free(rows);
+			return err;
+		}
+		qsort(rows, n, sizeof(*rows), cmp_row_order);
+		if (n < f->calls) {
+			a->t.sampled_funcs++;
+			a->t.sampled_calls += f->calls;
+		}
+	}
+	a->t.rows += n;
+	for (i = 0; i < n && !err; i++) {
+		const struct tr_row *w = &rows[i];
 
 		err |= sonde_profile__append(p, idx, "amount", json_integer((json_int_t)w->amount));
 		err |= sonde_profile__append(p, idx, "exclusive",
@@ -702,6 +831,8 @@ static int write_rows(struct sonde_profile *p, long idx, const struct tr_func *f
 			json_integer((json_int_t)(w->has_size ? w->size : w->order)));
 		err |= sonde_profile__append(p, idx, "thread", json_integer((json_int_t)w->tid));
 	}
+	if (rows != f->rows)
+		free(rows);
 	return err ? -ENOMEM : 0;
 }
 
@@ -766,11 +897,27 @@ int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
 				    "total", (json_int_t)f->total, "self", (json_int_t)f->self,
 				    "min", (json_int_t)f->min, "max", (json_int_t)f->max, "mean",
 				    (double)f->sum / (double)f->calls);
+		if (summary && f->keep_every > 1 && f->nsizes)
+			json_object_set_new(summary, "sizes", sizes_json(f));
 		extra = json_pack("{s:s, s:o}", "location", f->module, "summary", summary);
 		idx = extra ? sonde_profile__resource(p, func_name(a, f), "mixed", "time", extra)
 			    : -ENOMEM;
 		json_decref(extra);
-		rc = idx < 0 ? (int)idx : write_rows(p, idx, f);
+		rc = idx < 0 ? (int)idx : write_rows(a, p, idx, f);
+	}
+	if (!rc && a->t.sampled_funcs) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg),
+			 "the rows of %" PRIu64 " function%s (%" PRIu64 " calls) are a sample: "
+			 "every k-th call, at most %" PRIu64 " each, and one call chosen at random "
+			 "of each size the sample missed; models fit those rows (summary.sizes "
+			 "has every size's calls, mean, min and max)",
+			 a->t.sampled_funcs, a->t.sampled_funcs == 1 ? "" : "s", a->t.sampled_calls,
+			 a->max_rows);
+		rc = sonde_profile__add_warning(
+			p, sonde_warning__info(SONDE_WARN_ROWS_SAMPLED)->code, msg,
+			sonde_warning__info(SONDE_WARN_ROWS_SAMPLED)->fix);
 	}
 	if (!rc) {
 		json_t *tr = trace_json(a), *st = stats_json(a);

@@ -22,15 +22,28 @@ struct tr_row {
 	bool has_size;
 };
 
+/* One distinct size of a function's calls: how many, their sum, the fastest and
+   the slowest, and one chosen uniformly at random (reservoir sampling). */
+struct tr_size {
+	uint64_t calls, sum;
+	struct tr_row lo, hi, pick;
+};
+
 struct tr_func {
 	char *module;
 	uint64_t offset;
 	char *name; /* set when written */
 	uint64_t calls, total, self, min, max, sum;
-	struct tr_row *rows;
+	struct tr_row *rows; /* every call, or a regular sample beyond max_rows */
 	size_t nrows, caprows;
 	uint64_t keep_every, seen;
-	bool hidden; /* left out by --filter/--exclude */
+	/* per distinct size (calls with a size): kept whatever the sample, so that
+	   models see the whole range */
+	uint64_t rng; /* xorshift64 state of the reservoir sampling, fixed seed */
+	struct tr_size *sizes;
+	size_t nsizes, capsizes;
+	struct u64map size_index; /* size -> index + 1 */
+	bool hidden;		  /* left out by --filter/--exclude */
 };
 
 struct tr_node { /* calling-context tree; node 0 is the root */
@@ -51,6 +64,8 @@ struct tr_totals {
 	uint64_t drain_cpu_ns, analysis_ns;
 	uint64_t slices_dropped;
 	uint64_t probes; /* ebpf: probes attached */
+	/* rows written, and of functions whose rows are a sample: their count and calls */
+	uint64_t rows, sampled_funcs, sampled_calls;
 };
 
 struct tr_analysis {
