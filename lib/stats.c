@@ -217,6 +217,49 @@ double sonde_stats__t_quantile(double p, double df)
 	return (lo + hi) / 2;
 }
 
+/* Median absolute deviation of sorted v[0..n) around its median m. */
+static double mad_of(const double *v, size_t n, double m, double *tmp)
+{
+	for (size_t i = 0; i < n; i++)
+		tmp[i] = fabs(v[i] - m);
+	return sonde_stats__median_inplace(tmp, n);
+}
+
+int sonde_stats__bimodal(const double *x, size_t n, struct sonde_bimodal *out)
+{
+	size_t least = n / 10 > 2 ? (n + 9) / 10 : 2, k, best = 0, i;
+	double *v, *tmp, gap = -1, m, ml, mh, spread;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (n < 10)
+		return 0;
+	v = malloc(2 * n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	tmp = v + n;
+	memcpy(v, x, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_double);
+	for (k = least; k + least <= n; k++) /* low: v[0..k), high: v[k..n) */
+		if (v[k] - v[k - 1] > gap) {
+			gap = v[k] - v[k - 1];
+			best = k;
+		}
+	if (best) {
+		m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+		ml = best % 2 ? v[best / 2] : (v[best / 2 - 1] + v[best / 2]) / 2;
+		i = n - best;
+		mh = i % 2 ? v[best + i / 2] : (v[best + i / 2 - 1] + v[best + i / 2]) / 2;
+		spread = 1.4826 * fmax(mad_of(v, best, ml, tmp), mad_of(v + best, i, mh, tmp));
+		if (gap > 3 * spread && gap > 0.1 * fabs(m)) {
+			*out = (struct sonde_bimodal){ best, i, ml, mh, gap };
+			rc = 1;
+		}
+	}
+	free(v);
+	return rc;
+}
+
 int sonde_stats__summarize(const double *x, size_t n, struct sonde_summary *out)
 {
 	double *tmp, sum = 0, ss = 0;

@@ -38,6 +38,22 @@ double sonde_stats__median_inplace(double *x, size_t n);
  */
 double sonde_stats__modified_z(double v, double median, double mad);
 
+/* Two groups of values with a clear gap between them (see __bimodal). */
+struct sonde_bimodal {
+	size_t n_low, n_high;		/* values in each group */
+	double median_low, median_high; /* and their medians */
+	double gap;			/* the lowest high value minus the highest low one */
+};
+
+/*
+ * Whether n values (at least 10) form two groups: sorted, split at the widest
+ * gap that leaves at least a tenth of them (and two) on each side, the gap
+ * wider than three robust standard deviations (1.4826 MADs) of the wider group
+ * and than a tenth of the overall median. A heavy tail or a few stray values are
+ * not two groups. Returns 1 and fills out, 0 (not bimodal), or -ENOMEM.
+ */
+int sonde_stats__bimodal(const double *x, size_t n, struct sonde_bimodal *out);
+
 /* The p quantile (0.5 < p < 1) of Student's t distribution with df degrees of freedom. */
 double sonde_stats__t_quantile(double p, double df);
 /* Mean and sample variance of n values (variance NaN when n < 2; mean NaN when n == 0). */

@@ -124,6 +124,7 @@ static int time_stop(struct sonde_collection *c, const struct sonde_run_info *ri
 static void warn_workload(struct sonde_profile *p, const struct sample *s, size_t n)
 {
 	struct sonde_summary sum;
+	struct sonde_bimodal bi;
 	char msg[256], a[32], b[32], where[96] = "";
 	double *x = malloc(n * sizeof(*x));
 	size_t i, outliers;
@@ -154,6 +155,18 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 				sonde_warning__info(SONDE_WARN_COLD_FIRST_RUN)->fix);
 		}
 		outliers = sum.outliers - (size_t)cold;
+		if (sonde_stats__bimodal(x, n, &bi) == 1) {
+			/* two kinds of run, not outliers of one */
+			snprintf(msg, sizeof(msg),
+				 "the runs form two groups: %zu around %s and %zu around %s%s",
+				 bi.n_low, sonde_format__duration(bi.median_low, a, sizeof(a)),
+				 bi.n_high, sonde_format__duration(bi.median_high, b, sizeof(b)),
+				 where);
+			sonde_profile__add_warning(p, sonde_warning__info(SONDE_WARN_BIMODAL)->code,
+						   msg,
+						   sonde_warning__info(SONDE_WARN_BIMODAL)->fix);
+			outliers = 0;
+		}
 		if (outliers) {
 			snprintf(msg, sizeof(msg),
 				 "%zu of %zu runs are outliers (more than %.1f MADs from the "

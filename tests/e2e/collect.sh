@@ -38,7 +38,7 @@ run collect time -q -o auto.json -- "$PROGS/s-exit"
 check "automatic repeat: at least 10 runs" jq_eq auto.json '.stats.runs >= 10' true
 check "automatic repeat: at least 3 s measured" \
 	jq_eq auto.json '[.resources["'"$PROGS"'/s-exit#0"].amount[]] | add >= 3e9' true
-check "short runs warned" jq_eq auto.json '[.stats.warnings[].code] | index("short-run") != null' true
+check "short runs warned" jq_eq auto.json '[.stats.warnings[]?.code] | index("short-run") != null' true
 
 # --parameter: one workload per value, {n} substituted, sizes recorded
 run collect time -q -r 2 --parameter n=1,3 -o par.json -- "$PROGS/s-spin" "{n}"
@@ -74,6 +74,15 @@ check "prints where the profile went" has "$out" "profile written to 's-exit-tim
 run collect time -r 2 -o t.json -- "$PROGS/s-exit"
 check "table printed" has "$out" "mean ± σ"
 check "table has real" has "$out" "  real "
+
+# two kinds of run (every other one 20 ms slower) are named as such, not as outliers
+printf '%s\n' 'if [ -e flip ]; then rm flip; sleep 0.02; else touch flip; fi' >flip.sh
+run collect time -r 20 -o bi.json -- sh flip.sh
+check "bimodal runs: said, with both groups" has "$err$out" "the runs form two groups: 10 around"
+check "bimodal runs: not reported as outliers" jq_eq bi.json '[.stats.warnings[]?.code] | index("outliers")' null
+check "bimodal runs: the warning has its fix" jq_eq bi.json '.stats.warnings[] | select(.code == "bimodal") | .fix | test("measure each kind apart")' true
+run collect time -r 20 -o uni.json -- sleep 0.005
+check "one kind of run: no bimodal warning" jq_eq uni.json '[.stats.warnings[]?.code] | index("bimodal")' null
 
 # max-rss needs sonde-spawn: without it (runtime dir elsewhere) it is left out, and said
 SONDE_RUNTIME_DIR="$WORK" run collect time -r 2 -o norss.json -- "$PROGS/s-exit"

@@ -88,12 +88,39 @@ static void test_edges(void **state)
 	assert_true(isinf(sonde_stats__modified_z(4, 3, 0)));
 }
 
+/* Two kinds of run are two groups; one group with a tail or strays is not. */
+static void test_bimodal(void **state)
+{
+	double two[20], tail[40], stray[20], uni[50];
+	struct sonde_bimodal b;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 20; i++) /* 1.2 ms and 4 ms runs, alternating, a little jitter */
+		two[i] = (i % 2 ? 4.0e6 : 1.2e6) + (double)(i % 5) * 1e4;
+	assert_int_equal(sonde_stats__bimodal(two, 20, &b), 1);
+	assert_int_equal(b.n_low, 10);
+	assert_int_equal(b.n_high, 10);
+	assert_true(b.median_low > 1.19e6 && b.median_low < 1.25e6);
+	assert_true(b.median_high > 3.99e6 && b.median_high < 4.05e6);
+	for (i = 0; i < 40; i++) /* a heavy (exponential-like) tail */
+		tail[i] = 1e6 * (1 + 0.05 * (double)i * (double)i / 40);
+	assert_int_equal(sonde_stats__bimodal(tail, 40, &b), 0);
+	for (i = 0; i < 20; i++) /* one stray slow run is an outlier, not a group */
+		stray[i] = i == 7 ? 9e6 : 1e6 + (double)i * 1e3;
+	assert_int_equal(sonde_stats__bimodal(stray, 20, &b), 0);
+	for (i = 0; i < 50; i++) /* evenly spread: no gap */
+		uni[i] = 1e6 + (double)i * 2e4;
+	assert_int_equal(sonde_stats__bimodal(uni, 50, &b), 0);
+	assert_int_equal(sonde_stats__bimodal(two, 9, &b), 0); /* too few to tell */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_summary),	 cmocka_unit_test(test_t_quantiles),
 		cmocka_unit_test(test_outliers), cmocka_unit_test(test_hyperfine_rule),
-		cmocka_unit_test(test_edges),
+		cmocka_unit_test(test_edges),	 cmocka_unit_test(test_bimodal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
