@@ -5,10 +5,14 @@
  *
  * A counter set is a config's base counters opened on one target (a thread,
  * a process and its descendants, or a CPU), once per CPU when counted per
- * CPU. A grouped set is one perf group read with one read(2) (or with rdpmc
- * when every member is a hardware counter the PMU lets user space read); a
- * multiplexed set opens every counter as its own group so the kernel may
- * rotate them, and values are scaled by time_enabled / time_running.
+ * CPU. In a grouped set the hardware counters are one perf group, scheduled
+ * together and read with one read(2) (or with rdpmc when the PMU lets user
+ * space read them); software counters and tracepoints are opened on their own:
+ * they need no co-scheduling, and on some kernels (6.18) a group member of a
+ * group led by cpu-clock or task-clock reads a stale count while it runs (0
+ * page faults in a region that made 16). A multiplexed set opens every counter
+ * as its own group so the kernel may rotate them, and values are scaled by
+ * time_enabled / time_running.
  */
 #include <errno.h>
 #include <math.h>
@@ -199,22 +203,24 @@ int cnt_set__open(struct cnt_set *s, const struct sonde_counters_config *cfg, pi
 
 			if (!cfg->in_ok[k])
 				continue;
+			bool in_group = s->group && cfg->ine[k]->kind == SONDE_COUNTER_HARDWARE;
+
 			cnt_entry__attr(cfg->ine[k], &attr);
 			attr.read_format =
 				PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-			if (s->group)
+			if (in_group)
 				attr.read_format |= PERF_FORMAT_GROUP;
 			attr.inherit = !!(how & CNT_INHERIT);
-			attr.disabled = (how & CNT_DISABLED) && (!s->group || leader < 0);
+			attr.disabled = (how & CNT_DISABLED) && (!in_group || leader < 0);
 			attr.enable_on_exec = (how & CNT_ENABLE_ON_EXEC) && attr.disabled;
 			if (user_only)
 				attr.exclude_kernel = attr.exclude_hv = 1;
-			fd = cnt_perf_open(&attr, pid, s->cpus[c], s->group ? leader : -1,
+			fd = cnt_perf_open(&attr, pid, s->cpus[c], in_group ? leader : -1,
 					   PERF_FLAG_FD_CLOEXEC);
 			if ((fd == -EACCES || fd == -EPERM) && !attr.exclude_kernel && pid != -1) {
 				user_only = true;
 				attr.exclude_kernel = attr.exclude_hv = 1;
-				fd = cnt_perf_open(&attr, pid, s->cpus[c], s->group ? leader : -1,
+				fd = cnt_perf_open(&attr, pid, s->cpus[c], in_group ? leader : -1,
 						   PERF_FLAG_FD_CLOEXEC);
 			}
 			if (fd < 0) {
@@ -239,8 +245,11 @@ int cnt_set__open(struct cnt_set *s, const struct sonde_counters_config *cfg, pi
 				continue;
 			}
 			s->fd[c * cfg->nin + k] = fd;
-			if (leader < 0)
-				leader = fd;
+			if (in_group) {
+				s->grouped |= 1ull << k;
+				if (leader < 0)
+					leader = fd;
+			}
 		}
 	}
 	if (how & CNT_RDPMC)
@@ -386,32 +395,31 @@ int cnt_set__read(struct cnt_set *s, struct cnt_value *out)
 	for (c = 0; c < s->ncpu; c++) {
 		struct cnt_value *o = out + c * nin;
 
-		if (s->group) {
+		if (s->grouped) {
 			uint64_t buf[3 + CNT_MAX_INPUTS];
 			int leader = -1;
 			size_t i = 0;
 
 			for (k = 0; k < nin && leader < 0; k++)
-				leader = s->fd[c * nin + k];
-			if (leader < 0)
-				continue;
-			if (read(leader, buf, sizeof(buf)) < (ssize_t)(3 * sizeof(uint64_t)))
+				if (s->grouped & (1ull << k))
+					leader = s->fd[c * nin + k];
+			if (leader >= 0 &&
+			    read(leader, buf, sizeof(buf)) < (ssize_t)(3 * sizeof(uint64_t)))
 				return -errno ? -errno : -EIO;
-			for (k = 0; k < nin; k++) {
-				if (s->fd[c * nin + k] < 0)
+			for (k = 0; leader >= 0 && k < nin; k++) {
+				if (s->fd[c * nin + k] < 0 || !(s->grouped & (1ull << k)))
 					continue;
 				o[k].raw = buf[3 + i++];
 				o[k].enabled = buf[1];
 				o[k].running = buf[2];
 				o[k].open = true;
 			}
-			continue;
 		}
 		for (k = 0; k < nin; k++) {
 			uint64_t buf[3];
 			int fd = s->fd[c * nin + k];
 
-			if (fd < 0)
+			if (fd < 0 || (s->grouped & (1ull << k)))
 				continue;
 			if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
 				return -errno ? -errno : -EIO;

@@ -50,7 +50,8 @@ struct cnt_set {
 	int *cpus; /* -1: any CPU */
 	int *fd;   /* [ncpu][nin], -1 when not open */
 	struct cnt_value *last;
-	bool group, rdpmc;
+	bool group, rdpmc; /* group: the hardware inputs are one perf group */
+	uint64_t grouped;  /* bit k: input k is in that group (read with its leader) */
 	struct perf_event_mmap_page **page;
 };
 
