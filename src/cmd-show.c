@@ -21,13 +21,6 @@ enum cli_format cli_format_of(const char *name)
 	return FMT_TEXT;
 }
 
-static const char *label(const struct sonde_table_row *r, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s%s", r->subtype ? r->subtype : (r->type ? r->type : "amount"),
-		 r->workload ? " @" : "", r->workload ? r->workload : "");
-	return buf;
-}
-
 /* Columns are counted in characters, not bytes ("µs"). */
 static void cell(FILE *out, const char *s, int w, bool left)
 {
@@ -65,7 +58,8 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 	struct sonde_table_row *rows;
 	size_t n, i;
 	int rc = sonde_table__rows(p, &rows, &n);
-	char a[40], b[40], c[40], d[40], e[40], f[40], g[40], lb[160];
+	char a[40], b[40], c[40], d[40], e[40], f[40], g[40];
+	int w = 26; /* the metric column: as wide as the longest label, up to 64 */
 
 	if (rc)
 		return rc;
@@ -77,11 +71,14 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			const struct sonde_table_row *r = &rows[i];
 			json_t *o = json_object();
 
+			json_object_set_new(o, "name", json_string(r->label));
 			json_object_set_new(o, "uid", json_string(r->uid ? r->uid : ""));
 			json_object_set_new(o, "type",
 					    r->type ? json_string(r->type) : json_null());
 			json_object_set_new(o, "subtype",
 					    r->subtype ? json_string(r->subtype) : json_null());
+			json_object_set_new(o, "region",
+					    r->region ? json_string(r->region) : json_null());
 			json_object_set_new(o, "workload",
 					    r->workload ? json_string(r->workload) : json_null());
 			json_object_set_new(o, "unit",
@@ -109,21 +106,25 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 		break;
 	}
 	case FMT_CSV:
-		fprintf(out, "uid,type,subtype,workload,unit,n,mean,stddev,median,min,max,ci95_low,"
-			     "ci95_high,outliers\n");
+		fprintf(out, "uid,type,subtype,region,workload,unit,n,mean,stddev,median,min,max,"
+			     "ci95_low,ci95_high,outliers\n");
 		for (i = 0; i < n; i++) {
 			const struct sonde_table_row *r = &rows[i];
-			struct sonde_strbuf uid = SONDE_STRBUF_INIT;
+			struct sonde_strbuf uid = SONDE_STRBUF_INIT, reg = SONDE_STRBUF_INIT;
 
 			cli_csv_quote(&uid, r->uid);
+			if (r->region)
+				cli_csv_quote(&reg, r->region);
 			fprintf(out,
-				"%s,%s,%s,%s,%s,%zu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%"
+				"%s,%s,%s,%s,%s,%s,%zu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%"
 				"zu\n",
 				uid.buf ? uid.buf : "\"\"", r->type ? r->type : "",
-				r->subtype ? r->subtype : "", r->workload ? r->workload : "",
-				r->unit ? r->unit : "", r->s.n, r->s.mean, r->s.stddev, r->s.median,
-				r->s.min, r->s.max, r->s.ci_low, r->s.ci_high, r->s.outliers);
+				r->subtype ? r->subtype : "", reg.buf ? reg.buf : "",
+				r->workload ? r->workload : "", r->unit ? r->unit : "", r->s.n,
+				r->s.mean, r->s.stddev, r->s.median, r->s.min, r->s.max,
+				r->s.ci_low, r->s.ci_high, r->s.outliers);
 			sonde_strbuf__release(&uid);
+			sonde_strbuf__release(&reg);
 		}
 		break;
 	case FMT_MARKDOWN:
@@ -131,6 +132,13 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 		bool md = fmt == FMT_MARKDOWN;
 		json_t *runs = json_object_get(st, "runs");
 
+		for (i = 0; i < n; i++) {
+			int len = 0;
+
+			for (const char *q = rows[i].label; *q; q++)
+				len += ((unsigned char)*q & 0xC0) != 0x80;
+			w = len > w ? (len > 64 ? 64 : len) : w;
+		}
 		if (!md) {
 			fprintf(out, "%s  (%s", json_string_value(json_object_get(h, "cmd")),
 				json_string_value(json_object_get(h, "type")));
@@ -138,7 +146,7 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 				fprintf(out, ", %lld runs", (long long)json_integer_value(runs));
 			fprintf(out, ")\n\n");
 			fputs("  ", out);
-			cell(out, "metric", 26, true);
+			cell(out, "metric", w, true);
 			cell(out, "mean ± σ", 23, false);
 			cell(out, "median", 12, false);
 			cell(out, "min", 12, false);
@@ -161,19 +169,20 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			sonde_format__value(r->s.max, r->unit, e, sizeof(e));
 			sonde_format__value(r->s.ci_low, r->unit, f, sizeof(f));
 			sonde_format__value(r->s.ci_high, r->unit, g, sizeof(g));
-			label(r, lb, sizeof(lb));
 			if (isnan(r->s.ci_low))
 				snprintf(ci, sizeof(ci), "-");
 			else
 				snprintf(ci, sizeof(ci), "[%s, %s]", f, g);
 			if (md) {
-				fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %zu |\n", lb, a,
-					b, c, d, e, ci, r->s.outliers);
+				fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %zu |\n",
+					r->label, a, b, c, d, e, ci, r->s.outliers);
 				continue;
 			}
 			snprintf(ms, sizeof(ms), "%s ± %s", a, b);
 			fputs("  ", out);
-			cell(out, lb, 26, true);
+			cell(out, r->label, w, true);
+			if ((int)strlen(r->label) > w)
+				fputc(' ', out);
 			cell(out, ms, 23, false);
 			cell(out, c, 12, false);
 			cell(out, d, 12, false);

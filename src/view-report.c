@@ -106,20 +106,14 @@ static int summary_table(struct sonde_strbuf *out, const struct sonde_profile *p
 		return rc;
 	qsort(rows, n, sizeof(*rows), by_total);
 	rc = sonde_strbuf__adds(out, "<h3>Summary</h3><table class=\"summary sortable\"><thead><tr>"
-				     "<th>uid</th><th>metric</th><th>n</th><th>mean</th><th>σ</th>"
+				     "<th>resource</th><th>n</th><th>mean</th><th>σ</th>"
 				     "<th>median</th><th>min</th><th>max</th><th>outliers</th>"
 				     "</tr></thead><tbody>\n");
 	for (i = 0; i < n && i < TABLE_ROWS && !rc; i++) {
 		const struct sonde_table_row *r = &rows[i];
 
 		rc |= sonde_strbuf__adds(out, "<tr><td>");
-		rc |= esc(out, r->uid);
-		rc |= sonde_strbuf__adds(out, "</td><td>");
-		rc |= esc(out, r->subtype ? r->subtype : r->type);
-		if (r->workload) {
-			rc |= sonde_strbuf__adds(out, " @");
-			rc |= esc(out, r->workload);
-		}
+		rc |= esc(out, r->label);
 		rc |= sonde_strbuf__addf(out, "</td><td class=\"n\" data-v=\"%zu\">%zu</td>",
 					 r->s.n, r->s.n);
 		rc |= numcell(out, r->s.mean, r->unit);

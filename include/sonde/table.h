@@ -14,9 +14,17 @@ struct sonde_table_row {
 	const char *uid; /* borrowed from the profile */
 	const char *type;
 	const char *subtype;
+	const char *region;	/* counters: the region measured; NULL when none */
 	const char *workload;	/* NULL when the resource has none */
-	const char *unit;	/* from header.units[type]; NULL when not given */
+	const char *unit;	/* the resource's own unit, else header.units[type]; NULL: none */
 	struct sonde_summary s; /* of the numeric amounts; nulls (not measured) are left out */
+	/*
+	 * What the row is, for people: the metric of a profile whose resources are
+	 * the command (time), else the uid (function, site, counter), with the
+	 * subtype when the profile has several (malloc, free), the region and the
+	 * workload ("make:a.c:16 (malloc)", "cycles [region solve]", "real @100").
+	 */
+	char label[256];
 };
 
 /*

@@ -9,7 +9,7 @@
 need_peer perf
 
 # value FILE UID: the run total of one counter from `sonde show -f json`
-value() { "$SONDE" show "$1" -f json | jq -r --arg u "$2" '.rows[] | select(.uid == $u) | .mean'; }
+value() { "$SONDE" show "$1" -f json | jq -r --arg u "$2" '.rows[] | select(.uid == $u and .region == null) | .mean'; }
 # perfval FILE EVENT: perf stat -x, output
 perfval() { awk -F, -v e="$2" '$3 == e { print $1 }' "$1"; }
 # near NAME PEER OURS REL ABS: ok when |peer - ours| <= max(REL * peer, ABS)

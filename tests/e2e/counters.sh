@@ -113,6 +113,24 @@ check "'side' (another thread) contains its 'touch'" in_range "$(amt '.region ==
 check "'outer' covers its 5 'touch' regions" in_range "$(amt '.region == "outer" and .uid == "page-faults"' rg.json)" 80 200
 check "the table lists the regions" has "$out" "touch: 6 executions"
 check "regions profile matches the schema" validate rg.json
+run show rg.json
+check "show: each row names its region" has "$out" "task-clock \[region touch\]"
+check "show: task-clock in time units, not raw ns" has "$out" "task-clock \[region outer\] *[0-9.]* [mµ]s ±"
+run show rg.json -f json
+check "show -f json: a region per row, null for the run" \
+	[ "$(printf '%s' "$out" | jq -c '[.rows[] | select(.uid == "task-clock") | .region]')" = '[null,"touch","outer","side"]' ]
+check "show -f json: the counter's unit" \
+	[ "$(printf '%s' "$out" | jq -r '[.rows[] | select(.uid == "task-clock") | .unit] | unique | join(",")')" = ns ]
+run show rg.json -f csv
+check "show -f csv: a region column" has "$out" '^"task-clock",software,task-clock,"touch",,ns,6,'
+# task-clock first: software counters are read on their own (a group led by
+# task-clock read its members' counts stale on Linux 6.18: 0 page faults)
+run collect counters -q -e task-clock,page-faults -o rg2.json -- "$PROGS/c-regions" 5 16
+tf=$(amounts '.region == "touch" and .uid == "page-faults"' rg2.json | head -5 | sort -n)
+check "task-clock,page-faults: each 'touch' still 16 to 18 page faults ($(echo $tf))" \
+	sh -c 'for v in $0; do [ "$v" -ge 16 ] && [ "$v" -le 18 ] || exit 1; done' "$tf"
+check "task-clock,page-faults: every region's task-clock is counted (> 0)" \
+	jq_eq rg2.json '[.resource_type_map | to_entries[] | select(.value.region != null and .value.uid == "task-clock") | .key] as $k | [.resources[$k[]].amount[] > 0] | all' true
 run collect counters -q -e task-clock -o nr.json -- "$PROGS/c-pingpong" 10
 check "no regions in a program without them" jq_eq nr.json .stats.counters.regions 0
 

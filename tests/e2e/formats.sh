@@ -12,7 +12,7 @@ check "json: n = 4" jq_eq .out '.rows[0].n' 4
 check "json: mean between min and max" jq_eq .out '.rows[0] | .min <= .mean and .mean <= .max' true
 check "json: CI contains the mean" jq_eq .out '.rows[0] | .ci95_low <= .mean and .mean <= .ci95_high' true
 run show p.json --format csv
-check "csv: header" [ "$(printf '%s\n' "$out" | head -1)" = "uid,type,subtype,workload,unit,n,mean,stddev,median,min,max,ci95_low,ci95_high,outliers" ]
+check "csv: header" [ "$(printf '%s\n' "$out" | head -1)" = "uid,type,subtype,region,workload,unit,n,mean,stddev,median,min,max,ci95_low,ci95_high,outliers" ]
 check "csv: 10 lines" [ "$(printf '%s\n' "$out" | wc -l)" = 10 ]
 run show p.json --format markdown
 check "markdown: table" has "$out" "|---|"

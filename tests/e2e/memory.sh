@@ -46,6 +46,8 @@ run export known.json --format folded --weight count
 check "export folded by count" has "$out" "main;make 7"
 run export known.json --format csv
 check "export csv has a header" has "$out" "uid,type,subtype,amount"
+run show known.json
+check "default show: rows name their site and kind" has "$out" "make:.*m-known.c:16 (malloc)"
 run show known.json memory --format csv
 check "show memory --format csv" has "$out" "site,allocations,bytes"
 
