@@ -229,6 +229,34 @@ printf 'X:\n  architectures:\n    generic:\n      block: perf\n      expression:
 run counters --defs both.yaml list
 check "block and expression together are refused" [ "$rc" = 2 ]
 check "... at file:line:col" has "$err" "both.yaml:4:7"
+# every architecture's entries are checked, not only this machine's
+cat >arch-cycle.yaml <<'Y'
+A_G:
+  architectures:
+    gfx90a:
+      expression: B_G*2
+    generic:
+      expression: 1
+  description: a
+B_G:
+  architectures:
+    gfx90a:
+      expression: A_G+1
+    generic:
+      expression: 2
+  description: b
+Y
+run counters --defs arch-cycle.yaml list
+check "a cycle under another architecture (gfx90a) is refused: exit 2" [ "$rc" = 2 ]
+check "... naming the architecture and the cycle" has "$err" "under architecture gfx90a: A_G -> B_G -> A_G"
+printf 'C:\n  architectures:\n    gfx90a/gfx942:\n      expression: 2*(task_clock\n    generic:\n      expression: task_clock\n' >arch-bad.yaml
+run counters --defs arch-bad.yaml list
+check "a malformed expression under another architecture: exit 2" [ "$rc" = 2 ]
+check "... at file:line:col, with the architecture" has "$err" "arch-bad.yaml:4:32: C (architecture gfx90a/gfx942):"
+printf 'D:\n  architectures:\n    skl:\n      expression: NO_SUCH_EVENT*2\n' >arch-unknown.yaml
+run counters --defs arch-unknown.yaml list
+check "an unknown name under another architecture (skl): exit 2" [ "$rc" = 2 ]
+check "... named" has "$err" "D (architecture skl): unknown counter or constant 'NO_SUCH_EVENT'"
 run collect counters --defs cycle.yaml -o x.json -- true
 check "collect with bad --defs: exit 2" [ "$rc" = 2 ]
 check "... and no profile is written" [ ! -e x.json ]

@@ -621,10 +621,176 @@ static int check_all_derived(const char *file, struct sonde_strbuf *err)
 	return 0;
 }
 
+/* ---- every architecture's definitions, checked whatever the machine ------------------------ */
+
+struct vdef { /* one entry of one counter, as written */
+	char *name, *arch, *expression;
+	int expr_line, expr_col;
+	struct expr_node *ast;
+};
+
+struct vcheck {
+	struct vdef *d;
+	size_t n, cap;
+	const char *file, *arch; /* arch: the one being checked */
+	bool use_catalog;	 /* names the file does not define: the catalog's */
+	const struct vdef *path[64];
+	int depth;
+	struct sonde_strbuf *err;
+};
+
+static int collect_def(void *ctx, const struct cnt_def *d, struct sonde_strbuf *err)
+{
+	struct vcheck *v = ctx;
+	struct expr_error xe = { 0 };
+	struct vdef *x;
+
+	if (sonde_grow((void **)&v->d, &v->cap, v->n + 1, sizeof(*v->d)))
+		return -ENOMEM;
+	x = &v->d[v->n++];
+	memset(x, 0, sizeof(*x));
+	x->name = strdup(d->name);
+	x->arch = strdup(d->arch);
+	x->expr_line = d->expr_line;
+	x->expr_col = d->expr_col;
+	if (!x->name || !x->arch)
+		return -ENOMEM;
+	if (!d->expression)
+		return 0;
+	x->expression = strdup(d->expression);
+	if (!x->expression)
+		return -ENOMEM;
+	x->ast = expr_parse(d->expression, &xe);
+	if (!x->ast) {
+		sonde_strbuf__addf(err, "%s:%d:%d: %s (architecture %s): %s", v->file, d->expr_line,
+				   d->expr_col + (xe.col > 0 ? xe.col - 1 : 0), d->name, d->arch,
+				   xe.msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The file's entry of name for v->arch (else its generic one); *defined: any entry. */
+static const struct vdef *vresolve(const struct vcheck *v, const char *name, bool *defined)
+{
+	const struct vdef *generic = NULL;
+	size_t i;
+
+	*defined = false;
+	for (i = 0; i < v->n; i++) {
+		if (!name_eq(v->d[i].name, name))
+			continue;
+		*defined = true;
+		if (cnt_defs__arch_listed(v->d[i].arch, v->arch))
+			return &v->d[i];
+		if (!generic && cnt_defs__arch_listed(v->d[i].arch, "generic"))
+			generic = &v->d[i];
+	}
+	return generic;
+}
+
+static int vcheck_derived(struct vcheck *v, const struct vdef *d);
+
+static int vcheck_name(void *ctx, const char *name, int col)
+{
+	struct vcheck *v = ctx;
+	const struct vdef *from = v->path[v->depth - 1], *d;
+	bool defined;
+	double c;
+
+	d = vresolve(v, name, &defined);
+	if (d)
+		return d->ast ? vcheck_derived(v, d) : 0;
+	if (cnt_constant(name, &c) == 0 || !strcmp(name, "DURATION_NS"))
+		return 0;
+	if (!defined && (!v->use_catalog || find_locked(name) || add_tracepoint_locked(name)))
+		return 0;
+	sonde_strbuf__addf(v->err,
+			   "%s:%d:%d: %s (architecture %s): unknown counter or constant '%s'%s",
+			   v->file, from->expr_line, from->expr_col + (col > 0 ? col - 1 : 0),
+			   from->name, v->arch, name,
+			   defined ? " (the file defines it for other architectures only)" : "");
+	return -ENOENT;
+}
+
+static int vcheck_derived(struct vcheck *v, const struct vdef *d)
+{
+	int i, rc;
+
+	for (i = 0; i < v->depth; i++)
+		if (v->path[i] == d) {
+			sonde_strbuf__addf(
+				v->err,
+				"%s:%d:%d: derived metrics form a cycle under architecture "
+				"%s: ",
+				v->file, d->expr_line, d->expr_col, v->arch);
+			for (; i < v->depth; i++)
+				sonde_strbuf__addf(v->err, "%s -> ", v->path[i]->name);
+			sonde_strbuf__adds(v->err, d->name);
+			return -ELOOP;
+		}
+	if (v->depth == 64) {
+		sonde_strbuf__addf(v->err, "%s: %s: derived metrics nested deeper than 64", v->file,
+				   d->name);
+		return -ELOOP;
+	}
+	v->path[v->depth++] = d;
+	rc = expr_names(d->ast, vcheck_name, v);
+	v->depth--;
+	return rc;
+}
+
+/*
+ * Check every architecture a definitions file names (and "generic"): each
+ * expression parses, each name in it is known under that architecture, and no
+ * derived metric depends on itself. The machine's own architecture is only one
+ * of them: a file must not be right here and broken on the next machine.
+ */
+static int validate_defs(const char *buf, size_t len, const char *file, bool use_catalog,
+			 struct sonde_strbuf *err)
+{
+	struct vcheck v = { .file = file, .use_catalog = use_catalog, .err = err };
+	size_t i;
+	int rc = cnt_defs__parse(buf, len, file, NULL, collect_def, &v, err);
+
+	for (i = 0; !rc && i <= v.n; i++) {
+		/* the architectures: "generic", then each name of each key */
+		const char *keys = i < v.n ? v.d[i].arch : "generic";
+		char *copy = strdup(keys), *save = NULL, *a;
+
+		if (!copy) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (a = strtok_r(copy, "/", &save); a && !rc; a = strtok_r(NULL, "/", &save)) {
+			size_t j;
+
+			v.arch = a;
+			for (j = 0; j < v.n && !rc; j++) {
+				bool defined;
+
+				if (v.d[j].ast && vresolve(&v, v.d[j].name, &defined) == &v.d[j])
+					rc = vcheck_derived(&v, &v.d[j]);
+			}
+		}
+		free(copy);
+	}
+	for (i = 0; i < v.n; i++) {
+		free(v.d[i].name);
+		free(v.d[i].arch);
+		free(v.d[i].expression);
+		expr_free(v.d[i].ast);
+	}
+	free(v.d);
+	return rc;
+}
+
 static int load_defs_locked(const char *buf, size_t len, const char *file, struct sonde_strbuf *err)
 {
-	int rc = cnt_defs__parse(buf, len, file, cnt_arch(), add_def, (void *)file, err);
+	int rc = validate_defs(buf, len, file, true, err);
 
+	if (!rc)
+		rc = cnt_defs__parse(buf, len, file, cnt_arch(), add_def, (void *)file, err);
 	return rc ? rc : check_all_derived(file, err);
 }
 
@@ -703,7 +869,9 @@ static int check_def(void *ctx, const struct cnt_def *d, struct sonde_strbuf *er
 int sonde_counters__check_defs(const char *yaml, size_t len, const char *name,
 			       struct sonde_strbuf *err)
 {
-	return cnt_defs__parse(yaml, len, name, "generic", check_def, NULL, err);
+	int rc = cnt_defs__parse(yaml, len, name, "generic", check_def, NULL, err);
+
+	return rc ? rc : validate_defs(yaml, len, name, false, err);
 }
 
 static int catalog_ready(void)

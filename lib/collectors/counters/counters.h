@@ -55,12 +55,15 @@ struct cnt_def {
 };
 /*
  * Parse a counter_defs document; fn is called per counter with the entry for
- * arch (or "generic"); counters with no entry for either are skipped. Errors
- * go to err as "name:line:col: message".
+ * arch (or "generic"); counters with no entry for either are skipped. arch NULL:
+ * fn is called for every entry of every counter, d->arch its key as written
+ * ("a1/a2"). Errors go to err as "name:line:col: message".
  */
 int cnt_defs__parse(const char *yaml, size_t len, const char *file, const char *arch,
 		    int (*fn)(void *ctx, const struct cnt_def *d, struct sonde_strbuf *err),
 		    void *ctx, struct sonde_strbuf *err);
+/* Whether the '/'-separated architectures key names arch. */
+bool cnt_defs__arch_listed(const char *keys, const char *arch);
 /* The built-in definitions (data/counter_defs.yaml, embedded at build time). */
 extern const char cnt_builtin_defs[];
 extern const unsigned long cnt_builtin_defs_len;

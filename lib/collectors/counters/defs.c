@@ -65,7 +65,7 @@ static bool valid_name(const char *s)
 }
 
 /* Whether the '/'-separated list keys names arch. */
-static bool arch_listed(const char *keys, const char *arch)
+bool cnt_defs__arch_listed(const char *keys, const char *arch)
 {
 	size_t len = strlen(arch);
 	const char *p = keys;
@@ -190,15 +190,24 @@ static int read_counter(struct walk *w, yaml_node_t *key, yaml_node_t *val, cons
 		rc = read_entry(w, name, k, v, &tmp);
 		if (rc)
 			return rc;
-		if (!chosen_k && arch_listed(scalar(k), arch)) {
+		if (!arch) { /* every entry, as written */
+			tmp.arch = scalar(k);
+			rc = fn ? fn(ctx, &tmp, w->err) : 0;
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (!chosen_k && cnt_defs__arch_listed(scalar(k), arch)) {
 			chosen_k = k;
 			chosen_v = v;
 		}
-		if (!generic_k && arch_listed(scalar(k), "generic")) {
+		if (!generic_k && cnt_defs__arch_listed(scalar(k), "generic")) {
 			generic_k = k;
 			generic_v = v;
 		}
 	}
+	if (!arch)
+		return 0;
 	if (!chosen_k) {
 		chosen_k = generic_k;
 		chosen_v = generic_v;
@@ -206,7 +215,7 @@ static int read_counter(struct walk *w, yaml_node_t *key, yaml_node_t *val, cons
 	if (!chosen_k || !fn)
 		return 0;
 	read_entry(w, name, chosen_k, chosen_v, &d);
-	d.arch = arch_listed(scalar(chosen_k), arch) ? arch : "generic";
+	d.arch = cnt_defs__arch_listed(scalar(chosen_k), arch) ? arch : "generic";
 	return fn(ctx, &d, w->err);
 }
 
