@@ -108,6 +108,23 @@ static void print_models(const struct sonde_profile *p, const char *name, size_t
 	}
 }
 
+/* Models fit the rows: say when the rows are a sample (the collector's warning). */
+static void warn_sampled(const struct sonde_profile *p)
+{
+	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x;
+	size_t i;
+
+	json_array_foreach(w, i, x)
+	{
+		if (strcmp(json_string_value(json_object_get(x, "code")) ?: "",
+			   sonde_warning__info(SONDE_WARN_ROWS_SAMPLED)->code))
+			continue;
+		fprintf(stderr, "warning: %s\n  fix: %s\n",
+			json_string_value(json_object_get(x, "message")),
+			json_string_value(json_object_get(x, "fix")));
+	}
+}
+
 int cmd_postprocess(int argc, char **argv)
 {
 	const char *of = NULL, *per = NULL, *method = "full", *average = "sma", *decay = NULL,
@@ -241,6 +258,7 @@ int cmd_postprocess(int argc, char **argv)
 			       o.name, added == 1 ? "" : "s", o.of, o.per, dest);
 			/* An earlier run's models were replaced: the new ones end the array. */
 			print_models(p, o.name, json_array_size(all) - added);
+			warn_sampled(p);
 		}
 	}
 	sonde_strbuf__release(&err);

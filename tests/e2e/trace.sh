@@ -40,6 +40,8 @@ check "... every size has a row" \
 check "... and its aggregate over every call" \
 	jq_eq sizes10.json '.resource_type_map["work#0"].summary.sizes | [(.size | length), (.calls | add), .size[-1]] | @csv' '2000,20000,2000'
 check "sampled profile validates" validate sizes10.json
+run postprocess sizes10.json regression
+check "postprocess says the model fits a sample" has "$err" "are a sample"
 check "columns: amount, exclusive, timestamp, call-order, thread" \
 	[ "$(jq -c '.resources["fib#0"] | [has("amount"), has("exclusive"), has("timestamp"), has("call-order"), has("thread")] | all' calls.json)" = true ]
 check "exclusive <= amount in every row" \
