@@ -3,8 +3,11 @@
  *
  * Writes go to "<dir>/.<name>.XXXXXX" (same file system), are fsync'ed, then
  * renamed. Any failure unlinks the temporary file and leaves the target as it was.
+ * Only regular files are replaced that way: a device or a FIFO is written through
+ * (renaming over /dev/null would replace the machine's /dev/null).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,16 +63,87 @@ static int write_temp(const char *path, const void *buf, size_t len, struct sond
 	return err;
 }
 
+/* Write through to a device or FIFO that exists (no create, no rename). */
+static int write_through(const char *path, const void *buf, size_t len)
+{
+	int fd = strcmp(path, "-") ? open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC) : 1, err;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	/* what was opened must still be what was looked at */
+	if (fd != 1 && (fstat(fd, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))) {
+		close(fd);
+		return -EINVAL;
+	}
+	err = write_all(fd, buf, len);
+	if (fd != 1 && close(fd) < 0 && !err)
+		err = -errno;
+	return err;
+}
+
+/* What the symbolic link path names, relative to the link's directory. */
+static char *link_target(const char *path)
+{
+	char to[4096], *out = NULL;
+	const char *slash = strrchr(path, '/');
+	ssize_t n = readlink(path, to, sizeof(to) - 1);
+
+	if (n < 0)
+		return NULL;
+	to[n] = 0;
+	if (to[0] == '/' || !slash)
+		out = strdup(to);
+	else if (asprintf(&out, "%.*s%s", (int)(slash - path + 1), path, to) < 0)
+		out = NULL;
+	if (!out)
+		errno = ENOMEM;
+	return out;
+}
+
 int sonde_file__write_atomic(const char *path, const void *buf, size_t len)
 {
 	struct sonde_strbuf tmp = SONDE_STRBUF_INIT;
-	int err = write_temp(path, buf, len, &tmp);
+	char *real = NULL;
+	struct stat st;
+	bool have;
+	int err;
 
+	if (!strcmp(path, "-"))
+		return write_through(path, buf, len);
+	have = lstat(path, &st) == 0;
+	if (!have && errno != ENOENT)
+		return -errno;
+	if (have && S_ISLNK(st.st_mode)) {
+		/* follow the link on purpose: write what it points to, keep the link
+		   (a dangling link: create what it names, as a shell's '>' does) */
+		real = realpath(path, NULL);
+		if (!real && errno == ENOENT)
+			real = link_target(path);
+		if (!real)
+			return -errno;
+		path = real;
+		have = lstat(path, &st) == 0;
+		if (!have && errno != ENOENT) {
+			err = -errno;
+			free(real);
+			return err;
+		}
+	}
+	if (have && !S_ISREG(st.st_mode)) {
+		err = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) ? write_through(path, buf, len)
+		      : S_ISDIR(st.st_mode)			  ? -EISDIR
+								  : -EINVAL;
+		free(real);
+		return err;
+	}
+	err = write_temp(path, buf, len, &tmp);
 	if (!err && rename(tmp.buf, path) < 0) {
 		err = -errno;
 		unlink(tmp.buf);
 	}
 	sonde_strbuf__release(&tmp);
+	free(real);
 	return err;
 }
 

@@ -275,6 +275,8 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 	return col;
 }
 
+static int profile_stdout = -1; /* -o -: the real stdout while the runs use stderr */
+
 static int finish(struct sonde_session *s, const struct collect_opts *o, char **argv,
 		  const char *col_name, char **values, int capture_fd, char *capture_tmp)
 {
@@ -283,6 +285,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 	struct sonde_profile *p;
 	char *path, *used = NULL, *buf;
 	size_t len;
+	FILE *rep;
 	int rc, code = EXIT_OK;
 
 	rc = sonde_session__after(s, &err);
@@ -312,6 +315,8 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		}
 		free(out_name);
 	}
+	/* -o -: the profile is stdout; what sonde says goes to stderr */
+	rep = o->out_file && !strcmp(o->out_file, "-") ? stderr : stdout;
 	buf = sonde_profile__dump(p, &len);
 	if (!buf) {
 		rc = -ENOMEM;
@@ -329,12 +334,12 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 	}
 	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by) {
 		/* the collector's own view, and what it warns of; else the table (and its) */
-		if (cli_show_counters(p, FMT_TEXT, stdout) != -EINVAL ||
-		    cli_show_memory(p, FMT_TEXT, 10, stdout) != -EINVAL ||
-		    cli_show_report(p, FMT_TEXT, "total", 10, stdout) != -EINVAL)
-			cli_print_warnings(p, stdout, false); /* notes went to stderr */
+		if (cli_show_counters(p, FMT_TEXT, rep) != -EINVAL ||
+		    cli_show_memory(p, FMT_TEXT, 10, rep) != -EINVAL ||
+		    cli_show_report(p, FMT_TEXT, "total", 10, rep) != -EINVAL)
+			cli_print_warnings(p, rep, false); /* notes went to stderr */
 		else
-			cli_show_table(p, FMT_TEXT, stdout, false);
+			cli_show_table(p, FMT_TEXT, rep, false);
 	}
 	sonde_strbuf__reset(&err);
 	if (out->interrupted_by) {
@@ -350,7 +355,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 			  out->failure_run, used ? used : path);
 		code = EXIT_FAILURE_;
 	} else {
-		printf("profile written to '%s'\n", used ? used : path);
+		fprintf(rep, "profile written to '%s'\n", used ? used : path);
 	}
 	sonde_strbuf__release(&err);
 	free(used);
@@ -497,7 +502,20 @@ int cmd_collect(int argc, char **argv)
 		goto out;
 	}
 	install_signals();
+	/* -o -: stdout is the profile's; the runs (the target's output) go to stderr */
+	if (o.out_file && !strcmp(o.out_file, "-")) {
+		fflush(stdout);
+		profile_stdout = dup(1);
+		if (profile_stdout >= 0)
+			dup2(2, 1);
+	}
 	rc = sonde_session__run(s, &err);
+	if (profile_stdout >= 0) {
+		fflush(stdout);
+		dup2(profile_stdout, 1);
+		close(profile_stdout);
+		profile_stdout = -1;
+	}
 	if (so.progress)
 		fprintf(stderr, "\r\033[K");
 	if (rc) {

@@ -7,9 +7,13 @@
 #include <stddef.h>
 
 /*
- * Write len bytes to path atomically: a temporary file in the same directory is
- * written, fsync'ed and renamed over path. On any failure the temporary file is
- * removed and path is untouched. Returns 0 or -errno.
+ * Write len bytes to path. A regular file (or none yet) is written atomically:
+ * a temporary file in the same directory is written, fsync'ed and renamed over
+ * path; on any failure the temporary file is removed and path is untouched. A
+ * symbolic link is followed: what it points to is written the same way (created
+ * when it does not exist yet), and the link stays. A character device or a FIFO
+ * is written through, never replaced ("-" is standard output). Returns 0 or
+ * -errno: -EISDIR for a directory, -EINVAL for a block device or a socket.
  */
 int sonde_file__write_atomic(const char *path, const void *buf, size_t len);
 
