@@ -227,7 +227,7 @@ static double mad_of(const double *v, size_t n, double m, double *tmp)
 
 int sonde_stats__bimodal(const double *x, size_t n, struct sonde_bimodal *out)
 {
-	size_t least = n / 10 > 2 ? (n + 9) / 10 : 2, k, best = 0, i;
+	size_t least = (n * 15 + 99) / 100 > 3 ? (n * 15 + 99) / 100 : 3, k, best = 0, i;
 	double *v, *tmp, gap = -1, m, ml, mh, spread;
 	int rc = 0;
 
@@ -251,7 +251,7 @@ int sonde_stats__bimodal(const double *x, size_t n, struct sonde_bimodal *out)
 		i = n - best;
 		mh = i % 2 ? v[best + i / 2] : (v[best + i / 2 - 1] + v[best + i / 2]) / 2;
 		spread = 1.4826 * fmax(mad_of(v, best, ml, tmp), mad_of(v + best, i, mh, tmp));
-		if (gap > 3 * spread && gap > 0.1 * fabs(m)) {
+		if (gap > 3 * spread && gap > 0.25 * fabs(m)) {
 			*out = (struct sonde_bimodal){ best, i, ml, mh, gap };
 			rc = 1;
 		}

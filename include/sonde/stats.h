@@ -47,9 +47,9 @@ struct sonde_bimodal {
 
 /*
  * Whether n values (at least 10) form two groups: sorted, split at the widest
- * gap that leaves at least a tenth of them (and two) on each side, the gap
- * wider than three robust standard deviations (1.4826 MADs) of the wider group
- * and than a tenth of the overall median. A heavy tail or a few stray values are
+ * gap that leaves at least 15 % of them (and three) on each side, the gap wider
+ * than three robust standard deviations (1.4826 MADs) of the wider group and
+ * than a quarter of the overall median. A heavy tail or a few stray values are
  * not two groups. Returns 1 and fills out, 0 (not bimodal), or -ENOMEM.
  */
 int sonde_stats__bimodal(const double *x, size_t n, struct sonde_bimodal *out);

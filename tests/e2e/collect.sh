@@ -81,8 +81,8 @@ run collect time -r 20 -o bi.json -- sh flip.sh
 check "bimodal runs: said, with both groups" has "$err$out" "the runs form two groups: 10 around"
 check "bimodal runs: not reported as outliers" jq_eq bi.json '[.stats.warnings[]?.code] | index("outliers")' null
 check "bimodal runs: the warning has its fix" jq_eq bi.json '.stats.warnings[] | select(.code == "bimodal") | .fix | test("measure each kind apart")' true
-run collect time -r 20 -o uni.json -- sleep 0.005
-check "one kind of run: no bimodal warning" jq_eq uni.json '[.stats.warnings[]?.code] | index("bimodal")' null
+# (one kind of run, a tail or a few stray runs are not two groups: tests/unit/test-stats.c,
+# on fixed samples; real runs on a loaded machine can be either)
 
 # max-rss needs sonde-spawn: without it (runtime dir elsewhere) it is left out, and said
 SONDE_RUNTIME_DIR="$WORK" run collect time -r 2 -o norss.json -- "$PROGS/s-exit"

@@ -109,6 +109,9 @@ static void test_bimodal(void **state)
 	for (i = 0; i < 20; i++) /* one stray slow run is an outlier, not a group */
 		stray[i] = i == 7 ? 9e6 : 1e6 + (double)i * 1e3;
 	assert_int_equal(sonde_stats__bimodal(stray, 20, &b), 0);
+	for (i = 0; i < 20; i++) /* nor are two, delayed by a busy machine */
+		stray[i] = i == 3 || i == 11 ? 2.5e6 : 1e6 + (double)i * 1e3;
+	assert_int_equal(sonde_stats__bimodal(stray, 20, &b), 0);
 	for (i = 0; i < 50; i++) /* evenly spread: no gap */
 		uni[i] = 1e6 + (double)i * 2e4;
 	assert_int_equal(sonde_stats__bimodal(uni, 50, &b), 0);
