@@ -55,7 +55,8 @@ struct sonde_ring_desc {
 	char pad2[48];
 };
 
-struct sonde_ring_area {
+/* Page 0 of the area, shared with the writers: nothing the owner relies on. */
+struct area_hdr {
 	uint64_t magic;
 	uint32_t nrings, policy;
 	uint64_t ring_bytes, map_len, data_off;
@@ -65,21 +66,35 @@ struct sonde_ring_area {
 	_Atomic uint32_t serial_next;
 	_Atomic uint64_t heartbeat_ns;
 	_Atomic uint64_t unclaimed_drops;
-	/* the reader sleeps on wake_seq while reader_asleep; writers wake it (see nudge) */
+	/* the reader sleeps on wake_seq while reader_asleep; writers wake it (see wake_reader) */
 	_Atomic uint32_t reader_asleep;
 	_Atomic uint32_t wake_seq;
-	/* the owner's private part: meaningful in the sonde process only */
+};
+
+/*
+ * A handle on an area, private to its process. The owner (sonde) keeps the
+ * geometry it created and never reads it back from the shared header, which
+ * the target can write: a target that scribbles over page 0 or its descriptors
+ * can lose its own events, never move sonde's copies. Writers copy the
+ * geometry once, at attach.
+ */
+struct sonde_ring_area {
+	struct area_hdr *h; /* page 0 of the mapping */
+	uint8_t *base;	    /* the mapping */
+	uint32_t nrings, nbig, policy;
+	uint64_t ring_bytes, spill_bytes, data_off, map_len;
+	/* the owner's */
 	int owner_fd;
 	char path[64];
 	uint8_t *scratch;
 };
 
-_Static_assert(sizeof(struct sonde_ring_area) <= AREA_HDR, "area header fits its page");
+_Static_assert(sizeof(struct area_hdr) <= AREA_HDR, "area header fits its page");
 _Static_assert(sizeof(struct sonde_ring_desc) == 192, "three cache lines per ring");
 
 static struct sonde_ring_desc *desc(struct sonde_ring_area *a, unsigned i)
 {
-	return (struct sonde_ring_desc *)((char *)a + AREA_HDR) + i;
+	return (struct sonde_ring_desc *)(a->base + AREA_HDR) + i;
 }
 
 static uint64_t ring_size(const struct sonde_ring_area *a, unsigned i)
@@ -93,13 +108,13 @@ static uint8_t *ring_data(struct sonde_ring_area *a, unsigned i)
 				 : (size_t)a->nbig * a->ring_bytes +
 					   (size_t)(i - a->nbig) * a->spill_bytes;
 
-	return (uint8_t *)a + a->data_off + off;
+	return a->base + a->data_off + off;
 }
 
 /* Rings the reader must look at: those claimed at least once. */
 static unsigned rings_used(struct sonde_ring_area *a)
 {
-	uint32_t n = atomic_load_explicit(&a->used, memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&a->h->used, memory_order_acquire);
 
 	return n < a->nrings ? n : a->nrings;
 }
@@ -123,6 +138,7 @@ int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned n
 {
 	size_t descs, data_off, len;
 	struct sonde_ring_area *a;
+	void *map;
 	int fd, err;
 
 	if (!nrings || (uint64_t)nrings + nspill > 65536 || !ring_bytes_ok(ring_bytes) ||
@@ -139,31 +155,36 @@ int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned n
 		close(fd);
 		return err;
 	}
-	a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (a == MAP_FAILED) {
-		err = -errno;
+	a = calloc(1, sizeof(*a));
+	map = a ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (map == MAP_FAILED) {
+		err = a ? -errno : -ENOMEM;
+		free(a);
 		close(fd);
 		return err;
 	}
 	a->scratch = malloc(ring_bytes);
 	if (!a->scratch) {
-		munmap(a, len);
+		munmap(map, len);
+		free(a);
 		close(fd);
 		return -ENOMEM;
 	}
-	a->nrings = nrings + nspill;
-	a->nbig = nrings;
-	a->spill_bytes = spill_bytes;
-	a->policy = policy;
-	a->ring_bytes = ring_bytes;
-	a->map_len = len;
-	a->data_off = data_off;
-	atomic_store(&a->serial_next, 1);
-	atomic_store(&a->heartbeat_ns, sonde_clock_ns());
+	a->base = map;
+	a->h = map;
+	a->nrings = a->h->nrings = nrings + nspill;
+	a->nbig = a->h->nbig = nrings;
+	a->spill_bytes = a->h->spill_bytes = spill_bytes;
+	a->policy = a->h->policy = policy;
+	a->ring_bytes = a->h->ring_bytes = ring_bytes;
+	a->map_len = a->h->map_len = len;
+	a->data_off = a->h->data_off = data_off;
+	atomic_store(&a->h->serial_next, 1);
+	atomic_store(&a->h->heartbeat_ns, sonde_clock_ns());
 	a->owner_fd = fd;
 	snprintf(a->path, sizeof(a->path), "/proc/%d/fd/%d", (int)getpid(), fd);
 	atomic_thread_fence(memory_order_release);
-	a->magic = AREA_MAGIC;
+	a->h->magic = AREA_MAGIC;
 	*out = a;
 	return 0;
 }
@@ -176,8 +197,9 @@ void sonde_ring_area__destroy(struct sonde_ring_area *a)
 		return;
 	fd = a->owner_fd;
 	free(a->scratch);
-	munmap(a, a->map_len);
+	munmap(a->base, a->map_len);
 	close(fd);
+	free(a);
 }
 
 const char *sonde_ring_area__path(const struct sonde_ring_area *a)
@@ -187,22 +209,22 @@ const char *sonde_ring_area__path(const struct sonde_ring_area *a)
 
 void sonde_ring_area__heartbeat(struct sonde_ring_area *a)
 {
-	atomic_store_explicit(&a->heartbeat_ns, sonde_clock_ns(), memory_order_relaxed);
+	atomic_store_explicit(&a->h->heartbeat_ns, sonde_clock_ns(), memory_order_relaxed);
 }
 
 /* Wake the reader if it sleeps in __wait (shared futex: the area is in two processes). */
 static void wake_reader(struct sonde_ring_area *a)
 {
-	if (atomic_load_explicit(&a->reader_asleep, memory_order_relaxed) &&
-	    atomic_exchange_explicit(&a->reader_asleep, 0, memory_order_acq_rel)) {
-		atomic_fetch_add_explicit(&a->wake_seq, 1, memory_order_release);
-		syscall(SYS_futex, &a->wake_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+	if (atomic_load_explicit(&a->h->reader_asleep, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&a->h->reader_asleep, 0, memory_order_acq_rel)) {
+		atomic_fetch_add_explicit(&a->h->wake_seq, 1, memory_order_release);
+		syscall(SYS_futex, &a->h->wake_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
 }
 
 void sonde_ring_area__wake(struct sonde_ring_area *a)
 {
-	atomic_store_explicit(&a->reader_asleep, 1, memory_order_relaxed);
+	atomic_store_explicit(&a->h->reader_asleep, 1, memory_order_relaxed);
 	wake_reader(a);
 }
 
@@ -224,19 +246,19 @@ bool sonde_ring_area__wait(struct sonde_ring_area *a, uint64_t timeout_ns)
 {
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
 			       (long)(timeout_ns % 1000000000ull) };
-	uint32_t seq = atomic_load_explicit(&a->wake_seq, memory_order_acquire);
+	uint32_t seq = atomic_load_explicit(&a->h->wake_seq, memory_order_acquire);
 	unsigned i, n = rings_used(a);
 	bool woken;
 
-	atomic_store_explicit(&a->reader_asleep, 1, memory_order_seq_cst);
+	atomic_store_explicit(&a->h->reader_asleep, 1, memory_order_seq_cst);
 	/* what came before the flag was set would wake no one: look once more */
 	for (i = 0; i < n; i++)
 		if (ring_wants_reader(a, i))
 			break;
 	if (i == n)
-		syscall(SYS_futex, &a->wake_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
-	woken = atomic_load_explicit(&a->wake_seq, memory_order_acquire) != seq;
-	atomic_store_explicit(&a->reader_asleep, 0, memory_order_relaxed);
+		syscall(SYS_futex, &a->h->wake_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+	woken = atomic_load_explicit(&a->h->wake_seq, memory_order_acquire) != seq;
+	atomic_store_explicit(&a->h->reader_asleep, 0, memory_order_relaxed);
 	return woken;
 }
 
@@ -342,10 +364,20 @@ uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
 	return salvaged;
 }
 
+bool sonde_ring_area__tampered(const struct sonde_ring_area *a)
+{
+	const struct area_hdr *h = a->h;
+
+	return h->magic != AREA_MAGIC || h->nrings != a->nrings || h->nbig != a->nbig ||
+	       h->policy != a->policy || h->ring_bytes != a->ring_bytes ||
+	       h->spill_bytes != a->spill_bytes || h->data_off != a->data_off ||
+	       h->map_len != a->map_len;
+}
+
 uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a)
 {
 	struct sonde_ring_area *m = (struct sonde_ring_area *)a;
-	uint64_t n = atomic_load(&m->unclaimed_drops);
+	uint64_t n = atomic_load(&m->h->unclaimed_drops);
 	unsigned i, used = rings_used(m);
 
 	for (i = 0; i < used; i++)
@@ -358,7 +390,9 @@ uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a)
 struct sonde_ring_area *sonde_ring_area__attach(const char *path)
 {
 	struct sonde_ring_area *a;
+	struct area_hdr *h;
 	struct stat st;
+	void *map;
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
@@ -368,32 +402,51 @@ struct sonde_ring_area *sonde_ring_area__attach(const char *path)
 		errno = EINVAL;
 		return NULL;
 	}
-	a = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (a == MAP_FAILED)
+	if (map == MAP_FAILED)
 		return NULL;
-	if (a->magic != AREA_MAGIC || a->map_len != (uint64_t)st.st_size) {
-		munmap(a, (size_t)st.st_size);
+	h = map;
+	if (h->magic != AREA_MAGIC || h->map_len != (uint64_t)st.st_size) {
+		munmap(map, (size_t)st.st_size);
 		errno = EINVAL;
 		return NULL;
 	}
+	/* the handle: no malloc on the writer side (it runs inside the target) */
+	a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED) {
+		munmap(map, (size_t)st.st_size);
+		return NULL;
+	}
+	a->h = h;
+	a->base = map;
+	a->nrings = h->nrings;
+	a->nbig = h->nbig;
+	a->policy = h->policy;
+	a->ring_bytes = h->ring_bytes;
+	a->spill_bytes = h->spill_bytes;
+	a->data_off = h->data_off;
+	a->map_len = h->map_len;
+	a->owner_fd = -1;
 	return a;
 }
 
 void sonde_ring_area__detach(struct sonde_ring_area *a)
 {
-	if (a)
-		munmap(a, a->map_len);
+	if (a) {
+		munmap(a->base, a->map_len);
+		munmap(a, sizeof(*a));
+	}
 }
 
 uint32_t sonde_ring_area__next_serial(struct sonde_ring_area *a)
 {
-	return atomic_fetch_add(&a->serial_next, 1);
+	return atomic_fetch_add(&a->h->serial_next, 1);
 }
 
 void sonde_ring_area__lost(struct sonde_ring_area *a, uint64_t n)
 {
-	atomic_fetch_add_explicit(&a->unclaimed_drops, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->h->unclaimed_drops, n, memory_order_relaxed);
 }
 
 int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uint32_t serial,
@@ -401,7 +454,7 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 {
 	unsigned i;
 
-	if (!a || a->magic != AREA_MAGIC)
+	if (!a || a->h->magic != AREA_MAGIC)
 		return -EINVAL;
 	for (i = 0; i < a->nrings; i++) {
 		struct sonde_ring_desc *d = desc(a, i);
@@ -410,8 +463,8 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 		if (atomic_load_explicit(&d->state, memory_order_relaxed) != R_FREE ||
 		    !atomic_compare_exchange_strong(&d->state, &st, R_CLAIMING))
 			continue;
-		used = atomic_load(&a->used);
-		while (used <= i && !atomic_compare_exchange_weak(&a->used, &used, i + 1))
+		used = atomic_load(&a->h->used);
+		while (used <= i && !atomic_compare_exchange_weak(&a->h->used, &used, i + 1))
 			;
 		d->pid = pid;
 		d->tid = tid;
@@ -444,7 +497,7 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 	struct sonde_ring_desc *d = w->d;
 	uint64_t size = w->mask + 1, t;
 	unsigned spins = 0;
-	uint64_t since = 0, now;
+	uint64_t since = 0, now, hb, tail0 = 0;
 
 	if (need > size)
 		return false;
@@ -475,12 +528,17 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 			continue;
 		}
 		now = sonde_clock_ns();
-		if (!since)
+		hb = atomic_load_explicit(&w->area->h->heartbeat_ns, memory_order_relaxed);
+		/* the reader is gone (or its heartbeat is nonsense): drop, do not wait */
+		if (hb > now + WAIT_GIVE_UP || now - hb > WAIT_GIVE_UP)
+			return false;
+		/* a live reader that frees nothing for that long: the ring is broken */
+		if (!since || w->tail_seen != tail0) {
 			since = now;
-		else if (now - since > WAIT_GIVE_UP &&
-			 now - atomic_load_explicit(&w->area->heartbeat_ns, memory_order_relaxed) >
-				 WAIT_GIVE_UP)
-			return false; /* the reader is gone: do not hang the target */
+			tail0 = w->tail_seen;
+		} else if (now - since > WAIT_GIVE_UP) {
+			return false;
+		}
 		{
 			struct timespec ts = { 0, 20000 };
 

@@ -12,9 +12,12 @@
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sonde/symbols.h>
 #include "u64map.h"
 
@@ -127,6 +130,8 @@ static uint64_t hash_str(const char *p)
 
 static struct object *object_for(struct sonde_symbols *s, const char *path)
 {
+	struct stat st;
+	int fd;
 	uint64_t h = hash_str(path), idx;
 	struct object *o;
 
@@ -150,16 +155,27 @@ static struct object *object_for(struct sonde_symbols *s, const char *path)
 	if (!o->path || u64map__put(&s->objects, h, s->nobj))
 		return NULL;
 	s->nobj++;
-	if (path[0] == '/' || path[0] == '.') {
+	/* the path came from the target: only a regular file is read (a FIFO
+	   would block, a device never end) */
+	fd = path[0] == '/' || path[0] == '.' ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
 		o->dwfl = dwfl_begin(&offline_callbacks);
 		if (o->dwfl) {
 			dwfl_report_begin(o->dwfl);
-			o->mod = dwfl_report_elf(o->dwfl, path, path, -1, 0, false);
+			/* on success the module owns fd (closed by dwfl_end) */
+			o->mod = dwfl_report_elf(o->dwfl, path, path, fd, 0, false);
 			dwfl_report_end(o->dwfl, NULL, NULL);
 			if (!o->mod) {
 				dwfl_end(o->dwfl);
 				o->dwfl = NULL;
+				close(fd);
 			}
+		} else {
+			close(fd);
 		}
 	}
 	return o;

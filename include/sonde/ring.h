@@ -104,7 +104,14 @@ long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink
  * Returns the bytes so salvaged (drain again when non-zero).
  */
 uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead);
-/* Records dropped so far (all rings, plus writers that found no free ring). */
+/*
+ * Whether the shared header no longer says what the owner created (a target
+ * wrote over it). The owner never reads its geometry back from there, so this
+ * only tells that the writers' events may be lost.
+ */
+bool sonde_ring_area__tampered(const struct sonde_ring_area *a);
+/* Records dropped so far (all rings, plus writers that found no free ring), as
+ * the writers count them (the target can write these counts too). */
 uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a);
 /* Mark the reader alive (lossless writers stop waiting when it goes quiet). */
 void sonde_ring_area__heartbeat(struct sonde_ring_area *a);

@@ -168,7 +168,15 @@ int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct so
 		sonde_collection__fail(c, "cannot write the event log: %s", strerror((int)-n));
 		return (int)n;
 	}
-	dropped = sonde_ring_area__dropped(h->area);
+	if (sonde_ring_area__tampered(h->area) && !h->tamper_said) {
+		h->tamper_said = true;
+		sonde_collection__note(
+			c, "the target wrote over the header of the rings it shares with "
+			   "sonde: its events from then on may be lost or malformed, and "
+			   "the rings' counts of dropped events are not taken");
+	}
+	/* counts the target wrote over are not numbers sonde measured */
+	dropped = h->tamper_said ? h->dropped_seen : sonde_ring_area__dropped(h->area);
 	sonde_collection__dropped(c, dropped - h->dropped_seen);
 	h->dropped_seen = dropped;
 	end = lseek(h->log_fd, 0, SEEK_END);

@@ -35,6 +35,7 @@ struct rt_host {
 	uint64_t dropped_seen;
 	bool tsc; /* the runtime is told to take TSC ticks */
 	struct rt_clock clock;
+	bool tamper_said; /* the note on a tampered ring area was given */
 };
 
 /*

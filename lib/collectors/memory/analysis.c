@@ -203,12 +203,62 @@ static int add_event(struct run *r, const struct sonde_ring_chunk *c)
 	return 0;
 }
 
+/*
+ * Whether a record is well formed: long enough for its type, its string ended
+ * inside it, its stack inside it, its operation one its type can have. Every
+ * byte of the log was written by the target: a record that is not is skipped
+ * (and counted), never followed.
+ */
+static bool rec_ok(const uint32_t *rec)
+{
+	uint32_t len = SONDE_RING_REC_LEN(rec[0]);
+	unsigned op = 0;
+
+	switch (SONDE_RING_REC_TYPE(rec[0])) {
+	case MEM_REC_PROC:
+		return len > sizeof(struct rt_proc) &&
+		       memchr(((const struct rt_proc *)(const void *)rec)->exe, 0,
+			      len - sizeof(struct rt_proc));
+	case MEM_REC_MODULE: {
+		const struct rt_module *m = (const void *)rec;
+
+		return len > sizeof(*m) && m->start <= m->end &&
+		       memchr(m->path, 0, len - sizeof(*m));
+	}
+	case MEM_REC_STACK:
+		return len >= sizeof(struct mem_stack) &&
+		       ((const struct mem_stack *)(const void *)rec)->depth <=
+			       (len - sizeof(struct mem_stack)) / sizeof(uint64_t);
+	case MEM_REC_MISSED:
+	case MEM_REC_DEEPBIND:
+		return len >= sizeof(struct mem_missed);
+	case MEM_REC_ALLOC:
+	case MEM_REC_REALLOC:
+	case MEM_REC_FREE:
+		if (len < sizeof(struct mem_free))
+			return false;
+		op = (unsigned)(((const uint64_t *)(const void *)rec)[1] >> MEM_TS_BITS);
+		if (SONDE_RING_REC_TYPE(rec[0]) == MEM_REC_FREE)
+			return op >= MEM_OP_FREE && op < MEM_OP__COUNT;
+		return op < MEM_OP_FREE && len >= (SONDE_RING_REC_TYPE(rec[0]) == MEM_REC_ALLOC
+							   ? sizeof(struct mem_alloc)
+							   : sizeof(struct mem_realloc));
+	default:
+		return true; /* a record type from a newer runtime: skipped */
+	}
+}
+
 static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
 {
 	struct run *r = ctx;
 	uint32_t type = SONDE_RING_REC_TYPE(rec[0]);
 	struct image *im;
 	uint64_t ts;
+
+	if (!rec_ok(rec)) {
+		r->a->t.malformed++;
+		return 0;
+	}
 
 	switch (type) {
 	case MEM_REC_PROC: {
@@ -788,7 +838,8 @@ static bool seek_event(struct run *r, struct stream *s)
 			uint32_t h;
 
 			memcpy(&h, r->log + s->off, 4);
-			if (is_event(SONDE_RING_REC_TYPE(h))) {
+			if (is_event(SONDE_RING_REC_TYPE(h)) &&
+			    rec_ok((const uint32_t *)(const void *)(r->log + s->off))) {
 				s->ts = to_ns(r->a, ((const uint64_t *)(const void *)(r->log +
 										      s->off))[1] &
 							    MEM_TS_MASK);
@@ -1162,6 +1213,9 @@ int mem_analysis__write(struct mem_analysis *a, struct sonde_profile *p)
 	if (!rc) {
 		json_t *st = stats_json(a);
 
+		if (st)
+			json_object_set_new(st, "malformed_records",
+					    json_integer((json_int_t)a->t.malformed));
 		rc = st ? sonde_profile__set(sonde_profile__stats(p), "memory", st) : -ENOMEM;
 	}
 	return rc;

@@ -104,6 +104,12 @@ static int memory_after(struct sonde_collection *c, struct sonde_profile *p)
 			"that the library's allocations reach sonde's hooks (as heaptrack "
 			"does)",
 			(unsigned long long)st->a.t.deepbind);
+	if (st->a.t.malformed)
+		sonde_collection__note(
+			c,
+			"%llu records of the target's event log were malformed (written "
+			"over by the target?) and were skipped",
+			(unsigned long long)st->a.t.malformed);
 	if (st->a.t.rows_kept < st->a.t.rows_total)
 		sonde_collection__note(
 			c,

@@ -46,7 +46,8 @@ struct mem_row {
 struct mem_totals {
 	uint64_t allocations, frees, bytes, peak, peak_ts, peak_pid;
 	uint64_t leaked, leaked_bytes, temporary, unmatched_frees, missed;
-	uint64_t deepbind; /* dlopen calls whose RTLD_DEEPBIND the runtime dropped */
+	uint64_t deepbind;  /* dlopen calls whose RTLD_DEEPBIND the runtime dropped */
+	uint64_t malformed; /* records from the target that were not well formed: skipped */
 	uint64_t excluded, processes, threads, stacks, rows_total, rows_kept, log_bytes;
 	uint64_t hist_count[MEM_HIST_BUCKETS], hist_bytes[MEM_HIST_BUCKETS];
 	/* the first run's timeline: allocations, bytes and heap per slice */
