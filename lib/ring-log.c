@@ -142,8 +142,8 @@ int sonde_ring_log__walk_records(const void *data, size_t bytes, const struct so
 {
 	const uint8_t *r = data, *cend = r + bytes;
 
-	if ((uintptr_t)r & 7)
-		return -EINVAL;
+	if (((uintptr_t)r & 7) || (bytes & 7))
+		return -EINVAL; /* records are whole multiples of 8 bytes */
 	while (r + 4 <= cend) {
 		uint32_t h, l;
 		int rc;

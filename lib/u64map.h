@@ -2,7 +2,9 @@
  * u64map.h - a map from 64-bit keys to 64-bit values, for libsonde's insides:
  * open addressing, linear probing, deletion by backward shift (no tombstones,
  * so a map with as many frees as allocations stays fast).
- * The key UINT64_MAX is reserved.
+ * Every key works: UINT64_MAX, the mark of an empty slot, lives beside the
+ * table (has_max, max_v), so keys that come from a target cannot break the
+ * map. Code that walks k[] directly does not see that one key.
  */
 #ifndef SONDE_U64MAP_H
 #define SONDE_U64MAP_H
@@ -17,7 +19,9 @@
 
 struct u64map {
 	uint64_t *k, *v;
-	size_t cap, n; /* cap: a power of two, or 0 */
+	size_t cap, n; /* cap: a power of two, or 0; n counts the key UINT64_MAX too */
+	bool has_max;  /* the key UINT64_MAX is present, with value max_v */
+	uint64_t max_v;
 };
 
 static inline size_t u64map__slot(const struct u64map *m, uint64_t key)
@@ -43,6 +47,9 @@ static inline int u64map__grow(struct u64map *m)
 	size_t i;
 
 	big.cap = m->cap ? m->cap * 2 : 1024;
+	big.has_max = m->has_max;
+	big.max_v = m->max_v;
+	big.n = m->has_max;
 	big.k = malloc(big.cap * sizeof(*big.k));
 	big.v = malloc(big.cap * sizeof(*big.v));
 	if (!big.k || !big.v) {
@@ -64,6 +71,12 @@ static inline int u64map__put(struct u64map *m, uint64_t key, uint64_t val)
 {
 	size_t i;
 
+	if (key == U64MAP_EMPTY) {
+		m->n += !m->has_max;
+		m->has_max = true;
+		m->max_v = val;
+		return 0;
+	}
 	if ((m->n + 1) * 4 > m->cap * 3 && u64map__grow(m))
 		return -ENOMEM;
 	for (i = u64map__slot(m, key); m->k[i] != U64MAP_EMPTY; i = (i + 1) & (m->cap - 1))
@@ -81,6 +94,11 @@ static inline bool u64map__get(const struct u64map *m, uint64_t key, uint64_t *v
 {
 	size_t i;
 
+	if (key == U64MAP_EMPTY) {
+		if (m->has_max && val)
+			*val = m->max_v;
+		return m->has_max;
+	}
 	if (!m->cap)
 		return false;
 	for (i = u64map__slot(m, key); m->k[i] != U64MAP_EMPTY; i = (i + 1) & (m->cap - 1))
@@ -97,6 +115,15 @@ static inline bool u64map__take(struct u64map *m, uint64_t key, uint64_t *val)
 {
 	size_t i, j, mask = m->cap - 1;
 
+	if (key == U64MAP_EMPTY) {
+		if (!m->has_max)
+			return false;
+		if (val)
+			*val = m->max_v;
+		m->has_max = false;
+		m->n--;
+		return true;
+	}
 	if (!m->cap)
 		return false;
 	for (i = u64map__slot(m, key); m->k[i] != key; i = (i + 1) & mask)

@@ -69,7 +69,9 @@ struct image {
 /* A thread's events: the chunks of its ring, in order, read in place. */
 struct stream {
 	uint32_t image, tid;
-	uint64_t *chunk; /* offset << 24 | length of each chunk's data */
+	struct span {
+		uint64_t off, len;
+	} * chunk; /* each chunk's data in the log */
 	size_t n, cap;
 	size_t ci;	   /* cursor: chunk, and offset of the current event in it */
 	uint64_t off, end; /* [off, end): what is left of the current chunk */
@@ -189,7 +191,7 @@ static struct stream *stream_of(struct run *r, const struct sonde_ring_chunk *c)
 static int add_event(struct run *r, const struct sonde_ring_chunk *c)
 {
 	const uint8_t *data = (const uint8_t *)(c + 1);
-	uint64_t off = (uint64_t)(data - r->log), ent;
+	uint64_t off = (uint64_t)(data - r->log);
 	struct stream *s;
 
 	if (r->cur_chunk == c)
@@ -198,8 +200,7 @@ static int add_event(struct run *r, const struct sonde_ring_chunk *c)
 	s = stream_of(r, c);
 	if (!s || grow((void **)&s->chunk, &s->cap, s->n + 1, sizeof(*s->chunk)))
 		return -ENOMEM;
-	ent = (off << 24) | c->bytes;
-	s->chunk[s->n++] = ent;
+	s->chunk[s->n++] = (struct span){ off, c->bytes };
 	return 0;
 }
 
@@ -694,6 +695,14 @@ static void flush_image(struct run *r, struct image *im)
 		r->free_slots[r->nfree++] = im->live.v[i];
 		im->live.k[i] = U64MAP_EMPTY;
 	}
+	if (im->live.has_max) { /* a block at the address UINT64_MAX */
+		struct alloc *al = &r->al[im->live.max_v];
+
+		res_live_change(r, al->res, -(int64_t)al->size);
+		r->heap -= heap_bytes(al);
+		r->free_slots[r->nfree++] = im->live.max_v;
+		im->live.has_max = false;
+	}
 	im->live.n = 0;
 	im->flushed = true;
 }
@@ -838,6 +847,8 @@ static bool seek_event(struct run *r, struct stream *s)
 			uint32_t h;
 
 			memcpy(&h, r->log + s->off, 4);
+			if (SONDE_RING_REC_LEN(h) < 8 || s->off + SONDE_RING_REC_LEN(h) > s->end)
+				break; /* cannot be: the walk checked every record */
 			if (is_event(SONDE_RING_REC_TYPE(h)) &&
 			    rec_ok((const uint32_t *)(const void *)(r->log + s->off))) {
 				s->ts = to_ns(r->a, ((const uint64_t *)(const void *)(r->log +
@@ -849,8 +860,8 @@ static bool seek_event(struct run *r, struct stream *s)
 		}
 		if (++s->ci >= s->n)
 			return false;
-		s->off = s->chunk[s->ci] >> 24;
-		s->end = s->off + (s->chunk[s->ci] & 0xffffff);
+		s->off = s->chunk[s->ci].off;
+		s->end = s->off + s->chunk[s->ci].len;
 	}
 }
 
@@ -892,8 +903,8 @@ static int replay(struct run *r)
 		if (!s->n)
 			continue;
 		s->ci = 0;
-		s->off = s->chunk[0] >> 24;
-		s->end = s->off + (s->chunk[0] & 0xffffff);
+		s->off = s->chunk[0].off;
+		s->end = s->off + s->chunk[0].len;
 		if (seek_event(r, s))
 			heap[n++] = (uint32_t)i;
 	}
@@ -964,13 +975,14 @@ static int leaks(struct run *r)
 
 		if (im->exec_replaced)
 			continue;
-		for (j = 0; j < im->live.cap; j++) {
+		for (j = 0; j <= im->live.cap; j++) { /* cap: the key UINT64_MAX */
 			struct alloc *al;
 			struct mem_res *res;
+			uint64_t addr = j < im->live.cap ? im->live.k[j] : U64MAP_EMPTY;
 
-			if (im->live.k[j] == U64MAP_EMPTY)
+			if (j < im->live.cap ? addr == U64MAP_EMPTY : !im->live.has_max)
 				continue;
-			al = &r->al[im->live.v[j]];
+			al = &r->al[j < im->live.cap ? im->live.v[j] : im->live.max_v];
 			if (al->res == NO_RES)
 				continue;
 			res = &a->res[al->res];
@@ -979,8 +991,8 @@ static int leaks(struct run *r)
 			a->t.leaked++;
 			a->t.leaked_bytes += al->size;
 			if (al->row < 0) { /* every leak keeps its row */
-				struct mem_row row = { al->size, im->live.k[j], al->ts - r->t0,
-						       -1,	 al->tid,	r->run };
+				struct mem_row row = { al->size, addr,	  al->ts - r->t0,
+						       -1,	 al->tid, r->run };
 
 				if (add_row(res, &row, NULL))
 					return -ENOMEM;

@@ -151,9 +151,13 @@ int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset
 	f->offset = offset;
 	f->min = UINT64_MAX;
 	f->keep_every = 1;
+	/* nocheck: a path is bytes, not always UTF-8 (the key never leaves this map) */
 	if (!f->module || (name && !f->name) ||
-	    json_object_set_new(a->func_index, key, json_integer((json_int_t)a->nfuncs)))
+	    json_object_set_new_nocheck(a->func_index, key, json_integer((json_int_t)a->nfuncs))) {
+		free(f->module);
+		free(f->name);
 		return -ENOMEM;
+	}
 	*out = (uint32_t)a->nfuncs++;
 	filter(a, f);
 	return 0;
@@ -560,7 +564,7 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 	case TR_REC_MODULE: {
 		const struct rt_module *m = (const void *)rec;
 
-		if (len < sizeof(*m) + 1)
+		if (len < sizeof(*m) + 1 || !memchr(m->path, 0, len - sizeof(*m)))
 			return -EINVAL;
 		if (!img->have_exe) {
 			img->exe_bias = m->bias; /* the first object is the executable */
@@ -574,10 +578,11 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 	}
 	case TR_REC_CALIB: {
 		const struct tr_calib *k = (const void *)rec;
-		double ticks = (double)k->ticks_x1024 / 1024.0;
+		double ticks;
 
 		if (len < sizeof(*k))
 			return -EINVAL;
+		ticks = (double)k->ticks_x1024 / 1024.0;
 		if (sonde_grow((void **)&a->calib, &a->capcalib, a->ncalib + 1, sizeof(double)))
 			return -ENOMEM;
 		a->calib[a->ncalib++] = a->clock.ns_per_tick ? ticks * a->clock.ns_per_tick : ticks;
