@@ -17,6 +17,7 @@ struct sonde_ring_drainer {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	int stop, error;
+	uint64_t lost_bytes; /* taken from the rings but not written (the write failed) */
 	clockid_t cpu_clock;
 };
 
@@ -47,8 +48,11 @@ static int to_file(void *ctx, const struct sonde_ring_chunk *c, const void *data
 {
 	struct sonde_ring_drainer *d = ctx;
 	struct iovec iov[2] = { { (void *)c, sizeof(*c) }, { (void *)data, c->bytes } };
+	int rc = write_all(d->fd, iov, 2);
 
-	return write_all(d->fd, iov, 2);
+	if (rc)
+		d->lost_bytes += c->bytes;
+	return rc;
 }
 
 long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d)
@@ -56,7 +60,9 @@ long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d)
 	long long n;
 
 	pthread_mutex_lock(&d->lock);
-	n = sonde_ring_area__drain(d->a, to_file, d);
+	/* once the log cannot be written, take nothing more from the rings: the
+	   writers then count what they cannot put there as dropped */
+	n = d->error ? d->error : sonde_ring_area__drain(d->a, to_file, d);
 	if (n < 0 && !d->error)
 		d->error = (int)n;
 	pthread_mutex_unlock(&d->lock);
@@ -108,6 +114,16 @@ int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interv
 		d->cpu_clock = (clockid_t)-1;
 	*out = d;
 	return 0;
+}
+
+uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&d->lock);
+	n = d->lost_bytes;
+	pthread_mutex_unlock(&d->lock);
+	return n;
 }
 
 uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d)

@@ -497,7 +497,7 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 	struct sonde_ring_desc *d = w->d;
 	uint64_t size = w->mask + 1, t;
 	unsigned spins = 0;
-	uint64_t since = 0, now, hb, tail0 = 0;
+	uint64_t since = 0, now = 0, hb, tail0 = 0;
 
 	if (need > size)
 		return false;
@@ -523,15 +523,18 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
 		if (w->head + need - w->tail_seen <= size)
 			return true;
+		if (spins == 0 || spins >= 256) {
+			now = sonde_clock_ns();
+			hb = atomic_load_explicit(&w->area->h->heartbeat_ns, memory_order_relaxed);
+			/* the reader is gone (or its heartbeat is nonsense): drop at once,
+			   do not wait (a full ring of a dead reader costs one clock read) */
+			if (hb > now + WAIT_GIVE_UP || now - hb > WAIT_GIVE_UP)
+				return false;
+		}
 		if (++spins < 256) {
 			cpu_relax();
 			continue;
 		}
-		now = sonde_clock_ns();
-		hb = atomic_load_explicit(&w->area->h->heartbeat_ns, memory_order_relaxed);
-		/* the reader is gone (or its heartbeat is nonsense): drop, do not wait */
-		if (hb > now + WAIT_GIVE_UP || now - hb > WAIT_GIVE_UP)
-			return false;
 		/* a live reader that frees nothing for that long: the ring is broken */
 		if (!since || w->tail_seen != tail0) {
 			since = now;

@@ -175,8 +175,14 @@ struct sonde_ring_drainer;
 
 int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interval_us,
 			      struct sonde_ring_drainer **out);
-/* Drain now, from the calling thread (serialised with the drainer thread). */
+/*
+ * Drain now, from the calling thread (serialised with the drainer thread).
+ * After a write error it drains no more and returns that error: the rings fill
+ * and their writers count what they drop.
+ */
 long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d);
+/* Bytes taken from the rings whose write failed (lost, not counted as events). */
+uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d);
 /* Stop the thread after a last drain. Returns 0 or the first write error (-errno). */
 int sonde_ring_drainer__stop(struct sonde_ring_drainer *d);
 /* CPU time the drainer thread has used so far. */

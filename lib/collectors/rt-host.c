@@ -164,9 +164,18 @@ int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct so
 	/* every process of the run is gone: publish what they left open, free their rings */
 	while (n >= 0 && sonde_ring_area__reclaim(h->area, true))
 		n = sonde_ring_drainer__sync(h->drainer);
-	if (n < 0) {
-		sonde_collection__fail(c, "cannot write the event log: %s", strerror((int)-n));
-		return (int)n;
+	if (n < 0 && !h->log_failed) {
+		/* keep what was written; the writers counted what they dropped after */
+		h->log_failed = true;
+		sonde_collection__note(
+			c,
+			"the event log could not be written (%s): the profile holds "
+			"the events written before; %llu KiB taken from the rings "
+			"then were lost, and the events after are counted as "
+			"dropped",
+			strerror((int)-n),
+			(unsigned long long)(sonde_ring_drainer__lost_bytes(h->drainer) + 1023) /
+				1024);
 	}
 	if (sonde_ring_area__tampered(h->area) && !h->tamper_said) {
 		h->tamper_said = true;

@@ -36,6 +36,7 @@ struct rt_host {
 	bool tsc; /* the runtime is told to take TSC ticks */
 	struct rt_clock clock;
 	bool tamper_said; /* the note on a tampered ring area was given */
+	bool log_failed;  /* the event log could not be written (said once) */
 };
 
 /*
