@@ -688,9 +688,177 @@ oom:
 	return NULL;
 }
 
+/*
+ * The fields every command reads, with the JSON type each must have when it is
+ * there: checked once on load, so no view meets a number where it reads a
+ * string (a non-string header.type crashed `show ... counters`).
+ */
+static const struct {
+	const char *object, *field;
+	json_type type;
+} typed_fields[] = {
+	{ "header", "type", JSON_STRING },
+	{ "header", "cmd", JSON_STRING },
+	{ "header", "workload", JSON_STRING },
+	{ "header", "units", JSON_OBJECT },
+	{ "header", "args", JSON_ARRAY },
+	{ "collector_info", "name", JSON_STRING },
+	{ "collector_info", "params", JSON_OBJECT },
+	{ "stats", "warnings", JSON_ARRAY },
+	{ "stats", "notes", JSON_ARRAY },
+	{ "metadata", "date", JSON_STRING },
+};
+
+static const char *type_name(json_type t)
+{
+	return t == JSON_STRING ? "a string" : t == JSON_OBJECT ? "an object" : "an array";
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const json_int_t *x = a, *y = b;
+
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/*
+ * trace.contexts: rows [id, parent, function, calls, inclusive, exclusive] of
+ * integers, ids unique and positive, parents 0 (the root) or an id, and no
+ * context its own ancestor. The views walk this tree: a cycle would never end.
+ */
+static const char *bad_contexts(json_t *root, char *buf, size_t len)
+{
+	json_t *ctx = json_object_get(json_object_get(root, "trace"), "contexts"), *row;
+	size_t n = json_array_size(ctx), i, k;
+	json_int_t *by_id; /* pairs: id, parent position + 1 (0: the root) */
+	unsigned char *state;
+	const char *why = NULL;
+
+	if (!ctx)
+		return NULL;
+	if (!json_is_array(ctx))
+		return "trace.contexts is not an array";
+	by_id = malloc((n + 1) * 2 * sizeof(*by_id));
+	state = calloc(n + 1, 1);
+	if (!by_id || !state) {
+		free(by_id);
+		free(state);
+		return "trace.contexts is too large";
+	}
+	json_array_foreach(ctx, i, row)
+	{
+		for (k = 0; k < 6 && json_is_array(row); k++)
+			if (!json_is_integer(json_array_get(row, k)))
+				break;
+		if (k < 6 || json_integer_value(json_array_get(row, 0)) <= 0 ||
+		    json_integer_value(json_array_get(row, 1)) < 0) {
+			snprintf(buf, len,
+				 "trace.contexts[%zu] is not 6 integers with a positive id", i);
+			why = buf;
+			goto out;
+		}
+		by_id[2 * i] = json_integer_value(json_array_get(row, 0));
+		by_id[2 * i + 1] = (json_int_t)i;
+	}
+	qsort(by_id, n, 2 * sizeof(*by_id), cmp_id);
+	for (i = 1; i < n; i++)
+		if (by_id[2 * i] == by_id[2 * i - 2]) {
+			snprintf(buf, len, "trace.contexts: the id %lld is used twice",
+				 (long long)by_id[2 * i]);
+			why = buf;
+			goto out;
+		}
+	/* walk up from each context; state 1: on the current walk, 2: reaches the root */
+	for (i = 0; i < n && !why; i++) {
+		size_t at = i;
+
+		while (state[at] == 0) {
+			json_int_t par = json_integer_value(
+					   json_array_get(json_array_get(ctx, at), 1)),
+				   key[2] = { par, 0 };
+			json_int_t *hit;
+
+			state[at] = 1;
+			if (par == 0)
+				break;
+			hit = bsearch(key, by_id, n, 2 * sizeof(*by_id), cmp_id);
+			if (!hit) {
+				snprintf(buf, len,
+					 "trace.contexts: the parent %lld is not a context",
+					 (long long)par);
+				why = buf;
+				break;
+			}
+			at = (size_t)hit[1];
+			if (state[at] == 1) {
+				snprintf(buf, len,
+					 "trace.contexts form a cycle (context %lld is its own "
+					 "ancestor)",
+					 (long long)json_integer_value(
+						 json_array_get(json_array_get(ctx, at), 0)));
+				why = buf;
+			}
+		}
+		/* everything on this walk is settled now */
+		for (at = i; state[at] == 1;) {
+			json_int_t par = json_integer_value(
+					   json_array_get(json_array_get(ctx, at), 1)),
+				   key[2] = { par, 0 };
+			json_int_t *hit =
+				par ? bsearch(key, by_id, n, 2 * sizeof(*by_id), cmp_id) : NULL;
+
+			state[at] = 2;
+			if (!hit)
+				break;
+			at = (size_t)hit[1];
+		}
+	}
+out:
+	free(by_id);
+	free(state);
+	return why;
+}
+
+/* The first field of typed_fields[] of the wrong type, described in buf; NULL: none. */
+static const char *mistyped(json_t *root, char *buf, size_t len)
+{
+	size_t i, j;
+	json_t *w;
+
+	for (i = 0; i < sizeof(typed_fields) / sizeof(typed_fields[0]); i++) {
+		json_t *v = json_object_get(json_object_get(root, typed_fields[i].object),
+					    typed_fields[i].field);
+
+		if (v && !json_is_null(v) && json_typeof(v) != typed_fields[i].type) {
+			snprintf(buf, len, "%s.%s is not %s", typed_fields[i].object,
+				 typed_fields[i].field, type_name(typed_fields[i].type));
+			return buf;
+		}
+	}
+	json_array_foreach(json_object_get(json_object_get(root, "stats"), "warnings"), j, w)
+	{
+		if (!json_is_object(w) || !json_is_string(json_object_get(w, "message")) ||
+		    !json_is_string(json_object_get(w, "code")) ||
+		    (json_object_get(w, "fix") && !json_is_string(json_object_get(w, "fix")))) {
+			snprintf(buf, len,
+				 "stats.warnings[%zu] is not {code, message, fix} strings", j);
+			return buf;
+		}
+	}
+	json_array_foreach(json_object_get(json_object_get(root, "stats"), "notes"), j, w)
+	{
+		if (!json_is_string(w)) {
+			snprintf(buf, len, "stats.notes[%zu] is not a string", j);
+			return buf;
+		}
+	}
+	return bad_contexts(root, buf, len);
+}
+
 struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const char *name,
 					   struct sonde_strbuf *err)
 {
+	char why[128];
 	json_error_t jerr;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr), *fv, *v, *records;
 	struct sonde_profile *p;
@@ -743,6 +911,10 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 			json_decref(root);
 			return fail(err, EINVAL, "'%s' is not a profile: %s", name, detail);
 		}
+	}
+	if (mistyped(root, why, sizeof(why))) {
+		json_decref(root);
+		return fail(err, EINVAL, "'%s' is not a profile: %s", name, why);
 	}
 	if (perun && !json_object_get(root, "header") && !json_object_get(root, "resources") &&
 	    !json_object_get(root, "global") && !json_object_get(root, "snapshots")) {

@@ -173,7 +173,15 @@ int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const ch
 struct ctx {
 	json_int_t id, parent, func, calls, incl, excl;
 	size_t first_child, nchildren;
+	size_t depth; /* 1 below the root */
 };
+
+/*
+ * Stacks deeper than this are folded: a 100 000-deep recursion would print
+ * 100 000 lines of up to 100 000 frames (gigabytes). What lies deeper is added
+ * to one "[N deeper frames]" frame at this depth, and said.
+ */
+#define FOLD_DEPTH 512
 
 struct cct {
 	json_t *funcs;
@@ -188,6 +196,13 @@ static const char *fname(const struct cct *t, json_int_t f)
 		       ?: "?";
 }
 
+static int by_id(const void *a, const void *b)
+{
+	const json_int_t *x = a, *y = b;
+
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
 static int by_incl(const void *a, const void *b, void *arg)
 {
 	const struct ctx *c = arg;
@@ -200,7 +215,6 @@ static int by_incl(const void *a, const void *b, void *arg)
 static int cct_load(const struct sonde_profile *p, struct cct *t)
 {
 	json_t *tr = json_object_get(sonde_profile__root(p), "trace"), *nodes, *row;
-	json_int_t maxid = 0;
 	size_t i, *count, *pos;
 	json_int_t *where;
 
@@ -224,10 +238,9 @@ static int cct_load(const struct sonde_profile *p, struct cct *t)
 		c->calls = json_integer_value(json_array_get(row, 3));
 		c->incl = json_integer_value(json_array_get(row, 4));
 		c->excl = json_integer_value(json_array_get(row, 5));
-		maxid = c->id > maxid ? c->id : maxid;
 	}
-	/* parents by id -> position */
-	where = calloc((size_t)maxid + 1, sizeof(*where));
+	/* parents by id -> position: ids sorted, then searched (ids can be any size) */
+	where = malloc(t->n * 2 * sizeof(*where));
 	count = calloc(t->n + 1, sizeof(*count));
 	pos = calloc(t->n + 1, sizeof(*pos));
 	if (!where || !count || !pos) {
@@ -236,13 +249,30 @@ static int cct_load(const struct sonde_profile *p, struct cct *t)
 		free(pos);
 		return -ENOMEM;
 	}
-	for (i = 1; i < t->n; i++)
-		where[t->c[i].id] = (json_int_t)i;
 	for (i = 1; i < t->n; i++) {
-		json_int_t par = t->c[i].parent;
+		where[2 * (i - 1)] = t->c[i].id;
+		where[2 * (i - 1) + 1] = (json_int_t)i;
+	}
+	qsort(where, t->n - 1, 2 * sizeof(*where), by_id);
+	for (i = 1; i < t->n; i++) {
+		json_int_t key[2] = { t->c[i].parent, 0 }, *hit;
 
-		t->c[i].parent = par > 0 && par <= maxid ? where[par] : 0;
+		hit = key[0] > 0 ? bsearch(key, where, t->n - 1, 2 * sizeof(*where), by_id) : NULL;
+		t->c[i].parent = hit ? hit[1] : 0;
 		count[t->c[i].parent]++;
+	}
+	/* depths: walk up to a context whose depth is known (or the root), then
+	   set the walked chain's on the way back (the loader refused cycles) */
+	for (i = 1; i < t->n; i++) {
+		size_t at = i, n = 0, d, j;
+
+		while (at && !t->c[at].depth && n < t->n) {
+			at = (size_t)t->c[at].parent;
+			n++;
+		}
+		d = at ? t->c[at].depth : 0;
+		for (at = i, j = 0; j < n; j++, at = (size_t)t->c[at].parent)
+			t->c[at].depth = d + n - j;
 	}
 	for (i = 1; i <= t->n; i++)
 		pos[i] = pos[i - 1] + count[i - 1];
@@ -277,6 +307,12 @@ static void tree(const struct cct *t, size_t i, unsigned depth, unsigned top, FI
 	char a[32], b[32];
 	size_t k;
 
+	if (c->depth > FOLD_DEPTH) { /* no recursion (or output) as deep as the data */
+		fprintf(out,
+			"  %10s %10s %10s  %*s(deeper contexts not shown: more than %d levels)\n",
+			"", "", "", (int)(depth * 2), "", FOLD_DEPTH);
+		return;
+	}
 	if (i) {
 		fprintf(out, "  %10s %10s %10lld  %*s%s\n", dur((double)c->incl, a, sizeof(a)),
 			dur((double)c->excl, b, sizeof(b)), (long long)c->calls, (int)(depth * 2),
@@ -375,15 +411,20 @@ int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned 
 
 /* ---- exports -------------------------------------------------------------------------------- */
 
+/* The frames from the outermost to context i (at most FOLD_DEPTH of them). */
 static void path_of(const struct cct *t, size_t i, struct sonde_strbuf *sb,
 		    void (*frame)(struct sonde_strbuf *, const char *))
 {
-	if (!i)
-		return;
-	path_of(t, (size_t)t->c[i].parent, sb, frame);
-	if (t->c[i].parent)
-		sonde_strbuf__addch(sb, ';');
-	frame(sb, fname(t, t->c[i].func));
+	size_t chain[FOLD_DEPTH], n = 0, at;
+
+	for (at = i; at && n < FOLD_DEPTH; at = (size_t)t->c[at].parent)
+		if (t->c[at].depth <= FOLD_DEPTH)
+			chain[n++] = at;
+	while (n--) {
+		frame(sb, fname(t, t->c[chain[n]].func));
+		if (n)
+			sonde_strbuf__addch(sb, ';');
+	}
 }
 
 int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_strbuf *out,
@@ -391,16 +432,58 @@ int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_
 {
 	struct cct t;
 	int rc = cct_load(p, &t);
-	size_t i;
+	json_int_t *deeper = NULL; /* per context at FOLD_DEPTH: the weight below it */
+	size_t *deepest = NULL, *cap = NULL, i;
 
+	if (!rc &&
+	    (!(deeper = calloc(t.n, sizeof(*deeper))) ||
+	     !(deepest = calloc(t.n, sizeof(*deepest))) || !(cap = calloc(t.n, sizeof(*cap)))))
+		rc = -ENOMEM;
+	/* cap[i]: the ancestor of i at FOLD_DEPTH (i itself above it), memoised */
+	for (i = 1; !rc && i < t.n; i++) {
+		size_t at = i, top;
+
+		if (cap[i])
+			continue;
+		if (t.c[i].depth <= FOLD_DEPTH) {
+			cap[i] = i;
+			continue;
+		}
+		while (!cap[at] && t.c[at].depth > FOLD_DEPTH)
+			at = (size_t)t.c[at].parent;
+		top = cap[at] ? cap[at] : at; /* at: the first one at FOLD_DEPTH */
+		for (at = i; !cap[at] && t.c[at].depth > FOLD_DEPTH; at = (size_t)t.c[at].parent)
+			cap[at] = top;
+	}
 	for (i = 1; !rc && i < t.n; i++) {
 		json_int_t w = by_calls ? t.c[i].calls : t.c[i].excl;
+		size_t at = cap[i];
 
 		if (w <= 0)
 			continue;
+		if (t.c[i].depth > FOLD_DEPTH) { /* to its ancestor at FOLD_DEPTH */
+			deeper[at] += w;
+			if (t.c[i].depth - FOLD_DEPTH > deepest[at])
+				deepest[at] = t.c[i].depth - FOLD_DEPTH;
+			continue;
+		}
 		path_of(&t, i, out, frame);
 		sonde_strbuf__addf(out, " %lld\n", (long long)w);
 	}
+	for (i = 1; !rc && i < t.n; i++) {
+		char name[64];
+
+		if (!deeper[i])
+			continue;
+		path_of(&t, i, out, frame);
+		snprintf(name, sizeof(name), "[%zu deeper frames]", deepest[i]);
+		sonde_strbuf__addch(out, ';');
+		frame(out, name);
+		sonde_strbuf__addf(out, " %lld\n", (long long)deeper[i]);
+	}
+	free(deeper);
+	free(deepest);
+	free(cap);
 	cct_free(&t);
 	return rc;
 }

@@ -38,6 +38,21 @@ printf '{"format_version": 99, "header": {"type": "time"}}' >new.json
 run show new.json
 check "newer format: exit 3" [ "$rc" = 3 ]
 check "newer format: says upgrade" has "$err" "format_version 99 is newer than this sonde reads (1)"
+# fields of the wrong type: refused on load, once, for every command (a number
+# as header.type crashed `show ... counters` and `report`)
+printf '{"format_version": 1, "header": {"type": 5}, "resources": {}}' >typed.json
+for c in "show typed.json" "show typed.json counters" "show typed.json memory" "report typed.json -o t.html" \
+	"export typed.json --format csv" "check typed.json typed.json"; do
+	# shellcheck disable=SC2086
+	run $c
+	check "header.type a number: '$c' exits 1 with one line" \
+		sh -c '[ "$0" = 1 ] && [ "$(printf "%s\n" "$1" | grep -c .)" = 1 ]' "$rc" "$err"
+done
+check "... naming the field" has "$err" "header.type is not a string"
+printf '{"format_version": 1, "header": {"type": "time"}, "stats": {"warnings": [7]}, "resources": {}}' >typed2.json
+run show typed2.json
+check "a warning that is not an object: exit 1, named" sh -c '[ "$0" = 1 ]' "$rc"
+check "... named" has "$err" "stats.warnings.0. is not"
 run show missing.json
 check "missing profile: exit 1" [ "$rc" = 1 ]
 check "missing profile: message" has "$err" "cannot read 'missing.json': No such file or directory"

@@ -13,6 +13,32 @@ for c in memory trace; do
 	check "$c: one line says the target wrote over the rings" has "$err" "the target wrote over the header of the rings"
 	check "$c: the profile is written and valid" validate "h-$c.json"
 done
+# Profiles whose call data is cyclic or deep: refused with one line, or folded
+run collect trace -q -o calls.json -- "$PROGS/t-calls"
+jq '.trace.contexts[1][1] = .trace.contexts[2][0] | .trace.contexts[2][1] = .trace.contexts[1][0]' \
+	calls.json >cyc.json
+for c in "show cyc.json graph" "show cyc.json flamegraph -o f.svg" "show calls.json diff cyc.json -o d.svg" \
+	"export cyc.json --format folded" "report cyc.json -o r.html"; do
+	# shellcheck disable=SC2086
+	run $c
+	check "cyclic contexts: '$c' exits 1 with one line" \
+		sh -c '[ "$0" = 1 ] && [ "$(printf "%s\n" "$1" | grep -c .)" = 1 ]' "$rc" "$err"
+done
+check "... saying so" has "$err" "trace.contexts form a cycle"
+run collect trace -q -o deep.json -- "$PROGS/t-deep" 100000
+check "a 100 000-deep recursion is recorded" [ "$(jq '.stats.trace.calls' deep.json)" -gt 100000 ]
+for c in "show deep.json graph" "export deep.json --format folded" "show deep.json flamegraph -o f.svg" \
+	"report deep.json -o r.html"; do
+	# shellcheck disable=SC2086
+	timeout 60 "$SONDE" $c >deep.out 2>deep.err
+	rc=$?
+	check "100 000 deep: '$c' ends (exit $rc), output under 4 MB" \
+		sh -c '[ "$0" = 0 ] && [ "$(wc -c <deep.out)" -lt 4000000 ]' "$rc"
+done
+"$SONDE" export deep.json --format folded >deep.folded
+check "100 000 deep: folded stacks stop at 512 frames, the rest in one frame" \
+	grep -q '\[99490 deeper frames\] [0-9]' deep.folded
+
 # A full disk under the event log: the target neither hangs nor crawls, the
 # profile keeps what was written, and what was lost is counted and said.
 if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=2m tmpfs full 2>/dev/null; then

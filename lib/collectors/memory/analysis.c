@@ -241,9 +241,12 @@ static bool rec_ok(const uint32_t *rec)
 		op = (unsigned)(((const uint64_t *)(const void *)rec)[1] >> MEM_TS_BITS);
 		if (SONDE_RING_REC_TYPE(rec[0]) == MEM_REC_FREE)
 			return op >= MEM_OP_FREE && op < MEM_OP__COUNT;
-		return op < MEM_OP_FREE && len >= (SONDE_RING_REC_TYPE(rec[0]) == MEM_REC_ALLOC
-							   ? sizeof(struct mem_alloc)
-							   : sizeof(struct mem_realloc));
+		/* no block is 256 TiB: larger sizes are not sizes (and would overflow sums) */
+		return op < MEM_OP_FREE &&
+		       len >= (SONDE_RING_REC_TYPE(rec[0]) == MEM_REC_ALLOC
+				       ? sizeof(struct mem_alloc)
+				       : sizeof(struct mem_realloc)) &&
+		       ((const struct mem_alloc *)(const void *)rec)->size < (1ull << 48);
 	default:
 		return true; /* a record type from a newer runtime: skipped */
 	}
