@@ -3,8 +3,9 @@
 # events of the same program (page faults are the program's own: equal within
 # a few pages; task-clock within 25 %), and `-a` over the same interval: sonde
 # must count the machine, not its own wake-ups (it polled 100 times a second
-# and read 3 times perf's context switches over `sleep 1`). Runs alternate, and
-# medians of 3 are compared.
+# and read 3 times perf's context switches over `sleep 1`, about 200 more).
+# Runs alternate; medians of 3 (5 for -a: the machine's own activity varies)
+# are compared.
 . "$SRC/tests/conformance/lib.sh"
 need_peer perf
 
@@ -22,6 +23,7 @@ near() {
 	fi
 }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+median5() { printf '%s\n' "$@" | sort -g | sed -n 3p; }
 
 prog="$PROGS/cf-rss"
 pf="" sf="" pt="" st=""
@@ -42,12 +44,12 @@ if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 
 	skip "-a: context switches over sleep 1" "system-wide counting needs root or perf_event_paranoid <= 0"
 else
 	pc="" sc=""
-	for i in 1 2 3; do
+	for i in 1 2 3 4 5; do
 		perf stat -a -x, -e context-switches -o p.txt -- sleep 1 >/dev/null 2>&1
 		"$SONDE" collect counters -q -a -e context-switches -o c.json -- sleep 1 >/dev/null 2>&1
 		pc="$pc $(perfval p.txt context-switches)" sc="$sc $(value c.json context-switches | cut -d. -f1)"
 	done
 	# shellcheck disable=SC2086
-	near "-a: context switches of the machine over sleep 1" "$(median3 $pc)" "$(median3 $sc)" 0.4 40
+	near "-a: context switches of the machine over sleep 1" "$(median5 $pc)" "$(median5 $sc)" 0.6 60
 fi
 finish

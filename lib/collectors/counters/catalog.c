@@ -17,6 +17,7 @@
 #include <perfmon/pfmlib_perf_event.h>
 #include <sonde/file.h>
 #include "../../grow.h"
+#include "../../u64map.h"
 #include "counters.h"
 
 /* ---- agents and dimensions ------------------------------------------------------------ */
@@ -556,6 +557,7 @@ struct dfs {
 	struct sonde_strbuf *err;
 	const char *file;
 	struct cnt_entry *from;
+	struct u64map done; /* metrics whose every name was checked: not again */
 };
 
 static int check_name(void *ctx, const char *name, int col);
@@ -578,12 +580,14 @@ static int check_derived(struct dfs *s, struct cnt_entry *e)
 				   e->name);
 		return -ELOOP;
 	}
+	if (u64map__get(&s->done, e->id, NULL))
+		return 0;
 	s->path[s->depth++] = e;
 	s->from = e;
 	i = expr_names(e->ast, check_name, s);
 	s->depth--;
 	s->from = s->depth ? s->path[s->depth - 1] : NULL;
-	return i;
+	return i ? i : u64map__put(&s->done, e->id, 1);
 }
 
 static int check_name(void *ctx, const char *name, int col)
@@ -612,13 +616,11 @@ static int check_all_derived(const char *file, struct sonde_strbuf *err)
 	size_t i, n = ncat;
 	int rc;
 
-	for (i = 0; i < n; i++)
-		if (cat[i]->kind == SONDE_COUNTER_DERIVED) {
+	for (i = 0, rc = 0; i < n && !rc; i++)
+		if (cat[i]->kind == SONDE_COUNTER_DERIVED)
 			rc = check_derived(&s, cat[i]);
-			if (rc)
-				return rc;
-		}
-	return 0;
+	u64map__release(&s.done);
+	return rc;
 }
 
 /* ---- every architecture's definitions, checked whatever the machine ------------------------ */
@@ -636,6 +638,7 @@ struct vcheck {
 	bool use_catalog;	 /* names the file does not define: the catalog's */
 	const struct vdef *path[64];
 	int depth;
+	struct u64map done; /* entries checked under this architecture: not again */
 	struct sonde_strbuf *err;
 };
 
@@ -734,10 +737,12 @@ static int vcheck_derived(struct vcheck *v, const struct vdef *d)
 				   d->name);
 		return -ELOOP;
 	}
+	if (u64map__get(&v->done, (uint64_t)(d - v->d), NULL))
+		return 0;
 	v->path[v->depth++] = d;
 	rc = expr_names(d->ast, vcheck_name, v);
 	v->depth--;
-	return rc;
+	return rc ? rc : u64map__put(&v->done, (uint64_t)(d - v->d), 1);
 }
 
 /*
@@ -766,6 +771,7 @@ static int validate_defs(const char *buf, size_t len, const char *file, bool use
 			size_t j;
 
 			v.arch = a;
+			u64map__release(&v.done);
 			for (j = 0; j < v.n && !rc; j++) {
 				bool defined;
 
@@ -775,6 +781,7 @@ static int validate_defs(const char *buf, size_t len, const char *file, bool use
 		}
 		free(copy);
 	}
+	u64map__release(&v.done);
 	for (i = 0; i < v.n; i++) {
 		free(v.d[i].name);
 		free(v.d[i].arch);
@@ -1099,6 +1106,7 @@ struct inputs {
 	uint32_t *ids;
 	size_t n, cap;
 	int depth;
+	struct u64map seen; /* derived metrics already expanded (a DAG, walked once each) */
 	bool ok;
 	char *why;
 	size_t why_len;
@@ -1118,11 +1126,13 @@ static int collect_input(void *ctx, const char *name, int col)
 	if (e->kind == SONDE_COUNTER_DERIVED) {
 		int rc;
 
+		if (u64map__get(&in->seen, e->id, NULL))
+			return 0;
 		if (++in->depth > 64)
 			return -ELOOP;
 		rc = expr_names(e->ast, collect_input, in);
 		in->depth--;
-		return rc;
+		return rc ? rc : u64map__put(&in->seen, e->id, 1);
 	}
 	if (in->check) {
 		if (in->ok && !cnt_entry__supported(e)) {
@@ -1144,10 +1154,10 @@ static int collect_input(void *ctx, const char *name, int col)
 static bool inputs_supported(struct cnt_entry *e, char *why, size_t len)
 {
 	struct inputs in = { .ok = true, .why = why, .why_len = len, .check = true };
+	int rc = expr_names(e->ast, collect_input, &in);
 
-	if (expr_names(e->ast, collect_input, &in))
-		return false;
-	return in.ok;
+	u64map__release(&in.seen);
+	return !rc && in.ok;
 }
 
 int cnt_inputs(struct cnt_entry *e, uint32_t *ids, size_t *n, size_t cap)
@@ -1159,6 +1169,7 @@ int cnt_inputs(struct cnt_entry *e, uint32_t *ids, size_t *n, size_t cap)
 		rc = collect_input(&in, e->name, 0);
 	else
 		rc = expr_names(e->ast, collect_input, &in);
+	u64map__release(&in.seen);
 	*n = in.n;
 	return rc;
 }
@@ -1238,6 +1249,11 @@ struct derive_ctx {
 	struct expr_env *env;
 	double *scratch[64]; /* values of nested metrics, freed at the end */
 	int nscratch, depth;
+	/* each nested metric is evaluated once per reading: scratch[i] holds
+	   memo_e[i]'s values (a metric used twice at each of 60 levels would be
+	   evaluated 2^60 times) */
+	const struct cnt_entry *memo_e[64];
+	size_t memo_n[64];
 	double constant;
 	bool nodata;
 };
@@ -1266,7 +1282,14 @@ static int derive_lookup(void *ctx, const char *name, struct expr_vec *out, stru
 		const void *scope = dc->env->scope;
 		double *buf;
 		size_t n;
-		int rc;
+		int rc, slot;
+
+		for (i = 0; i < (size_t)dc->nscratch; i++)
+			if (dc->memo_e[i] == e) {
+				out->v = dc->scratch[i];
+				out->n = dc->memo_n[i];
+				return 0;
+			}
 
 		if (dc->depth >= 64 || dc->nscratch >= 64) {
 			snprintf(err->msg, sizeof(err->msg),
@@ -1276,7 +1299,9 @@ static int derive_lookup(void *ctx, const char *name, struct expr_vec *out, stru
 		buf = malloc(EXPR_MAX_VEC * sizeof(double));
 		if (!buf)
 			return -ENOMEM;
-		dc->scratch[dc->nscratch++] = buf;
+		slot = dc->nscratch++; /* nested metrics take the slots after it */
+		dc->scratch[slot] = buf;
+		dc->memo_e[slot] = NULL;
 		dc->depth++;
 		dc->env->scope = e;
 		rc = expr_eval(e->ast, dc->env, buf, EXPR_MAX_VEC, &n, err);
@@ -1284,6 +1309,8 @@ static int derive_lookup(void *ctx, const char *name, struct expr_vec *out, stru
 		dc->depth--;
 		if (rc)
 			return rc;
+		dc->memo_e[slot] = e;
+		dc->memo_n[slot] = n;
 		out->v = buf;
 		out->n = n;
 		return 0;
