@@ -33,9 +33,44 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS profiles ("
 			     " origin TEXT NOT NULL,"
 			     " path TEXT NOT NULL UNIQUE," /* relative to .sonde/ */
 			     " collector TEXT, type TEXT, cmd TEXT, workload TEXT,"
-			     " added INTEGER NOT NULL);"
-			     "CREATE INDEX IF NOT EXISTS profiles_origin ON profiles(origin);"
-			     "PRAGMA user_version = 1;";
+			     " added INTEGER NOT NULL, digest TEXT);"
+			     "CREATE INDEX IF NOT EXISTS profiles_origin ON profiles(origin);";
+/* Version 2: a profile's content is registered once (digest, unique). */
+static const char schema_v2[] = "CREATE UNIQUE INDEX IF NOT EXISTS profiles_digest "
+				"ON profiles(digest);"
+				"PRAGMA user_version = 2;";
+
+/* The version-1 index had no digest column: add it (its rows keep NULL). */
+static int migrate(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	bool has = false;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT 1 FROM pragma_table_info('profiles') WHERE name = "
+			       "'digest'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	has = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!has && sqlite3_exec(db, "ALTER TABLE profiles ADD COLUMN digest TEXT", NULL, NULL,
+				 NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	return sqlite3_exec(db, schema_v2, NULL, NULL, NULL);
+}
+
+/* The content's digest: FNV-1a over the bytes, and their count. */
+static void digest_of(const char *buf, size_t len, char out[40])
+{
+	uint64_t h = 0xcbf29ce484222325ull, g = 0x84222325cbf29ce4ull;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ull;
+		g = (g ^ (unsigned char)buf[len - 1 - i]) * 0x100000001b3ull;
+	}
+	snprintf(out, 40, "%016llx%016llx", (unsigned long long)h, (unsigned long long)g);
+}
 
 static int open_db(const char *root, sqlite3 **db)
 {
@@ -48,6 +83,8 @@ static int open_db(const char *root, sqlite3 **db)
 		rc = sqlite3_busy_timeout(*db, 5000);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(*db, schema, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = migrate(*db);
 	if (rc != SQLITE_OK) {
 		sonde_log(SONDE_LOG_ERROR, "store", "index '%s': %s", path, sqlite3_errmsg(*db));
 		sqlite3_close(*db);
@@ -289,7 +326,7 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 {
 	struct sonde_profile *p = sonde_profile__load(path, err);
 	const char *origin, *base = strrchr(path, '/');
-	char dir[PATH_MAX], dest[PATH_MAX * 2], *used = NULL, *buf = NULL;
+	char dir[PATH_MAX], dest[PATH_MAX * 2], *used = NULL, *buf = NULL, digest[40];
 	sqlite3_stmt *st = NULL;
 	json_t *h;
 	size_t len;
@@ -308,12 +345,39 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	rc = sonde_file__mkdir_p(dir, 0755);
 	if (!rc)
 		rc = sonde_file__read(path, &buf, &len);
-	snprintf(dest, sizeof(dest), "%s/%s", dir, base ? base + 1 : path);
-	if (!rc)
-		rc = sonde_file__write_new(dest, buf, len, &used);
-	free(buf);
 	if (rc) {
 		sonde_strbuf__addf(err, "cannot store '%s': %s", path, strerror(-rc));
+		sonde_profile__free(p);
+		return rc;
+	}
+	digest_of(buf, len, digest);
+	/* one writer at a time: the same content is registered once, whoever races */
+	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		sonde_strbuf__addf(err, "cannot lock the index: %s", sqlite3_errmsg(s->db));
+		free(buf);
+		sonde_profile__free(p);
+		return -EIO;
+	}
+	if (sqlite3_prepare_v2(s->db, "SELECT path FROM profiles WHERE digest = ?1", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, digest, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			sonde_strbuf__addf(err, "'%s' is already registered (as %s)", path,
+					   (const char *)sqlite3_column_text(st, 0));
+			rc = -EEXIST;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	snprintf(dest, sizeof(dest), "%s/%s", dir, base ? base + 1 : path);
+	if (!rc) {
+		rc = sonde_file__write_new(dest, buf, len, &used);
+		if (rc)
+			sonde_strbuf__addf(err, "cannot store '%s': %s", path, strerror(-rc));
+	}
+	free(buf);
+	if (rc) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		sonde_profile__free(p);
 		return rc;
 	}
@@ -321,7 +385,7 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	rc = sqlite3_prepare_v2(
 		s->db,
 		"INSERT INTO profiles (origin, path, collector, type, cmd, workload, "
-		"added) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		"added, digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 		-1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, origin, -1, SQLITE_STATIC);
@@ -336,10 +400,14 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 		sqlite3_bind_text(st, 6, json_string_value(json_object_get(h, "workload")), -1,
 				  SQLITE_STATIC);
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
+		sqlite3_bind_text(st, 8, digest, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
 	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sonde_strbuf__addf(err, "cannot index '%s': %s", path, sqlite3_errmsg(s->db));
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		unlink(used);
 		rc = -EIO;
 	}

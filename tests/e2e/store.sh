@@ -60,6 +60,31 @@ run collect time -q -r 1 -o dirty.json -- "$PROGS/s-exit"
 check "dirty tree noted" jq_eq dirty.json .metadata.dirty true
 check "dirty tree warned" jq_eq dirty.json '[.stats.warnings[].code] | index("dirty-tree") != null' true
 
+# one profile registered once: 20 concurrent adds of it register it once, the
+# others say so (9 to 15 duplicates in 40 adds, all exit 0, before)
+cd "$WORK" && git init -q race && cd race || exit 1
+git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x
+"$SONDE" init >/dev/null
+"$SONDE" collect time -q -r 1 -o same.json -- "$PROGS/s-exit" >/dev/null 2>&1
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	"$SONDE" add --keep same.json >/dev/null 2>>race.err &
+done
+wait
+check "20 concurrent adds of one profile: registered once" \
+	[ "$(sqlite3 .sonde/index.db 'select count(*) from profiles')" = 1 ]
+check "... one object" [ "$(find .sonde/objects -name '*.json' | wc -l)" = 1 ]
+check "... the 19 others are told, one line each" [ "$(grep -c 'is already registered' race.err)" = 19 ]
+run add --keep same.json
+check "adding it again: exit 1" [ "$rc" = 1 ]
+# an index made by an earlier sonde (no digest column) is brought up to date
+rm -rf .sonde/index.db .sonde/objects/*
+sqlite3 .sonde/index.db "CREATE TABLE profiles (id INTEGER PRIMARY KEY, origin TEXT NOT NULL,
+  path TEXT NOT NULL UNIQUE, collector TEXT, type TEXT, cmd TEXT, workload TEXT,
+  added INTEGER NOT NULL); PRAGMA user_version = 1;"
+run add --keep same.json
+check "a version-1 index: add works" [ "$rc" = 0 ]
+check "... and the index is version 2" [ "$(sqlite3 .sonde/index.db 'pragma user_version')" = 2 ]
+
 # outside any store and git tree: no origin, add refused
 cd "$WORK" && mkdir plain && cd plain || exit 1
 run collect time -q -r 1 -o p.json -- "$PROGS/s-exit"
