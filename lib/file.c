@@ -203,9 +203,15 @@ int sonde_file__read(const char *path, char **buf, size_t *len)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+	struct stat st;
 
 	if (fd < 0)
 		return -errno;
+	/* a device is no file to read whole (/dev/zero never ends); a pipe is */
+	if (fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && !isatty(fd)) {
+		close(fd);
+		return -ENODEV;
+	}
 	for (;;) {
 		ssize_t n;
 
@@ -223,6 +229,10 @@ int sonde_file__read(const char *path, char **buf, size_t *len)
 			break;
 		sb.len += (size_t)n;
 		sb.buf[sb.len] = '\0';
+		if (sb.len > SONDE_FILE_MAX_READ) { /* /dev/zero, a runaway pipe */
+			err = -EFBIG;
+			break;
+		}
 	}
 	close(fd);
 	if (err) {

@@ -875,10 +875,19 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 		free(copy);
 	}
 	if (!root) {
-		char where[256];
+		/* jansson quotes a few characters: show the line around the error */
+		size_t at = jerr.position > 0 && (size_t)jerr.position <= len
+				    ? (size_t)jerr.position
+				    : 0,
+		       from = at > 30 ? at - 30 : 0, to = at + 30 < len ? at + 30 : len, w = 0, i;
+		char where[384], excerpt[80];
 
-		snprintf(where, sizeof(where), "line %d, column %d: %s", jerr.line, jerr.column,
-			 jerr.text);
+		for (i = from; i < to && w + 1 < sizeof(excerpt); i++)
+			excerpt[w++] =
+				(unsigned char)buf[i] < 0x20 || buf[i] == 0x7f ? ' ' : buf[i];
+		excerpt[w] = 0;
+		snprintf(where, sizeof(where), "line %d, column %d: %s, at \"%s%s%s\"", jerr.line,
+			 jerr.column, jerr.text, from ? "..." : "", excerpt, to < len ? "..." : "");
 		return fail(err, EINVAL, "'%s' is not valid JSON: %s", name, where);
 	}
 	if (!json_is_object(root)) {

@@ -66,10 +66,20 @@ void sonde_runner__interrupt(int sig)
 {
 	int saved = errno;
 
+	if (current_pgid > 0)
+		/* a second signal: the target did not stop on the first */
+		kill(-current_pgid, pending_signal ? SIGKILL : sig);
 	if (!pending_signal)
 		pending_signal = sig;
+	errno = saved;
+}
+
+void sonde_runner__kill(void)
+{
+	int saved = errno;
+
 	if (current_pgid > 0)
-		kill(-current_pgid, sig);
+		kill(-current_pgid, SIGKILL);
 	errno = saved;
 }
 

@@ -132,9 +132,19 @@ static void draw_progress(const struct sonde_progress *pr, void *ctx)
 	fflush(stderr);
 }
 
+/* A target that ignores SIGINT/SIGTERM is killed this long after (timeout -k's way). */
+#define KILL_GRACE_S 5
+
 static void on_signal(int sig)
 {
 	sonde_runner__interrupt(sig);
+	alarm(KILL_GRACE_S);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	sonde_runner__kill();
 }
 
 static void install_signals(void)
@@ -145,6 +155,8 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

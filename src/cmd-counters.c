@@ -155,7 +155,7 @@ static int do_info(const char *name, long long agent)
 
 	if (sonde_counters__find(name, &id) || sonde_counters__info((uint32_t)agent, id, &in)) {
 		cli_error("counters", "unknown counter '%s' (see 'sonde counters list')", name);
-		return EXIT_NOTFOUND;
+		return EXIT_USAGE; /* 127 is for a command to profile that is not found */
 	}
 	printf("name:        %s\n", in.name);
 	printf("id:          %u\n", in.id);

@@ -24,7 +24,13 @@ int sonde_file__write_atomic(const char *path, const void *buf, size_t len);
  */
 int sonde_file__write_new(const char *path, const void *buf, size_t len, char **used);
 
-/* Read a whole file into a NUL-terminated heap buffer. Returns 0 or -errno. */
+/* The most sonde_file__read() takes: 4 GiB (a profile of a billion values fits). */
+#define SONDE_FILE_MAX_READ (4ull << 30)
+
+/*
+ * Read a whole file into a NUL-terminated heap buffer. Returns 0 or -errno:
+ * -ENODEV for a device (but a terminal), -EFBIG past SONDE_FILE_MAX_READ.
+ */
 int sonde_file__read(const char *path, char **buf, size_t *len);
 
 /* mkdir -p. Returns 0 or -errno. */

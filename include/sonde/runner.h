@@ -77,8 +77,13 @@ const char *sonde_runner__path(const struct sonde_runner *r);
  */
 int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out);
 
-/* Async-signal-safe: remember sig and forward it to the running target's group. */
+/*
+ * Async-signal-safe: remember sig and forward it to the running target's group;
+ * a second call (the target did not stop) sends SIGKILL instead.
+ */
 void sonde_runner__interrupt(int sig);
+/* Async-signal-safe: SIGKILL the running target's group (a grace period ran out). */
+void sonde_runner__kill(void);
 /* The first signal passed to __interrupt() since the last clear; 0 if none. */
 int sonde_runner__interrupted(void);
 void sonde_runner__clear_interrupt(void);

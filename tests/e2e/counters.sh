@@ -169,7 +169,7 @@ check "counters info IPC shows the expression" has "$out" "expression:  reduce(i
 run counters info task_clock
 check "'-' and '_' name the same counter" has "$out" "name:        task-clock"
 run counters info NOPE
-check "counters info of an unknown name: exit 127" [ "$rc" = 127 ]
+check "counters info of an unknown name: exit 2 (a bad argument; 127 means the command to profile is missing)" [ "$rc" = 2 ]
 run counters --agent 9999 list
 check "an agent that does not exist: exit 2" [ "$rc" = 2 ]
 

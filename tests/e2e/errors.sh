@@ -53,6 +53,11 @@ printf '{"format_version": 1, "header": {"type": "time"}, "stats": {"warnings": 
 run show typed2.json
 check "a warning that is not an object: exit 1, named" sh -c '[ "$0" = 1 ]' "$rc"
 check "... named" has "$err" "stats.warnings.0. is not"
+run show /dev/zero
+check "a device as a profile: exit 1 at once, one line" sh -c '[ "$0" = 1 ] && [ "$(printf "%s\n" "$1" | grep -c .)" = 1 ]' "$rc" "$err"
+printf '{\n "format_version": 1,\n "header": {"type": "time", "cmd": "a long command line here" oops}\n}\n' >ctx.json
+run show ctx.json
+check "a JSON error quotes the text around it" has "$err" 'long command line here" oops}'
 run show missing.json
 check "missing profile: exit 1" [ "$rc" = 1 ]
 check "missing profile: message" has "$err" "cannot read 'missing.json': No such file or directory"

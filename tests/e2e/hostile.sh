@@ -39,6 +39,21 @@ done
 check "100 000 deep: folded stacks stop at 512 frames, the rest in one frame" \
 	grep -q '\[99490 deeper frames\] [0-9]' deep.folded
 
+# A setuid target ignores LD_PRELOAD: nothing can be recorded, and it is said
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	d=$(mktemp -d /tmp/sonde-suid-XXXXXX)
+	chmod 777 "$d"
+	cp "$PROGS/m-known" "$d/" && chmod 4755 "$d/m-known"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$SONDE" collect memory -o "$d/s.json" \
+		-- "$d/m-known" >/dev/null 2>suid.err
+	rc=$?
+	check "setuid target: the run works (exit $rc)" [ "$rc" = 0 ]
+	check "setuid target: 'nothing was recorded' is said" grep -q "nothing was recorded" suid.err
+	rm -rf "$d"
+else
+	skip "setuid target" "needs root (a setuid copy run by another user)"
+fi
+
 # A full disk under the event log: the target neither hangs nor crawls, the
 # profile keeps what was written, and what was lost is counted and said.
 if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=2m tmpfs full 2>/dev/null; then

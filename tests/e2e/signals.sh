@@ -28,6 +28,29 @@ check "SIGINT: warning recorded" jq_eq int.json '[.stats.warnings[].code] | inde
 check "SIGINT: no s-sleep left" [ -z "$(pgrep -f "$PROGS/s-sleep" || true)" ]
 check "SIGINT: profile matches the schema" validate int.json
 
+# a target that ignores SIGINT and SIGTERM: killed 5 s after (as timeout -k does),
+# or at once on a second signal; never waited on forever
+printf '%s\n' 'trap "" INT TERM; sleep 60' >deaf.sh
+start=$(date +%s)
+interrupt INT 0.5 deaf.err collect time -q -r 1 -o deaf.json -- sh deaf.sh
+end=$(date +%s)
+check "a target deaf to SIGINT: sonde still ends, exit 130 ($((end - start)) s)" \
+	sh -c '[ "$0" = 130 ] && [ "$1" -lt 20 ]' "$rc" "$((end - start))"
+check "... the profile is written" [ -f deaf.json ]
+"$SONDE" collect time -q -r 1 -o deaf2.json -- sh deaf.sh >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+start=$(date +%s)
+kill -INT $pid
+sleep 0.2
+kill -INT $pid
+wait $pid
+rc=$?
+end=$(date +%s)
+check "a second SIGINT kills a deaf target at once ($((end - start)) s)" \
+	sh -c '[ "$0" = 130 ] && [ "$1" -lt 3 ]' "$rc" "$((end - start))"
+check "... no sleep left behind" [ -z "$(pgrep -f 'sleep 60' || true)" ]
+
 # --timeout kills the whole group, records it, stops the series
 start=$(date +%s%N)
 run collect time -q -r 3 -t 0.3 -o to.json -- "$PROGS/s-sleep" 5000

@@ -92,6 +92,10 @@ static int memory_after(struct sonde_collection *c, struct sonde_profile *p)
 	struct mem_state *st = sonde_collection__priv(c);
 
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
+	if (!st->a.t.processes)
+		sonde_collection__note(
+			c, "nothing was recorded: the memory runtime never started in "
+			   "the target (a setuid or setgid program ignores LD_PRELOAD)");
 	if (st->a.t.missed)
 		sonde_collection__note(c,
 				       "%llu allocation events happened inside sonde's own hook "
