@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,26 +73,116 @@ static void digest_of(const char *buf, size_t len, char out[40])
 	snprintf(out, 40, "%016llx%016llx", (unsigned long long)h, (unsigned long long)g);
 }
 
+static int index_file(struct sonde_store *s, const char *stored, struct sonde_strbuf *err);
+
+static int user_version(sqlite3 *db, int *v)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	*v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/*
+ * Open the index: read-only when it cannot be written (read commands still
+ * work), created or brought up to date otherwise, and checked: a damaged file
+ * is -EUCLEAN (sonde fsck rebuilds it from the stored profiles), one that
+ * cannot be read -EACCES.
+ */
 static int open_db(const char *root, sqlite3 **db)
 {
 	char path[PATH_MAX];
-	int rc;
+	bool ro;
+	int rc, v = 0;
 
 	snprintf(path, sizeof(path), "%s/index.db", root);
-	rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	ro = access(path, F_OK) == 0 && access(path, W_OK) < 0;
+	rc = sqlite3_open_v2(path, db,
+			     ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+			     NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_busy_timeout(*db, 5000);
 	if (rc == SQLITE_OK)
+		rc = user_version(*db, &v);
+	if (rc == SQLITE_OK && !ro && v < 2) {
 		rc = sqlite3_exec(*db, schema, NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = migrate(*db);
+		if (rc == SQLITE_OK)
+			rc = migrate(*db);
+	}
+	if (rc == SQLITE_OK) /* the table is there and its pages read */
+		rc = sqlite3_exec(*db, "SELECT count(*), max(length(path)) FROM profiles", NULL,
+				  NULL, NULL);
 	if (rc != SQLITE_OK) {
-		sonde_log(SONDE_LOG_ERROR, "store", "index '%s': %s", path, sqlite3_errmsg(*db));
+		int code = sqlite3_errcode(*db);
+
+		sonde_log(SONDE_LOG_DEBUG, "store", "index '%s': %s", path, sqlite3_errmsg(*db));
 		sqlite3_close(*db);
 		*db = NULL;
-		return rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN ? -EACCES : -EIO;
+		if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_ERROR)
+			return -EUCLEAN;
+		return code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM
+			       ? -EACCES
+		       : code == SQLITE_FULL ? -ENOSPC
+					     : -EIO;
 	}
 	return 0;
+}
+
+int sonde_store__rebuild(const char *dir, unsigned *n, struct sonde_strbuf *err)
+{
+	char root[PATH_MAX], path[PATH_MAX * 2], aside[PATH_MAX * 2];
+	struct sonde_store *s;
+	struct dirent *c, *f;
+	DIR *objs, *d;
+	int rc = 0;
+
+	*n = 0;
+	snprintf(root, sizeof(root), "%s/.sonde", dir);
+	snprintf(path, sizeof(path), "%s/index.db", root);
+	snprintf(aside, sizeof(aside), "%s/index.db.damaged-%lld", root, (long long)time(NULL));
+	if (rename(path, aside) < 0 && errno != ENOENT) {
+		sonde_strbuf__addf(err, "cannot move the index aside: %s", strerror(errno));
+		return -errno;
+	}
+	s = sonde_store__open(dir);
+	if (!s) {
+		rc = -errno;
+		sonde_strbuf__addf(err, "cannot make a new index: %s", strerror(errno));
+		return rc;
+	}
+	objs = opendir(s->objects);
+	while (objs && (c = readdir(objs)) && !rc) {
+		if (c->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", s->objects, c->d_name);
+		d = opendir(path);
+		while (d && (f = readdir(d)) && !rc) {
+			size_t l = strlen(f->d_name);
+
+			if (f->d_name[0] == '.' || l < 6 || strcmp(f->d_name + l - 5, ".json"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/%s", s->objects, c->d_name, f->d_name);
+			rc = index_file(s, path, err);
+			if (rc == -EEXIST ||
+			    rc == -EINVAL) { /* a copy, or not a profile: skipped */
+				sonde_strbuf__reset(err);
+				rc = 0;
+			} else if (!rc) {
+				(*n)++;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	if (objs)
+		closedir(objs);
+	sonde_store__free(s);
+	return rc;
 }
 
 int sonde_store__init(const char *dir)
@@ -322,13 +413,38 @@ long sonde_store__count(struct sonde_store *s, const char *commit)
 	return n;
 }
 
+static int insert(struct sonde_store *s, struct sonde_profile *p, const char *origin,
+		  const char *stored, const char *digest, struct sonde_strbuf *err,
+		  const char *path);
+
+/* Index a profile that is already in objects/ (sonde fsck). */
+static int index_file(struct sonde_store *s, const char *stored, struct sonde_strbuf *err)
+{
+	struct sonde_profile *p;
+	char *buf = NULL, digest[40];
+	const char *origin;
+	size_t len;
+	int rc = sonde_file__read(stored, &buf, &len);
+
+	if (rc)
+		return rc;
+	digest_of(buf, len, digest);
+	p = sonde_profile__parse(buf, len, stored, err);
+	free(buf);
+	if (!p)
+		return -EINVAL;
+	origin = sonde_profile__origin(p);
+	rc = origin ? insert(s, p, origin, stored, digest, err, stored) : -EINVAL;
+	sonde_profile__free(p);
+	return rc;
+}
+
 int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbuf *err)
 {
 	struct sonde_profile *p = sonde_profile__load(path, err);
 	const char *origin, *base = strrchr(path, '/');
 	char dir[PATH_MAX], dest[PATH_MAX * 2], *used = NULL, *buf = NULL, digest[40];
 	sqlite3_stmt *st = NULL;
-	json_t *h;
 	size_t len;
 	int rc;
 
@@ -381,15 +497,37 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 		sonde_profile__free(p);
 		return rc;
 	}
-	h = sonde_profile__header(p);
-	rc = sqlite3_prepare_v2(
+	rc = insert(s, p, origin, used, digest, err, path);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+	if (rc) {
+		if (!err->len)
+			sonde_strbuf__addf(err, "cannot index '%s': %s", path,
+					   sqlite3_errmsg(s->db));
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		unlink(used);
+	}
+	free(used);
+	sonde_profile__free(p);
+	return rc;
+}
+
+/* One row for a profile stored at `stored` (under objects/). */
+static int insert(struct sonde_store *s, struct sonde_profile *p, const char *origin,
+		  const char *stored, const char *digest, struct sonde_strbuf *err,
+		  const char *path)
+{
+	json_t *h = sonde_profile__header(p);
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
 		s->db,
 		"INSERT INTO profiles (origin, path, collector, type, cmd, workload, "
 		"added, digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 		-1, &st, NULL);
+
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, origin, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, used + strlen(s->root) + 1, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, stored + strlen(s->root) + 1, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3,
 				  json_string_value(json_object_get(
 					  sonde_profile__collector_info(p), "name")),
@@ -401,20 +539,19 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 				  SQLITE_STATIC);
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
 		sqlite3_bind_text(st, 8, digest, -1, SQLITE_STATIC);
-		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-	}
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		sonde_strbuf__addf(err, "cannot index '%s': %s", path, sqlite3_errmsg(s->db));
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		unlink(used);
-		rc = -EIO;
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
 	}
 	sqlite3_finalize(st);
-	free(used);
-	sonde_profile__free(p);
-	return rc;
+	if (rc == SQLITE_CONSTRAINT) {
+		sonde_strbuf__addf(err, "'%s' is already registered", path);
+		return -EEXIST;
+	}
+	if (rc != SQLITE_OK) {
+		sonde_strbuf__addf(err, "cannot index '%s': %s", path, sqlite3_errmsg(s->db));
+		return -EIO;
+	}
+	return 0;
 }
 
 int sonde_store__remove(struct sonde_store *s, long long id)

@@ -3,10 +3,12 @@
  * with generated help, and profile names (path, N@p, N@i).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cli.h"
 
 static void verror(const char *cmd, const char *fmt, va_list ap)
@@ -108,6 +110,45 @@ json_t *cli_json_number(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+char *cli_store_dir(void)
+{
+	char cur[PATH_MAX], probe[PATH_MAX + 16];
+	struct stat st;
+
+	if (!realpath(".", cur))
+		return NULL;
+	for (;;) {
+		snprintf(probe, sizeof(probe), "%s/.sonde", strcmp(cur, "/") ? cur : "");
+		if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode))
+			return strdup(cur);
+		if (!strcmp(cur, "/"))
+			return NULL;
+		*strrchr(cur, '/') = '\0';
+		if (!cur[0])
+			strcpy(cur, "/");
+	}
+}
+
+struct sonde_store *cli_open_store(const char *cmd)
+{
+	struct sonde_store *s = sonde_store__open(".");
+
+	if (s)
+		return s;
+	if (errno == ENOENT)
+		cli_error(cmd, "no .sonde store here or above (run 'sonde init')");
+	else if (errno == EUCLEAN)
+		cli_error(cmd, "the store's index (.sonde/index.db) is damaged: 'sonde fsck' "
+			       "rebuilds it from the stored profiles");
+	else if (errno == EACCES)
+		cli_error(cmd, "cannot open the store's index (.sonde/index.db): permission "
+			       "denied");
+	else
+		cli_error(cmd, "cannot open the store's index (.sonde/index.db): %s",
+			  strerror(errno));
+	return NULL;
+}
+
 char *cli_profile_path(const char *cmd, const char *name, long long *store_id)
 {
 	struct sonde_store_list l;
@@ -120,14 +161,9 @@ char *cli_profile_path(const char *cmd, const char *name, long long *store_id)
 		*store_id = 0;
 	if (!indexed_name(name, &n, &kind))
 		return strdup(name);
-	s = sonde_store__open(".");
-	if (!s) {
-		cli_error(cmd,
-			  "'%s' names a profile in the store, but there is no .sonde here "
-			  "(run 'sonde init')",
-			  name);
+	s = cli_open_store(cmd);
+	if (!s)
 		return NULL;
-	}
 	if (kind == 'p') {
 		rc = sonde_store__pending(s, &l);
 	} else if (sonde_git__resolve(sonde_store__worktree(s), "HEAD", head)) {

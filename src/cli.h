@@ -48,6 +48,13 @@ void cli_help(const char *usage, const struct sonde_option *opts);
  * a registered profile (0 otherwise) when not NULL.
  */
 char *cli_profile_path(const char *cmd, const char *name, long long *store_id);
+/*
+ * The store of the current directory, or NULL after one line that says why: none
+ * (run sonde init), a damaged index (sonde fsck), no permission, or the error.
+ */
+struct sonde_store *cli_open_store(const char *cmd);
+/* The directory that holds the .sonde of the current directory (heap), or NULL. */
+char *cli_store_dir(void);
 /* Whether name is N@p or N@i (a profile in the store). */
 bool cli_is_store_name(const char *name);
 /* A measured number as JSON: null when it is NaN or infinite (not measured). */
@@ -82,6 +89,7 @@ int cmd_postprocess(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_fsck(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_add(int argc, char **argv);

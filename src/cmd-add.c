@@ -37,11 +37,9 @@ int cmd_add(int argc, char **argv)
 	n = argc - 1 - first;
 	if (n < 1)
 		return cli_usage("add", "which profile?");
-	s = sonde_store__open(".");
-	if (!s) {
-		cli_error("add", "no .sonde store here or above (run 'sonde init')");
+	s = cli_open_store("add");
+	if (!s)
 		return EXIT_FAILURE_;
-	}
 	sonde_git__resolve(sonde_store__worktree(s), "HEAD", head);
 	/* Resolve every name first: N@p numbers shift once a profile leaves jobs/. */
 	paths = calloc((size_t)n, sizeof(*paths));

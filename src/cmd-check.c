@@ -55,6 +55,10 @@ static int resolve(const char *name, struct side *s)
 		return s->single ? EXIT_OK : EXIT_FAILURE_;
 	}
 	st = sonde_store__open(".");
+	if (!st && errno != ENOENT) { /* a store whose index does not open: say why */
+		cli_open_store("check");
+		return EXIT_FAILURE_;
+	}
 	if (!st) {
 		cli_error("check",
 			  "'%s' is not a profile, and there is no .sonde store here to "

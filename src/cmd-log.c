@@ -25,11 +25,9 @@ int cmd_log(int argc, char **argv)
 		return code;
 	if (first < argc - 1)
 		return cli_usage("log", "unexpected argument '%s'", argv[1 + first]);
-	s = sonde_store__open(".");
-	if (!s) {
-		cli_error("log", "no .sonde store here or above (run 'sonde init')");
+	s = cli_open_store("log");
+	if (!s)
 		return EXIT_FAILURE_;
-	}
 	rc = sonde_git__log(sonde_store__worktree(s), (unsigned)max, &sb);
 	if (rc) {
 		cli_error("log", "'%s' is not a git work tree with commits",

@@ -27,11 +27,9 @@ int cmd_rm(int argc, char **argv)
 	n = argc - 1 - first;
 	if (n < 1)
 		return cli_usage("rm", "which profile?");
-	s = sonde_store__open(".");
-	if (!s) {
-		cli_error("rm", "no .sonde store here or above (run 'sonde init')");
+	s = cli_open_store("rm");
+	if (!s)
 		return EXIT_FAILURE_;
-	}
 	paths = calloc((size_t)n, sizeof(*paths));
 	ids = calloc((size_t)n, sizeof(*ids));
 	for (i = 0; paths && ids && i < n; i++) {

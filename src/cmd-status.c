@@ -43,11 +43,9 @@ int cmd_status(int argc, char **argv)
 		return code;
 	if (first < argc - 1)
 		return cli_usage("status", "unexpected argument '%s'", argv[1 + first]);
-	s = sonde_store__open(".");
-	if (!s) {
-		cli_error("status", "no .sonde store here or above (run 'sonde init')");
+	s = cli_open_store("status");
+	if (!s)
 		return EXIT_FAILURE_;
-	}
 	printf("store: %s\n", sonde_store__root(s));
 	rc = sonde_git__resolve(sonde_store__worktree(s), "HEAD", head);
 	if (rc)

@@ -13,6 +13,7 @@ static const struct cli_command commands[] = {
 	{ "add", cmd_add, "register profiles against their origin commit" },
 	{ "rm", cmd_rm, "remove registered or pending profiles" },
 	{ "log", cmd_log, "list commits with the number of profiles of each" },
+	{ "fsck", cmd_fsck, "rebuild the store's index from its stored profiles" },
 	{ "show", cmd_show, "print or draw a profile (tables, charts, flame graphs)" },
 	{ "export", cmd_export, "write a profile in another format (csv, json, folded, perfetto)" },
 	{ "postprocess", cmd_postprocess, "fit models to a profile (regression, smoothing)" },

@@ -65,5 +65,11 @@ long sonde_store__count(struct sonde_store *s, const char *commit);
 int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbuf *err);
 /* Unregister (and delete the object of) a registered profile by index row id. */
 int sonde_store__remove(struct sonde_store *s, long long id);
+/*
+ * Rebuild the index of the store in dir from the profiles in objects/ (the
+ * damaged index is kept beside it as index.db.damaged-TIME). *n: profiles
+ * indexed. Returns 0 or -errno, with a message in err.
+ */
+int sonde_store__rebuild(const char *dir, unsigned *n, struct sonde_strbuf *err);
 
 #endif

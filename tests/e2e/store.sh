@@ -85,6 +85,27 @@ run add --keep same.json
 check "a version-1 index: add works" [ "$rc" = 0 ]
 check "... and the index is version 2" [ "$(sqlite3 .sonde/index.db 'pragma user_version')" = 2 ]
 
+# a damaged index: said, with the way out; sonde fsck rebuilds it from objects/
+head -c 4096 /dev/urandom | dd of=.sonde/index.db bs=1 conv=notrunc 2>/dev/null
+run status
+check "damaged index: status exits 1" [ "$rc" = 1 ]
+check "damaged index: one line naming sonde fsck" \
+	sh -c '[ "$(printf "%s\n" "$0" | grep -c .)" = 1 ] && printf "%s" "$0" | grep -q "damaged: .sonde fsck. rebuilds it"' "$err"
+run fsck
+check "fsck: exit 0, the profile registered again" sh -c '[ "$0" = 0 ] && printf "%s" "$1" | grep -q "1 profile registered"' "$rc" "$out"
+check "fsck: the damaged index kept aside" [ -n "$(ls .sonde/index.db.damaged-* 2>/dev/null)" ]
+run status
+check "after fsck: status lists it" has "$out" "0@i  time"
+# an index that cannot be written (another user's store): read commands still work
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	chmod -R a+rX "$WORK"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$SONDE" status >ro.out 2>ro.err
+	rc=$?
+	check "read-only index: status works (exit $rc)" sh -c '[ "$0" = 0 ] && grep -q "^store: " ro.out' "$rc"
+else
+	skip "read-only index" "needs root (another user)"
+fi
+
 # outside any store and git tree: no origin, add refused
 cd "$WORK" && mkdir plain && cd plain || exit 1
 run collect time -q -r 1 -o p.json -- "$PROGS/s-exit"
