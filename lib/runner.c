@@ -299,6 +299,25 @@ static void reap_group(pid_t pgid, struct sonde_run *out)
 		out->leftover++;
 }
 
+/*
+ * attach() while the target waits at the barrier, then release it: one byte to
+ * go on, or EOF (attach failed) to leave without exec. start_ns is set when it
+ * was released (the time its run starts); on an attach error it stays 0.
+ */
+static int attach_and_release(struct sonde_runner *r, pid_t pid, int *bar_w, struct sonde_run *out)
+{
+	int err = r->o.attach ? r->o.attach(pid, r->o.attach_ctx) : 0;
+
+	if (!err) {
+		out->start_ns = sonde_clock_ns();
+		if (write(*bar_w, "g", 1) < 0)
+			err = -errno;
+	}
+	close(*bar_w);
+	*bar_w = -1;
+	return err;
+}
+
 static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t n,
 		       struct sonde_run *out)
 {
@@ -333,19 +352,14 @@ static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t
 	close(bar[0]);
 	close(errp[1]);
 	out->pid = pid;
-	err = r->o.attach ? r->o.attach(pid, r->o.attach_ctx) : 0;
-	if (err) {
-		close(bar[1]); /* the child sees EOF and exits without exec */
+	err = attach_and_release(r, pid, &bar[1], out);
+	if (err && !out->start_ns) {
 		kill(pid, SIGKILL);
 		close(errp[0]);
 		reap(pid, out);
 		current_pgid = 0;
 		return err;
 	}
-	out->start_ns = sonde_clock_ns();
-	if (write(bar[1], "g", 1) < 0)
-		err = -errno;
-	close(bar[1]);
 	while ((got = read(errp[0], &e, sizeof(e))) < 0 && errno == EINTR)
 		;
 	close(errp[0]);
@@ -466,20 +480,14 @@ static int helper_target(struct sonde_runner *r, const struct redirect *rd, size
 	current_pgid = out->pid;
 	out->start_ns = rec.start_ns;
 	if (r->o.barrier) {
-		err = r->o.attach ? r->o.attach(out->pid, r->o.attach_ctx) : 0;
-		if (err) {
-			close(bar[1]); /* the target sees EOF and exits without exec */
-			bar[1] = -1;
+		out->start_ns = 0;
+		err = attach_and_release(r, out->pid, &bar[1], out);
+		if (err && !out->start_ns) {
 			kill(out->pid, SIGKILL);
 			reap(out->pid, out);
 			current_pgid = 0;
 			goto out;
 		}
-		out->start_ns = sonde_clock_ns();
-		if (write(bar[1], "g", 1) < 0)
-			err = -errno;
-		close(bar[1]);
-		bar[1] = -1;
 	}
 	/* EOF: the exec happened (the pipe is close-on-exec); a record: it failed. */
 	while (read_report(rep[0], &rec) == (ssize_t)sizeof(rec))
