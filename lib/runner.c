@@ -228,19 +228,26 @@ static size_t plan(const struct sonde_runner *r, const int pipes[4], struct redi
 	return n;
 }
 
+/* The redirection plan as posix_spawn file actions (fa initialised here). */
+static void plan_actions(posix_spawn_file_actions_t *fa, const struct redirect *rd, size_t n)
+{
+	size_t i;
+
+	posix_spawn_file_actions_init(fa);
+	for (i = 0; i < n; i++) {
+		if (rd[i].path)
+			posix_spawn_file_actions_addopen(fa, rd[i].fd, rd[i].path, rd[i].flags, 0);
+		else
+			posix_spawn_file_actions_adddup2(fa, rd[i].from, rd[i].fd);
+	}
+}
+
 static int spawn_target(struct sonde_runner *r, const struct redirect *rd, size_t n, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
-	size_t i;
 	int err;
 
-	posix_spawn_file_actions_init(&fa);
-	for (i = 0; i < n; i++) {
-		if (rd[i].path)
-			posix_spawn_file_actions_addopen(&fa, rd[i].fd, rd[i].path, rd[i].flags, 0);
-		else
-			posix_spawn_file_actions_adddup2(&fa, rd[i].from, rd[i].fd);
-	}
+	plan_actions(&fa, rd, n);
 	err = posix_spawn(pid, r->path, &fa, &r->attr, r->o.argv, r->envp);
 	posix_spawn_file_actions_destroy(&fa);
 	return -err;
@@ -447,13 +454,7 @@ static int helper_target(struct sonde_runner *r, const struct redirect *rd, size
 	argv[3] = r->path;
 	for (i = 0; i < argc; i++)
 		argv[4 + i] = r->o.argv[i];
-	posix_spawn_file_actions_init(&fa);
-	for (i = 0; i < n; i++) {
-		if (rd[i].path)
-			posix_spawn_file_actions_addopen(&fa, rd[i].fd, rd[i].path, rd[i].flags, 0);
-		else
-			posix_spawn_file_actions_adddup2(&fa, rd[i].from, rd[i].fd);
-	}
+	plan_actions(&fa, rd, n);
 	/* dup2 onto itself: the helper inherits these two (glibc clears close-on-exec). */
 	posix_spawn_file_actions_adddup2(&fa, rep[1], rep[1]);
 	if (bar[0] >= 0)
