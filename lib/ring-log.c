@@ -144,8 +144,21 @@ int sonde_ring_drainer__stop(struct sonde_ring_drainer *d)
 	pthread_mutex_lock(&d->lock);
 	d->stop = 1;
 	pthread_mutex_unlock(&d->lock);
-	sonde_ring_area__wake(d->a);
-	pthread_join(d->thread, NULL);
+	/* wake it until it has gone: a wake that comes just before it goes to sleep
+	   would otherwise leave it asleep for its whole interval */
+	for (;;) {
+		struct timespec ts;
+
+		sonde_ring_area__wake(d->a);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(d->thread, NULL, &ts) != ETIMEDOUT)
+			break;
+	}
 	sonde_ring_drainer__sync(d);
 	err = d->error;
 	pthread_mutex_destroy(&d->lock);

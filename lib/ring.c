@@ -528,8 +528,8 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 			hb = atomic_load_explicit(&w->area->h->heartbeat_ns, memory_order_relaxed);
 			/* the reader is gone (or its heartbeat is nonsense): drop at once,
 			   do not wait (a full ring of a dead reader costs one clock read) */
-			if (hb > now + WAIT_GIVE_UP || now - hb > WAIT_GIVE_UP)
-				return false;
+			if (hb > now + WAIT_GIVE_UP || (now > hb && now - hb > WAIT_GIVE_UP))
+				return false; /* (a beat just after `now` is not stale) */
 		}
 		if (++spins < 256) {
 			cpu_relax();

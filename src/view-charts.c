@@ -741,7 +741,8 @@ int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
 		}
 		ng = kept;
 	}
-	qsort(g, ng, sizeof(*g), by_points);
+	if (ng) /* qsort(NULL, 0) is undefined */
+		qsort(g, ng, sizeof(*g), by_points);
 	pl.x0 = pl.y0 = INFINITY;
 	pl.x1 = pl.y1 = -INFINITY;
 	for (i = 0; i < ng; i++) {

@@ -28,7 +28,7 @@ writes() {
 
 for c in collect show report export postprocess; do
 	# a FIFO: a reader gets the output, the FIFO stays a FIFO
-	cat fifo >got.txt &
+	timeout 30 cat fifo >got.txt & # never waits forever for a writer that failed
 	reader=$!
 	writes $c fifo >/dev/null 2>"$c.err"
 	rc=$?
