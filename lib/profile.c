@@ -730,8 +730,9 @@ static const char *bad_contexts(json_t *root, char *buf, size_t len)
 {
 	json_t *ctx = json_object_get(json_object_get(root, "trace"), "contexts"), *row;
 	size_t n = json_array_size(ctx), i, k;
-	json_int_t *by_id; /* pairs: id, parent position + 1 (0: the root) */
+	json_int_t *by_id; /* pairs: id, position */
 	unsigned char *state;
+	size_t *parent;
 	const char *why = NULL;
 
 	if (!ctx)
@@ -740,9 +741,11 @@ static const char *bad_contexts(json_t *root, char *buf, size_t len)
 		return "trace.contexts is not an array";
 	by_id = malloc((n + 1) * 2 * sizeof(*by_id));
 	state = calloc(n + 1, 1);
-	if (!by_id || !state) {
+	parent = malloc((n + 1) * sizeof(*parent));
+	if (!by_id || !state || !parent) {
 		free(by_id);
 		free(state);
+		free(parent);
 		return "trace.contexts is too large";
 	}
 	json_array_foreach(ctx, i, row)
@@ -768,54 +771,40 @@ static const char *bad_contexts(json_t *root, char *buf, size_t len)
 			why = buf;
 			goto out;
 		}
-	/* walk up from each context; state 1: on the current walk, 2: reaches the root */
+	/* each context's parent, by position (n: the root), looked up once */
+	for (i = 0; i < n; i++) {
+		json_int_t par = json_integer_value(json_array_get(json_array_get(ctx, i), 1)),
+			   key[2] = { par, 0 }, *hit;
+
+		hit = par ? bsearch(key, by_id, n, 2 * sizeof(*by_id), cmp_id) : NULL;
+		if (par && !hit) {
+			snprintf(buf, len, "trace.contexts: the parent %lld is not a context",
+				 (long long)par);
+			why = buf;
+			goto out;
+		}
+		parent[i] = hit ? (size_t)hit[1] : n;
+	}
+	/* walk up from each context; state 1: on this walk, 2: known to reach the root */
 	for (i = 0; i < n && !why; i++) {
-		size_t at = i;
+		size_t at;
 
-		while (state[at] == 0) {
-			json_int_t par = json_integer_value(
-					   json_array_get(json_array_get(ctx, at), 1)),
-				   key[2] = { par, 0 };
-			json_int_t *hit;
-
+		for (at = i; at < n && state[at] == 0; at = parent[at])
 			state[at] = 1;
-			if (par == 0)
-				break;
-			hit = bsearch(key, by_id, n, 2 * sizeof(*by_id), cmp_id);
-			if (!hit) {
-				snprintf(buf, len,
-					 "trace.contexts: the parent %lld is not a context",
-					 (long long)par);
-				why = buf;
-				break;
-			}
-			at = (size_t)hit[1];
-			if (state[at] == 1) {
-				snprintf(buf, len,
-					 "trace.contexts form a cycle (context %lld is its own "
-					 "ancestor)",
-					 (long long)json_integer_value(
-						 json_array_get(json_array_get(ctx, at), 0)));
-				why = buf;
-			}
+		if (at < n && state[at] == 1) {
+			snprintf(buf, len,
+				 "trace.contexts form a cycle (context %lld is its own ancestor)",
+				 (long long)json_integer_value(
+					 json_array_get(json_array_get(ctx, at), 0)));
+			why = buf;
 		}
-		/* everything on this walk is settled now */
-		for (at = i; state[at] == 1;) {
-			json_int_t par = json_integer_value(
-					   json_array_get(json_array_get(ctx, at), 1)),
-				   key[2] = { par, 0 };
-			json_int_t *hit =
-				par ? bsearch(key, by_id, n, 2 * sizeof(*by_id), cmp_id) : NULL;
-
+		for (at = i; at < n && state[at] == 1; at = parent[at])
 			state[at] = 2;
-			if (!hit)
-				break;
-			at = (size_t)hit[1];
-		}
 	}
 out:
 	free(by_id);
 	free(state);
+	free(parent);
 	return why;
 }
 

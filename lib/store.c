@@ -60,7 +60,7 @@ static int migrate(sqlite3 *db)
 	return sqlite3_exec(db, schema_v2, NULL, NULL, NULL);
 }
 
-/* The content's digest: FNV-1a over the bytes, and their count. */
+/* The content's digest: FNV-1a over the bytes forwards and backwards (128 bits). */
 static void digest_of(const char *buf, size_t len, char out[40])
 {
 	uint64_t h = 0xcbf29ce484222325ull, g = 0x84222325cbf29ce4ull;
@@ -206,19 +206,17 @@ int sonde_store__init(const char *dir)
 	return err;
 }
 
-struct sonde_store *sonde_store__open(const char *dir)
+char *sonde_store__find(const char *dir)
 {
 	char cur[PATH_MAX], probe[PATH_MAX + 16];
-	struct sonde_store *s;
 	struct stat st;
-	int err;
 
 	if (!realpath(dir, cur))
 		return NULL;
 	for (;;) {
 		snprintf(probe, sizeof(probe), "%s/.sonde", strcmp(cur, "/") ? cur : "");
 		if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode))
-			break;
+			return strdup(cur);
 		if (!strcmp(cur, "/")) {
 			errno = ENOENT;
 			return NULL;
@@ -227,13 +225,26 @@ struct sonde_store *sonde_store__open(const char *dir)
 		if (!cur[0])
 			strcpy(cur, "/");
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
+}
+
+struct sonde_store *sonde_store__open(const char *dir)
+{
+	struct sonde_store *s;
+	char *top = sonde_store__find(dir);
+	int err;
+
+	if (!top)
 		return NULL;
-	s->worktree = strdup(cur);
-	s->root = strdup(probe);
-	if (!s->worktree || !s->root || asprintf(&s->jobs, "%s/jobs", probe) < 0 ||
-	    asprintf(&s->objects, "%s/objects", probe) < 0) {
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		free(top);
+		return NULL;
+	}
+	s->worktree = top;
+	if (asprintf(&s->root, "%s/.sonde", strcmp(top, "/") ? top : "") < 0)
+		s->root = NULL;
+	if (!s->root || asprintf(&s->jobs, "%s/jobs", s->root) < 0 ||
+	    asprintf(&s->objects, "%s/objects", s->root) < 0) {
 		sonde_store__free(s);
 		errno = ENOMEM;
 		return NULL;

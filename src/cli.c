@@ -3,12 +3,10 @@
  * with generated help, and profile names (path, N@p, N@i).
  */
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "cli.h"
 
 static void verror(const char *cmd, const char *fmt, va_list ap)
@@ -108,25 +106,6 @@ bool cli_is_store_name(const char *name)
 json_t *cli_json_number(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
-}
-
-char *cli_store_dir(void)
-{
-	char cur[PATH_MAX], probe[PATH_MAX + 16];
-	struct stat st;
-
-	if (!realpath(".", cur))
-		return NULL;
-	for (;;) {
-		snprintf(probe, sizeof(probe), "%s/.sonde", strcmp(cur, "/") ? cur : "");
-		if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode))
-			return strdup(cur);
-		if (!strcmp(cur, "/"))
-			return NULL;
-		*strrchr(cur, '/') = '\0';
-		if (!cur[0])
-			strcpy(cur, "/");
-	}
 }
 
 struct sonde_store *cli_open_store(const char *cmd)

@@ -53,8 +53,6 @@ char *cli_profile_path(const char *cmd, const char *name, long long *store_id);
  * (run sonde init), a damaged index (sonde fsck), no permission, or the error.
  */
 struct sonde_store *cli_open_store(const char *cmd);
-/* The directory that holds the .sonde of the current directory (heap), or NULL. */
-char *cli_store_dir(void);
 /* Whether name is N@p or N@i (a profile in the store). */
 bool cli_is_store_name(const char *name);
 /* A measured number as JSON: null when it is NaN or infinite (not measured). */

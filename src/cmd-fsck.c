@@ -28,7 +28,7 @@ int cmd_fsck(int argc, char **argv)
 	if (first < argc - 1)
 		return cli_usage("fsck", "unexpected argument '%s'", argv[1 + first]);
 	/* the store is found by its directory: its index may not open */
-	dir = cli_store_dir();
+	dir = sonde_store__find(".");
 	if (!dir) {
 		cli_error("fsck", "no .sonde store here or above (run 'sonde init')");
 		return EXIT_FAILURE_;

@@ -44,6 +44,8 @@ int sonde_store__init(const char *dir);
  * ENOENT when there is none.
  */
 struct sonde_store *sonde_store__open(const char *dir);
+/* The directory at or above dir that holds a .sonde (heap), or NULL (errno ENOENT). */
+char *sonde_store__find(const char *dir);
 void sonde_store__free(struct sonde_store *s);
 const char *sonde_store__root(const struct sonde_store *s); /* the .sonde directory */
 const char *sonde_store__jobs(const struct sonde_store *s);
