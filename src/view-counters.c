@@ -163,8 +163,9 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 		any_region |= !strcmp(r[i].dispatch, "region");
 		if (strcmp(r[i].dispatch, "run"))
 			continue;
-		snprintf(prefix, sizeof(prefix), r[i].cpu >= 0 ? "CPU%-4lld" : "",
-			 (long long)r[i].cpu);
+		prefix[0] = 0;
+		if (r[i].cpu >= 0)
+			snprintf(prefix, sizeof(prefix), "CPU%-4lld", (long long)r[i].cpu);
 		line(out, &r[i], 0, json_array_size(r[i].amount), prefix, true);
 	}
 	if (any_interval) {
