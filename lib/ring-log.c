@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <sonde/clock.h>
 #include <sonde/ring.h>
 
 struct sonde_ring_drainer {
@@ -18,6 +19,7 @@ struct sonde_ring_drainer {
 	pthread_mutex_t lock;
 	int stop, error;
 	uint64_t lost_bytes; /* taken from the rings but not written (the write failed) */
+	uint64_t error_ns;   /* monotonic time of the first write error; 0: none */
 	clockid_t cpu_clock;
 };
 
@@ -60,11 +62,14 @@ long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d)
 	long long n;
 
 	pthread_mutex_lock(&d->lock);
-	/* once the log cannot be written, take nothing more from the rings: the
-	   writers then count what they cannot put there as dropped */
+	/* once the log cannot be written, take nothing more from the rings, and
+	   tell the writers to stop: the target goes on, unrecorded */
 	n = d->error ? d->error : sonde_ring_area__drain(d->a, to_file, d);
-	if (n < 0 && !d->error)
+	if (n < 0 && !d->error) {
 		d->error = (int)n;
+		d->error_ns = sonde_clock_ns();
+		sonde_ring_area__close(d->a); /* the recording stops; the target goes on */
+	}
 	pthread_mutex_unlock(&d->lock);
 	return n;
 }
@@ -124,6 +129,16 @@ uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d)
 	n = d->lost_bytes;
 	pthread_mutex_unlock(&d->lock);
 	return n;
+}
+
+uint64_t sonde_ring_drainer__error_ns(struct sonde_ring_drainer *d)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&d->lock);
+	t = d->error_ns;
+	pthread_mutex_unlock(&d->lock);
+	return t;
 }
 
 uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d)

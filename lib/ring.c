@@ -3,8 +3,9 @@
  *
  * Layout of the area (one memfd):
  *   page 0        struct area: magic, geometry, policy, serial counter, reader
- *                 heartbeat, drops of writers that found no ring, the count of
- *                 rings ever claimed (the reader looks no further);
+ *                 heartbeat, pid and "closed" flag, drops of writers that found
+ *                 no ring, the count of rings ever claimed (the reader looks no
+ *                 further);
  *   descriptors   one struct sonde_ring_desc per ring, three cache lines each so
  *                 that the writer's head and the reader's tail never share one;
  *   data          nbig buffers of ring_bytes, then the spill rings' buffers of
@@ -38,7 +39,8 @@
 
 #define AREA_MAGIC   0x31676e6972646e73ULL /* "sndring1" */
 #define AREA_HDR     4096u
-#define WAIT_GIVE_UP 2000000000ull /* ns without a reader heartbeat */
+#define WAIT_GIVE_UP 2000000000ull /* ns without a reader heartbeat: the writers stop */
+#define PROBE_AFTER  250000000ull  /* ns without one: a writer past half full looks for it */
 
 enum { R_FREE = 0, R_CLAIMING, R_OWNED, R_RETIRED };
 
@@ -69,6 +71,10 @@ struct area_hdr {
 	/* the reader sleeps on wake_seq while reader_asleep; writers wake it (see wake_reader) */
 	_Atomic uint32_t reader_asleep;
 	_Atomic uint32_t wake_seq;
+	/* the reader's process, and whether it has stopped reading (see __close) */
+	_Atomic uint32_t reader_pid;
+	_Atomic uint32_t closed;
+	_Atomic uint32_t abandoned; /* a writer stopped: no heartbeat for WAIT_GIVE_UP */
 };
 
 /*
@@ -87,6 +93,8 @@ struct sonde_ring_area {
 	int owner_fd;
 	char path[64];
 	uint8_t *scratch;
+	/* a writer's: the reader is gone for good (closed, or its process ended) */
+	_Atomic bool gone;
 };
 
 _Static_assert(sizeof(struct area_hdr) <= AREA_HDR, "area header fits its page");
@@ -181,11 +189,35 @@ int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned n
 	a->data_off = a->h->data_off = data_off;
 	atomic_store(&a->h->serial_next, 1);
 	atomic_store(&a->h->heartbeat_ns, sonde_clock_ns());
+	atomic_store(&a->h->reader_pid, (uint32_t)getpid());
 	a->owner_fd = fd;
 	snprintf(a->path, sizeof(a->path), "/proc/%d/fd/%d", (int)getpid(), fd);
 	atomic_thread_fence(memory_order_release);
 	a->h->magic = AREA_MAGIC;
 	*out = a;
+	return 0;
+}
+
+int sonde_ring_area__renew(struct sonde_ring_area **ap)
+{
+	struct sonde_ring_area *old = *ap, *a;
+	int rc = sonde_ring_area__create_spill(old->nbig, old->ring_bytes, old->nrings - old->nbig,
+					       old->spill_bytes, old->policy, &a);
+
+	if (rc)
+		return rc;
+	/* the new memfd takes the old one's number: the path writers open is the same */
+	if (dup3(a->owner_fd, old->owner_fd, O_CLOEXEC) < 0) {
+		rc = -errno;
+		sonde_ring_area__destroy(a);
+		return rc;
+	}
+	close(a->owner_fd);
+	a->owner_fd = old->owner_fd;
+	memcpy(a->path, old->path, sizeof(a->path));
+	old->owner_fd = -1;
+	sonde_ring_area__destroy(old);
+	*ap = a;
 	return 0;
 }
 
@@ -198,7 +230,8 @@ void sonde_ring_area__destroy(struct sonde_ring_area *a)
 	fd = a->owner_fd;
 	free(a->scratch);
 	munmap(a->base, a->map_len);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	free(a);
 }
 
@@ -210,6 +243,56 @@ const char *sonde_ring_area__path(const struct sonde_ring_area *a)
 void sonde_ring_area__heartbeat(struct sonde_ring_area *a)
 {
 	atomic_store_explicit(&a->h->heartbeat_ns, sonde_clock_ns(), memory_order_relaxed);
+}
+
+void sonde_ring_area__close(struct sonde_ring_area *a)
+{
+	atomic_store_explicit(&a->h->closed, 1, memory_order_release);
+}
+
+/*
+ * A writer's check, on its slow paths only (a ring past half full, or full):
+ * has the reader closed the area, has its process ended (looked for once it
+ * has not beaten for PROBE_AFTER), or has it not beaten for WAIT_GIVE_UP (said
+ * to it in the header)? Each is for good, so the answer is kept. (A target
+ * that writes over these words can only stop its own recording.)
+ */
+static bool reader_lost(struct sonde_ring_area *a, bool probe)
+{
+	uint64_t now, hb;
+	uint32_t pid;
+
+	if (atomic_load_explicit(&a->gone, memory_order_relaxed))
+		return true;
+	if (atomic_load_explicit(&a->h->closed, memory_order_acquire))
+		goto gone;
+	if (!probe)
+		return false;
+	now = sonde_clock_ns();
+	hb = atomic_load_explicit(&a->h->heartbeat_ns, memory_order_relaxed);
+	if (hb >= now || now - hb <= PROBE_AFTER)
+		return false; /* (a beat just after `now` is not stale) */
+	pid = atomic_load_explicit(&a->h->reader_pid, memory_order_relaxed);
+	if (pid && pid <= INT32_MAX && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		goto gone;
+	if (now - hb > WAIT_GIVE_UP) {
+		atomic_store_explicit(&a->h->abandoned, 1, memory_order_relaxed);
+		goto gone;
+	}
+	return false;
+gone:
+	atomic_store_explicit(&a->gone, true, memory_order_relaxed);
+	return true;
+}
+
+bool sonde_ring_area__abandoned(const struct sonde_ring_area *a)
+{
+	return atomic_load_explicit(&a->h->abandoned, memory_order_relaxed) != 0;
+}
+
+bool sonde_ring_area__reader_gone(struct sonde_ring_area *a)
+{
+	return reader_lost(a, false);
 }
 
 /* Wake the reader if it sleeps in __wait (shared futex: the area is in two processes). */
@@ -311,6 +394,8 @@ long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink
 			if (rc < 0)
 				return rc;
 			total += (long long)c.bytes;
+			if (c.bytes >= (1u << 20)) /* a long write: still here */
+				sonde_ring_area__heartbeat(a);
 			break;
 		}
 		if (st == R_RETIRED && atomic_load(&d->head) == atomic_load(&d->tail)) {
@@ -343,6 +428,34 @@ static uint64_t salvage(struct sonde_ring_area *a, unsigned i)
 	return used;
 }
 
+/*
+ * Whether the process that wrote pid into a ring is gone: no such process, or
+ * a zombie. A live one may still be writing (a daemon that outlived its run),
+ * so its ring and its open record are never touched.
+ */
+static bool writer_gone(uint32_t pid)
+{
+	char path[48], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (!pid || pid > INT32_MAX)
+		return true;
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
 {
 	uint64_t salvaged = 0;
@@ -354,7 +467,10 @@ uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead)
 
 		if (st != R_OWNED && st != R_RETIRED)
 			continue;
-		if (!all_dead && !(kill((pid_t)d->pid, 0) < 0 && errno == ESRCH))
+		/* (all_dead: the run's processes were reaped; one that lives on left
+		   its group, a daemon: its ring stays its own) */
+		(void)all_dead;
+		if (!writer_gone(d->pid))
 			continue;
 		salvaged += salvage(a, i);
 		if (atomic_load(&d->head) != atomic_load(&d->tail))
@@ -412,6 +528,11 @@ struct sonde_ring_area *sonde_ring_area__attach(const char *path)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (atomic_load_explicit(&h->closed, memory_order_acquire)) {
+		munmap(map, (size_t)st.st_size);
+		errno = EPIPE; /* the recording is over */
+		return NULL;
+	}
 	/* the handle: no malloc on the writer side (it runs inside the target) */
 	a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a == MAP_FAILED) {
@@ -456,6 +577,8 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 
 	if (!a || a->h->magic != AREA_MAGIC)
 		return -EINVAL;
+	if (reader_lost(a, false))
+		return -EPIPE;
 	for (i = 0; i < a->nrings; i++) {
 		struct sonde_ring_desc *d = desc(a, i);
 		uint32_t st = R_FREE, used;
@@ -482,6 +605,11 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 		return 0;
 	}
 	return -EBUSY;
+}
+
+static inline bool unlikely_gone(struct sonde_ring_area *a)
+{
+	return __builtin_expect(atomic_load_explicit(&a->gone, memory_order_relaxed), 0);
 }
 
 static inline void cpu_relax(void)
@@ -523,13 +651,14 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
 		if (w->head + need - w->tail_seen <= size)
 			return true;
+		if ((spins == 0 || spins >= 256) && reader_lost(w->area, true))
+			return false; /* closed, gone or silent: no more waiting, ever */
 		if (spins == 0 || spins >= 256) {
 			now = sonde_clock_ns();
 			hb = atomic_load_explicit(&w->area->h->heartbeat_ns, memory_order_relaxed);
-			/* the reader is gone (or its heartbeat is nonsense): drop at once,
-			   do not wait (a full ring of a dead reader costs one clock read) */
-			if (hb > now + WAIT_GIVE_UP || (now > hb && now - hb > WAIT_GIVE_UP))
-				return false; /* (a beat just after `now` is not stale) */
+			/* a heartbeat from the future is nonsense (written over): drop */
+			if (hb > now + WAIT_GIVE_UP)
+				return false;
 		}
 		if (++spins < 256) {
 			cpu_relax();
@@ -556,13 +685,19 @@ void *sonde_ring__reserve(struct sonde_ring_writer *w, uint32_t type, uint32_t l
 	uint64_t size = w->mask + 1, pos = w->head & w->mask, contig = size - pos, need = len;
 	uint32_t *r;
 
+	if (unlikely_gone(w->area))
+		return NULL;
 	if (contig < len)
 		need += contig;
-	/* past half full: wake a sleeping reader (the cached tail may be old: read it) */
+	/* past half full: wake a sleeping reader (the cached tail may be old: read it),
+	   unless the reader has stopped reading: then nothing is written any more */
 	if (w->head + need - w->tail_seen > size / 2) {
 		w->tail_seen = atomic_load_explicit(&w->d->tail, memory_order_acquire);
-		if (w->head + need - w->tail_seen > size / 2)
+		if (w->head + need - w->tail_seen > size / 2) {
+			if (reader_lost(w->area, true))
+				return NULL;
 			wake_reader(w->area);
+		}
 	}
 	if (w->head + need - w->tail_seen > size && !make_room(w, need)) {
 		atomic_fetch_add_explicit(&w->d->dropped, 1, memory_order_relaxed);

@@ -47,7 +47,8 @@ static volatile sig_atomic_t pending_signal;
 struct sonde_runner {
 	struct sonde_runner_opts o;
 	char *path;
-	char *helper; /* sonde-spawn, for own_rss; NULL: not asked, or not found */
+	char *helper; /* sonde-spawn; NULL: not found */
+	pid_t parent; /* this process, as a forked child sees it before exec */
 	char *const *envp;
 	posix_spawnattr_t attr;
 	int null_fd;  /* /dev/null, opened once: children dup it instead of opening */
@@ -154,8 +155,9 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 	r->o = *opts;
 	r->envp = opts->envp ? opts->envp : environ;
 	r->path = sonde_runner__resolve(opts->argv[0]);
-	if (r->path && opts->sz >= offsetof(struct sonde_runner_opts, own_rss) + sizeof(bool) &&
-	    opts->own_rss)
+	/* every target starts through the helper when it is there (own_rss, and a
+	   target that dies with sonde); without it, posix_spawn or fork */
+	if (r->path)
 		r->helper = sonde_runtime_file("sonde-spawn");
 	if (!r->path) {
 		int e = errno;
@@ -264,6 +266,10 @@ static void child_exec(struct sonde_runner *r, const struct redirect *rd, size_t
 	int e;
 
 	setpgid(0, 0);
+	/* sonde is gone (killed): so is its target; sonde went before this line? */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != r->parent)
+		_exit(127);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
@@ -340,6 +346,7 @@ static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t
 		close(bar[1]);
 		return err;
 	}
+	r->parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		err = -errno;

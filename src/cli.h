@@ -35,6 +35,15 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 int cli_exit_code(int err);
 
 /*
+ * When stdout or stderr is a terminal, replace it by a stream that shows the
+ * control characters of what is printed (\xNN, \u00NN) instead of sending
+ * them (terminal.c). Call once, first thing.
+ */
+void cli_terminal_guard(void);
+/* stderr as it was: for sonde's own control sequences (the progress bar). */
+FILE *cli_terminal_raw(void);
+
+/*
  * Parse a command's options. Returns the index of the first positional argument,
  * or -1 after printing help (*code = EXIT_OK) or an error (*code = EXIT_USAGE).
  */

@@ -109,6 +109,7 @@ bad:
 static void draw_progress(const struct sonde_progress *pr, void *ctx)
 {
 	char el[32], eta[32], bar[31];
+	FILE *tty = cli_terminal_raw();
 	int fill = 0, i;
 
 	(void)ctx;
@@ -118,18 +119,19 @@ static void draw_progress(const struct sonde_progress *pr, void *ctx)
 	for (i = 0; i < 30; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[30] = '\0';
+	/* sonde's own control sequences: past the terminal guard */
 	if (pr->warmup)
-		fprintf(stderr, "\r\033[Kwarming up%s%s  %s", pr->workload ? " @" : "",
+		fprintf(tty, "\r\033[Kwarming up%s%s  %s", pr->workload ? " @" : "",
 			pr->workload ? pr->workload : "", el);
 	else if (pr->total)
-		fprintf(stderr, "\r\033[K[%s] %u/%u%s%s  %s  ETA %s", bar, pr->done, pr->total,
+		fprintf(tty, "\r\033[K[%s] %u/%u%s%s  %s  ETA %s", bar, pr->done, pr->total,
 			pr->workload ? " @" : "", pr->workload ? pr->workload : "", el,
 			pr->done ? sonde_format__duration((double)pr->eta_ns, eta, sizeof(eta))
 				 : "-");
 	else
-		fprintf(stderr, "\r\033[Kmeasuring the first run%s%s", pr->workload ? " @" : "",
+		fprintf(tty, "\r\033[Kmeasuring the first run%s%s", pr->workload ? " @" : "",
 			pr->workload ? pr->workload : "");
-	fflush(stderr);
+	fflush(tty);
 }
 
 /* A target that ignores SIGINT/SIGTERM is killed this long after (timeout -k's way). */
@@ -528,8 +530,10 @@ int cmd_collect(int argc, char **argv)
 		close(profile_stdout);
 		profile_stdout = -1;
 	}
-	if (so.progress)
-		fprintf(stderr, "\r\033[K");
+	if (so.progress) {
+		fputs("\r\033[K", cli_terminal_raw());
+		fflush(cli_terminal_raw());
+	}
 	if (rc) {
 		/* Nothing measured can be trusted if the runner broke; still keep the runs. */
 		cli_error("collect", "%s", err.buf);

@@ -59,6 +59,7 @@ int main(int argc, char **argv)
 	int verbose = 0, i = 1;
 	size_t k;
 
+	cli_terminal_guard();
 	sonde_log__set_callback(log_to_stderr, NULL);
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {

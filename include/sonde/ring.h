@@ -15,8 +15,10 @@
  * that dies half-way through a record leaves nothing torn behind.
  *
  * Policies, per area:
- *   LOSSLESS     a writer that finds its ring full waits for the reader; if the
- *                reader shows no sign of life for 2 s it drops instead (counted).
+ *   LOSSLESS     a writer that finds its ring full waits for the reader. Writers
+ *                stop writing for good, without waiting, once the reader closed
+ *                the area or its process ended, or when it has shown no sign of
+ *                life for 2 s (the area then says it was abandoned).
  *   DROP_OLDEST  a full ring discards its oldest records (the writer advances
  *                tail with compare-and-swap); each record dropped is counted.
  *
@@ -84,6 +86,13 @@ int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned n
 				  size_t spill_bytes, enum sonde_ring_policy policy,
 				  struct sonde_ring_area **out);
 void sonde_ring_area__destroy(struct sonde_ring_area *a);
+/*
+ * Replace a closed area (see __close) by a fresh one of the same geometry at
+ * the same path, for the next run: processes of the last run that still hold
+ * the old one (daemons) can never write into the new one. Returns 0 or -errno
+ * (*a is then unchanged).
+ */
+int sonde_ring_area__renew(struct sonde_ring_area **a);
 /* The path a writer opens ("/proc/PID/fd/N"); valid while the area exists. */
 const char *sonde_ring_area__path(const struct sonde_ring_area *a);
 
@@ -97,8 +106,10 @@ typedef int (*sonde_ring_sink)(void *ctx, const struct sonde_ring_chunk *c, cons
  */
 long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx);
 /*
- * Free rings whose writer process no longer exists (call after a drain;
- * all_dead true treats every writer as gone, for use once the run is over).
+ * Free rings whose writer process no longer exists or is a zombie (call after
+ * a drain). A live one is never taken for dead, even once the run is over
+ * (all_dead, kept for the ABI): it may be a daemon that left the run's
+ * process group and still writes.
  * A gone writer's open record (see __open) is published first, cut to what the
  * writer had filled in; such a ring is freed by a later reclaim, after a drain.
  * Returns the bytes so salvaged (drain again when non-zero).
@@ -110,11 +121,24 @@ uint64_t sonde_ring_area__reclaim(struct sonde_ring_area *a, bool all_dead);
  * only tells that the writers' events may be lost.
  */
 bool sonde_ring_area__tampered(const struct sonde_ring_area *a);
+/*
+ * Whether a writer stopped recording because the reader had not beaten for
+ * 2 s (a stalled sonde): its events after that are not in the rings.
+ */
+bool sonde_ring_area__abandoned(const struct sonde_ring_area *a);
 /* Records dropped so far (all rings, plus writers that found no free ring), as
  * the writers count them (the target can write these counts too). */
 uint64_t sonde_ring_area__dropped(const struct sonde_ring_area *a);
 /* Mark the reader alive (lossless writers stop waiting when it goes quiet). */
 void sonde_ring_area__heartbeat(struct sonde_ring_area *a);
+/*
+ * The recording is over: writers stop writing (their next slow path, a ring
+ * past half full, sees it), processes that attach later record nothing. Drain
+ * once more afterwards for what was committed before. Writers also stop, for
+ * good, when the reader's process has ended (sonde was killed: looked for
+ * once it has not beaten for 250 ms), instead of waiting on a full ring.
+ */
+void sonde_ring_area__close(struct sonde_ring_area *a);
 /*
  * Sleep until a writer wants the reader (a ring past half full, a thread's
  * ring retired), __wake is called, or timeout_ns passed; returns at once when
@@ -131,11 +155,18 @@ void sonde_ring_area__wake(struct sonde_ring_area *a);
 /* Map an existing area by path (no allocation). Returns NULL with errno on failure. */
 struct sonde_ring_area *sonde_ring_area__attach(const char *path);
 void sonde_ring_area__detach(struct sonde_ring_area *a);
+/*
+ * Whether the reader has closed the area or is gone (as last seen by this
+ * process's writers, which look on their slow paths: a ring past half full or
+ * full). A runtime that sees it stops recording and gets out of the way.
+ */
+bool sonde_ring_area__reader_gone(struct sonde_ring_area *a);
 /* A number unique among the processes writing into this area. */
 uint32_t sonde_ring_area__next_serial(struct sonde_ring_area *a);
 /* Count n records lost by a writer that could not claim a ring. */
 void sonde_ring_area__lost(struct sonde_ring_area *a, uint64_t n);
-/* Claim a free ring for the calling thread. Returns 0, -EBUSY (none free), -EINVAL. */
+/* Claim a free ring for the calling thread. Returns 0, -EBUSY (none free), -EINVAL,
+ * -EPIPE (the reader is gone: see __reader_gone). */
 int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uint32_t serial,
 		      struct sonde_ring_writer *w);
 /*
@@ -177,12 +208,14 @@ int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interv
 			      struct sonde_ring_drainer **out);
 /*
  * Drain now, from the calling thread (serialised with the drainer thread).
- * After a write error it drains no more and returns that error: the rings fill
- * and their writers count what they drop.
+ * After a write error it drains no more and returns that error, and closes the
+ * area (sonde_ring_area__close): the writers stop recording, the target goes on.
  */
 long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d);
 /* Bytes taken from the rings whose write failed (lost, not counted as events). */
 uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d);
+/* When the first write error happened (monotonic ns); 0: none. */
+uint64_t sonde_ring_drainer__error_ns(struct sonde_ring_drainer *d);
 /* Stop the thread after a last drain. Returns 0 or the first write error (-errno). */
 int sonde_ring_drainer__stop(struct sonde_ring_drainer *d);
 /* CPU time the drainer thread has used so far. */

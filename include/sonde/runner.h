@@ -3,10 +3,14 @@
  *
  * A runner is prepared once for a series (resolved executable, environment,
  * redirections) and then runs the target any number of times. Each run:
- *   - starts the target in its own process group, by posix_spawn (vfork-like, cheap)
- *     or, when collectors must attach first, by fork + a start barrier: the child
- *     waits on a pipe until attach() returned, then execs; with own_rss, through
- *     sonde-spawn (runtime/spawn), the same way;
+ *   - starts the target in its own process group through sonde-spawn
+ *     (runtime/spawn), a small static program that makes it as our child from
+ *     its own few pages (its ru_maxrss is then its own); when collectors must
+ *     attach first, the target waits on a pipe until attach() returned, then
+ *     execs. The target gets SIGKILL if this process dies (PR_SET_PDEATHSIG;
+ *     the thread that runs it must live until it is reaped), so a killed sonde
+ *     leaves no orphan running unrecorded. Without sonde-spawn: posix_spawn
+ *     (vfork-like), or fork + the barrier (which also sets the death signal);
  *   - waits with wait4, keeping rusage; enforces the timeout by killing the group;
  *   - kills and reaps whatever the target left behind in its group (sonde is a
  *     child subreaper), so no zombie or orphan outlives a run.
@@ -40,9 +44,10 @@ struct sonde_runner_opts {
 	int (*attach)(pid_t pid, void *ctx);
 	void *attach_ctx;
 	/*
-	 * Start the target through sonde-spawn, a small static program, so that its
-	 * ru_maxrss is its own: started from sonde, the kernel counts the high-water
-	 * mark of the address space it had before exec (sonde's) in it.
+	 * Kept for the ABI: every target starts through sonde-spawn when it is
+	 * installed, so its ru_maxrss is its own (started from sonde, the kernel
+	 * counts the high-water mark of sonde's address space in it); see
+	 * rss_inherited.
 	 */
 	bool own_rss;
 };

@@ -152,31 +152,69 @@ int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct r
 	return sonde_collection__setenv(c, s->ring_env, sonde_ring_area__path(h->area));
 }
 
-int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct sonde_run_info *ri,
-		  rt_host_analyse_fn fn, void *ctx)
+/*
+ * The next run gets fresh rings at the same path. Processes of this run that
+ * outlive it (daemons, out of its process group) keep the old, closed rings:
+ * they stop recording and never write into the next run's. What the drainer
+ * still finds in the old ones is not this run's to analyse, nor the next's.
+ */
+static int renew(struct rt_host *h)
 {
-	long long n = sonde_ring_drainer__sync(h->drainer);
+	int rc;
+
+	h->drain_cpu_ns += sonde_ring_drainer__cpu_ns(h->drainer);
+	sonde_ring_drainer__stop(h->drainer); /* (an error now is about no run's bytes) */
+	h->drainer = NULL;
+	rc = sonde_ring_area__renew(&h->area);
+	if (!rc)
+		rc = sonde_ring_drainer__start(h->area, h->log_fd, 1000000, &h->drainer);
+	h->dropped_seen = 0;
+	h->run_start = lseek(h->log_fd, 0, SEEK_END);
+	return rc;
+}
+
+static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct sonde_run_info *ri,
+		    rt_host_analyse_fn fn, void *ctx)
+{
+	long long n;
 	off_t end, map_from;
 	uint64_t dropped;
 	void *map;
 	int rc;
 
+	/* the run is over: writers still alive (daemons) stop recording */
+	sonde_ring_area__close(h->area);
+	n = sonde_ring_drainer__sync(h->drainer);
 	/* every process of the run is gone: publish what they left open, free their rings */
 	while (n >= 0 && sonde_ring_area__reclaim(h->area, true))
 		n = sonde_ring_drainer__sync(h->drainer);
 	if (n < 0 && !h->log_failed) {
-		/* keep what was written; the writers counted what they dropped after */
+		/* keep what was written; the recording stopped there, the target went on */
+		uint64_t at = sonde_ring_drainer__error_ns(h->drainer), run_end = ri->run->end_ns;
+		char when[128] = "recording stopped and the target went on unrecorded";
+
 		h->log_failed = true;
+		if (at && run_end > at && at > ri->run->start_ns)
+			snprintf(when, sizeof(when),
+				 "recording stopped %.3f s into run %u and the target ran its "
+				 "last %.3f s unrecorded",
+				 (double)(at - ri->run->start_ns) / 1e9, ri->index + 1,
+				 (double)(run_end - at) / 1e9);
 		sonde_collection__note(
 			c,
-			"the event log could not be written (%s): the profile holds "
-			"the events written before; %llu KiB taken from the rings "
-			"then were lost, and the events after are counted as "
-			"dropped",
-			strerror((int)-n),
+			"the event log could not be written (%s): %s; the profile holds the "
+			"events written before, %llu KiB taken from the rings then were lost",
+			strerror((int)-n), when,
 			(unsigned long long)(sonde_ring_drainer__lost_bytes(h->drainer) + 1023) /
 				1024);
 	}
+	if (sonde_ring_area__abandoned(h->area))
+		sonde_collection__note(
+			c,
+			"run %u: the target stopped recording after sonde had not read its "
+			"rings for 2 s (a stalled or overloaded machine): its events "
+			"after that are missing",
+			ri->index + 1);
 	if (sonde_ring_area__tampered(h->area) && !h->tamper_said) {
 		h->tamper_said = true;
 		sonde_collection__note(
@@ -216,9 +254,19 @@ int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct so
 	return rc;
 }
 
+int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct sonde_run_info *ri,
+		  rt_host_analyse_fn fn, void *ctx)
+{
+	int rc = stop_run(h, c, ri, fn, ctx), rc2 = renew(h);
+
+	if (rc2 && !rc)
+		sonde_collection__fail(c, "cannot renew the event rings: %s", strerror(-rc2));
+	return rc ? rc : rc2;
+}
+
 uint64_t rt_host__drain_cpu_ns(struct rt_host *h)
 {
-	return h->drainer ? sonde_ring_drainer__cpu_ns(h->drainer) : 0;
+	return h->drain_cpu_ns + (h->drainer ? sonde_ring_drainer__cpu_ns(h->drainer) : 0);
 }
 
 void rt_host__release(struct rt_host *h)

@@ -37,6 +37,7 @@ struct rt_host {
 	struct rt_clock clock;
 	bool tamper_said; /* the note on a tampered ring area was given */
 	bool log_failed;  /* the event log could not be written (said once) */
+	uint64_t drain_cpu_ns; /* of the drainers of earlier runs */
 };
 
 /*

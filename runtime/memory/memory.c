@@ -178,6 +178,14 @@ static void thread_gone(void *arg)
 	}
 }
 
+/* A record was dropped: if sonde stopped reading (done, or killed), stop recording
+   for good (recording() then returns at once: no stack walk, no ring). */
+static __attribute__((noinline)) void dropped(void)
+{
+	if (proc.area && sonde_ring_area__reader_gone(proc.area))
+		atomic_store(&proc.state, 3);
+}
+
 /*
  * The calling thread's ring, claimed on first use. false: nothing can be
  * recorded; the event is counted as lost. A thread that found every ring
@@ -195,6 +203,7 @@ static bool thread_ring(void)
 	if (!rt_claim_ring(proc.area, proc.serial, &ts.w)) {
 		ts.no_ring += !ts.no_ring;
 		sonde_ring_area__lost(proc.area, 1);
+		dropped();
 		ts.guard = 1;
 		return false;
 	}
@@ -357,6 +366,8 @@ static __attribute__((noinline)) void record_alloc(unsigned op, void *p, size_t 
 		if (old)
 			r->old = (uint64_t)(uintptr_t)old;
 		sonde_ring__commit(&ts.w);
+	} else {
+		dropped();
 	}
 out:
 	ts.guard = 0;
@@ -378,6 +389,8 @@ static __attribute__((noinline)) void record_free(unsigned op, void *p, void *ca
 		r->addr = (uint64_t)(uintptr_t)p;
 		r->caller = (uint64_t)(uintptr_t)caller;
 		sonde_ring__commit(&ts.w);
+	} else {
+		dropped();
 	}
 out:
 	ts.guard = 0;

@@ -16,7 +16,8 @@
  * clone that failed), and, from the target, the errno of an exec that failed. BARRIER: "-", or a
  * pipe (fd number) the target reads one byte from before its exec (EOF: leave without exec). PATH
  * is executed with ARGV0 and the ARGs, in this program's environment, with the descriptors it was
- * given. Exit status: 0 when the target was made, 127 otherwise.
+ * given. Exit status: 0 when the target was made, 127 otherwise. The target gets
+ * SIGKILL when sonde dies (PR_SET_PDEATHSIG, set before its exec).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,8 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,7 +69,7 @@ int main(int argc, char **argv)
 	int report, barrier = -1;
 	struct report rec = { 0 };
 	struct timespec ts;
-	pid_t pid;
+	pid_t pid, sonde = getppid();
 	char c;
 
 	if (argc < 5 || (report = fd_arg(argv[1])) < 0 ||
@@ -81,6 +84,10 @@ int main(int argc, char **argv)
 		ssize_t got = 1;
 
 		setpgid(0, 0);
+		/* the target dies with sonde (or now, if sonde is already gone) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != sonde)
+			_exit(127);
 		if (barrier >= 0)
 			while ((got = read(barrier, &c, 1)) < 0 && errno == EINTR)
 				;

@@ -142,8 +142,15 @@ static bool open_block(struct tthread *t, uint64_t ts)
 
 	close_block(t);
 	b = sonde_ring__open(&t->w, TR_REC_BLOCK, BLOCK_BYTES);
-	if (!b)
+	if (!b) {
+		/* sonde stopped reading (it is done, or was killed): stop recording, for
+		   good, in every thread (HOOK_END leaves this one off) */
+		if (sonde_ring_area__reader_gone(proc.area)) {
+			atomic_store(&proc.state, 3);
+			t->off = 1;
+		}
 		return false;
+	}
 	b->sampled_out = b->lost = b->pad = 0;
 	b->base = ts;
 	t->ev = b->ev;
@@ -596,6 +603,9 @@ static __attribute__((noinline)) void skipped(struct tthread *t)
 		(t)->busy = (sp);                                                                  \
 	} while (0)
 
+/* The hook is done: the thread may take the next one, unless it was turned off. */
+#define HOOK_END(t) ((t)->busy = unlikely((t)->off) ? BUSY_OFF : 0)
+
 RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 {
 	uint64_t ts = now();
@@ -604,7 +614,7 @@ RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 
 	HOOK_BEGIN(t, sp, ts);
 	record_enter(t, (uintptr_t)fn, call_cfa(t, sp, (uintptr_t)site), ts);
-	t->busy = 0;
+	HOOK_END(t);
 }
 
 RT_EXPORT void __cyg_profile_func_exit(void *fn, void *site)
@@ -616,7 +626,7 @@ RT_EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 	(void)site;
 	HOOK_BEGIN(t, sp, ts);
 	record_exit(t, (uintptr_t)fn, ts);
-	t->busy = 0;
+	HOOK_END(t);
 }
 
 /* libsonde's sonde_trace_size(), while this runtime is loaded: the size of the
@@ -630,7 +640,7 @@ RT_EXPORT void sonde_trace_size(unsigned long long n)
 
 	HOOK_BEGIN(t, sp, ts);
 	emit_special(t, ts, TR_SP_SIZE, 0, w, 2);
-	t->busy = 0;
+	HOOK_END(t);
 }
 
 /*

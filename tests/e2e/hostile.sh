@@ -39,6 +39,59 @@ done
 check "100 000 deep: folded stacks stop at 512 frames, the rest in one frame" \
 	grep -q '\[99490 deeper frames\] [0-9]' deep.folded
 
+# Names with terminal controls (an OSC that retitles the window, a C1 CSI): on
+# a terminal they are shown, not obeyed; into a pipe they pass byte for byte.
+jq '.trace.functions[1].name = "is\u001b]0;pwned\u0007_even\u009b31m" | .header.cmd = "evil\u001b[2J"' \
+	calls.json >esc.json
+if command -v script >/dev/null; then
+	script -qec "'$SONDE' show esc.json graph" /dev/null >tty.out 2>&1
+	check "a terminal gets no escape character from names" sh -c '! grep -q "$(printf "\033")" tty.out'
+	check "... and sees them shown: \\x1b]0;pwned\\x07 and \\u009b" \
+		grep -qF 'is\x1b]0;pwned\x07_even\u009b31m' tty.out
+	script -qec "'$SONDE' show esc.json" /dev/null >tty.out 2>&1
+	check "the command line in a table header too" grep -qF 'evil\x1b[2J' tty.out
+else
+	skip "names with terminal controls" "no script(1) to give sonde a terminal"
+fi
+"$SONDE" show esc.json graph >pipe.out
+check "into a pipe, names pass unchanged" grep -q "$(printf "is\033]0;pwned\007_even")" pipe.out
+
+# Targets that outlive their recording. h-daemon's daemon makes 3 000 000
+# allocations in instrumented calls (about 0.2 s alone): once sonde stops
+# reading, because the run is over or because sonde was killed, the runtime must
+# stop recording and get out of the way, not wait on a reader that will never
+# come (which took 20 s and more).
+wait_file() { i=0; while [ ! -s "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
+for c in memory trace; do
+	rm -f "d-$c.ms"
+	# (the target lingers 0.2 s: a daemon still in its group when it exits is killed)
+	run collect $c -q -o "d-$c.json" -- "$PROGS/h-daemon" "$WORK/d-$c.ms" 3000000 200
+	check "$c: a daemonising target: exit 0 ($rc${err:+: $err})" [ "$rc" = 0 ]
+	check "$c: a daemonising target: a valid profile" validate "d-$c.json"
+	wait_file "d-$c.ms"
+	check "$c: the daemon, unrecorded after the run, runs on at its own pace ($(cat "d-$c.ms" 2>/dev/null) ms < 5000 ms)" \
+		sh -c '[ -s "$0" ] && [ "$(cat "$0")" -lt 5000 ]' "d-$c.ms"
+	rm -f "k-$c.ms"
+	"$SONDE" collect $c -q -o "k-$c.json" -- "$PROGS/h-daemon" "$WORK/k-$c.ms" 3000000 1500 >/dev/null 2>&1 &
+	sleep 0.5
+	kill -9 $!
+	wait $! 2>/dev/null
+	wait_file "k-$c.ms"
+	check "$c: sonde killed while the daemon records: it runs on at its own pace ($(cat "k-$c.ms" 2>/dev/null) ms < 5000 ms)" \
+		sh -c '[ -s "$0" ] && [ "$(cat "$0")" -lt 5000 ]' "k-$c.ms"
+done
+# What sonde started dies with sonde (PR_SET_PDEATHSIG): no orphan runs on
+for c in time memory counters; do
+	"$SONDE" collect $c -q -o "o-$c.json" -- "$PROGS/s-sleep" 7321 >/dev/null 2>&1 &
+	sleep 0.5
+	before=$(pgrep -fc "^[^ ]*s-sleep 7321")
+	kill -9 $!
+	wait $! 2>/dev/null
+	sleep 0.3
+	check "$c: sonde killed: its target ($before running) is gone with it" \
+		sh -c '[ "$0" = 1 ] && ! pgrep -f "^[^ ]*s-sleep 7321" >/dev/null' "$before"
+done
+
 # A setuid target ignores LD_PRELOAD: nothing can be recorded, and it is said
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	d=$(mktemp -d /tmp/sonde-suid-XXXXXX)
@@ -55,14 +108,18 @@ else
 fi
 
 # A full disk under the event log: the target neither hangs nor crawls, the
-# profile keeps what was written, and what was lost is counted and said.
+# recording stops there, the profile keeps what was written, and what was lost
+# is said.
 if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=2m tmpfs full 2>/dev/null; then
 	TMPDIR=$WORK/full run collect memory -q -o full.json -- timeout 60 "$PROGS/m-many" 2000000
 	umount full
 	check "full disk: the run ends, exit 0 (not the 60 s timeout: $rc)" [ "$rc" = 0 ]
 	check "full disk: said in one line" has "$err" "the event log could not be written (No space left on device)"
 	check "full disk: what was written is kept" [ "$(jq .stats.memory.allocations full.json)" -gt 0 ]
-	check "full disk: the rest is counted as dropped" [ "$(jq .stats.dropped_events full.json)" -gt 0 ]
+	check "full disk: the recording stopped, the target went on, and how long is said" \
+		has "$err" "recording stopped [0-9.]* s into run 1 and the target ran its last [0-9.]* s unrecorded"
+	check "full disk: the target's events after that are not in the profile" \
+		[ "$(jq .stats.memory.allocations full.json)" -lt 2000000 ]
 else
 	skip "full disk" "mounting a small tmpfs needs root"
 fi

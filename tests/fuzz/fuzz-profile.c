@@ -22,13 +22,18 @@ static void fold_frame(struct sonde_strbuf *sb, const char *name)
 
 static void charts(const struct sonde_profile *p)
 {
-	static const char *const cols[] = {"amount", "snapshot", "size", "subtype", "uid", NULL};
+	static const char *const cols[] = { "amount", "snapshot", "size", "subtype", "uid", NULL };
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 
 	for (size_t i = 0; cols[i]; i++) {
 		struct chart_options o = {
-			.of = "amount", .per = cols[i], .by = "uid", .func = (enum view_agg)(i % 5),
-			.stacked = i & 1, .top = 5, .title = "t",
+			.of = "amount",
+			.per = cols[i],
+			.by = "uid",
+			.func = (enum view_agg)(i % 5),
+			.stacked = i & 1,
+			.top = 5,
+			.title = "t",
 		};
 		view_bars(p, &o, &sb);
 		sonde_strbuf__reset(&sb);
@@ -73,7 +78,7 @@ static void views(struct sonde_profile *p)
 	sonde_strbuf__reset(&a);
 	view_report(&p, &name, 1, &a);
 	{
-		struct sonde_check_options o = {0};
+		struct sonde_check_options o = { 0 };
 		struct sonde_check_result *r = NULL;
 		size_t n = 0;
 

@@ -906,9 +906,11 @@ static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 #endif
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
 	if (!st->bpf && !t->images)
-		sonde_collection__note(
-			c, "nothing was recorded: the trace runtime never started in "
-			   "the target (a setuid or setgid program ignores LD_PRELOAD)");
+		sonde_collection__note(c,
+				       "nothing was recorded: the trace runtime never started in "
+				       "the target (a setuid or setgid program ignores LD_PRELOAD, "
+				       "a cleared environment drops it, and a process that first "
+				       "made a call after its run ended records nothing)");
 	if (t->lost && !st->bpf)
 		sonde_collection__note(c,
 				       "%llu calls happened in signal handlers that interrupted "
