@@ -127,6 +127,53 @@ static void test_wrap_around(void **state)
 	sonde_ring_area__destroy(a);
 }
 
+/*
+ * A closed area: the writer stops once its ring is past half full (its slow
+ * path), claims fail with -EPIPE, a new process cannot attach; the renewed
+ * area at the same path takes writers again and holds nothing of the old one.
+ */
+static void test_close_and_renew(void **state)
+{
+	struct sonde_ring_area *a, *wa;
+	struct sonde_ring_writer w, w2;
+	struct check k = { 0 };
+	char path[64];
+	uint64_t seq;
+	int got = 0;
+
+	(void)state;
+	assert_int_equal(sonde_ring_area__create(2, 4096, SONDE_RING_LOSSLESS, &a), 0);
+	snprintf(path, sizeof(path), "%s", sonde_ring_area__path(a));
+	wa = sonde_ring_area__attach(path);
+	assert_non_null(wa);
+	assert_int_equal(sonde_ring__claim(wa, 1, 1, 1, &w), 0);
+	assert_false(sonde_ring_area__reader_gone(wa));
+	sonde_ring_area__close(a);
+	for (seq = 0; seq < 100; seq++)
+		got += write_rec(&w, 0, seq) == 0;
+	assert_true(got > 0 && got < 100); /* up to half the ring, then nothing */
+	assert_true(sonde_ring_area__reader_gone(wa));
+	assert_int_equal(sonde_ring__claim(wa, 1, 2, 1, &w2), -EPIPE);
+	assert_null(sonde_ring_area__attach(path));
+	assert_int_equal(errno, EPIPE);
+	assert_int_equal(sonde_ring_area__drain(a, sink, &k) > 0, 1);
+	assert_int_equal(k.records, got);
+	assert_int_equal(sonde_ring_area__renew(&a), 0);
+	assert_string_equal(sonde_ring_area__path(a), path);
+	write_rec(&w, 0, 1000); /* the old writer goes on writing its old ring: unseen */
+	sonde_ring_area__detach(wa);
+	wa = sonde_ring_area__attach(path);
+	assert_non_null(wa);
+	assert_int_equal(sonde_ring__claim(wa, 1, 3, 1, &w2), 0);
+	assert_int_equal(write_rec(&w2, 0, 0), 0);
+	k = (struct check){ 0 };
+	assert_true(sonde_ring_area__drain(a, sink, &k) > 0);
+	assert_int_equal(k.records, 1);
+	assert_int_equal(k.bad, 0);
+	sonde_ring_area__detach(wa);
+	sonde_ring_area__destroy(a);
+}
+
 struct writer_arg {
 	struct sonde_ring_area *a;
 	uint32_t id;
@@ -430,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_writer_dies_mid_record),
 		cmocka_unit_test(test_drainer_to_file),
 		cmocka_unit_test(test_open_records),
+		cmocka_unit_test(test_close_and_renew),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
