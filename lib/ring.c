@@ -110,13 +110,18 @@ static uint64_t ring_size(const struct sonde_ring_area *a, unsigned i)
 	return i < a->nbig ? a->ring_bytes : a->spill_bytes;
 }
 
+/* Where ring i's buffer starts, from the start of the data. */
+static size_t ring_off(const struct sonde_ring_area *a, unsigned i)
+{
+	return i < a->nbig
+		       ? (size_t)i * a->ring_bytes
+		       : (size_t)a->nbig * a->ring_bytes + (size_t)(i - a->nbig) * a->spill_bytes;
+}
+
+/* The owner's mapping of ring i's buffer (writers map theirs: map_ring). */
 static uint8_t *ring_data(struct sonde_ring_area *a, unsigned i)
 {
-	size_t off = i < a->nbig ? (size_t)i * a->ring_bytes
-				 : (size_t)a->nbig * a->ring_bytes +
-					   (size_t)(i - a->nbig) * a->spill_bytes;
-
-	return a->base + a->data_off + off;
+	return a->base + a->data_off + ring_off(a, i);
 }
 
 /* Rings the reader must look at: those claimed at least once. */
@@ -518,37 +523,64 @@ struct sonde_ring_area *sonde_ring_area__attach(const char *path)
 		errno = EINVAL;
 		return NULL;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
+	/* the header first, for the geometry; then the header and the descriptors
+	   only: a ring's buffer is mapped when a thread claims it, so the target's
+	   address space grows by the rings its threads use, not by the whole area
+	   (a target under ulimit -v runs as it would alone) */
+	map = mmap(NULL, AREA_HDR, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		close(fd);
 		return NULL;
+	}
 	h = map;
-	if (h->magic != AREA_MAGIC || h->map_len != (uint64_t)st.st_size) {
-		munmap(map, (size_t)st.st_size);
+	if (h->magic != AREA_MAGIC || h->map_len != (uint64_t)st.st_size ||
+	    !ring_bytes_ok(h->ring_bytes) || !ring_bytes_ok(h->spill_bytes) ||
+	    h->nbig > h->nrings || h->nrings > 65536 || h->data_off % 4096 ||
+	    h->data_off < AREA_HDR + (uint64_t)h->nrings * sizeof(struct sonde_ring_desc) ||
+	    h->data_off + (uint64_t)h->nbig * h->ring_bytes +
+			    (uint64_t)(h->nrings - h->nbig) * h->spill_bytes >
+		    h->map_len) {
+		munmap(map, AREA_HDR);
+		close(fd);
 		errno = EINVAL;
 		return NULL;
 	}
 	if (atomic_load_explicit(&h->closed, memory_order_acquire)) {
-		munmap(map, (size_t)st.st_size);
+		munmap(map, AREA_HDR);
+		close(fd);
 		errno = EPIPE; /* the recording is over */
 		return NULL;
 	}
 	/* the handle: no malloc on the writer side (it runs inside the target) */
 	a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a == MAP_FAILED) {
-		munmap(map, (size_t)st.st_size);
+		munmap(map, AREA_HDR);
+		close(fd);
 		return NULL;
 	}
-	a->h = h;
-	a->base = map;
 	a->nrings = h->nrings;
 	a->nbig = h->nbig;
 	a->policy = h->policy;
 	a->ring_bytes = h->ring_bytes;
 	a->spill_bytes = h->spill_bytes;
 	a->data_off = h->data_off;
-	a->map_len = h->map_len;
+	munmap(map, AREA_HDR);
+	a->map_len = a->data_off; /* what this handle maps: header and descriptors */
+	map = mmap(NULL, a->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		munmap(a, sizeof(*a));
+		return NULL;
+	}
+	a->h = map;
+	a->base = map;
 	a->owner_fd = -1;
+	if (strlen(path) >= sizeof(a->path)) {
+		sonde_ring_area__detach(a);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	memcpy(a->path, path, strlen(path) + 1);
 	return a;
 }
 
@@ -558,6 +590,21 @@ void sonde_ring_area__detach(struct sonde_ring_area *a)
 		munmap(a->base, a->map_len);
 		munmap(a, sizeof(*a));
 	}
+}
+
+/* A writer maps ring i's buffer (the area's path is opened again: no fd is kept
+   in the target, whose descriptors are its own). */
+static uint8_t *map_ring(struct sonde_ring_area *a, unsigned i)
+{
+	int fd = open(a->path, O_RDWR | O_CLOEXEC);
+	void *p;
+
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, ring_size(a, i), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)(a->data_off + ring_off(a, i)));
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
 }
 
 uint32_t sonde_ring_area__next_serial(struct sonde_ring_area *a)
@@ -582,10 +629,18 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 	for (i = 0; i < a->nrings; i++) {
 		struct sonde_ring_desc *d = desc(a, i);
 		uint32_t st = R_FREE, used;
+		uint8_t *data;
 
 		if (atomic_load_explicit(&d->state, memory_order_relaxed) != R_FREE ||
 		    !atomic_compare_exchange_strong(&d->state, &st, R_CLAIMING))
 			continue;
+		data = map_ring(a, i);
+		if (!data) {
+			int err = errno;
+
+			atomic_store_explicit(&d->state, R_FREE, memory_order_release);
+			return err ? -err : -ENOMEM;
+		}
 		used = atomic_load(&a->h->used);
 		while (used <= i && !atomic_compare_exchange_weak(&a->h->used, &used, i + 1))
 			;
@@ -594,7 +649,7 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 		d->serial = serial;
 		w->area = a;
 		w->d = d;
-		w->data = ring_data(a, i);
+		w->data = data;
 		w->mask = ring_size(a, i) - 1;
 		w->head = atomic_load_explicit(&d->head, memory_order_relaxed);
 		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
@@ -752,6 +807,8 @@ void sonde_ring__retire(struct sonde_ring_writer *w)
 	if (w->d) {
 		atomic_store_explicit(&w->d->state, R_RETIRED, memory_order_release);
 		wake_reader(w->area); /* its ring is free once drained */
+		munmap(w->data, w->mask + 1);
 	}
 	w->d = NULL;
+	w->data = NULL;
 }

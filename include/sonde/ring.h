@@ -152,7 +152,13 @@ void sonde_ring_area__wake(struct sonde_ring_area *a);
 
 /* ---- writer side (the target) --------------------------------------------------------- */
 
-/* Map an existing area by path (no allocation). Returns NULL with errno on failure. */
+/*
+ * Map an existing area by path (no allocation): its header and descriptors
+ * only; a ring's buffer is mapped by the claim that takes it and unmapped when
+ * it retires, so a target's address space grows by its threads' rings. The
+ * path is opened again at each claim (no descriptor stays in the target).
+ * Returns NULL with errno on failure (EPIPE: the area is closed).
+ */
 struct sonde_ring_area *sonde_ring_area__attach(const char *path);
 void sonde_ring_area__detach(struct sonde_ring_area *a);
 /*
@@ -166,7 +172,7 @@ uint32_t sonde_ring_area__next_serial(struct sonde_ring_area *a);
 /* Count n records lost by a writer that could not claim a ring. */
 void sonde_ring_area__lost(struct sonde_ring_area *a, uint64_t n);
 /* Claim a free ring for the calling thread. Returns 0, -EBUSY (none free), -EINVAL,
- * -EPIPE (the reader is gone: see __reader_gone). */
+ * -EPIPE (the reader is gone: see __reader_gone), or the -errno of mapping it. */
 int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uint32_t serial,
 		      struct sonde_ring_writer *w);
 /*
@@ -189,7 +195,7 @@ static inline void sonde_ring__open_fill(struct sonde_ring_writer *w, uint32_t u
 	atomic_store_explicit(w->open_used, used, memory_order_relaxed);
 }
 void sonde_ring__close(struct sonde_ring_writer *w, uint32_t used);
-/* Give the ring back once the reader has drained it (thread exit). */
+/* Give the ring back once the reader has drained it (thread exit); unmaps it. */
 void sonde_ring__retire(struct sonde_ring_writer *w);
 
 /* ---- the drained log (sonde) ---------------------------------------------------------- */

@@ -92,6 +92,18 @@ for c in time memory counters; do
 		sh -c '[ "$0" = 1 ] && ! pgrep -f "^[^ ]*s-sleep 7321" >/dev/null' "$before"
 done
 
+# A target under ulimit -v (100 MB here; m-known needs 3 MB alone): the
+# runtime maps the rings its threads use, not the whole area (2 GB and more),
+# so the target is recorded where it runs natively.
+if command -v prlimit >/dev/null; then
+	run collect memory -q -o ulimit.json -- prlimit --as=100000000 "$PROGS/m-known"
+	check "ulimit -v: the run works (exit $rc)" [ "$rc" = 0 ]
+	check "ulimit -v: both processes are recorded (prlimit and the target)" \
+		jq_eq ulimit.json .stats.memory.processes 2
+else
+	skip "ulimit -v" "no prlimit(1)"
+fi
+
 # A setuid target ignores LD_PRELOAD: nothing can be recorded, and it is said
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	d=$(mktemp -d /tmp/sonde-suid-XXXXXX)
