@@ -1,18 +1,24 @@
 /*
  * file.c - whole-file reads and writes that never leave partial files.
  *
- * Writes go to "<dir>/.<name>.XXXXXX" (same file system), are fsync'ed, then
- * renamed. Any failure unlinks the temporary file and leaves the target as it was.
+ * Writes go to an unnamed file in the target's directory (O_TMPFILE), are
+ * fsync'ed, linked as "<dir>/.<name>.XXXXXX" and renamed over the target: a
+ * process killed while it writes leaves nothing behind (file systems without
+ * O_TMPFILE get a named temporary from the start). Any failure removes the
+ * temporary file and leaves the target as it was.
  * Only regular files are replaced that way: a device or a FIFO is written through
  * (renaming over /dev/null would replace the machine's /dev/null).
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <sonde/file.h>
 #include <sonde/strbuf.h>
@@ -35,30 +41,99 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* "<dir>/.<name>.XXXXXX" for path into tmp (the Xs to be replaced). */
+static int temp_name(const char *path, struct sonde_strbuf *tmp)
+{
+	const char *slash = strrchr(path, '/');
+
+	sonde_strbuf__reset(tmp);
+	if (slash)
+		return sonde_strbuf__addf(tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path,
+					  slash + 1);
+	return sonde_strbuf__addf(tmp, ".%s.XXXXXX", path);
+}
+
+int sonde_file__open_unnamed(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path + 1)) : strdup(".");
+	int fd;
+
+	if (!dir)
+		return -ENOMEM;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+	free(dir);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Link the unnamed file fd beside path under a fresh temporary name (into tmp). */
+static int link_temp(int fd, const char *path, struct sonde_strbuf *tmp)
+{
+	static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	char proc[32];
+	int tries, err;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (tries = 0; tries < 100; tries++) {
+		unsigned char r[6];
+		size_t i;
+
+		if ((err = temp_name(path, tmp)))
+			return err;
+		if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+			uint64_t t = (uint64_t)clock() * 2654435761u ^ (uint64_t)time(NULL) ^
+				     (uint64_t)tries << 40;
+
+			memcpy(r, &t, sizeof(r));
+		}
+		for (i = 0; i < 6; i++)
+			tmp->buf[tmp->len - 6 + i] = abc[r[i] % (sizeof(abc) - 1)];
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp->buf, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+int sonde_file__publish(int fd, const char *path)
+{
+	struct sonde_strbuf tmp = SONDE_STRBUF_INIT;
+	int err = link_temp(fd, path, &tmp);
+
+	if (!err && rename(tmp.buf, path) < 0) {
+		err = -errno;
+		unlink(tmp.buf);
+	}
+	sonde_strbuf__release(&tmp);
+	return err;
+}
+
 /* Write buf into a fresh temporary file beside path; its name goes to tmp. */
 static int write_temp(const char *path, const void *buf, size_t len, struct sonde_strbuf *tmp)
 {
-	const char *slash = strrchr(path, '/');
-	int fd, err;
+	int fd = sonde_file__open_unnamed(path), err;
+	bool named = fd < 0, linked = false;
 
-	if (slash)
-		err = sonde_strbuf__addf(tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path,
-					 slash + 1);
-	else
-		err = sonde_strbuf__addf(tmp, ".%s.XXXXXX", path);
-	if (err)
-		return err;
-	fd = mkostemp(tmp->buf, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (named) { /* no O_TMPFILE here: a named temporary from the start */
+		if ((err = temp_name(path, tmp)))
+			return err;
+		fd = mkostemp(tmp->buf, O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	}
 	err = write_all(fd, buf, len);
 	if (!err && fchmod(fd, 0644) < 0)
 		err = -errno;
 	if (!err && fsync(fd) < 0)
 		err = -errno;
+	if (!err && !named) {
+		err = link_temp(fd, path, tmp);
+		linked = !err;
+	}
 	if (close(fd) < 0 && !err)
 		err = -errno;
-	if (err)
+	if (err && (named || linked))
 		unlink(tmp->buf);
 	return err;
 }

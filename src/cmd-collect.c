@@ -219,12 +219,25 @@ static int check_writable(const char *path)
 	return rc;
 }
 
-/* Open a temporary capture file beside the profile. */
+/*
+ * Open a temporary capture file beside the profile: unnamed where the file
+ * system can (*tmp is then ""), so that a sonde killed during the run leaves
+ * no temporary behind; else named.
+ */
 static int open_capture(const char *profile, char **tmp)
 {
 	char *d = strdup(profile);
-	int fd;
+	int fd = sonde_file__open_unnamed(profile);
 
+	if (fd >= 0) {
+		free(d);
+		*tmp = strdup("");
+		if (!*tmp) {
+			close(fd);
+			return -ENOMEM;
+		}
+		return fd;
+	}
 	if (!d || asprintf(tmp, "%s/.sonde-output-XXXXXX", dirname(d)) < 0) {
 		free(d);
 		return -ENOMEM;
@@ -292,7 +305,7 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 static int profile_stdout = -1; /* -o -: the real stdout while the runs use stderr */
 
 static int finish(struct sonde_session *s, const struct collect_opts *o, char **argv,
-		  const char *col_name, char **values, int capture_fd, char *capture_tmp)
+		  const char *col_name, char **values, int *capture_fd, char **capture_tmp)
 {
 	const struct sonde_outcome *out = sonde_session__outcome(s);
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
@@ -310,23 +323,27 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 	}
 	p = sonde_session__profile(s, 0);
 	path = o->out_file ? strdup(o->out_file) : default_path(argv[0], col_name, values);
-	if (capture_tmp) {
+	if (*capture_tmp) {
 		char *out_name = NULL;
 		size_t stem = strlen(path) > 5 && !strcmp(path + strlen(path) - 5, ".json")
 				      ? strlen(path) - 5
 				      : strlen(path);
 
-		close(capture_fd);
 		if (asprintf(&out_name, "%.*s.out", (int)stem, path) >= 0 &&
-		    rename(capture_tmp, out_name) == 0) {
+		    (**capture_tmp ? rename(*capture_tmp, out_name)
+				   : sonde_file__publish(*capture_fd, out_name)) == 0) {
 			char *b = strdup(out_name);
 
 			sonde_profile__set(sonde_profile__metadata(p), "captured_output",
 					   json_string(basename(b)));
 			free(b);
-		} else {
-			unlink(capture_tmp);
+		} else if (**capture_tmp) {
+			unlink(*capture_tmp);
 		}
+		close(*capture_fd);
+		*capture_fd = -1;
+		free(*capture_tmp);
+		*capture_tmp = NULL;
 		free(out_name);
 	}
 	/* -o -: the profile is stdout; what sonde says goes to stderr */
@@ -537,17 +554,16 @@ int cmd_collect(int argc, char **argv)
 	if (rc) {
 		/* Nothing measured can be trusted if the runner broke; still keep the runs. */
 		cli_error("collect", "%s", err.buf);
-		finish(s, &o, argv, col_name, values, capture_fd, capture_tmp);
-		capture_tmp = NULL;
+		finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp);
 		code = EXIT_FAILURE_;
 		goto out;
 	}
-	code = finish(s, &o, argv, col_name, values, capture_fd, capture_tmp);
-	capture_tmp = NULL;
+	code = finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp);
 out:
 	if (capture_tmp) {
 		close(capture_fd);
-		unlink(capture_tmp);
+		if (*capture_tmp)
+			unlink(capture_tmp);
 	}
 	free(capture_tmp);
 	sonde_session__free(s);

@@ -33,6 +33,19 @@ int sonde_file__write_new(const char *path, const void *buf, size_t len, char **
  */
 int sonde_file__read(const char *path, char **buf, size_t *len);
 
+/*
+ * An unnamed file (O_TMPFILE) in the directory of path, opened read-write, or
+ * -errno (-EOPNOTSUPP: this file system has none). A process killed while it
+ * writes there leaves nothing behind.
+ */
+int sonde_file__open_unnamed(const char *path);
+/*
+ * Give the unnamed file fd (from __open_unnamed) the name path, replacing what
+ * is there atomically: linked under a temporary name beside path, renamed.
+ * Returns 0 or -errno.
+ */
+int sonde_file__publish(int fd, const char *path);
+
 /* mkdir -p. Returns 0 or -errno. */
 int sonde_file__mkdir_p(const char *path, unsigned mode);
 

@@ -104,6 +104,20 @@ else
 	skip "ulimit -v" "no prlimit(1)"
 fi
 
+# sonde killed mid-run leaves no temporary file: the captured output is an
+# unnamed file until it is published, the trace rules live in a memfd.
+mkdir -p kill9
+TMPDIR=$WORK/kill9 "$SONDE" collect time -q -r 100000 --output capture -o kill9/p.json -- "$PROGS/s-echo" hi \
+	>/dev/null 2>&1 &
+pid=$!
+TMPDIR=$WORK/kill9 "$SONDE" collect trace -q -s custom -f work -o kill9/t.json -- \
+	"$PROGS/h-daemon" "$WORK/kill9.ms" 1 5000 >/dev/null 2>&1 &
+pid2=$!
+sleep 1
+kill -9 $pid $pid2
+wait $pid $pid2 2>/dev/null
+check "sonde killed: no temporary left ($(ls -A kill9 | tr '\n' ' '))" [ -z "$(ls -A kill9)" ]
+
 # A setuid target ignores LD_PRELOAD: nothing can be recorded, and it is said
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	d=$(mktemp -d /tmp/sonde-suid-XXXXXX)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <sonde/collector.h>
 #include <sonde/runner.h>
@@ -29,7 +30,8 @@
 struct tr_state {
 	struct tr_analysis a;
 	struct rt_host host; /* instrument */
-	char rules_path[PATH_MAX];
+	char rules_path[64]; /* "/proc/PID/fd/N" of rules_fd: no file to leave behind */
+	int rules_fd;
 	struct te_loader *bpf; /* ebpf */
 	size_t bpf_ring;       /* ebpf: bytes of the BPF ring buffer */
 	uint32_t follow_every; /* ebpf: the sampling of an exec'ed program's functions */
@@ -231,19 +233,22 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 	return rc;
 }
 
+/* The rules go into a memfd that the runtimes open by its /proc path, as the rings. */
 static int write_rules(struct tr_state *st, struct rules *rs)
 {
-	const char *tmp = getenv("TMPDIR");
 	int fd, rc = 0;
 	FILE *f;
 
-	snprintf(st->rules_path, sizeof(st->rules_path), "%s/sonde-trace-rules-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	fd = mkostemp(st->rules_path, O_CLOEXEC);
-	if (fd < 0) {
-		st->rules_path[0] = '\0';
+	fd = memfd_create("sonde-trace-rules", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	st->rules_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (st->rules_fd < 0) {
+		close(fd);
 		return -errno;
 	}
+	snprintf(st->rules_path, sizeof(st->rules_path), "/proc/%d/fd/%d", (int)getpid(),
+		 st->rules_fd);
 	f = fdopen(fd, "w");
 	if (!f) {
 		close(fd);
@@ -943,7 +948,7 @@ static void trace_cleanup(struct sonde_collection *c)
 	free(st->exe);
 	rt_host__release(&st->host);
 	if (st->rules_path[0])
-		unlink(st->rules_path);
+		close(st->rules_fd);
 	tr_analysis__release(&st->a);
 	free(st);
 }
