@@ -191,7 +191,8 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 				m++;
 			}
 		}
-		qsort(t, m, 3 * sizeof(double), by_ts);
+		if (m) /* qsort(NULL, 0) is undefined */
+			qsort(t, m, 3 * sizeof(double), by_ts);
 		fprintf(out, "%12s\n", "time (s)");
 		for (k = 0; k < m; k++) {
 			const struct row *x = &r[(size_t)t[3 * k + 1]];
