@@ -121,24 +121,16 @@ int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interv
 	return 0;
 }
 
-uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d)
+uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d, uint64_t *error_ns)
 {
 	uint64_t n;
 
 	pthread_mutex_lock(&d->lock);
 	n = d->lost_bytes;
+	if (error_ns)
+		*error_ns = d->error_ns;
 	pthread_mutex_unlock(&d->lock);
 	return n;
-}
-
-uint64_t sonde_ring_drainer__error_ns(struct sonde_ring_drainer *d)
-{
-	uint64_t t;
-
-	pthread_mutex_lock(&d->lock);
-	t = d->error_ns;
-	pthread_mutex_unlock(&d->lock);
-	return t;
 }
 
 uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d)

@@ -218,10 +218,11 @@ int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interv
  * area (sonde_ring_area__close): the writers stop recording, the target goes on.
  */
 long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d);
-/* Bytes taken from the rings whose write failed (lost, not counted as events). */
-uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d);
-/* When the first write error happened (monotonic ns); 0: none. */
-uint64_t sonde_ring_drainer__error_ns(struct sonde_ring_drainer *d);
+/*
+ * Bytes taken from the rings whose write failed (lost, not counted as events);
+ * error_ns (may be NULL) gets when the first write failed (monotonic ns; 0: none).
+ */
+uint64_t sonde_ring_drainer__lost_bytes(struct sonde_ring_drainer *d, uint64_t *error_ns);
 /* Stop the thread after a last drain. Returns 0 or the first write error (-errno). */
 int sonde_ring_drainer__stop(struct sonde_ring_drainer *d);
 /* CPU time the drainer thread has used so far. */

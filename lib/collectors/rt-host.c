@@ -190,7 +190,8 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 		n = sonde_ring_drainer__sync(h->drainer);
 	if (n < 0 && !h->log_failed) {
 		/* keep what was written; the recording stopped there, the target went on */
-		uint64_t at = sonde_ring_drainer__error_ns(h->drainer), run_end = ri->run->end_ns;
+		uint64_t at = 0, run_end = ri->run->end_ns;
+		uint64_t lost = sonde_ring_drainer__lost_bytes(h->drainer, &at);
 		char when[128] = "recording stopped and the target went on unrecorded";
 
 		h->log_failed = true;
@@ -204,9 +205,7 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 			c,
 			"the event log could not be written (%s): %s; the profile holds the "
 			"events written before, %llu KiB taken from the rings then were lost",
-			strerror((int)-n), when,
-			(unsigned long long)(sonde_ring_drainer__lost_bytes(h->drainer) + 1023) /
-				1024);
+			strerror((int)-n), when, (unsigned long long)(lost + 1023) / 1024);
 	}
 	if (sonde_ring_area__abandoned(h->area))
 		sonde_collection__note(
