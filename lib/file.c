@@ -23,7 +23,7 @@
 #include <sonde/file.h>
 #include <sonde/strbuf.h>
 
-static int write_all(int fd, const void *buf, size_t len)
+int sonde_file__write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
@@ -122,7 +122,7 @@ static int write_temp(const char *path, const void *buf, size_t len, struct sond
 		if (fd < 0)
 			return -errno;
 	}
-	err = write_all(fd, buf, len);
+	err = sonde_file__write_all(fd, buf, len);
 	if (!err && fchmod(fd, 0644) < 0)
 		err = -errno;
 	if (!err && fsync(fd) < 0)
@@ -151,7 +151,7 @@ static int write_through(const char *path, const void *buf, size_t len)
 		close(fd);
 		return -EINVAL;
 	}
-	err = write_all(fd, buf, len);
+	err = sonde_file__write_all(fd, buf, len);
 	if (fd != 1 && close(fd) < 0 && !err)
 		err = -errno;
 	return err;

@@ -514,8 +514,13 @@ struct sonde_ring_area *sonde_ring_area__attach(const char *path)
 	struct area_hdr *h;
 	struct stat st;
 	void *map;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd;
 
+	if (strlen(path) >= sizeof(a->path)) { /* kept for the claims' map_ring */
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) < 0 || (size_t)st.st_size < AREA_HDR) {
@@ -575,11 +580,6 @@ struct sonde_ring_area *sonde_ring_area__attach(const char *path)
 	a->h = map;
 	a->base = map;
 	a->owner_fd = -1;
-	if (strlen(path) >= sizeof(a->path)) {
-		sonde_ring_area__detach(a);
-		errno = ENAMETOOLONG;
-		return NULL;
-	}
 	memcpy(a->path, path, strlen(path) + 1);
 	return a;
 }
@@ -706,9 +706,9 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 		w->tail_seen = atomic_load_explicit(&d->tail, memory_order_acquire);
 		if (w->head + need - w->tail_seen <= size)
 			return true;
-		if ((spins == 0 || spins >= 256) && reader_lost(w->area, true))
-			return false; /* closed, gone or silent: no more waiting, ever */
 		if (spins == 0 || spins >= 256) {
+			if (reader_lost(w->area, true))
+				return false; /* closed, gone or silent: no more waiting, ever */
 			now = sonde_clock_ns();
 			hb = atomic_load_explicit(&w->area->h->heartbeat_ns, memory_order_relaxed);
 			/* a heartbeat from the future is nonsense (written over): drop */

@@ -1,17 +1,20 @@
 /*
  * runner.c - start, time and reap one target (see runner.h).
  *
- * Two ways to start:
- *  - posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK)), the default: no copy of
- *    sonde's address space, exec errors come back as the return value;
- *  - fork + start barrier when a collector must attach before exec: the child
- *    blocks reading a pipe, the parent runs attach() and then writes one byte;
- *    exec errors come back through a close-on-exec pipe;
- *  - through sonde-spawn (own_rss): posix_spawn starts that small static
- *    program, which makes the target as sonde's child (CLONE_PARENT) from its own
- *    few pages and reports the target's pid, its start time and exec errors
+ * Three ways to start:
+ *  - through sonde-spawn, the default when it is installed: posix_spawn starts
+ *    that small static program, which makes the target as sonde's child
+ *    (CLONE_PARENT) from its own few pages, sets its death signal (it dies with
+ *    sonde) and reports the target's pid, its start time and exec errors
  *    through a pipe; with a barrier the target waits on a pipe before its exec.
- *    Its ru_maxrss is then its own, not the high-water mark of sonde's memory.
+ *    Its ru_maxrss is then its own, not the high-water mark of sonde's memory;
+ *  - without it, posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK)): no copy of
+ *    sonde's address space, exec errors come back as the return value, no
+ *    death signal;
+ *  - without it, fork + start barrier when a collector must attach before
+ *    exec: the child sets its death signal, blocks reading a pipe, the parent
+ *    runs attach() and then writes one byte; exec errors come back through a
+ *    close-on-exec pipe.
  * All apply the same redirection plan (struct redirect[]).
  *
  * Waiting: a plain wait4 when there is neither a timeout nor output to copy;
@@ -266,7 +269,8 @@ static void child_exec(struct sonde_runner *r, const struct redirect *rd, size_t
 	int e;
 
 	setpgid(0, 0);
-	/* sonde is gone (killed): so is its target; sonde went before this line? */
+	/* the target dies with sonde; a sonde already gone before this line is
+	   seen in getppid (the child was reparented) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != r->parent)
 		_exit(127);

@@ -10,11 +10,11 @@
  * out as \xNN and \u00NN. Output to files and pipes is left byte for byte as
  * it is: data formats (JSON, CSV, folded stacks) quote on their own terms.
  */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sonde/file.h>
 #include "cli.h"
 
 struct guard {
@@ -24,21 +24,6 @@ struct guard {
 
 static struct guard guards[2];
 static FILE *raw_stderr;
-
-static int put_all(int fd, const char *b, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 static ssize_t guard_write(void *cookie, const char *buf, size_t n)
 {
@@ -73,12 +58,12 @@ static ssize_t guard_write(void *cookie, const char *buf, size_t n)
 		}
 	next:
 		if (o >= 4096) {
-			if (put_all(g->fd, out, o))
+			if (sonde_file__write_all(g->fd, out, o))
 				return -1;
 			o = 0;
 		}
 	}
-	return o && put_all(g->fd, out, o) ? -1 : (ssize_t)n;
+	return o && sonde_file__write_all(g->fd, out, o) ? -1 : (ssize_t)n;
 }
 
 static int guard_close(void *cookie)
@@ -87,7 +72,7 @@ static int guard_close(void *cookie)
 
 	if (g->lead) {
 		g->lead = false;
-		return put_all(g->fd, "\xc2", 1);
+		return sonde_file__write_all(g->fd, "\xc2", 1) ? EOF : 0;
 	}
 	return 0;
 }

@@ -46,6 +46,9 @@ int sonde_file__open_unnamed(const char *path);
  */
 int sonde_file__publish(int fd, const char *path);
 
+/* Write all len bytes to fd (retrying short writes and EINTR). Returns 0 or -errno. */
+int sonde_file__write_all(int fd, const void *buf, size_t len);
+
 /* mkdir -p. Returns 0 or -errno. */
 int sonde_file__mkdir_p(const char *path, unsigned mode);
 

@@ -35,8 +35,8 @@ struct rt_host {
 	uint64_t dropped_seen;
 	bool tsc; /* the runtime is told to take TSC ticks */
 	struct rt_clock clock;
-	bool tamper_said; /* the note on a tampered ring area was given */
-	bool log_failed;  /* the event log could not be written (said once) */
+	bool tamper_said;      /* the note on a tampered ring area was given */
+	bool log_failed;       /* the event log could not be written (said once) */
 	uint64_t drain_cpu_ns; /* of the drainers of earlier runs */
 };
 
