@@ -3,11 +3,13 @@
 # and build; `run` then profiles the bundled example, `test` runs every test.
 
 BUILD     ?= build
+PREFIX    ?= /usr/local
+DESTDIR   ?=
 SAN_BUILD ?= build-sanitize
 SONDE      = $(BUILD)/src/sonde
 EXAMPLE    = $(BUILD)/examples/sort
 
-.PHONY: all deps build run test test-sanitize sanitize bench format clean
+.PHONY: all deps build run test test-sanitize sanitize bench format clean install uninstall
 
 all: build
 
@@ -23,20 +25,20 @@ build: deps $(BUILD)/build.ninja
 run: build
 	@echo
 	@echo "== sonde collect time -- $(EXAMPLE) 200000"
-	@$(SONDE) collect time -r 10 --output suppress -o $(BUILD)/example-time.json -- $(EXAMPLE) 200000
+	@$(SONDE) collect time -r 10 -o $(BUILD)/example-time.json -- $(EXAMPLE) 200000
 	@echo "(show it again with: $(SONDE) show $(BUILD)/example-time.json)"
 	@echo
 	@echo "== sonde collect memory -- $(EXAMPLE) 200000"
-	@$(SONDE) collect memory --output suppress -o $(BUILD)/example-memory.json -- $(EXAMPLE) 200000
+	@$(SONDE) collect memory -o $(BUILD)/example-memory.json -- $(EXAMPLE) 200000
 	@echo "(show it again with: $(SONDE) show $(BUILD)/example-memory.json memory)"
 	@echo
 	@echo "== sonde collect trace -- $(EXAMPLE)-traced 20000   (built with -finstrument-functions)"
-	@$(SONDE) collect trace --output suppress -o $(BUILD)/example-trace.json -- $(EXAMPLE)-traced 20000
+	@$(SONDE) collect trace -o $(BUILD)/example-trace.json -- $(EXAMPLE)-traced 20000
 	@echo "(the call graph: $(SONDE) show $(BUILD)/example-trace.json graph;"
 	@echo " a timeline for ui.perfetto.dev: $(SONDE) export $(BUILD)/example-trace.json --format perfetto -o trace.json)"
 	@echo
 	@echo "== sonde collect counters -- $(EXAMPLE) 200000"
-	@$(SONDE) collect counters --output suppress -o $(BUILD)/example-counters.json -- $(EXAMPLE) 200000
+	@$(SONDE) collect counters -o $(BUILD)/example-counters.json -- $(EXAMPLE) 200000
 	@echo "(the catalog: $(SONDE) counters list; the C API: $(BUILD)/examples/counters)"
 	@echo
 	@echo "== sonde postprocess (regression of time per size) and sonde report"
@@ -46,6 +48,17 @@ run: build
 
 test: build
 	@tests/run $(BUILD)
+
+# meson install underneath: the binary, libsonde and sonde.pc, the runtimes, the
+# headers, the man pages and the bash and zsh completion, under PREFIX (DESTDIR
+# staged). The build directory is configured for PREFIX first.
+install: build
+	@meson configure $(BUILD) -Dprefix=$(abspath $(PREFIX)) >/dev/null
+	@meson install -C $(BUILD) --quiet $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
+	@echo "installed under $(DESTDIR)$(abspath $(PREFIX)); try: man sonde"
+
+uninstall:
+	@ninja -C $(BUILD) uninstall >/dev/null && echo "uninstalled from $(abspath $(PREFIX))"
 
 $(SAN_BUILD)/build.ninja:
 	meson setup $(SAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false

@@ -4,7 +4,7 @@
 #
 # For each of three builds of hitwork (hit() starting with push %rbp, with
 # endbr64, or with an instruction the kernel single-steps), runs hitwork plain,
-# under `sonde collect trace -e ebpf -s custom -f hit` and under bpftrace with
+# under `sonde collect trace -e ebpf -s custom -F hit` and under bpftrace with
 # an entry and a return probe on hit, each with N and 2N calls, interleaved,
 # ROUNDS rounds. The cost per call is (T(2N) - T(N)) / N, which leaves out
 # start-up (loading programs, attaching); for sonde T is the run as the profile
@@ -32,7 +32,7 @@ for v in hitwork hitwork-cet hitwork-nofp; do
 	while [ $r -lt "$ROUNDS" ]; do
 		a=$(wall "$BIN" "$N"); b=$(wall "$BIN" "$N2"); echo $((b - a)) >>"$TMP/plain"
 		for k in "$N" "$N2"; do
-			"$SONDE" collect trace -e ebpf -q -s custom -f hit -o "$TMP/p$k.json" -- "$BIN" "$k" >/dev/null
+			"$SONDE" collect trace -e ebpf -q -s custom -F hit -o "$TMP/p$k.json" -- "$BIN" "$k" >/dev/null
 		done
 		jq -n --slurpfile a "$TMP/p$N.json" --slurpfile b "$TMP/p$N2.json" \
 			'($b[0].stats | .duration_ns - .overhead.sonde_ns) - ($a[0].stats | .duration_ns - .overhead.sonde_ns)' \

@@ -1,9 +1,11 @@
 /*
  * format.c - durations and sizes with human units, three significant digits or so.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sonde/format.h>
 
@@ -84,4 +86,33 @@ char *sonde_format__value(double v, const char *unit, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.3g", v); /* three significant digits, never 0.00 */
 	return buf;
+}
+
+int sonde_format__parse_duration(const char *s, double plain_s, double *seconds)
+{
+	static const struct {
+		const char *suffix;
+		double s;
+	} units[] = { { "ns", 1e-9 }, { "us", 1e-6 }, { "µs", 1e-6 }, { "ms", 1e-3 },
+		      { "s", 1 },     { "m", 60 },    { "min", 60 },  { "h", 3600 } };
+	char *end;
+	double v;
+	size_t i;
+
+	if (!s || ((*s < '0' || *s > '9') && *s != '.'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (!*end) {
+		*seconds = v * (plain_s > 0 ? plain_s : 1);
+		return 0;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].suffix)) {
+			*seconds = v * units[i].s;
+			return 0;
+		}
+	return -EINVAL;
 }

@@ -3,10 +3,12 @@
  * git's stderr is discarded: "not a git repository" is an answer, not an error.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <sonde/git.h>
@@ -99,4 +101,54 @@ int sonde_git__log(const char *dir, unsigned max, struct sonde_strbuf *out)
 	snprintf(n, sizeof(n), "-%u", max);
 	rc = run_git(dir, args, out);
 	return rc > 0 ? -ENOENT : rc;
+}
+
+int sonde_git__exclude(const char *dir, const char *pattern)
+{
+	const char *args[] = { "rev-parse", "--path-format=absolute", "--git-path", "info/exclude",
+			       NULL };
+	struct sonde_strbuf path = SONDE_STRBUF_INIT, old = SONDE_STRBUF_INIT;
+	size_t plen = strlen(pattern);
+	const char *line;
+	char *slash;
+	FILE *f;
+	int rc = run_git(dir, args, &path);
+
+	if (rc > 0 || (rc == 0 && !path.len))
+		rc = -ENOENT;
+	while (!rc && path.len && path.buf[path.len - 1] == '\n')
+		path.buf[--path.len] = '\0';
+	f = rc ? NULL : fopen(path.buf, "r");
+	if (f) {
+		char buf[4096];
+		size_t got;
+
+		while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
+			sonde_strbuf__add(&old, buf, got);
+		fclose(f);
+	}
+	for (line = old.buf; !rc && line && *line; line = strchr(line, '\n'), line += !!line)
+		if (!strncmp(line, pattern, plen) && (line[plen] == '\n' || !line[plen]))
+			rc = 1;
+	if (rc) {
+		rc = rc == 1 ? 0 : rc;
+		goto out;
+	}
+	slash = strrchr(path.buf, '/');
+	if (slash) {
+		*slash = '\0';
+		mkdir(path.buf, 0755); /* info/ may be missing in a fresh clone */
+		*slash = '/';
+	}
+	f = fopen(path.buf, "a");
+	if (!f) {
+		rc = -errno;
+		goto out;
+	}
+	fprintf(f, "%s%s\n", old.len && old.buf[old.len - 1] != '\n' ? "\n" : "", pattern);
+	rc = fclose(f) ? -errno : 1;
+out:
+	sonde_strbuf__release(&path);
+	sonde_strbuf__release(&old);
+	return rc;
 }

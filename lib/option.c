@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sonde/format.h>
 #include <sonde/option.h>
 
 void sonde_strlist__release(struct sonde_strlist *l)
@@ -88,6 +89,16 @@ static int range_error(struct sonde_optparse *st, const char *shown, const char 
 {
 	if (o->min == o->max)
 		return 0;
+	if (o->type == SONDE_OPT_DURATION) {
+		double u = o->unit_s > 0 ? o->unit_s : 1;
+		char lo[32], hi[32];
+
+		sonde_strbuf__addf(&st->err,
+				   "invalid value '%s' for '%s': must be between %s and %s", arg,
+				   shown, sonde_format__duration(o->min * u * 1e9, lo, sizeof(lo)),
+				   sonde_format__duration(o->max * u * 1e9, hi, sizeof(hi)));
+		return -EINVAL;
+	}
 	if (isinf(o->max) || o->max >= 1e300)
 		sonde_strbuf__addf(&st->err, "invalid value '%s' for '%s': must be at least %.15g",
 				   arg, shown, o->min);
@@ -149,6 +160,29 @@ static int set_value(const struct sonde_option *o, const char *shown, const char
 					   shown);
 			return -EINVAL;
 		}
+		if (o->min != o->max && (v < o->min || v > o->max))
+			return range_error(st, shown, arg, o);
+		if (o->value)
+			*(double *)o->value = v;
+		jv = json_real(v);
+		break;
+	}
+	case SONDE_OPT_DURATION: {
+		double unit = o->unit_s > 0 ? o->unit_s : 1, secs, v;
+
+		if (sonde_format__parse_duration(arg, unit, &secs)) {
+			sonde_strbuf__addf(&st->err,
+					   "invalid value '%s' for '%s': expected a duration such "
+					   "as 500ms, 2s or 1m (a plain number is in %s)",
+					   arg, shown,
+					   unit == 1	  ? "seconds"
+					   : unit == 1e-3 ? "milliseconds"
+					   : unit == 1e-6 ? "microseconds"
+					   : unit == 1e-9 ? "nanoseconds"
+							  : "the option's unit");
+			return -EINVAL;
+		}
+		v = secs / unit;
 		if (o->min != o->max && (v < o->min || v > o->max))
 			return range_error(st, shown, arg, o);
 		if (o->value)
@@ -234,7 +268,17 @@ int sonde_options__parse(const struct sonde_option *opts, int argc, char **argv,
 				continue;
 			}
 			if (!o) {
+				const char **names = sonde_options__names(opts);
+				char *word = strndup(name, len);
+				const char *near =
+					names && word ? sonde_options__suggest(word, names) : NULL;
+
 				sonde_strbuf__addf(&st->err, "unknown option '%s'", shown);
+				if (near)
+					sonde_strbuf__addf(&st->err, "; did you mean '--%s'?",
+							   near);
+				free(names);
+				free(word);
 				err = -EINVAL;
 				goto out;
 			}
@@ -325,6 +369,8 @@ static int help_table(const struct sonde_option *o, struct sonde_strbuf *out)
 		if (takes_value(o)) {
 			if (o->argname) {
 				sonde_strbuf__addf(&left, " %s", o->argname);
+			} else if (o->type == SONDE_OPT_DURATION) {
+				sonde_strbuf__adds(&left, " DURATION");
 			} else if (o->type == SONDE_OPT_CHOICE && o->choices) {
 				const char *const *c;
 
@@ -350,4 +396,83 @@ int sonde_options__help(const struct sonde_option *opts, struct sonde_strbuf *ou
 {
 	help_table(opts, out);
 	return sonde_strbuf__addf(out, "  -h, --help                  show this help\n");
+}
+
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, row[64], prev, tmp;
+
+	if (la >= 63 || lb >= 63)
+		return (size_t)-1;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t best = prev + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			/* a swap of two neighbours counts one */
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    best > prev)
+				best = prev;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+const char *sonde_options__suggest(const char *word, const char *const *cands)
+{
+	size_t len = strlen(word), limit = len / 3, best = (size_t)-1, d;
+	const char *pick = NULL, *prefix = NULL;
+	int prefixes = 0;
+
+	if (!len)
+		return NULL;
+	if (limit < 1)
+		limit = 1;
+	if (limit > 3)
+		limit = 3;
+	for (; *cands; cands++) {
+		if (!strncmp(*cands, word, len)) {
+			prefixes++;
+			prefix = *cands;
+		}
+		d = distance(word, *cands);
+		if (d < best) {
+			best = d;
+			pick = *cands;
+		}
+	}
+	if (prefixes == 1)
+		return prefix;
+	return best <= limit ? pick : NULL;
+}
+
+static void collect_names(const struct sonde_option *o, struct sonde_strlist *l)
+{
+	for (; o->type != SONDE_OPT_END; o++) {
+		if (o->type == SONDE_OPT_GROUP) {
+			if (o->sub)
+				collect_names(o->sub, l);
+		} else if (o->long_name) {
+			sonde_strlist__push(l, o->long_name);
+		}
+	}
+}
+
+const char **sonde_options__names(const struct sonde_option *opts)
+{
+	struct sonde_strlist l = { 0 };
+
+	collect_names(opts, &l);
+	sonde_strlist__push(&l, "help");
+	return l.items;
 }

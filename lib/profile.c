@@ -357,6 +357,20 @@ int sonde_profile__add_warning(struct sonde_profile *p, const char *code, const 
 	return json_array_append_new(arr, w) ? -ENOMEM : 0;
 }
 
+int sonde_profile__add_workload_warning(struct sonde_profile *p, const char *code,
+					const char *workload, const char *message, const char *fix)
+{
+	int rc = sonde_profile__add_warning(p, code, message, fix);
+	json_t *arr = json_object_get(sonde_profile__stats(p), "warnings");
+
+	if (rc || !workload)
+		return rc;
+	return json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "workload",
+				   json_string(workload))
+		       ? -ENOMEM
+		       : 0;
+}
+
 static int dump_to_strbuf(const char *buf, size_t size, void *data)
 {
 	return sonde_strbuf__add(data, buf, size) ? -1 : 0;

@@ -7,7 +7,76 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
+
+/* ---- global options: before the command or among its options -------------------------- */
+
+static const char *const color_modes[] = { "auto", "always", "never", NULL };
+static struct {
+	int verbose;
+	const char *debug, *color;
+	bool quiet;
+} g = { .color = "auto" };
+
+static const struct sonde_option globals[] = {
+	{ SONDE_OPT_COUNT, 'v', "verbose", &g.verbose, NULL, "more messages (-vv: debug)" },
+	{ SONDE_OPT_FLAG, 'q', "quiet", &g.quiet, NULL,
+	  "errors only: no progress, no report, no warnings" },
+	{ SONDE_OPT_STRING, 0, "debug", &g.debug, "DOMAINS",
+	  "debug messages of domains (runner,store,... or all)" },
+	{ SONDE_OPT_CHOICE, 0, "color", &g.color, "WHEN",
+	  "colour verdicts and headings: auto (a terminal, no NO_COLOR), always, never", 0, 0,
+	  color_modes },
+	{ .type = SONDE_OPT_END },
+};
+
+const struct sonde_option *cli_global_options(void)
+{
+	return globals;
+}
+
+void cli_apply_globals(void)
+{
+	if (g.debug)
+		sonde_log__enable_domains(g.debug);
+	sonde_log__set_level(g.quiet			 ? SONDE_LOG_ERROR
+			     : g.verbose >= 2 || g.debug ? SONDE_LOG_DEBUG
+			     : g.verbose		 ? SONDE_LOG_INFO
+							 : SONDE_LOG_WARN);
+}
+
+bool cli_quiet(void)
+{
+	return g.quiet;
+}
+
+bool cli_colored(FILE *f)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	int fd = cli_terminal_fd(f);
+
+	if (!strcmp(g.color, "always"))
+		return true;
+	if (!strcmp(g.color, "never") || (nc && *nc) || (term && !strcmp(term, "dumb")))
+		return false;
+	return fd >= 0 && isatty(fd);
+}
+
+void cli_paint(FILE *f, const char *sgr)
+{
+	int fd = cli_terminal_fd(f);
+
+	if (!*sgr || !cli_colored(f))
+		return;
+	if (fd < 0 || fd == fileno(f)) {
+		fputs(sgr, f);
+		return;
+	}
+	/* a guarded terminal stream: what came before goes through the guard, this past it */
+	fflush(f);
+	sonde_file__write_all(fd, sgr, strlen(sgr));
+}
 
 static void verror(const char *cmd, const char *fmt, va_list ap)
 {
@@ -51,20 +120,48 @@ int cli_exit_code(int err)
 	}
 }
 
+/* The command's table, then the global options under their heading. */
+static void with_globals(struct sonde_option table[3], const struct sonde_option *opts)
+{
+	table[0] = (struct sonde_option){ .type = SONDE_OPT_GROUP, .sub = opts };
+	table[1] = (struct sonde_option){ .type = SONDE_OPT_GROUP,
+					  .help = "global options",
+					  .sub = globals };
+	table[2] = (struct sonde_option){ .type = SONDE_OPT_END };
+}
+
 void cli_help(const char *usage, const struct sonde_option *opts)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct sonde_option table[3];
 
-	sonde_options__help(opts, &sb);
+	with_globals(table, opts);
+	sonde_options__help(table, &sb);
 	printf("%s\n\noptions:\n%s", usage, sb.buf);
 	sonde_strbuf__release(&sb);
 }
+
+struct cli_describe *cli_describing;
 
 int cli_parse(const char *cmd, const char *usage, const struct sonde_option *opts, int argc,
 	      char **argv, unsigned flags, json_t *params, int *code)
 {
 	struct sonde_optparse st = { .flags = flags, .params = params };
-	int first = sonde_options__parse(opts, argc, argv, &st);
+	struct sonde_option table[3];
+	int first;
+	size_t i;
+
+	if (cli_describing) {
+		/* `sonde help --man/--completion`: the table is wanted, not a run */
+		cli_describing->fn(cli_describing, cmd, usage, opts);
+		*code = EXIT_OK;
+		return -1;
+	}
+	with_globals(table, opts);
+	first = sonde_options__parse(table, argc, argv, &st);
+	for (i = 0; params && globals[i].type != SONDE_OPT_END; i++)
+		json_object_del(params, globals[i].long_name);
+	cli_apply_globals();
 
 	if (first < 0) {
 		*code = cli_usage(cmd, "%s", st.err.len ? st.err.buf : strerror(-first));

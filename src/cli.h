@@ -42,6 +42,37 @@ int cli_exit_code(int err);
 void cli_terminal_guard(void);
 /* stderr as it was: for sonde's own control sequences (the progress bar). */
 FILE *cli_terminal_raw(void);
+/* The descriptor f writes to in the end (guarded or not), or -1. */
+int cli_terminal_fd(FILE *f);
+
+/*
+ * The global options (-v, -q, --debug, --color): main() parses them before the
+ * command and cli_parse() among the command's own, then applies them.
+ */
+const struct sonde_option *cli_global_options(void);
+void cli_apply_globals(void);
+/* -q was given: print errors only. */
+bool cli_quiet(void);
+/* Whether colour is on for f (--color, NO_COLOR, TERM=dumb, a terminal). */
+bool cli_colored(FILE *f);
+/* Write an SGR sequence (CLI_RED...) to f when colour is on for it. */
+void cli_paint(FILE *f, const char *sgr);
+#define CLI_RED	   "\033[31m"
+#define CLI_GREEN  "\033[32m"
+#define CLI_YELLOW "\033[33m"
+#define CLI_BOLD   "\033[1m"
+#define CLI_RESET  "\033[0m"
+
+/*
+ * `sonde help --man/--completion` walks the commands' option tables: while
+ * cli_describing is set, cli_parse() hands fn the table instead of parsing.
+ */
+struct cli_describe {
+	void (*fn)(struct cli_describe *d, const char *cmd, const char *usage,
+		   const struct sonde_option *opts);
+	void *ctx;
+};
+extern struct cli_describe *cli_describing;
 
 /*
  * Parse a command's options. Returns the index of the first positional argument,
@@ -91,6 +122,9 @@ int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_
 		     void (*frame)(struct sonde_strbuf *, const char *));
 int cli_trace_perfetto(const struct sonde_profile *p, struct sonde_strbuf *out);
 
+/* The command table of sonde.c (for `sonde help`). */
+const struct cli_command *cli_commands(size_t *n);
+int cmd_help(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_postprocess(int argc, char **argv);
 int cmd_check(int argc, char **argv);

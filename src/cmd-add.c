@@ -19,7 +19,7 @@ int cmd_add(int argc, char **argv)
 {
 	bool force = false, keep = false;
 	const struct sonde_option opts[] = {
-		{ SONDE_OPT_FLAG, 'f', "force", &force, NULL,
+		{ SONDE_OPT_FLAG, 0, "force", &force, NULL,
 		  "register even when the origin is not HEAD" },
 		{ SONDE_OPT_FLAG, 'k', "keep", &keep, NULL, "keep the pending profile in jobs/" },
 		{ .type = SONDE_OPT_END },

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "config.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -21,7 +22,7 @@ static const char usage[] =
 	"N@i) or git revisions with registered profiles (HEAD~1, a branch, a hash).\n"
 	"Exit status: 0 no degradation, 4 a degradation was found (or, with --strict,\n"
 	"a result that could not be judged), 2 profiles of different collectors.\n"
-	"Methods and thresholds: docs/analysis.md.";
+	"Methods and thresholds: analysis.md in " SONDE_DOCDIR ".";
 
 static const char *const formats[] = { "text", "json", NULL };
 
@@ -149,8 +150,20 @@ static void print_text(const struct sonde_check_result *r, size_t n)
 		snprintf(metric, sizeof(metric), "%s%s%s", x->subtype ? x->subtype : "",
 			 x->workload && *x->workload ? " @" : "",
 			 x->workload && *x->workload ? x->workload : "");
-		printf("  %-32s %-20s %-19s %12s %12s %9s  %-18s %6s  %s%s%s\n", x->uid, metric,
-		       sonde_verdict_names[x->verdict], b, t, ch, ci, cf,
+		printf("  %-32s %-20s ", x->uid, metric);
+		/* verdicts coloured: red a degradation, green an optimization, yellow maybe */
+		cli_paint(stdout, sonde_verdict__is_degradation(x->verdict) ? CLI_RED
+				  : x->verdict == SONDE_OPTIMIZATION ||
+						  x->verdict == SONDE_SEVERE_OPTIMIZATION
+					  ? CLI_GREEN
+				  : x->verdict == SONDE_MAYBE || x->verdict == SONDE_NOT_ENOUGH_DATA
+					  ? CLI_YELLOW
+					  : "");
+		printf("%-19s", sonde_verdict_names[x->verdict]);
+		if (x->verdict != SONDE_NO_CHANGE && x->verdict != SONDE_NOT_IN_BASELINE &&
+		    x->verdict != SONDE_NOT_IN_TARGET)
+			cli_paint(stdout, CLI_RESET);
+		printf(" %12s %12s %9s  %-18s %6s  %s%s%s\n", b, t, ch, ci, cf,
 		       x->method ? x->method : "none", x->detail ? ": " : "",
 		       x->detail ? x->detail : "");
 	}
@@ -292,7 +305,10 @@ int cmd_check(int argc, char **argv)
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
 		putchar('\n');
 	} else {
-		printf("\n%zu degradation%s found", degradations, degradations == 1 ? "" : "s");
+		putchar('\n');
+		cli_paint(stdout, degradations ? CLI_RED CLI_BOLD : CLI_GREEN);
+		printf("%zu degradation%s found", degradations, degradations == 1 ? "" : "s");
+		cli_paint(stdout, CLI_RESET);
 		if (unjudged)
 			printf("; %zu result%s could not be judged (not enough data%s)", unjudged,
 			       unjudged == 1 ? "" : "s",

@@ -30,13 +30,11 @@ static const char usage[] =
 	"counters, external;\n"
 	"'sonde collect COLLECTOR --help' also lists the collector's own options.";
 
-static const char *const output_modes[] = { "default", "capture", "suppress", NULL };
-
 struct collect_opts {
 	long long warmup, repeat;
-	const char *prepare, *parameter, *output_mode, *input, *out_file, *plugin, *external;
+	const char *prepare, *parameter, *input, *out_file, *plugin, *external;
 	double timeout;
-	bool ignore_failure, quiet;
+	bool ignore_failure, show_output, discard_output, capture_output;
 };
 
 /* Parse NAME=V1,V2,... or NAME=A..B[:STEP] into a NULL-terminated list. */
@@ -305,7 +303,8 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 static int profile_stdout = -1; /* -o -: the real stdout while the runs use stderr */
 
 static int finish(struct sonde_session *s, const struct collect_opts *o, char **argv,
-		  const char *col_name, char **values, int *capture_fd, char **capture_tmp)
+		  const char *col_name, char **values, int *capture_fd, char **capture_tmp,
+		  bool broken)
 {
 	const struct sonde_outcome *out = sonde_session__outcome(s);
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
@@ -346,8 +345,8 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		*capture_tmp = NULL;
 		free(out_name);
 	}
-	/* -o -: the profile is stdout; what sonde says goes to stderr */
-	rep = o->out_file && !strcmp(o->out_file, "-") ? stderr : stdout;
+	/* as perf stat: stdout is the target's (or the profile's, -o -), the report stderr's */
+	rep = stderr;
 	buf = sonde_profile__dump(p, &len);
 	if (!buf) {
 		rc = -ENOMEM;
@@ -363,7 +362,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		sonde_strbuf__release(&err);
 		return EXIT_FAILURE_;
 	}
-	if (!o->quiet && !out->stopped_on_failure && !out->interrupted_by) {
+	if (!cli_quiet() && !broken && !out->stopped_on_failure && !out->interrupted_by) {
 		/* the collector's own view, and what it warns of; else the table (and its) */
 		if (cli_show_counters(p, FMT_TEXT, rep) != -EINVAL ||
 		    cli_show_memory(p, FMT_TEXT, 10, rep) != -EINVAL ||
@@ -385,7 +384,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 			  argv[0], out->timed_out ? "timed out and " : "", err.buf,
 			  out->failure_run, used ? used : path);
 		code = EXIT_FAILURE_;
-	} else {
+	} else if (!cli_quiet()) {
 		fprintf(rep, "profile written to '%s'\n", used ? used : path);
 	}
 	sonde_strbuf__release(&err);
@@ -396,32 +395,37 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 
 int cmd_collect(int argc, char **argv)
 {
-	struct collect_opts o = { .repeat = 0, .output_mode = "default" };
+	struct collect_opts o = { .repeat = 0 };
+	static char repeat_help[96];
 	const struct sonde_option common[] = {
 		{ SONDE_OPT_INT, 'w', "warmup", &o.warmup, "N",
 		  "run the command N times before measuring", 0, 1e9 },
-		{ SONDE_OPT_INT, 'r', "repeat", &o.repeat, "N",
-		  "measure N runs (default: at least 10 runs and 3 s)", 1, 1e9 },
+		{ SONDE_OPT_INT, 'r', "repeat", &o.repeat, "N", repeat_help, 1, 1e9 },
 		{ SONDE_OPT_STRING, 0, "prepare", &o.prepare, "CMD",
 		  "shell command run before every run (not measured)" },
 		{ SONDE_OPT_STRING, 0, "parameter", &o.parameter, "NAME=LIST|A..B:STEP",
 		  "run once per value, with {NAME} replaced in the arguments" },
-		{ SONDE_OPT_DOUBLE, 't', "timeout", &o.timeout, "SECONDS",
-		  "kill a run (its whole process group) after SECONDS", 0, 1e9 },
-		{ SONDE_OPT_CHOICE, 0, "output", &o.output_mode, NULL,
-		  "the command's output: shown, shown and kept beside the profile, or discarded", 0,
-		  0, output_modes },
+		{ SONDE_OPT_DURATION, 't', "timeout", &o.timeout, NULL,
+		  "kill a run (its whole process group) after DURATION (30s, 2m; plain: seconds)",
+		  0, 1e9 },
+		{ SONDE_OPT_FLAG, 0, "show-output", &o.show_output, NULL,
+		  "show the command's output (the default, but for time)" },
+		{ SONDE_OPT_FLAG, 0, "discard-output", &o.discard_output, NULL,
+		  "discard the command's output (the default of time, as hyperfine's)" },
+		{ SONDE_OPT_FLAG, 0, "capture-output", &o.capture_output, NULL,
+		  "show the command's output and keep it beside the profile (PROFILE.out)" },
 		{ SONDE_OPT_STRING, 0, "input", &o.input, "FILE",
 		  "the command's stdin (default: /dev/null)" },
 		{ SONDE_OPT_FLAG, 'i', "ignore-failure", &o.ignore_failure, NULL,
 		  "measure runs that exit non-zero instead of stopping" },
-		{ SONDE_OPT_STRING, 'o', "output-file", &o.out_file, "FILE",
-		  "write the profile to FILE" },
-		{ SONDE_OPT_FLAG, 'q', "quiet", &o.quiet, NULL, "no progress bar and no table" },
+		{ SONDE_OPT_STRING, 'o', "output", &o.out_file, "FILE",
+		  "write the profile to FILE (-: to stdout; the command's output then goes to "
+		  "stderr)" },
 		{ SONDE_OPT_STRING, 0, "plugin", &o.plugin, "PATH",
 		  "use the collector of a plugin (a shared object)" },
 		{ SONDE_OPT_STRING, 0, "external", &o.external, "EXE",
-		  "use an executable as the collector (see docs/collectors.md)" },
+		  "use an executable as the collector (its protocol: sonde-collect(1), EXTERNAL "
+		  "COLLECTORS)" },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_option table[4] = { 0 };
@@ -440,6 +444,11 @@ int cmd_collect(int argc, char **argv)
 		json_decref(params);
 		return code;
 	}
+	snprintf(repeat_help, sizeof(repeat_help), "measure N runs (default: %s)",
+		 !col					? "1 for memory, trace and counters; time: "
+							  "at least 10 runs and 3 s"
+		 : col->flags & SONDE_COLLECTOR_ONE_RUN ? "1"
+							: "at least 10 runs and 3 s");
 	table[0] = (struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL, NULL, 0, 0, NULL,
 					  common };
 	if (col && col->options && col->options[0].type != SONDE_OPT_END) {
@@ -490,7 +499,13 @@ int cmd_collect(int argc, char **argv)
 		free(probe);
 		goto out;
 	}
-	if (!strcmp(o.output_mode, "capture")) {
+	if (o.show_output + o.discard_output + o.capture_output > 1) {
+		code = cli_usage("collect", "--show-output, --discard-output and --capture-output "
+					    "exclude each other");
+		free(probe);
+		goto out;
+	}
+	if (o.capture_output) {
 		capture_fd = open_capture(probe, &capture_tmp);
 		if (capture_fd < 0) {
 			cli_error("collect", "cannot create the capture file: %s",
@@ -509,12 +524,15 @@ int cmd_collect(int argc, char **argv)
 	so.param_values = (const char *const *)values;
 	so.timeout_s = o.timeout;
 	so.input = o.input;
-	so.output = !strcmp(o.output_mode, "capture")	 ? SONDE_OUTPUT_CAPTURE
-		    : !strcmp(o.output_mode, "suppress") ? SONDE_OUTPUT_SUPPRESS
-							 : SONDE_OUTPUT_DEFAULT;
+	/* time discards the command's output, as hyperfine does; the others show it */
+	so.output = o.capture_output		? SONDE_OUTPUT_CAPTURE
+		    : o.discard_output		? SONDE_OUTPUT_SUPPRESS
+		    : o.show_output		? SONDE_OUTPUT_DEFAULT
+		    : !strcmp(col_name, "time") ? SONDE_OUTPUT_SUPPRESS
+						: SONDE_OUTPUT_DEFAULT;
 	so.capture_fd = capture_fd;
 	so.ignore_failure = o.ignore_failure;
-	if (!o.quiet && isatty(2))
+	if (!cli_quiet() && isatty(2))
 		so.progress = draw_progress;
 	s = sonde_session__new(&so);
 	if (!s || sonde_session__add(s, col, json_incref(params))) {
@@ -554,11 +572,11 @@ int cmd_collect(int argc, char **argv)
 	if (rc) {
 		/* Nothing measured can be trusted if the runner broke; still keep the runs. */
 		cli_error("collect", "%s", err.buf);
-		finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp);
+		finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp, true);
 		code = EXIT_FAILURE_;
 		goto out;
 	}
-	code = finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp);
+	code = finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp, false);
 out:
 	if (capture_tmp) {
 		close(capture_fd);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/counters.h>
+#include "config.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -16,7 +17,8 @@ static const char usage[] =
 	"       sonde counters eval EXPR [--set NAME=V[,V...]]... [--defs FILE]\n"
 	"\n"
 	"List the counters of an agent (a CPU), show one counter's definition, or evaluate\n"
-	"an expression in the language of counter_defs.yaml (docs/counters.md). With\n"
+	"an expression in the language of counter_defs.yaml (counters.md in " SONDE_DOCDIR
+	").\nWith "
 	"--set, several values are several dimension instances (one per CPU, say).";
 
 static const char *const kind_names[] = { "", "software", "tracepoint", "hardware", "derived" };

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -15,7 +16,7 @@ static const char usage[] =
 	"Model how a column depends on another, per uid, and store the models in the\n"
 	"profile. NAME: regression, moving-average, regressogram, kernel-regression.\n"
 	"PROFILE is a path, N@p or N@i; it is rewritten in place unless -o is given.\n"
-	"Formulas and the stored form: docs/analysis.md.";
+	"Formulas and the stored form: analysis.md in " SONDE_DOCDIR ".";
 
 static const char *const averages[] = { "sma", "smm", "ema", NULL };
 static const char *const statistics[] = { "mean", "median", NULL };

@@ -4,9 +4,11 @@
  * outliers), in text, JSON, CSV or Markdown.
  */
 #include <errno.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "view.h"
 
 const char *const cli_formats[] = { "text", "json", "csv", "markdown", NULL };
@@ -39,17 +41,46 @@ static void cell(FILE *out, const char *s, int w, bool left)
 
 void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 {
-	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x;
-	size_t i;
+	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x, *y;
+	const char *prefix = out == stderr ? "sonde: " : "";
+	size_t i, k, n = json_array_size(w);
+	bool *done = calloc(n ? n : 1, sizeof(*done));
 
-	json_array_foreach(w, i, x)
-	{
-		fprintf(out, "warning: %s\n", json_string_value(json_object_get(x, "message")));
-		fprintf(out, "  fix: %s\n", json_string_value(json_object_get(x, "fix")));
+	/* one line per kind of warning: a repeat names the other workloads it applies to */
+	for (i = 0; done && i < n; i++) {
+		const char *code, *fix;
+		size_t more = 0;
+
+		if (done[i])
+			continue;
+		x = json_array_get(w, i);
+		code = json_string_value(json_object_get(x, "code"));
+		fix = json_string_value(json_object_get(x, "fix"));
+		fprintf(out, "%swarning: %s", prefix,
+			json_string_value(json_object_get(x, "message")));
+		for (k = i + 1; k < n; k++) {
+			const char *wl;
+
+			y = json_array_get(w, k);
+			if (done[k] || !code ||
+			    strcmp(code, json_string_value(json_object_get(y, "code")) ?: "") ||
+			    strcmp(fix ?: "", json_string_value(json_object_get(y, "fix")) ?: ""))
+				continue;
+			done[k] = true;
+			wl = json_string_value(json_object_get(y, "workload"));
+			if (more < 8)
+				fprintf(out, "%s%s%s", more ? ", " : "; also in workload ",
+					wl ? wl : "?", "");
+			more++;
+		}
+		if (more > 8)
+			fprintf(out, " and %zu more", more - 8);
+		fprintf(out, "\n  fix: %s\n", fix ? fix : "");
 	}
+	free(done);
 	w = notes ? json_object_get(sonde_profile__stats(p), "notes") : NULL;
 	json_array_foreach(w, i, x) if (json_is_string(x))
-		fprintf(out, "note: %s\n", json_string_value(x));
+		fprintf(out, "%snote: %s\n", prefix, json_string_value(x));
 }
 
 int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out, bool notes)
@@ -140,13 +171,15 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			w = len > w ? (len > 64 ? 64 : len) : w;
 		}
 		if (!md) {
-			fprintf(out, "%s  (%s", json_string_value(json_object_get(h, "cmd")),
+			/* rows without a uid of their own are the command's (uid = cmd) */
+			fprintf(out, "uid %s  (%s", json_string_value(json_object_get(h, "cmd")),
 				json_string_value(json_object_get(h, "type")));
 			if (json_is_integer(runs))
 				fprintf(out, ", %lld runs", (long long)json_integer_value(runs));
 			fprintf(out, ")\n\n");
 			fputs("  ", out);
 			cell(out, "metric", w, true);
+			cell(out, "unit", 9, true);
 			cell(out, "mean ± σ", 23, false);
 			cell(out, "median", 12, false);
 			cell(out, "min", 12, false);
@@ -155,8 +188,9 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			cell(out, "95% CI of mean", 26, true);
 			fputs("outliers\n", out);
 		} else {
-			fprintf(out, "| metric | mean | σ | median | min | max | 95%% CI of mean | "
-				     "outliers |\n|---|---:|---:|---:|---:|---:|---|---:|\n");
+			fprintf(out, "| metric | unit | mean | σ | median | min | max | 95%% CI of "
+				     "mean | "
+				     "outliers |\n|---|---|---:|---:|---:|---:|---:|---|---:|\n");
 		}
 		for (i = 0; i < n; i++) {
 			const struct sonde_table_row *r = &rows[i];
@@ -174,8 +208,9 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			else
 				snprintf(ci, sizeof(ci), "[%s, %s]", f, g);
 			if (md) {
-				fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %zu |\n",
-					r->label, a, b, c, d, e, ci, r->s.outliers);
+				fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %zu |\n",
+					r->label, r->unit ? r->unit : "-", a, b, c, d, e, ci,
+					r->s.outliers);
 				continue;
 			}
 			snprintf(ms, sizeof(ms), "%s ± %s", a, b);
@@ -183,6 +218,7 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			cell(out, r->label, w, true);
 			if ((int)strlen(r->label) > w)
 				fputc(' ', out);
+			cell(out, r->unit && *r->unit ? r->unit : "-", 9, true);
 			cell(out, ms, 23, false);
 			cell(out, c, 12, false);
 			cell(out, d, 12, false);
@@ -363,6 +399,25 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 	} else if (rc) {
 		cli_error("show", "out of memory");
 		code = EXIT_FAILURE_;
+	} else if (svg.len && !out_file && isatty(1)) {
+		/* SVG is no text for a terminal: a file named after the profile and the view */
+		char *copy = strdup(name), *base = copy ? basename(copy) : NULL, *dot, *file = NULL;
+
+		if (base && (dot = strstr(base, ".json")) != NULL)
+			*dot = '\0';
+		if (!base || asprintf(&file, "%s-%s.svg", base, view) < 0) {
+			cli_error("show", "out of memory");
+			code = EXIT_FAILURE_;
+		} else if ((rc = cli_write_output(file, svg.buf, svg.len))) {
+			cli_error("show", "cannot write '%s': %s", file, strerror(-rc));
+			code = EXIT_FAILURE_;
+		} else {
+			fprintf(stderr,
+				"%s written (an SVG: open it in a browser; -o names the file)\n",
+				file);
+		}
+		free(file);
+		free(copy);
 	} else if (svg.len && (rc = cli_write_output(out_file, svg.buf, svg.len))) {
 		cli_error("show", "cannot write '%s': %s", out_file, strerror(-rc));
 		code = EXIT_FAILURE_;

@@ -24,24 +24,38 @@ static const struct cli_command commands[] = {
 	{ "utils", cmd_utils, "helpers: create a collector plugin template" },
 };
 
-static const char usage[] = "usage: sonde [-v] [--debug=DOMAINS] COMMAND [ARGS...]";
+static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);
 
-static void print_help(void)
+static const char usage[] =
+	"usage: sonde [-v|-q] [--debug=DOMAINS] [--color=WHEN] COMMAND [ARGS...]";
+
+static void print_help(FILE *out)
 {
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	size_t i;
 
-	printf("%s\n\nsonde runs programs under collectors and keeps their profiles.\n\n"
-	       "commands:\n",
-	       usage);
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		printf("  %-12s %s\n", commands[i].name, commands[i].summary);
-	printf("\nglobal options:\n"
-	       "  -v, --verbose         more messages (repeat for debug)\n"
-	       "      --debug=DOMAINS   debug messages of domains (runner,store,... or all)\n"
-	       "  -h, --help            show this help\n"
-	       "\n'sonde COMMAND --help' describes a command. Exit codes: 0 ok, 1 failure,\n"
-	       "2 usage, 3 unsupported or not permitted, 4 degradation found, 126/127 the\n"
-	       "command cannot be executed / was not found, 130 interrupted.\n");
+	sonde_options__help(cli_global_options(), &sb);
+	fprintf(out,
+		"%s\n\nsonde runs programs under collectors and keeps their profiles.\n\n"
+		"commands:\n",
+		usage);
+	for (i = 0; i < ncommands; i++)
+		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out,
+		"  %-12s %s\n\nglobal options (also accepted after the command):\n%s"
+		"      --version               print the version\n"
+		"\n'sonde COMMAND --help' describes a command; man pages: sonde(1), "
+		"sonde-COMMAND(1).\nExit codes: 0 ok, 1 failure, 2 usage, 3 unsupported or not "
+		"permitted, 4 degradation\nfound, 126/127 the command cannot be executed / was not "
+		"found, 130 interrupted.\n",
+		"help", "this help, a command's, or man pages and completion", sb.buf);
+	sonde_strbuf__release(&sb);
+}
+
+const struct cli_command *cli_commands(size_t *n)
+{
+	*n = ncommands;
+	return commands;
 }
 
 static void log_to_stderr(enum sonde_log_level level, const char *domain, const char *msg,
@@ -50,56 +64,62 @@ static void log_to_stderr(enum sonde_log_level level, const char *domain, const 
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
 	(void)ctx;
-	fprintf(stderr, "sonde: %s%s%s: %s\n", names[level], domain ? " " : "",
-		domain ? domain : "", msg);
+	/* the one format of warnings: "sonde: warning: [DOMAIN: ]message" */
+	fprintf(stderr, "sonde: %s: %s%s%s\n", names[level], domain ? domain : "",
+		domain ? ": " : "", msg);
 }
 
 int main(int argc, char **argv)
 {
-	int verbose = 0, i = 1;
+	struct sonde_optparse st = { 0 };
+	const char *names[sizeof(commands) / sizeof(commands[0]) + 2], *near;
+	int i;
 	size_t k;
 
 	cli_terminal_guard();
 	sonde_log__set_callback(log_to_stderr, NULL);
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
-			verbose++;
-		} else if (!strncmp(argv[i], "--debug=", 8)) {
-			sonde_log__enable_domains(argv[i] + 8);
-			verbose = 2;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			print_help();
-			return EXIT_OK;
-		} else if (!strcmp(argv[i], "--version")) {
+	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--version")) {
 			printf("sonde %s\n", sonde_version());
 			return EXIT_OK;
-		} else {
-			fprintf(stderr, "sonde: unknown option '%s'\ntry 'sonde --help'\n",
-				argv[i]);
-			return EXIT_USAGE;
 		}
+	i = sonde_options__parse(cli_global_options(), argc - 1, argv + 1, &st);
+	if (i < 0) {
+		fprintf(stderr, "sonde: %s\ntry 'sonde --help'\n", st.err.buf);
+		sonde_optparse__release(&st);
+		return EXIT_USAGE;
 	}
-	sonde_log__set_level(verbose >= 2 ? SONDE_LOG_DEBUG
-			     : verbose	  ? SONDE_LOG_INFO
-					  : SONDE_LOG_WARN);
+	sonde_optparse__release(&st);
+	cli_apply_globals();
+	i++;
+	if (st.help) {
+		print_help(stdout);
+		return EXIT_OK;
+	}
 	if (i >= argc) {
-		print_help();
+		print_help(stderr);
 		return EXIT_USAGE;
 	}
 	if (!strcmp(argv[i], "help")) {
-		if (i + 1 < argc) {
-			char *h[] = { argv[i + 1], "--help", NULL };
-
-			for (k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
-				if (!strcmp(commands[k].name, argv[i + 1]))
-					return commands[k].fn(2, h);
+		if (argc - i == 1) {
+			print_help(stdout);
+			return EXIT_OK;
 		}
-		print_help();
-		return EXIT_OK;
+		return cmd_help(argc - i, argv + i);
 	}
-	for (k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+	for (k = 0; k < ncommands; k++)
 		if (!strcmp(commands[k].name, argv[i]))
 			return commands[k].fn(argc - i, argv + i);
-	fprintf(stderr, "sonde: '%s' is not a sonde command\ntry 'sonde --help'\n", argv[i]);
+	for (k = 0; k < ncommands; k++)
+		names[k] = commands[k].name;
+	names[k++] = "help";
+	names[k] = NULL;
+	near = sonde_options__suggest(argv[i], names);
+	if (near)
+		fprintf(stderr, "sonde: '%s' is not a sonde command; did you mean '%s'?\n", argv[i],
+			near);
+	else
+		fprintf(stderr, "sonde: '%s' is not a sonde command\ntry 'sonde --help'\n",
+			argv[i]);
 	return EXIT_USAGE;
 }

@@ -23,7 +23,7 @@ struct guard {
 };
 
 static struct guard guards[2];
-static FILE *raw_stderr;
+static FILE *raw_stderr, *guarded[2];
 
 static ssize_t guard_write(void *cookie, const char *buf, size_t n)
 {
@@ -99,6 +99,17 @@ void cli_terminal_guard(void)
 	raw_stderr = stderr;
 	stdout = guard(1, stdout, _IOLBF);
 	stderr = guard(2, stderr, _IONBF);
+	guarded[0] = stdout;
+	guarded[1] = stderr;
+}
+
+int cli_terminal_fd(FILE *f)
+{
+	if (f && f == guarded[0] && guards[0].fd)
+		return 1;
+	if (f && f == guarded[1] && guards[1].fd)
+		return 2;
+	return f ? fileno(f) : -1;
 }
 
 FILE *cli_terminal_raw(void)

@@ -13,4 +13,11 @@ char *sonde_format__bytes(double bytes, char *buf, size_t len);
 /* A value in unit ("ns", "B", or anything else: a plain number). Returns buf. */
 char *sonde_format__value(double v, const char *unit, char *buf, size_t len);
 
+/*
+ * A duration as the user writes it: a number with a unit suffix (ns, us, µs,
+ * ms, s, m, min, h), or a plain number, taken in units of plain_s seconds
+ * (0: seconds). Negative values, "inf" and "nan" are refused. 0 or -EINVAL.
+ */
+int sonde_format__parse_duration(const char *s, double plain_s, double *seconds);
+
 #endif

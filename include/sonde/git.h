@@ -25,4 +25,11 @@ int sonde_git__dirty(const char *dir);
  */
 int sonde_git__log(const char *dir, unsigned max, struct sonde_strbuf *out);
 
+/*
+ * Add the line pattern to the repository's info/exclude (git's own, untracked
+ * ignore list) unless it is there. 1 added, 0 already there, -ENOENT when dir
+ * is not in a git work tree, -errno otherwise.
+ */
+int sonde_git__exclude(const char *dir, const char *pattern);
+
 #endif

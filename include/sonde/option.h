@@ -24,6 +24,12 @@ enum sonde_option_type {
 	SONDE_OPT_STRING, /* const char ** (points into argv) */
 	SONDE_OPT_CHOICE, /* const char **; one of .choices */
 	SONDE_OPT_LIST,	  /* struct sonde_strlist *; repeatable */
+	/*
+	 * double *; a duration with a unit suffix (1s, 500ms, 20us, 2m); a plain
+	 * number is in units of .unit_s seconds, and so are the value stored,
+	 * the param recorded and [min, max].
+	 */
+	SONDE_OPT_DURATION,
 };
 
 struct sonde_option {
@@ -36,6 +42,7 @@ struct sonde_option {
 	double min, max;		/* INT and DOUBLE; min == max == 0: unbounded */
 	const char *const *choices;	/* CHOICE: NULL-terminated */
 	const struct sonde_option *sub; /* GROUP */
+	double unit_s;			/* DURATION: seconds per plain number (0: 1 s) */
 };
 
 /* A list of strings borrowed from argv (LIST options). */
@@ -71,5 +78,14 @@ int sonde_options__parse(const struct sonde_option *opts, int argc, char **argv,
 int sonde_options__help(const struct sonde_option *opts, struct sonde_strbuf *out);
 
 void sonde_optparse__release(struct sonde_optparse *st);
+
+/*
+ * The candidate closest to word, for "did you mean": one that word is a prefix
+ * of, or within an edit distance of a third of its length (at least 1, at most
+ * 3); NULL when none is close. cands is NULL-terminated.
+ */
+const char *sonde_options__suggest(const char *word, const char *const *cands);
+/* The long names of a table (groups included), NULL-terminated; free() the array. */
+const char **sonde_options__names(const struct sonde_option *opts);
 
 #endif

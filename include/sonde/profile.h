@@ -87,6 +87,9 @@ size_t sonde_profile__column_len(json_t *columns, const char *column);
  */
 int sonde_profile__add_warning(struct sonde_profile *p, const char *code, const char *message,
 			       const char *fix);
+/* The same, about one workload (NULL: about the whole series). */
+int sonde_profile__add_workload_warning(struct sonde_profile *p, const char *code,
+					const char *workload, const char *message, const char *fix);
 
 /*
  * Add events in the list-of-records form (Perun's): each record is an object with

@@ -69,14 +69,18 @@ static int external_stop(struct sonde_collection *c, const struct sonde_run_info
 	doc = json_loadb(sb.buf, sb.len, 0, &jerr);
 	sonde_strbuf__release(&sb);
 	if (!doc) {
-		sonde_collection__note(
-			c, "run %u: the collector printed invalid JSON: line %d, column %d: %s",
+		sonde_collection__fail(
+			c,
+			"collector 'external' failed: run %u: it printed invalid JSON: line %d, "
+			"column %d: %s",
 			ri->index + 1, jerr.line, jerr.column, jerr.text);
 		return -EBADMSG;
 	}
 	recs = json_is_array(doc) ? doc : json_object_get(doc, "resources");
 	if (!json_is_array(recs)) {
-		sonde_collection__note(c, "run %u: the collector's output has no resources list",
+		sonde_collection__fail(c,
+				       "collector 'external' failed: run %u: its output has no "
+				       "resources list",
 				       ri->index + 1);
 		json_decref(doc);
 		return -EBADMSG;

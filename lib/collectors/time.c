@@ -140,8 +140,9 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 		if (sum.mean < 5e6) {
 			snprintf(msg, sizeof(msg), "runs took %s on average%s, under 5 ms",
 				 sonde_format__duration(sum.mean, a, sizeof(a)), where);
-			sonde_profile__add_warning(p, "short-run", msg,
-						   sonde_warning__info(SONDE_WARN_SHORT_RUN)->fix);
+			sonde_profile__add_workload_warning(
+				p, "short-run", s[0].workload, msg,
+				sonde_warning__info(SONDE_WARN_SHORT_RUN)->fix);
 		}
 		if (n >= 3 &&
 		    sonde_stats__modified_z(x[0], sum.median, sum.mad) > SONDE_OUTLIER_Z &&
@@ -150,8 +151,8 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 			snprintf(msg, sizeof(msg), "the first run took %s, the median is %s%s",
 				 sonde_format__duration(x[0], a, sizeof(a)),
 				 sonde_format__duration(sum.median, b, sizeof(b)), where);
-			sonde_profile__add_warning(
-				p, "cold-first-run", msg,
+			sonde_profile__add_workload_warning(
+				p, "cold-first-run", s[0].workload, msg,
 				sonde_warning__info(SONDE_WARN_COLD_FIRST_RUN)->fix);
 		}
 		outliers = sum.outliers - (size_t)cold;
@@ -162,9 +163,9 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 				 bi.n_low, sonde_format__duration(bi.median_low, a, sizeof(a)),
 				 bi.n_high, sonde_format__duration(bi.median_high, b, sizeof(b)),
 				 where);
-			sonde_profile__add_warning(p, sonde_warning__info(SONDE_WARN_BIMODAL)->code,
-						   msg,
-						   sonde_warning__info(SONDE_WARN_BIMODAL)->fix);
+			sonde_profile__add_workload_warning(
+				p, sonde_warning__info(SONDE_WARN_BIMODAL)->code, s[0].workload,
+				msg, sonde_warning__info(SONDE_WARN_BIMODAL)->fix);
 			outliers = 0;
 		}
 		if (outliers) {
@@ -172,8 +173,9 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 				 "%zu of %zu runs are outliers (more than %.1f MADs from the "
 				 "median)%s",
 				 outliers, n, SONDE_OUTLIER_Z, where);
-			sonde_profile__add_warning(p, "outliers", msg,
-						   sonde_warning__info(SONDE_WARN_OUTLIERS)->fix);
+			sonde_profile__add_workload_warning(
+				p, "outliers", s[0].workload, msg,
+				sonde_warning__info(SONDE_WARN_OUTLIERS)->fix);
 		}
 	}
 	free(x);

@@ -19,7 +19,7 @@ same() {
 		/usr/bin/time -f '%M' -o gnu.1 "$@" >/dev/null 2>&1
 		cat gnu.1 >>gnu.txt
 	done
-	if ! "$SONDE" collect time -r 5 --output suppress -o t.json -- "$@" >s.out 2>&1; then
+	if ! "$SONDE" collect time -r 5 --discard-output -o t.json -- "$@" >s.out 2>&1; then
 		not_ok "$name: sonde collect time failed"
 		sed 's/^/# /' s.out
 		return

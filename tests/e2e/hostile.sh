@@ -107,10 +107,10 @@ fi
 # sonde killed mid-run leaves no temporary file: the captured output is an
 # unnamed file until it is published, the trace rules live in a memfd.
 mkdir -p kill9
-TMPDIR=$WORK/kill9 "$SONDE" collect time -q -r 100000 --output capture -o kill9/p.json -- "$PROGS/s-echo" hi \
+TMPDIR=$WORK/kill9 "$SONDE" collect time -q -r 100000 --capture-output -o kill9/p.json -- "$PROGS/s-echo" hi \
 	>/dev/null 2>&1 &
 pid=$!
-TMPDIR=$WORK/kill9 "$SONDE" collect trace -q -s custom -f work -o kill9/t.json -- \
+TMPDIR=$WORK/kill9 "$SONDE" collect trace -q -s custom -F work -o kill9/t.json -- \
 	"$PROGS/h-daemon" "$WORK/kill9.ms" 1 5000 >/dev/null 2>&1 &
 pid2=$!
 sleep 1
@@ -137,7 +137,7 @@ fi
 # recording stops there, the profile keeps what was written, and what was lost
 # is said.
 if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=2m tmpfs full 2>/dev/null; then
-	TMPDIR=$WORK/full run collect memory -q -o full.json -- timeout 60 "$PROGS/m-many" 2000000
+	TMPDIR=$WORK/full run collect memory -o full.json -- timeout 60 "$PROGS/m-many" 2000000
 	umount full
 	check "full disk: the run ends, exit 0 (not the 60 s timeout: $rc)" [ "$rc" = 0 ]
 	check "full disk: said in one line" has "$err" "the event log could not be written (No space left on device)"

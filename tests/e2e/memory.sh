@@ -17,7 +17,7 @@ run collect memory -o known.json -- "$PROGS/m-known"
 check "collect memory exits 0" [ "$rc" = 0 ]
 check "profile matches the schema" validate known.json
 check "profile type is memory" jq_eq known.json .header.type memory
-check "the memory view is printed" has "$out" "leaks (still allocated"
+check "the memory view is printed" has "$err" "leaks (still allocated"
 check "7 allocations of 100 B at the MAKE line" [ "$(site known.json malloc "$(line m-known.c MAKE)" count)" = 7 ]
 check "... 700 bytes" [ "$(site known.json malloc "$(line m-known.c MAKE)" bytes)" = 700 ]
 check "... all 7 are temporaries" [ "$(site known.json malloc "$(line m-known.c MAKE)" temporary)" = 7 ]

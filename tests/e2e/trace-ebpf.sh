@@ -24,7 +24,7 @@ run collect trace -e ebpf -o calls.json -- "$PROGS/t-calls"
 check "collect trace -e ebpf exits 0" [ "$rc" = 0 ]
 check "profile matches the schema" validate calls.json
 check "the engine is recorded" jq_eq calls.json .stats.trace.engine ebpf
-check "the report is printed" has "$out" "calls 2090 in 1 thread(s) of 1 process(es)"
+check "the report is printed" has "$err" "calls 2090 in 1 thread(s) of 1 process(es)"
 check "fib(15): 1973 calls" [ "$(calls calls.json fib)" = 1973 ]
 check "mutual recursion: is_even 6, is_odd 5" [ "$(calls calls.json is_even),$(calls calls.json is_odd)" = "6,5" ]
 check "leaf 100, main 1, nothing unmatched or lost" \
@@ -49,8 +49,8 @@ check "-g 10: every 10th call (fib 198, leaf 10)" [ "$(calls x.json fib),$(calls
 check "-g 10: the rest counted as sampled out" [ "$(jq '.stats.trace.sampled_out + .stats.trace.calls' x.json)" = 2090 ]
 run collect trace -e ebpf -q --depth 2 -o x.json -- "$PROGS/t-calls"
 check "--depth 2: main and its callees (108 calls)" jq_eq x.json .stats.trace.calls 108
-run collect trace -e ebpf -q -s custom -f leaf -o x.json -- "$PROGS/t-calls"
-check "custom -f leaf: only leaf" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["leaf"]' ]
+run collect trace -e ebpf -q -s custom -F leaf -o x.json -- "$PROGS/t-calls"
+check "custom -F leaf: only leaf" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["leaf"]' ]
 
 # ---- threads, fork, longjmp, signals, exceptions --------------------------------------------
 run collect trace -e ebpf -q -o threads.json -- "$PROGS/t-threads"
@@ -75,10 +75,10 @@ check "signal handler: 3 calls of in_handler under handler" [ "$(calls jmp.json 
 run collect trace -e ebpf -q -o cxx.json -- "$PROGS/t-cxx"
 check "C++ exceptions: refused before the run (exit 3), not aborted during it" [ "$rc" = 3 ]
 check "... with one line naming the ways out" \
-	sh -c "[ \"\$(printf '%s\n' \"\$1\" | grep -c .)\" = 1 ] && printf '%s' \"\$1\" | grep -q 'can throw C++ exceptions.*-e instrument.*-s custom -f FUNC'" _ "$err"
+	sh -c "[ \"\$(printf '%s\n' \"\$1\" | grep -c .)\" = 1 ] && printf '%s' \"\$1\" | grep -q 'can throw C++ exceptions.*-e instrument.*-s custom -F FUNC'" _ "$err"
 check "... and no profile" [ ! -e cxx.json ]
-run collect trace -e ebpf -s custom -f main -q -o cxx.json -- "$PROGS/t-cxx"
-check "C++ with chosen functions (-s custom -f main): runs, with a note" \
+run collect trace -e ebpf -s custom -F main -o cxx.json -- "$PROGS/t-cxx"
+check "C++ with chosen functions (-s custom -F main): runs, with a note" \
 	sh -c '[ "$1" = 0 ] && printf "%s" "$2" | grep -q "can throw C++ exceptions"' _ "$rc" "$err"
 
 # ---- USDT probes ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ run collect trace -o calls.json -- "$PROGS/t-calls"
 check "collect trace exits 0" [ "$rc" = 0 ]
 check "profile matches the schema" validate calls.json
 check "profile type is mixed" jq_eq calls.json .header.type mixed
-check "the report is printed" has "$out" "calls 2090 in 1 thread(s)"
+check "the report is printed" has "$err" "calls 2090 in 1 thread(s)"
 check "fib(15): 1973 calls" [ "$(calls calls.json fib)" = 1973 ]
 check "mutual recursion: is_even 6, is_odd 5" [ "$(calls calls.json is_even),$(calls calls.json is_odd)" = "6,5" ]
 check "leaf: 100 calls" [ "$(calls calls.json leaf)" = 100 ]
@@ -21,7 +21,7 @@ check "stats count every call" jq_eq calls.json .stats.trace.calls 2090
 check "at most 16 bytes per call" [ "$(jq '.stats.trace.bytes_per_call <= 16' calls.json)" = true ]
 check "a calibrated cost per call" [ "$(jq '.stats.trace.cost_ns_per_call > 0 and .stats.trace.estimated_cost_ns > 0' calls.json)" = true ]
 run show calls.json
-check "default show: rows name their function, times in time units" has "$out" "  fib  *[0-9.]* [nµm]s ±"
+check "default show: rows name their function, times in time units" has "$out" "  fib  *ns *[0-9.]* [nµm]s ±"
 check "sonde_trace_size: sizes 10..50" [ "$(jq -c '.resources["sized#0"]["structure-unit-size"]' calls.json)" = "[10,20,30,40,50]" ]
 check "without a size, x is the call's ordinal" [ "$(jq -c '.resources["leaf#0"]["structure-unit-size"][0:3]' calls.json)" = "[1,2,3]" ]
 
@@ -86,12 +86,12 @@ check "exception: thrower, middle, catcher once each" [ "$(calls cxx.json 'throw
 check "exception: after() is catcher's callee" [ "$(parent cxx.json 'after()')" = "catcher()" ]
 
 # ---- strategies, rules, filters ----------------------------------------------------------------
-run collect trace -q -s custom -f fib -o x.json -- "$PROGS/t-calls"
-check "custom -f fib: only fib" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["fib"]' ]
+run collect trace -q -s custom -F fib -o x.json -- "$PROGS/t-calls"
+check "custom -F fib: only fib" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["fib"]' ]
 run collect trace -q -g 10 -o x.json -- "$PROGS/t-calls"
 check "-g 10: every 10th call (fib 198, leaf 10)" [ "$(calls x.json fib),$(calls x.json leaf)" = "198,10" ]
 check "-g 10: the rest counted as sampled out" [ "$(jq '.stats.trace.sampled_out + .stats.trace.calls' x.json)" = 2090 ]
-run collect trace -q -s u_sampled -f 'leaf#1' -o x.json -- "$PROGS/t-calls"
+run collect trace -q -s u_sampled -F 'leaf#1' -o x.json -- "$PROGS/t-calls"
 check "u_sampled with a rule: the rule wins (leaf 100, fib 99)" [ "$(calls x.json leaf),$(calls x.json fib)" = "100,99" ]
 run collect trace -q --depth 1 -o x.json -- "$PROGS/t-calls"
 check "--depth 1: only main" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["main"]' ]
@@ -111,8 +111,8 @@ run collect trace -e instrument -o x2.json -- "$PROGS/s-static"
 check "-e instrument, a static program: exit 3" [ "$rc" = 3 ]
 run collect trace -e instrument -u work -o x2.json -- "$PROGS/t-calls"
 check "-u with the instrument engine: exit 3, naming the ebpf engine" [ "$rc,$(printf '%s' "$err" | grep -c 'needs the ebpf engine')" = "3,1" ]
-run collect trace -f nosuchfunction -o x2.json -- "$PROGS/t-calls"
-check "an -f rule that matches nothing: exit 2" [ "$rc" = 2 ]
+run collect trace -F nosuchfunction -o x2.json -- "$PROGS/t-calls"
+check "an -F rule that matches nothing: exit 2" [ "$rc" = 2 ]
 check "... and says so" has "$err" "no function 'nosuchfunction'"
 run collect trace --min-time soon -o x2.json -- "$PROGS/t-calls"
 check "a bad --min-time: exit 2, one line" [ "$rc" = 2 ]
@@ -143,7 +143,7 @@ check "-l libt-liba.so: its functions (liba_fn 1, liba_inner 2)" \
 	[ "$(calls libs.json liba_fn),$(calls libs.json liba_inner)" = "1,2" ]
 check "-l libt-liba.so: no other library's (libb_fn 0)" [ "$(calls libs.json libb_fn)" = 0 ]
 check "-l: the program's functions still (main 1)" [ "$(calls libs.json main)" = 1 ]
-run collect trace -f 'libt-libb.so#libb_inner' -o libs.json -- "$PROGS/t-libs"
+run collect trace -F 'libt-libb.so#libb_inner' -o libs.json -- "$PROGS/t-libs"
 check "-f LIB#FUNC through RUNPATH: exit 0" [ "$rc" = 0 ]
 check "-f libt-libb.so#libb_inner: 4 calls, and main" \
 	[ "$(calls libs.json libb_inner),$(calls libs.json main)" = "4,1" ]

@@ -845,8 +845,10 @@ static const struct sonde_option counters_options[] = {
 	{ SONDE_OPT_FLAG, 'a', "all-cpus", NULL, NULL,
 	  "count every CPU system-wide over each run (needs root or CAP_PERFMON)" },
 	{ SONDE_OPT_FLAG, 0, "per-cpu", NULL, NULL, "one value per CPU instead of a total" },
-	{ SONDE_OPT_DOUBLE, 'I', "interval", NULL, "MS",
-	  "sample every MS milliseconds: a time series instead of one total", 10, 3.6e6 },
+	{ SONDE_OPT_DURATION, 'I', "interval", NULL, NULL,
+	  "sample every DURATION (500ms, 1s; a plain number is milliseconds, as perf's): a time "
+	  "series instead of one total",
+	  10, 3.6e6, .unit_s = 1e-3 },
 	{ SONDE_OPT_FLAG, 0, "group", NULL, NULL,
 	  "count the hardware counters together or fail (default: let them take turns, scaled)" },
 	{ SONDE_OPT_STRING, 0, "defs", NULL, "FILE",

@@ -140,8 +140,8 @@ static void memory_cleanup(struct sonde_collection *c)
 static const char *const memory_units[] = { "memory", "B", "time", "ns", NULL };
 
 static const struct sonde_option memory_options[] = {
-	{ SONDE_OPT_DOUBLE, 0, "sampling", NULL, "SECONDS",
-	  "also record live bytes per site every SECONDS (snapshots)", 1e-6, 1e6 },
+	{ SONDE_OPT_DURATION, 0, "sampling", NULL, NULL,
+	  "also record live bytes per site every DURATION (10ms, 1s; plain: seconds)", 1e-6, 1e6 },
 	{ SONDE_OPT_LIST, 0, "no-source", NULL, "FILE",
 	  "leave out allocations made in FILE (repeatable)" },
 	{ SONDE_OPT_LIST, 0, "no-func", NULL, "FUNC",

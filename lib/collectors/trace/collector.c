@@ -3,7 +3,7 @@
  *
  * Engine "instrument": the program is built with -finstrument-functions; the
  * runtime libsonde-trace.so (preloaded through rt-host.h) implements the hooks
- * and writes events into per-thread rings. Strategies, -f rules and -g
+ * and writes events into per-thread rings. Strategies, -F rules and -g
  * sampling become a rules file the runtime reads (which functions, every how
  * many calls); --filter, --exclude and --min-time are applied by the analysis
  * to the functions' names and the calls' durations.
@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <sonde/collector.h>
 #include <sonde/runner.h>
+#include <sonde/format.h>
 #include "config.h"
 #include "binary.h"
 #include "ebpf.h"
@@ -181,7 +182,7 @@ static int split_spec(char *s, char **part, int max)
 	}
 }
 
-/* One -f rule, LIB#FUNC#SAMPLING (LIB and SAMPLING may be left out). */
+/* One -F rule, LIB#FUNC#SAMPLING (LIB and SAMPLING may be left out). */
 static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct sonde_symbols *sym,
 			 const char *binary, const char *spec, uint32_t global)
 {
@@ -201,7 +202,7 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 		lib = part[0];
 	m.want = n > 0 ? part[n - 1] : "";
 	if (n < 1 || n > 2 || !*m.want || (every && *every && !all_digits(every))) {
-		sonde_collection__fail(c, "bad -f rule '%s' (expected [LIB#]FUNC[#SAMPLING])",
+		sonde_collection__fail(c, "bad -F rule '%s' (expected [LIB#]FUNC[#SAMPLING])",
 				       spec);
 		free(copy);
 		return -EINVAL;
@@ -212,7 +213,7 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 		char *path = tr_find_lib_of(binary, lib);
 
 		if (!path) {
-			sonde_collection__fail(c, "-f rule '%s': cannot find library '%s'", spec,
+			sonde_collection__fail(c, "-F rule '%s': cannot find library '%s'", spec,
 					       lib);
 			free(copy);
 			return -EINVAL;
@@ -225,7 +226,7 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 		rc = tr_elf_functions(binary, match_rule, &m);
 	}
 	if (!rc && !m.matched) {
-		sonde_collection__fail(c, "-f rule '%s': no function '%s' in %s", spec, m.want,
+		sonde_collection__fail(c, "-F rule '%s': no function '%s' in %s", spec, m.want,
 				       lib && *lib ? lib : binary);
 		rc = -EINVAL;
 	}
@@ -508,7 +509,7 @@ static int add_size_arg(struct sonde_collection *c, struct tr_state *st, const c
 	return rc < 0 ? rc : te_loader__func(st->bpf, binary, addr, every, false, n);
 }
 
-/* The probes: the strategy's functions, -f rules, -u probes, sizes; then attach. */
+/* The probes: the strategy's functions, -F rules, -u probes, sizes; then attach. */
 static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const struct rules *rs,
 		       const char *binary, bool libs_too, uint32_t every, bool chosen)
 {
@@ -529,7 +530,7 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 				       "kernel's return trampoline has no unwind information): "
 				       "trace it with -e instrument (a -finstrument-functions "
 				       "build), or choose functions no exception passes through "
-				       "with -s custom -f FUNC",
+				       "with -s custom -F FUNC",
 				       binary);
 		tr_strv_free(needed);
 		return -ENOTSUP;
@@ -641,24 +642,6 @@ static int compile(struct sonde_collection *c, regex_t *re, bool *has, const cha
 }
 
 /* "500ns", "20us", "1.5ms", "2s", or a number of ns. -1: not a duration. */
-static double parse_duration_ns(const char *s)
-{
-	static const struct {
-		const char *unit;
-		double ns;
-	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1 } };
-	char *end;
-	double v = strtod(s, &end);
-	size_t i;
-
-	if (end == s || v < 0)
-		return -1;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(end, units[i].unit) == 0)
-			return v * units[i].ns;
-	return -1;
-}
-
 static int trace_before(struct sonde_collection *c)
 {
 	struct tr_state *st = calloc(1, sizeof(*st));
@@ -674,7 +657,7 @@ static int trace_before(struct sonde_collection *c)
 	};
 	const char *engine = sonde_collection__param_str(c, "engine", NULL);
 	const char *strategy = sonde_collection__param_str(c, "strategy", "userspace");
-	const char *min_time = sonde_collection__param_str(c, "min-time", NULL);
+	json_t *min_time = json_object_get(sonde_collection__params(c), "min-time");
 	const char *bin_opt = sonde_collection__param_str(c, "binary", NULL);
 	json_t *funcs = json_object_get(sonde_collection__params(c), "func");
 	json_t *libs = json_object_get(sonde_collection__params(c), "lib");
@@ -704,16 +687,22 @@ static int trace_before(struct sonde_collection *c)
 	st->a.max_rows = (uint64_t)sonde_collection__param_int(c, "max-rows", 10000);
 	st->a.max_slices = (uint64_t)sonde_collection__param_int(c, "max-slices", 200000);
 	if (min_time) {
-		double ns = parse_duration_ns(min_time);
+		/* nanoseconds, or a duration as written (the C API may pass "20us") */
+		double sec = json_number_value(min_time) * 1e-9;
 
-		if (ns < 0) {
+		if (json_is_string(min_time) &&
+		    sonde_format__parse_duration(json_string_value(min_time), 1e-9, &sec)) {
 			sonde_collection__fail(c,
 					       "--min-time '%s': expected a duration such as "
 					       "500ns, 20us, 1.5ms or 2s",
-					       min_time);
+					       json_string_value(min_time));
 			return -EINVAL;
 		}
-		st->a.min_time_ns = (uint64_t)ns;
+		if (!json_is_string(min_time) && !json_is_number(min_time)) {
+			sonde_collection__fail(c, "--min-time: expected a duration");
+			return -EINVAL;
+		}
+		st->a.min_time_ns = (uint64_t)(sec * 1e9 + 0.5);
 	}
 	rc = compile(c, &st->a.filter, &st->a.has_filter, "filter");
 	rc = rc ? rc : compile(c, &st->a.exclude, &st->a.has_exclude, "exclude");
@@ -765,7 +754,7 @@ static int trace_before(struct sonde_collection *c)
 		return -ENOMEM;
 	}
 	/* global sampling counts per function: every function of the binary gets a
-	   rule (the runtime's counters live in them); -f rules, added later, win */
+	   rule (the runtime's counters live in them); -F rules, added later, win */
 	if (!ebpf && rs.h.default_every > 1) {
 		struct rule_match m = { .rs = &rs, .sym = st->a.sym, .every = rs.h.default_every };
 
@@ -790,7 +779,7 @@ static int trace_before(struct sonde_collection *c)
 		rc = add_func_rule(c, &rs, st->a.sym, binary,
 				   json_string_value(json_array_get(funcs, i)), every);
 	/* a library named by -l or -f: its functions and the program's are traced,
-	   no other library's; the program's rules go first, so that -f rules win */
+	   no other library's; the program's rules go first, so that -F rules win */
 	if (!rc && !ebpf && !all_libs && rs.h.nmodules > 1) {
 		uint32_t n0 = rs.h.nrules;
 
@@ -965,17 +954,19 @@ static const struct sonde_option trace_options[] = {
 	  0, 0, engines },
 	{ SONDE_OPT_CHOICE, 's', "strategy", NULL, "STRATEGY",
 	  "userspace (the program's functions; default), all (and its libraries'), u_sampled, "
-	  "a_sampled (every 20th call, or -g), custom (only -f rules)",
+	  "a_sampled (every 20th call, or -g), custom (only -F rules)",
 	  0, 0, strategies },
-	{ SONDE_OPT_LIST, 'f', "func", NULL, "[LIB#]FUNC[#N]",
+	{ SONDE_OPT_LIST, 'F', "func", NULL, "[LIB#]FUNC[#N]",
 	  "trace FUNC (in LIB), every Nth call (repeatable)" },
 	{ SONDE_OPT_LIST, 'u', "usdt", NULL, "[LIB#]NAME[#END][#N]",
 	  "trace USDT probe NAME to NAME_end/_END/_exit or END (ebpf engine; repeatable)" },
 	{ SONDE_OPT_INT, 'g', "global-sampling", NULL, "N",
 	  "record every Nth call of each function (rules' own sampling wins)", 1, 1e9 },
 	{ SONDE_OPT_INT, 0, "depth", NULL, "N", "record calls at most N deep", 1, 1e6 },
-	{ SONDE_OPT_STRING, 0, "min-time", NULL, "TIME",
-	  "leave out calls shorter than TIME (500ns, 20us, 1ms); their time stays the caller's" },
+	{ SONDE_OPT_DURATION, 0, "min-time", NULL, NULL,
+	  "leave out calls shorter than DURATION (500ns, 20us, 1ms; plain: ns); their time "
+	  "stays the caller's",
+	  0, 1e15, .unit_s = 1e-9 },
 	{ SONDE_OPT_STRING, 0, "filter", NULL, "REGEX", "keep only functions whose name matches" },
 	{ SONDE_OPT_STRING, 0, "exclude", NULL, "REGEX", "leave out functions whose name matches" },
 	{ SONDE_OPT_STRING, 'b', "binary", NULL, "FILE",
