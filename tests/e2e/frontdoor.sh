@@ -1,0 +1,130 @@
+#!/bin/sh
+# The front door: output streams as perf stat and hyperfine have them, one
+# vocabulary of options (durations, -o, global options anywhere, did-you-mean,
+# colour), init on an existing store, drawn views never dumped on a terminal,
+# the Perfetto export's fixed precision.
+. "$SRC/tests/e2e/lib.sh"
+
+# ---- streams: stdout is the target's, the report stderr's ------------------------------------
+"$PROGS/s-echo" hi >own.out 2>/dev/null
+run collect memory -o m.json -- "$PROGS/s-echo" hi
+check "memory: stdout is exactly the target's own" sh -c 'printf "%s\n" "$1" | cmp -s - own.out' _ "$out"
+check "memory: the report is on stderr" has "$err" "profile written to 'm.json'"
+run collect trace -o t.json -- "$PROGS/t-calls"
+"$PROGS/t-calls" >own-t.out 2>/dev/null
+check "trace: stdout is exactly the target's own" sh -c 'printf "%s\n" "$1" | cmp -s - own-t.out' _ "$out"
+run collect counters -o c.json -- "$PROGS/s-echo" hi
+check "counters: stdout is exactly the target's own" sh -c 'printf "%s\n" "$1" | cmp -s - own.out' _ "$out"
+check "counters: the table is on stderr" has "$err" "task-clock"
+# time: as hyperfine, the target's output is discarded unless --show-output
+run collect time -r 2 -o t1.json -- "$PROGS/s-echo" hi
+check "time: the target's output is discarded by default" [ -z "$out" ]
+check "time: ... and not on stderr either" sh -c '! printf "%s" "$1" | grep -q "err hi"' _ "$err"
+check "time: the table is on stderr" has "$err" "mean ± σ"
+run collect time -r 2 --show-output -o t2.json -- "$PROGS/s-echo" hi
+check "time --show-output: shown" sh -c '[ "$(printf "%s\n" "$1" | grep -c "out hi")" = 2 ]' _ "$out"
+run collect time -r 2 --show-output --discard-output -o t3.json -- "$PROGS/s-echo" hi
+check "--show-output with --discard-output: usage error" [ "$rc" = 2 ]
+# -o -: the profile is stdout, everything else is stderr
+run collect memory -q -o - -- "$PROGS/s-echo" hi
+check "-o -: stdout is the profile alone" sh -c 'printf "%s" "$1" | jq -e .header >/dev/null' _ "$out"
+# -q: nothing but errors
+run collect time -q -r 2 -o q.json -- "$PROGS/s-exit"
+check "-q: nothing on stderr" [ -z "$err" ]
+check "-q: nothing on stdout" [ -z "$out" ]
+run -q collect time -r 2 -o q2.json -- "$PROGS/s-exit"
+check "-q before the command: the same" [ -z "$err$out" ]
+
+# a repeated warning is printed once, naming the workloads it applies to
+run collect time -r 3 --parameter N=1,2,3 -o w.json -- "$PROGS/s-sleep" {N}
+check "three short-run warnings recorded" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run")] | length' 3
+check "each names its workload" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run") | .workload] | join(",")' "1,2,3"
+check "printed once, with the other workloads" \
+	sh -c '[ "$(printf "%s\n" "$1" | grep -c "warning: runs took")" = 1 ] && printf "%s" "$1" | grep -q "also in workload 2, 3"' _ "$err"
+check "warnings have one format: 'sonde: warning:'" has "$err" "^sonde: warning: "
+
+# ---- one vocabulary of options ------------------------------------------------------------------
+run collect time -r 1 -t 1500ms -o d.json -- "$PROGS/s-exit"
+check "durations: -t 1500ms is 1.5 s" jq_eq d.json .collector_info.params.timeout 1.5
+run collect time -r 1 -t 2m -o d2.json -- "$PROGS/s-exit"
+check "durations: -t 2m is 120 s" jq_eq d2.json .collector_info.params.timeout 120
+run collect counters -I 1s -o d3.json -- "$PROGS/s-exit"
+check "durations: -I 1s is 1000 (ms, perf's unit)" jq_eq d3.json .collector_info.params.interval 1000
+run collect counters -I 500 -o d4.json -- "$PROGS/s-exit"
+check "durations: a plain -I is milliseconds" jq_eq d4.json .collector_info.params.interval 500
+run collect trace --min-time 2us -o d5.json -- "$PROGS/t-calls"
+check "durations: --min-time 2us is 2000 ns" jq_eq d5.json '.collector_info.params."min-time"' 2000
+run collect time -t 5parsecs -- "$PROGS/s-exit"
+check "a bad duration: exit 2, says what is expected" \
+	sh -c '[ "$1" = 2 ] && printf "%s" "$2" | grep -q "expected a duration such as 500ms"' _ "$rc" "$err"
+run collect time -t -1s -- "$PROGS/s-exit"
+check "a negative duration: exit 2" [ "$rc" = 2 ]
+run collect memory --repaet 2 -- "$PROGS/s-exit"
+check "a mistyped option: did you mean" sh -c '[ "$1" = 2 ] && printf "%s" "$2" | grep -q "did you mean .--repeat.?"' _ "$rc" "$err"
+run colect time -- true
+check "a mistyped command: did you mean" sh -c '[ "$1" = 2 ] && printf "%s" "$2" | grep -q "did you mean .collect.?"' _ "$rc" "$err"
+run show --fromat csv m.json
+check "show: did you mean --format" has "$err" "did you mean '--format'"
+run show m.json -v
+check "-v after the command is accepted" [ "$rc" = 0 ]
+run -v show m.json
+check "-v before the command is accepted" [ "$rc" = 0 ]
+for c in export show report postprocess; do
+	run "$c" --help
+	check "$c: -o is the output file" has "$out" "-o, --output FILE"
+done
+run collect time --help
+check "collect: -o is the output file" has "$out" "-o, --output FILE"
+check "collect time --help: the real default of -r" has "$out" "at least 10 runs and 3 s"
+run collect memory --help
+check "collect memory --help: memory runs once" has "$out" "measure N runs (default: 1)"
+run collect trace --help
+check "trace: -F is a function rule (-f is --format everywhere)" has "$out" "-F, --func"
+run add --help
+check "add: --force has no -f" sh -c '! printf "%s" "$1" | grep -q -- "-f, --force"' _ "$out"
+for c in check postprocess counters collect; do
+	run "$c" --help
+	check "$c --help: no link to a missing file" sh -c '! printf "%s" "$1" | grep -q "docs/"' _ "$out"
+done
+
+# colour: verdicts, --color and NO_COLOR
+run collect time -q -r 5 -o slow.json -- "$PROGS/s-sleep" 20
+run collect time -q -r 5 -o fast.json -- "$PROGS/s-sleep" 20
+jq '.resources |= with_entries(.value.amount |= map(. * 3))' slow.json >slower.json
+run check fast.json slower.json --color=always
+check "--color=always: the degradation is red" sh -c 'printf "%s" "$1" | grep -q "$(printf "\033\\[31m")"' _ "$out"
+run check fast.json slower.json
+check "not a terminal: no colour" sh -c '! printf "%s" "$1" | grep -q "$(printf "\033")"' _ "$out"
+if command -v script >/dev/null; then
+	NO_COLOR=1 script -qec "'$SONDE' check '$WORK/fast.json' '$WORK/slower.json'" /dev/null >nc.out 2>&1
+	check "NO_COLOR on a terminal: no colour" sh -c '! grep -q "$(printf "\033\\[3")" nc.out'
+	script -qec "'$SONDE' check '$WORK/fast.json' '$WORK/slower.json'" /dev/null >c.out 2>&1
+	check "a terminal: coloured" grep -q "$(printf '\033\\[31m')" c.out
+	check "a terminal: the colour does not become \\x1b text" sh -c '! grep -q "x1b\\[" c.out'
+	# drawn views are never dumped on a terminal
+	script -qec "cd '$WORK' && '$SONDE' show m.json flamegraph" /dev/null >svg.out 2>&1
+	check "SVG on a terminal: written to a file instead" sh -c 'grep -q "m-flamegraph.svg written" svg.out && grep -q "<svg" m-flamegraph.svg'
+	check "... and no SVG on the terminal" sh -c '! grep -q "<svg" svg.out'
+else
+	skip "colour and SVG on a terminal" "script(1) is not installed"
+fi
+run show m.json flamegraph
+check "SVG into a pipe: still written to stdout" has "$out" "<svg"
+
+# ---- smaller ------------------------------------------------------------------------------------
+mkdir repo && git -C repo init -q
+run init repo
+check "init: a new store" has "$out" "initialised a sonde store"
+check "init: .sonde/ excluded from git" grep -qx ".sonde/" repo/.git/info/exclude
+check "init: git status stays clean" [ -z "$(git -C repo status --porcelain)" ]
+run init repo
+check "init again: says the store is there, exit 0" sh -c '[ "$1" = 0 ] && printf "%s" "$2" | grep -q "already"' _ "$rc" "$out"
+check "init again: excluded once" [ "$(grep -cx ".sonde/" repo/.git/info/exclude)" = 1 ]
+run export t.json --format perfetto -o pf.json
+check "perfetto: timestamps with three decimals (ns), never %.17g" \
+	sh -c '! grep -Eq "\"(ts|dur)\":[0-9]+\.[0-9]{4,}" pf.json && grep -Eq "\"ts\":[0-9]+\.[0-9]{3}[,}]" pf.json'
+check "perfetto: valid JSON" jq -e '.traceEvents | length > 0' pf.json
+run show t1.json
+check "show: the uid is named" has "$out" "^uid "
+check "show: each row has its unit" has "$out" "  real  *ns "
+finish

@@ -1,0 +1,81 @@
+#!/bin/sh
+# make install's work (meson install underneath), staged in a temporary
+# DESTDIR: the installed sonde runs collections, man renders its pages, the
+# completion completes, and a program builds against libsonde through sonde.pc.
+# The build directory is installed as configured (no reconfiguration while
+# other tests use it): the files land under DESTDIR + its prefix.
+. "$SRC/tests/e2e/lib.sh"
+: "${BUILD:?}"
+
+D=$WORK/stage
+if ! meson install -C "$BUILD" --no-rebuild --quiet --destdir "$D" >inst.log 2>&1; then
+	not_ok "meson install --destdir: $(tail -3 inst.log | tr '\n' ' ')"
+	finish
+	exit 0
+fi
+opt() { meson introspect "$BUILD" --buildoptions | jq -r ".[] | select(.name == \"$1\") | .value"; }
+prefix=$(opt prefix)
+P=$D$prefix
+L=$P/$(opt libdir)
+BIN=$P/bin/sonde
+check "installed: the binary" test -x "$BIN"
+check "installed: libsonde" test -e "$L/libsonde.so"
+check "installed: the runtimes" sh -c 'test -e "$1/sonde/libsonde-memory.so" && test -e "$1/sonde/libsonde-trace.so" && test -x "$1/sonde/sonde-spawn"' _ "$L"
+check "installed: the headers" test -e "$P/include/sonde/sonde.h"
+check "installed: the docs" test -e "$P/share/doc/sonde/analysis.md"
+
+# the installed sonde works on its own files (the staged libsonde finds its runtimes beside it)
+export LD_LIBRARY_PATH="$L"
+"$BIN" collect memory -o inst-m.json -- "$PROGS/m-known" >/dev/null 2>inst.err
+rc=$?
+check "installed sonde: collect memory works (exit $rc)" sh -c '[ "$1" = 0 ] && jq -e ".stats.memory.allocations > 0" inst-m.json >/dev/null' _ "$rc"
+"$BIN" collect time -q -r 2 -o inst-t.json -- "$PROGS/s-exit"
+check "installed sonde: collect time works" validate inst-t.json
+
+# man pages: sonde(1) and one per command, rendered by man
+M=$P/share/man/man1
+check "man: sonde(1)" test -e "$M/sonde.1"
+cmds=$("$BIN" --help | sed -n '/^commands:/,/^$/p' | awk 'NF > 1 && $1 != "help" && $1 != "commands:" {print $1}')
+missing=""
+for c in $cmds; do [ -e "$M/sonde-$c.1" ] || missing="$missing $c"; done
+check "man: a page for every command ($(echo $cmds | wc -w) commands; missing:$missing)" [ -z "$missing" ]
+MANPAGER=cat MANWIDTH=100 man -l "$M/sonde-collect.1" >man.txt 2>man.err
+check "man -l renders sonde-collect(1)" sh -c 'grep -q "^NAME" man.txt && grep -q "sonde-collect - run a command" man.txt'
+check "sonde-collect(1) has each collector's options" sh -c 'grep -q "COLLECTOR memory" man.txt && grep -q -- "--min-time DURATION" man.txt'
+check "sonde-collect(1): no roff warnings" sh -c '! grep -q "warning" man.err'
+MANPAGER=cat man -l "$M/sonde.1" >man1.txt 2>&1
+check "sonde(1) lists the commands and exit codes" sh -c 'grep -q "sonde-check(1)" man1.txt && grep -q "EXIT STATUS" man1.txt'
+
+# completion
+B=$P/share/bash-completion/completions/sonde
+complete_words() { bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _sonde; printf "%s\n" "${COMPREPLY[@]}"' "$B" "$@"; }
+check "bash: 'sonde col' completes to collect" [ "$(complete_words sonde col)" = collect ]
+check "bash: 'sonde -v col' too" [ "$(complete_words sonde -v col)" = collect ]
+check "bash: 'sonde collect ti' completes to time" [ "$(complete_words sonde collect ti)" = time ]
+check "bash: 'sonde collect memory --samp' completes the collector's option" \
+	[ "$(complete_words sonde collect memory --samp)" = --sampling ]
+check "bash: 'sonde show x --format ' offers the formats" sh -c 'printf "%s\n" "$1" | grep -qx csv' _ "$(complete_words sonde show x --format '')"
+check "bash: after the target, files" sh -c 'printf "%s\n" "$1" | grep -qx inst-m.json' _ "$(complete_words sonde collect time -- ls inst-m)"
+Z=$P/share/zsh/vendor-completions/_sonde
+if command -v zsh >/dev/null; then
+	check "zsh: the completion parses" zsh -n "$Z"
+	check "zsh: it knows collect and its collectors" sh -c 'grep -q "collect:run a command" "$0" && grep -q "collectors=( time" "$0"' "$Z"
+else
+	skip "zsh completion" "zsh is not installed"
+fi
+
+# sonde.pc: its Requires names jansson; a program builds and runs against the staged tree
+export PKG_CONFIG_PATH="$L/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"
+check "sonde.pc requires jansson" sh -c 'pkg-config --print-requires sonde | grep -q jansson'
+cat >v.c <<'EOF'
+#include <stdio.h>
+#include <sonde/sonde.h>
+int main(void) { puts(sonde_version()); return 0; }
+EOF
+# shellcheck disable=SC2046
+if cc v.c $(pkg-config --cflags --libs sonde) -o v 2>cc.err; then
+	check "a program built with pkg-config sonde runs" [ "$(./v)" = "$("$BIN" --version | cut -d' ' -f2)" ]
+else
+	not_ok "a program builds with pkg-config sonde: $(head -3 cc.err | tr '\n' ' ')"
+fi
+finish
