@@ -1,17 +1,26 @@
 /*
  * sort.c - the bundled example: sort N pseudo-random integers with a merge sort
- * and print a checksum, so `make run` has real work to profile.
+ * and print a checksum, so `make run` has real work to profile. Built as
+ * sort-traced (SONDE_TRACED), each merge_sort call tells the trace collector
+ * the size it sorts (sonde_trace_size), and the time-per-size models of
+ * `sonde postprocess ... regression` fit a real curve.
  *
  * usage: sort [N]   (default 100000)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef SONDE_TRACED
+#include <sonde/trace.h>
+#else
+#define sonde_trace_size(n) ((void)(n))
+#endif
 
 static void merge_sort(unsigned *a, unsigned *tmp, size_t n)
 {
 	size_t mid = n / 2, i = 0, j = mid, k = 0;
 
+	sonde_trace_size(n);
 	if (n < 2)
 		return;
 	merge_sort(a, tmp, mid);

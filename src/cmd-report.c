@@ -1,7 +1,7 @@
 /*
  * cmd-report.c - `sonde report PROFILE... [-o FILE.html]`: one self-contained
- * HTML report (facts, tables, charts, flame graphs; each later profile compared
- * with the first).
+ * HTML report (answers, tables, charts, flame graphs, facts; each profile
+ * compared with the nearest earlier one of the same collector and command).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,12 +9,15 @@
 #include "view.h"
 
 static const char usage[] =
-	"usage: sonde report PROFILE... [-o FILE.html]\n"
+	"usage: sonde report BASELINE... TARGET [-o FILE.html]\n"
 	"\n"
-	"Write one HTML file with everything about the profiles: the run's facts and\n"
-	"warnings, the summary table, charts (with fitted models), the flame graph,\n"
-	"and with several profiles, each compared with the first. The file loads\n"
-	"nothing from the network. PROFILE is a path, N@p or N@i.";
+	"Write one HTML file with everything about the profiles: what each answers\n"
+	"first (peak and leaks, mean wall time, the costliest functions), its warnings,\n"
+	"the summary table, charts (with fitted models), the flame graph, and how it\n"
+	"was measured. Each profile is compared with the nearest one before it of the\n"
+	"same collector and command: the baseline comes first, as in 'sonde check\n"
+	"BASELINE TARGET' and 'sonde show OLD diff NEW'. The file loads nothing from\n"
+	"the network. A profile is a path, N@p or N@i.";
 
 int cmd_report(int argc, char **argv)
 {

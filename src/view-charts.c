@@ -425,6 +425,95 @@ static const char *unit_of(const struct sonde_profile *p, const char *of)
 	return n == 1 ? u : NULL;
 }
 
+/* The unit of the charted values: of the type drawn, when one is. */
+static const char *value_unit(const struct sonde_profile *p, const struct chart_options *o)
+{
+	json_t *units = json_object_get(sonde_profile__header(p), "units");
+
+	if (!strcmp(o->of, "amount") && o->type &&
+	    json_is_string(json_object_get(units, o->type)))
+		return json_string_value(json_object_get(units, o->type));
+	return unit_of(p, o->of);
+}
+
+/* Units of the columns that are not in header.units but have one all the same. */
+static const char *axis_unit(const struct sonde_profile *p, const char *field)
+{
+	const char *u = unit_of(p, field);
+
+	if (!u && (!strcmp(field, "timestamp") || !strcmp(field, "duration")))
+		return "ns";
+	return u;
+}
+
+/* What a column or property is called on an axis and in a title. */
+static const char *field_label(const struct sonde_profile *p, const char *field,
+			       const struct chart_options *o)
+{
+	const char *type = sonde_profile__type(p);
+	json_t *param = json_object_get(sonde_profile__metadata(p), "parameter");
+
+	if (!strcmp(field, "amount")) {
+		const char *u = value_unit(p, o);
+
+		/* a trace's amounts are "mixed" by type, and times by unit */
+		return u && !strcmp(u, "ns")  ? "time"
+		       : u && !strcmp(u, "B") ? "memory"
+		       : o->type	      ? o->type
+					      : "amount";
+	}
+	if (!strcmp(field, "structure-unit-size"))
+		return json_is_string(param) ? json_string_value(param) : "size";
+	if (!strcmp(field, "timestamp"))
+		return "time since the start";
+	if (!strcmp(field, "subtype"))
+		return "metric";
+	if (!strcmp(field, "uid"))
+		return !strcmp(type, "mixed")	   ? "function"
+		       : !strcmp(type, "memory")   ? "allocation site"
+		       : !strcmp(type, "counters") ? "counter"
+		       : !strcmp(type, "time")	   ? "command"
+						   : "resource";
+	return field;
+}
+
+/* ns and B are printed in human units on every tick: the label need not say them */
+static bool self_scaled(const char *unit)
+{
+	return !unit || !*unit || !strcmp(unit, "ns") || !strcmp(unit, "B");
+}
+
+/* An axis' label: what the field is, and its unit when the ticks do not show it. */
+static const char *axis_label(char *buf, size_t len, const struct sonde_profile *p,
+			      const char *field, const struct chart_options *o, const char *unit)
+{
+	if (self_scaled(unit))
+		unit = NULL;
+	snprintf(buf, len, "%s%s%s%s", field_label(p, field, o), unit && *unit ? " (" : "",
+		 unit && *unit ? unit : "", unit && *unit ? ")" : "");
+	return buf;
+}
+
+/* "total time per function", "mean memory per allocation site by workload" */
+static void chart_title(char *buf, size_t len, const struct sonde_profile *p,
+			const struct chart_options *o, const char *joint)
+{
+	static const char *const words[] = { "total", "mean", "number of", "least", "most" };
+	const char *of = field_label(p, o->of, o), *u = value_unit(p, o);
+	size_t k;
+
+	k = (size_t)snprintf(buf, len, "%s%s%s %s", o->title ? o->title : "",
+			     o->title ? ": " : "", words[o->func],
+			     o->func == AGG_COUNT ? "rows" : of);
+	if (k < len && !self_scaled(u) && o->func != AGG_COUNT)
+		k += (size_t)snprintf(buf + k, len - k, " (%s)", u);
+	if (k < len)
+		k += (size_t)snprintf(buf + k, len - k, " %s %s", joint,
+				      field_label(p, o->per, o));
+	if (k < len && o->by)
+		snprintf(buf + k, len - k, ", by %s", field_label(p, o->by, o));
+}
+
 int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 	      struct sonde_strbuf *out)
 {
@@ -434,8 +523,8 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 	struct cell *grid = NULL;
 	struct plot pl;
 	int rc = aggregate(p, o, false, &a), bar_h, h;
-	const char *unit = o->func == AGG_COUNT ? "" : unit_of(p, o->of);
-	char title[256];
+	const char *unit = o->func == AGG_COUNT ? "" : value_unit(p, o);
+	char title[256], lab[160];
 
 	if (!rc && a.n == 0)
 		rc = -EINVAL;
@@ -481,9 +570,7 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 	pl.w = CHART_W - pl.x - 30;
 	pl.h = (int)shown_c * (bar_h + 6);
 	h = pl.y + pl.h + 50;
-	snprintf(title, sizeof(title), "%s%s of %s per %s%s%s", o->title ? o->title : "",
-		 o->title ? ": " : "", view_aggs[o->func], o->of, o->by ? " by " : "",
-		 o->by ? o->by : "");
+	chart_title(title, sizeof(title), p, o, "per");
 	rc |= svg_open(out, CHART_W, h, title, "bars");
 	for (i = 0; i < shown_g && shown_g > 1; i++)
 		rc |= legend(out, pl.x + (int)i * 80, 50, i < MAX_GROUPS ? groups[i].name : "other",
@@ -539,7 +626,7 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 		rc |= sonde_strbuf__adds(out, "</g>\n");
 	}
 	pl.y0 = pl.y1 = 0;
-	rc |= axis(out, &pl, true, unit, o->of);
+	rc |= axis(out, &pl, true, unit, axis_label(lab, sizeof(lab), p, o->of, o, unit));
 	rc |= sonde_strbuf__adds(out, "</svg>\n");
 out:
 	free(grid);
@@ -557,9 +644,9 @@ int view_flow(const struct sonde_profile *p, const struct chart_options *o,
 	size_t nx = 0, ng = 0, i, k, bins, shown_g;
 	struct cell *grid = NULL;
 	struct plot pl = { .x = 80, .y = 50, .w = CHART_W - 110, .h = 300 };
-	const char *unit = o->func == AGG_COUNT ? "" : unit_of(p, o->of);
+	const char *unit = o->func == AGG_COUNT ? "" : value_unit(p, o);
 	double lo = INFINITY, hi = -INFINITY, *acc = NULL;
-	char title[256];
+	char title[256], lab[160];
 	int rc = aggregate(p, o, true, &a);
 
 	if (!rc && a.n == 0)
@@ -632,13 +719,11 @@ int view_flow(const struct sonde_profile *p, const struct chart_options *o,
 	nice_range(&pl.y0, &pl.y1);
 	if (!(pl.x1 > pl.x0))
 		nice_range(&pl.x0, &pl.x1);
-	snprintf(title, sizeof(title), "%s%s of %s over %s%s%s", o->title ? o->title : "",
-		 o->title ? ": " : "", view_aggs[o->func], o->of, o->per, o->by ? " by " : "");
-	if (o->by)
-		snprintf(title + strlen(title), sizeof(title) - strlen(title), "%s", o->by);
+	chart_title(title, sizeof(title), p, o, "over");
 	rc |= svg_open(out, CHART_W, pl.y + pl.h + 60, title, "flow");
-	rc |= axis(out, &pl, false, unit, o->of);
-	rc |= axis(out, &pl, true, NULL, o->per);
+	rc |= axis(out, &pl, false, unit, axis_label(lab, sizeof(lab), p, o->of, o, unit));
+	rc |= axis(out, &pl, true, axis_unit(p, o->per),
+		   axis_label(lab, sizeof(lab), p, o->per, o, axis_unit(p, o->per)));
 	for (k = 0; k < shown_g && !rc; k++) {
 		const char *name = k < MAX_GROUPS ? groups[k].name : "other";
 		bool first = true;
@@ -708,16 +793,201 @@ static int by_points(const void *a, const void *b)
 	return x->n < y->n ? 1 : x->n > y->n ? -1 : strcmp(x->uid, y->uid);
 }
 
+/* The formula of a fitted model, and its coefficients with their units. */
+static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit *f, bool fitted,
+		       const char *yu, const char *xu)
+{
+	static const char *const formulas[SONDE_MODEL_COUNT] = {
+		"y = b0",	      "y = b0 + b1·ln x",  "y = b0 + b1·x", "y = b0 + b1·x·ln x",
+		"y = b0 + b1·x²", "y = b0·x^b1", "y = b0·b1^x",
+	};
+	const char *name = json_string_value(json_object_get(m, "model"));
+	char b0[40], b1[40], per[48];
+
+	/* "per element": the x unit in the singular */
+	snprintf(per, sizeof(per), "%s", xu && *xu ? xu : "x");
+	if (strlen(per) > 2 && per[strlen(per) - 1] == 's')
+		per[strlen(per) - 1] = '\0';
+
+	if (!fitted || f->kind >= SONDE_MODEL_COUNT) {
+		/* smoothing: a curve, no formula */
+		snprintf(buf, len, "%s (%s)", name ? name : "?",
+			 json_string_value(json_object_get(m, "postprocessor"))
+				 ? json_string_value(json_object_get(m, "postprocessor"))
+				 : "smoothing");
+		return;
+	}
+	sonde_format__value(f->b[0], yu, b0, sizeof(b0));
+	switch (f->kind) {
+	case SONDE_MODEL_CONSTANT:
+		snprintf(buf, len, "%s: %s, b0 = %s, R² = %.4f", name, formulas[f->kind], b0,
+			 f->r_square);
+		return;
+	case SONDE_MODEL_POWER:
+	case SONDE_MODEL_EXPONENTIAL:
+		snprintf(b1, sizeof(b1), "%.4g", f->b[1]);
+		break;
+	default:
+		/* a slope can be far below the unit's smallest step: significant digits */
+		if (fabs(f->b[1]) < 1 && f->b[1] != 0)
+			snprintf(b1, sizeof(b1), "%.3g%s%s", f->b[1], yu && *yu ? " " : "",
+				 yu ? yu : "");
+		else
+			sonde_format__value(f->b[1], yu, b1, sizeof(b1));
+		break;
+	}
+	snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s%s%s%s, R² = %.4f", name, formulas[f->kind],
+		 b0, b1,
+		 f->kind == SONDE_MODEL_LINEAR	       ? " per "
+		 : f->kind == SONDE_MODEL_LINEARITHMIC ? " per "
+		 : f->kind == SONDE_MODEL_QUADRATIC    ? " per "
+						       : "",
+		 f->kind == SONDE_MODEL_LINEAR || f->kind == SONDE_MODEL_LINEARITHMIC ||
+				 f->kind == SONDE_MODEL_QUADRATIC
+			 ? per
+			 : "",
+		 f->kind == SONDE_MODEL_QUADRATIC ? "²" : "", f->r_square);
+}
+
+#define MAX_PANELS 6
+#define PANEL_H	   240
+
+/* One group's points, its models and their legend, in a panel from y = top. */
+static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p,
+			 const struct chart_options *o, const struct sonde_points *g, json_t *models,
+			 const char *color, int top, int *bottom)
+{
+	struct plot pl = { .x = 80, .y = top + 24, .w = CHART_W - 110, .h = PANEL_H };
+	const char *unit = value_unit(p, o), *xu = axis_unit(p, o->per);
+	char label[512], lab[160];
+	size_t j, k;
+	json_t *m;
+	int rc = 0, ly;
+
+	pl.x0 = pl.y0 = INFINITY;
+	pl.x1 = pl.y1 = -INFINITY;
+	for (j = 0; j < g->n; j++) {
+		pl.x0 = fmin(pl.x0, g->x[j]);
+		pl.x1 = fmax(pl.x1, g->x[j]);
+		pl.y0 = fmin(pl.y0, g->y[j]);
+		pl.y1 = fmax(pl.y1, g->y[j]);
+	}
+	pl.y0 = fmin(pl.y0, 0);
+	nice_range(&pl.x0, &pl.x1);
+	nice_range(&pl.y0, &pl.y1);
+	/* the panel's heading: which resource and metric, how many points */
+	snprintf(label, sizeof(label), "%s%s%s (%zu points)", g->uid, g->subtype ? " — " : "",
+		 g->subtype ? g->subtype : "", g->n);
+	rc |= sonde_strbuf__addf(out, "<g class=\"panel\"><text x=\"%d\" y=\"%d\" "
+				      "font-weight=\"bold\">",
+				 pl.x, top + 14);
+	rc |= svg_escape(out, label);
+	rc |= sonde_strbuf__adds(out, "</text>\n");
+	rc |= axis(out, &pl, false, unit, axis_label(lab, sizeof(lab), p, o->of, o, unit));
+	rc |= axis(out, &pl, true, xu, axis_label(lab, sizeof(lab), p, o->per, o, xu));
+	if (g->n <= SCATTER_POINTS) {
+		rc |= sonde_strbuf__addf(out, "<g class=\"points\" fill=\"%s\">", color);
+		for (j = 0; j < g->n; j++)
+			rc |= sonde_strbuf__addf(out,
+						 "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" "
+						 "fill-opacity=\"0.6\"/>",
+						 px(&pl, g->x[j]), py(&pl, g->y[j]));
+		rc |= sonde_strbuf__adds(out, "</g>\n");
+	} else {
+		/* a density grid: each cell once, darker for more points */
+		size_t cells = (size_t)GRID_X * GRID_Y, c, maxc = 1;
+		unsigned *count = calloc(cells, sizeof(*count));
+
+		if (!count)
+			return -ENOMEM;
+		for (j = 0; j < g->n; j++) {
+			double fx = (px(&pl, g->x[j]) - pl.x) / pl.w,
+			       fy = (py(&pl, g->y[j]) - pl.y) / pl.h;
+			size_t cx = (size_t)fmin(GRID_X - 1, fmax(0, fx * GRID_X)),
+			       cy = (size_t)fmin(GRID_Y - 1, fmax(0, fy * GRID_Y));
+
+			c = cy * GRID_X + cx;
+			count[c]++;
+			maxc = count[c] > maxc ? count[c] : maxc;
+		}
+		rc |= sonde_strbuf__addf(out,
+					 "<g class=\"density\" fill=\"%s\"><title>%zu points, drawn as "
+					 "a density grid</title>",
+					 color, g->n);
+		for (c = 0; c < cells && !rc; c++)
+			if (count[c])
+				rc |= sonde_strbuf__addf(
+					out,
+					"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" "
+					"fill-opacity=\"%.2f\"/>",
+					pl.x + (double)(c % GRID_X) * pl.w / GRID_X,
+					pl.y + (double)(c / GRID_X) * pl.h / GRID_Y,
+					(double)pl.w / GRID_X, (double)pl.h / GRID_Y,
+					0.25 + 0.75 * log1p(count[c]) / log1p((double)maxc));
+		rc |= sonde_strbuf__adds(out, "</g>\n");
+		free(count);
+	}
+	/* every model fitted to these points: a curve, and a legend line with its formula */
+	ly = pl.y + pl.h + 52;
+	json_array_foreach(models, k, m)
+	{
+		struct sonde_fit f;
+		json_t *mx = json_object_get(m, "x"), *my = json_object_get(m, "y");
+		bool best = json_is_true(json_object_get(m, "best")), fitted;
+		size_t q;
+
+		if (!model_of(m, g, o->of, o->per))
+			continue;
+		fitted = !sonde_fit__from_json(m, &f);
+		model_text(label, sizeof(label), m, &f, fitted, unit, xu);
+		rc |= sonde_strbuf__addf(out,
+					 "<g class=\"model%s\"><path fill=\"none\" stroke=\"%s\" "
+					 "stroke-width=\"%s\" stroke-dasharray=\"%s\" d=\"",
+					 best ? " best" : "", color, best ? "2.5" : "1.2",
+					 best ? "none" : "4 3");
+		if (fitted) {
+			for (q = 0; q <= 100; q++) {
+				double x = f.x_start + (f.x_end - f.x_start) * (double)q / 100,
+				       y = sonde_fit__eval(&f, x);
+
+				if (isfinite(y))
+					rc |= sonde_strbuf__addf(
+						out, "%s%.1f,%.1f ", q ? "L" : "M", px(&pl, x),
+						py(&pl, fmax(pl.y0, fmin(pl.y1, y))));
+			}
+		} else {
+			for (q = 0; q < json_array_size(mx) && q < json_array_size(my); q++)
+				rc |= sonde_strbuf__addf(
+					out, "%s%.1f,%.1f ", q ? "L" : "M",
+					px(&pl, json_number_value(json_array_get(mx, q))),
+					py(&pl, json_number_value(json_array_get(my, q))));
+		}
+		rc |= sonde_strbuf__addf(out,
+					 "\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+					 "stroke=\"%s\" stroke-width=\"%s\" stroke-dasharray=\"%s\"/>"
+					 "<text x=\"%d\" y=\"%d\"%s>%s",
+					 pl.x, ly - 4, pl.x + 22, ly - 4, color, best ? "2.5" : "1.2",
+					 best ? "none" : "4 3", pl.x + 28, ly,
+					 best ? " font-weight=\"bold\"" : "", best ? "best, " : "");
+		rc |= svg_escape(out, label);
+		rc |= sonde_strbuf__adds(out, "</text></g>\n");
+		ly += 16;
+	}
+	rc |= sonde_strbuf__adds(out, "</g>\n");
+	*bottom = ly + 8;
+	return rc;
+}
+
 int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
 		 struct sonde_strbuf *out)
 {
 	struct sonde_points *g;
-	size_t ng, i, j, total = 0, shown;
-	struct plot pl = { .x = 80, .y = 50, .w = CHART_W - 110, .h = 360 };
-	json_t *models = json_object_get(sonde_profile__root(p), "models"), *m;
-	const char *unit = unit_of(p, o->of);
-	char title[256], label[512];
-	int rc = sonde_points__collect(p, o->of, o->per, &g, &ng), ly = 0;
+	size_t ng, i, total = 0, shown;
+	json_t *models = json_object_get(sonde_profile__root(p), "models");
+	const char *unit = value_unit(p, o);
+	struct sonde_strbuf body = SONDE_STRBUF_INIT;
+	char title[256];
+	int rc = sonde_points__collect(p, o->of, o->per, &g, &ng), y = 40, bottom = 0;
 
 	if (rc)
 		return rc;
@@ -743,145 +1013,37 @@ int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
 	}
 	if (ng) /* qsort(NULL, 0) is undefined */
 		qsort(g, ng, sizeof(*g), by_points);
-	pl.x0 = pl.y0 = INFINITY;
-	pl.x1 = pl.y1 = -INFINITY;
-	for (i = 0; i < ng; i++) {
+	for (i = 0; i < ng; i++)
 		total += g[i].n;
-		for (j = 0; j < g[i].n; j++) {
-			pl.x0 = fmin(pl.x0, g[i].x[j]);
-			pl.x1 = fmax(pl.x1, g[i].x[j]);
-			pl.y0 = fmin(pl.y0, g[i].y[j]);
-			pl.y1 = fmax(pl.y1, g[i].y[j]);
-		}
-	}
 	if (!total) {
 		sonde_points__free(g, ng);
 		return -EINVAL;
 	}
-	pl.y0 = fmin(pl.y0, 0);
-	nice_range(&pl.x0, &pl.x1);
-	nice_range(&pl.y0, &pl.y1);
-	shown = ng > MAX_GROUPS ? MAX_GROUPS : ng;
-	snprintf(title, sizeof(title), "%s%s%s per %s", o->title ? o->title : "",
-		 o->title ? ": " : "", o->of, o->per);
-	rc |= svg_open(out, CHART_W, pl.y + pl.h + 60 + 16 * (int)(shown + 1), title, "scatter");
-	rc |= axis(out, &pl, false, unit, o->of);
-	rc |= axis(out, &pl, true, NULL, o->per);
-	if (total <= SCATTER_POINTS) {
-		for (i = 0; i < ng && !rc; i++) {
-			rc |= sonde_strbuf__addf(out, "<g class=\"points\" fill=\"%s\"><title>",
-						 palette[i < MAX_GROUPS ? i : MAX_GROUPS]);
-			rc |= svg_escape(out, g[i].uid);
-			rc |= sonde_strbuf__addf(out, " (%zu points)</title>", g[i].n);
-			for (j = 0; j < g[i].n; j++)
-				rc |= sonde_strbuf__addf(out,
-							 "<circle cx=\"%.1f\" cy=\"%.1f\" "
-							 "r=\"2.5\" fill-opacity=\"0.6\"/>",
-							 px(&pl, g[i].x[j]), py(&pl, g[i].y[j]));
-			rc |= sonde_strbuf__adds(out, "</g>\n");
-		}
-	} else {
-		/* A density grid: each cell drawn once, in its most frequent group's colour. */
-		size_t cells = (size_t)GRID_X * GRID_Y, c, maxc = 1;
-		unsigned *count = calloc(cells, sizeof(*count));
-		unsigned char *owner = calloc(cells, 1);
-
-		if (!count || !owner) {
-			free(count);
-			free(owner);
-			sonde_points__free(g, ng);
-			return -ENOMEM;
-		}
-		for (i = 0; i < ng; i++)
-			for (j = 0; j < g[i].n; j++) {
-				double fx = (px(&pl, g[i].x[j]) - pl.x) / pl.w,
-				       fy = (py(&pl, g[i].y[j]) - pl.y) / pl.h;
-				size_t cx = (size_t)fmin(GRID_X - 1, fmax(0, fx * GRID_X)),
-				       cy = (size_t)fmin(GRID_Y - 1, fmax(0, fy * GRID_Y));
-
-				c = cy * GRID_X + cx;
-				if (!count[c]++)
-					owner[c] = (unsigned char)(i < MAX_GROUPS ? i : MAX_GROUPS);
-				maxc = count[c] > maxc ? count[c] : maxc;
-			}
-		rc |= sonde_strbuf__addf(out,
-					 "<g class=\"density\"><title>%zu points in %zu "
-					 "groups, drawn as a density grid</title>",
-					 total, ng);
-		for (c = 0; c < cells && !rc; c++)
-			if (count[c])
-				rc |= sonde_strbuf__addf(
-					out,
-					"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
-					"height=\"%.2f\" "
-					"fill=\"%s\" fill-opacity=\"%.2f\"/>",
-					pl.x + (double)(c % GRID_X) * pl.w / GRID_X,
-					pl.y + (double)(c / GRID_X) * pl.h / GRID_Y,
-					(double)pl.w / GRID_X, (double)pl.h / GRID_Y,
-					palette[owner[c]],
-					0.25 + 0.75 * log1p(count[c]) / log1p((double)maxc));
-		rc |= sonde_strbuf__adds(out, "</g>\n");
-		free(count);
-		free(owner);
-	}
-	/* Every model fitted to the shown groups' points, and the legend. */
-	ly = pl.y + pl.h + 50;
+	/* one panel per resource and metric: their units and scales differ */
+	shown = ng > MAX_PANELS ? MAX_PANELS : ng;
 	for (i = 0; i < shown && !rc; i++) {
-		snprintf(label, sizeof(label), "%s%s%s (%zu points)", g[i].uid,
-			 g[i].subtype ? " " : "", g[i].subtype ? g[i].subtype : "", g[i].n);
-		rc |= legend(out, pl.x, ly, label, palette[i], false);
-		ly += 16;
-		json_array_foreach(models, j, m)
-		{
-			struct sonde_fit f;
-			json_t *mx = json_object_get(m, "x"), *my = json_object_get(m, "y");
-			const char *name = json_string_value(json_object_get(m, "model"));
-			size_t k;
-
-			if (!model_of(m, &g[i], o->of, o->per))
-				continue;
-			rc |= sonde_strbuf__addf(out, "<g class=\"model\"><title>");
-			snprintf(label, sizeof(label), "%s: %s %s, R\xc2\xb2 = %.4f", g[i].uid,
-				 name ? name : "?",
-				 json_string_value(json_object_get(m, "method"))
-					 ? json_string_value(json_object_get(m, "method"))
-					 : "",
-				 json_number_value(json_object_get(m, "r_square")));
-			rc |= svg_escape(out, label);
-			rc |= sonde_strbuf__addf(
-				out,
-				"</title><path fill=\"none\" stroke=\"%s\" "
-				"stroke-width=\"%s\" stroke-dasharray=\"%s\" d=\"",
-				palette[i],
-				json_is_true(json_object_get(m, "best")) ? "2.5" : "1.2",
-				json_is_true(json_object_get(m, "best")) ? "none" : "4 3");
-			if (!sonde_fit__from_json(m, &f)) {
-				for (k = 0; k <= 100; k++) {
-					double x = f.x_start +
-						   (f.x_end - f.x_start) * (double)k / 100,
-					       y = sonde_fit__eval(&f, x);
-
-					if (isfinite(y))
-						rc |= sonde_strbuf__addf(
-							out, "%s%.1f,%.1f ", k ? "L" : "M",
-							px(&pl, x),
-							py(&pl, fmax(pl.y0, fmin(pl.y1, y))));
-				}
-			} else {
-				for (k = 0; k < json_array_size(mx) && k < json_array_size(my); k++)
-					rc |= sonde_strbuf__addf(
-						out, "%s%.1f,%.1f ", k ? "L" : "M",
-						px(&pl, json_number_value(json_array_get(mx, k))),
-						py(&pl, json_number_value(json_array_get(my, k))));
-			}
-			rc |= sonde_strbuf__adds(out, "\"/></g>\n");
-		}
+		if (!g[i].n)
+			continue;
+		rc |= scatter_panel(&body, p, o, &g[i], models, palette[i % MAX_GROUPS], y,
+				    &bottom);
+		y = bottom + 12;
 	}
 	if (ng > shown && !rc) {
-		snprintf(label, sizeof(label), "%zu other groups", ng - shown);
-		rc |= legend(out, pl.x, ly, label, palette[MAX_GROUPS], false);
+		rc |= sonde_strbuf__addf(&body,
+					 "<text x=\"80\" y=\"%d\">%zu more resources not drawn "
+					 "(choose one with --type or sonde show ... scatter on a "
+					 "profile of fewer)</text>\n",
+					 y + 4, ng - shown);
+		y += 20;
 	}
+	snprintf(title, sizeof(title), "%s%s%s%s%s%s against %s", o->title ? o->title : "",
+		 o->title ? ": " : "", field_label(p, o->of, o), self_scaled(unit) ? "" : " (",
+		 self_scaled(unit) ? "" : unit, self_scaled(unit) ? "" : ")",
+		 field_label(p, o->per, o));
+	rc |= svg_open(out, CHART_W, y + 10, title, "scatter");
+	rc |= sonde_strbuf__add(out, body.buf ? body.buf : "", body.len);
 	rc |= sonde_strbuf__adds(out, "</svg>\n");
+	sonde_strbuf__release(&body);
 	sonde_points__free(g, ng);
 	return rc < 0 ? rc : rc ? -ENOMEM : 0;
 }

@@ -24,11 +24,17 @@ static void add_frame(struct sonde_strbuf *sb, const char *fn)
 		sonde_strbuf__addch(sb, *fn == ';' || *fn == '\n' || *fn == '\r' ? '_' : *fn);
 }
 
-/* Memory profiles: one stack per allocating resource, weighed by bytes or count. */
+/*
+ * Memory profiles: one stack per allocating resource, weighed by bytes or count.
+ * One root convention: a stack that passes through main starts at main (what
+ * called it, _start and __libc_start_main, is left out, as a walk that stops
+ * at main never has it); a thread's stack starts at its outermost frame.
+ * Stacks of no weight are left out.
+ */
 static int memory_folded(const struct sonde_profile *p, const char *weight,
 			 struct sonde_strbuf *out)
 {
-	size_t n = sonde_profile__resource_count(p), i, j;
+	size_t n = sonde_profile__resource_count(p), i, j, top;
 	json_t *index = json_object(), *order = json_array();
 	int err = !index || !order;
 
@@ -44,13 +50,25 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 			continue;
 		if (json_object_get(sum, "freed") == NULL)
 			continue; /* frees: the flame graph is of what was allocated */
+		w = json_integer_value(json_object_get(sum, weight));
+		if (w <= 0)
+			continue;
+		top = json_array_size(trace);
 		for (j = json_array_size(trace); j-- > 0;) {
+			const char *fn = json_string_value(
+				json_object_get(json_array_get(trace, j), "function"));
+
+			if (fn && !strcmp(fn, "main")) {
+				top = j + 1;
+				break;
+			}
+		}
+		for (j = top; j-- > 0;) {
 			add_frame(&line, json_string_value(json_object_get(json_array_get(trace, j),
 									   "function")));
 			if (j)
 				sonde_strbuf__addch(&line, ';');
 		}
-		w = json_integer_value(json_object_get(sum, weight));
 		if (!line.buf) {
 			err = -ENOMEM;
 			break;

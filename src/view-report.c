@@ -37,7 +37,10 @@ static const char report_css[] =
 	".v-severe-degradation{font-weight:bold}"
 	".v-optimization,.v-severe-optimization{background:#2f9e44;color:#fff}"
 	".v-maybe{background:#fab005}.v-no-change{background:#e9ecef}"
-	".v-not-in-baseline,.v-not-in-target{background:#a5d8ff}";
+	".v-not-in-baseline,.v-not-in-target{background:#a5d8ff}"
+	".answer{font-size:15px;margin:8px 0 10px}.answer .kv{display:inline-block;margin:0 18px "
+	"6px 0;padding:4px 10px;background:#eef3fb;border-radius:4px}.answer b{display:block;"
+	"font-size:11px;font-weight:normal;color:#555}";
 
 /* Click a column header to sort by it (numbers by their data-v). */
 static const char report_js[] =
@@ -138,9 +141,8 @@ static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 {
 	json_t *h = sonde_profile__header(p),
 	       *m = json_object_get(sonde_profile__root(p), "machine"),
-	       *md = sonde_profile__metadata(p), *st = sonde_profile__stats(p), *w, *x;
-	size_t i;
-	int rc = sonde_strbuf__adds(out, "<table class=\"facts\">\n");
+	       *md = sonde_profile__metadata(p), *st = sonde_profile__stats(p);
+	int rc = sonde_strbuf__adds(out, "<h3>How it was measured</h3><table class=\"facts\">\n");
 
 	rc |= fact(out, "command", json_object_get(h, "cmd"));
 	rc |= fact(out, "type", json_object_get(h, "type"));
@@ -168,8 +170,15 @@ static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 		rc |= fact(out, "duration", d);
 		json_decref(d);
 	}
-	rc |= sonde_strbuf__adds(out, "</table>\n");
-	w = json_object_get(st, "warnings");
+	return rc | sonde_strbuf__adds(out, "</table>\n");
+}
+
+static int warnings(struct sonde_strbuf *out, const struct sonde_profile *p)
+{
+	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x;
+	size_t i;
+	int rc = 0;
+
 	json_array_foreach(w, i, x)
 	{
 		rc |= sonde_strbuf__adds(out, "<div class=\"warn\"><b>warning:</b> ");
@@ -179,6 +188,115 @@ static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 		rc |= sonde_strbuf__adds(out, "</div>\n");
 	}
 	return rc;
+}
+
+static int kv(struct sonde_strbuf *out, const char *name, const char *value)
+{
+	int rc = sonde_strbuf__adds(out, "<span class=\"kv\"><b>");
+
+	rc |= esc(out, name);
+	rc |= sonde_strbuf__adds(out, "</b>");
+	rc |= esc(out, value);
+	return rc | sonde_strbuf__adds(out, "</span>");
+}
+
+static int kv_num(struct sonde_strbuf *out, const char *name, json_t *v, const char *unit)
+{
+	char buf[48];
+
+	if (!json_is_number(v))
+		return 0; /* not recorded: not shown */
+	sonde_format__value(json_number_value(v), unit, buf, sizeof(buf));
+	return kv(out, name, buf);
+}
+
+/*
+ * What the profile answers, before anything else: heaptrack's peak, leaks and
+ * temporaries for memory; hyperfine's mean ± σ of the wall time for time; the
+ * functions that took the most time for a trace; the largest rows otherwise.
+ */
+static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
+{
+	json_t *st = sonde_profile__stats(p), *mem = json_object_get(st, "memory");
+	const char *coll =
+		json_string_value(json_object_get(sonde_profile__collector_info(p), "name"));
+	struct sonde_table_row *rows;
+	size_t n, i, shown = 0;
+	int rc = sonde_strbuf__adds(out, "<div class=\"answer\">");
+
+	if (json_is_object(mem)) {
+		rc |= kv_num(out, "peak heap", json_object_get(mem, "peak_heap_bytes"), "B");
+		rc |= kv_num(out, "leaked", json_object_get(mem, "leaked_bytes"), "B");
+		rc |= kv_num(out, "allocations", json_object_get(mem, "allocations"), "");
+		rc |= kv_num(out, "temporary allocations",
+			     json_object_get(mem, "temporary_allocations"), "");
+		rc |= kv_num(out, "allocated in all", json_object_get(mem, "allocated_bytes"),
+			     "B");
+		return rc | sonde_strbuf__adds(out, "</div>\n");
+	}
+	if (json_is_object(json_object_get(st, "trace"))) {
+		/* every call counts (the rows are a sample): the functions' summaries */
+		json_t *rtm = json_object_get(sonde_profile__root(p), "resource_type_map"), *r;
+		const char *key, *top[3] = { 0 };
+		double tot[3] = { -1, -1, -1 };
+		int k;
+
+		rc |= kv_num(out, "calls", json_object_get(json_object_get(st, "trace"), "calls"),
+			     "");
+		json_object_foreach(rtm, key, r)
+		{
+			double t = json_number_value(
+				json_object_get(json_object_get(r, "summary"), "total"));
+
+			for (k = 0; k < 3; k++)
+				if (t > tot[k]) {
+					memmove(tot + k + 1, tot + k, (size_t)(2 - k) * sizeof(*tot));
+					memmove(top + k + 1, top + k, (size_t)(2 - k) * sizeof(*top));
+					tot[k] = t;
+					top[k] = key;
+					break;
+				}
+		}
+		for (k = 0; k < 3 && top[k]; k++) {
+			json_t *x = json_object_get(rtm, top[k]), *sm = json_object_get(x, "summary");
+			char a[40], v[96];
+			long long calls = (long long)json_number_value(json_object_get(sm, "calls"));
+
+			sonde_format__duration(tot[k], a, sizeof(a));
+			snprintf(v, sizeof(v), "%s in %lld call%s", a, calls, calls == 1 ? "" : "s");
+			rc |= kv(out, json_string_value(json_object_get(x, "uid")), v);
+		}
+		return rc | sonde_strbuf__adds(out, "</div>\n");
+	}
+	if (sonde_table__rows(p, &rows, &n))
+		return -ENOMEM;
+	if (n)
+		qsort(rows, n, sizeof(*rows), by_total);
+	for (i = 0; i < n && shown < 4; i++) {
+		const struct sonde_table_row *r = &rows[i];
+		char a[40], b[40], v[96], name[300];
+		bool time = coll && !strcmp(coll, "time");
+
+		/* time: the wall time of each workload, as hyperfine reports */
+		if (time && (!r->subtype || strcmp(r->subtype, "real")))
+			continue;
+		sonde_format__value(r->s.mean, r->unit, a, sizeof(a));
+		sonde_format__value(r->s.stddev, r->unit, b, sizeof(b));
+		if (r->s.n > 1) {
+			snprintf(v, sizeof(v), "%s ± %s", a, b);
+		} else {
+			snprintf(v, sizeof(v), "%s", a);
+		}
+		if (time)
+			snprintf(name, sizeof(name), "wall time%s%s", r->workload ? " @" : "",
+				 r->workload ? r->workload : "");
+		else
+			snprintf(name, sizeof(name), "%s", r->label);
+		rc |= kv(out, name, v);
+		shown++;
+	}
+	free(rows);
+	return rc | sonde_strbuf__adds(out, "</div>\n");
 }
 
 /* The first resource's type (the charts draw one type: units do not mix). */
@@ -221,7 +339,6 @@ static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_
 	/* Bars: per uid, or per metric when there is one uid. */
 	o.per = time ? "subtype" : "uid";
 	o.func = time ? AGG_MEAN : AGG_SUM;
-	o.title = time ? "time" : NULL;
 	snprintf(id, sizeof(id), "bars-%zu", idx);
 	e = view_bars(p, &o, &svg);
 	rc |= figure(out, id, &svg, e);
@@ -397,6 +514,30 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 	return rc | sonde_strbuf__adds(out, "</section>\n");
 }
 
+/*
+ * The baseline of profile i: the nearest earlier profile of the same collector
+ * and command (like with like: a memory profile is never judged against a
+ * trace), or -1 when there is none.
+ */
+static size_t baseline_of(struct sonde_profile *const *p, size_t i)
+{
+	const char *ci = json_string_value(
+			   json_object_get(sonde_profile__collector_info(p[i]), "name")),
+		   *cmd = json_string_value(json_object_get(sonde_profile__header(p[i]), "cmd"));
+	size_t j;
+
+	for (j = i; j-- > 0;) {
+		const char *cj = json_string_value(
+				   json_object_get(sonde_profile__collector_info(p[j]), "name")),
+			   *cmdj = json_string_value(
+				   json_object_get(sonde_profile__header(p[j]), "cmd"));
+
+		if (ci && cj && cmd && cmdj && !strcmp(ci, cj) && !strcmp(cmd, cmdj))
+			return j;
+	}
+	return (size_t)-1;
+}
+
 int view_report(struct sonde_profile *const *p, const char *const *names, size_t n,
 		struct sonde_strbuf *out)
 {
@@ -426,21 +567,29 @@ int view_report(struct sonde_profile *const *p, const char *const *names, size_t
 		rc |= sonde_strbuf__adds(out, "</a>");
 	}
 	for (i = 1; i < n; i++)
-		rc |= sonde_strbuf__addf(out, "<a href=\"#comparison-%zu\">comparison %zu</a>", i,
-					 i);
+		if (baseline_of(p, i) != (size_t)-1)
+			rc |= sonde_strbuf__addf(out,
+						 "<a href=\"#comparison-%zu\">comparison %zu</a>", i,
+						 i);
 	rc |= sonde_strbuf__adds(out, "</nav></header>\n");
 	for (i = 0; i < n && !rc; i++) {
 		rc |= sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>",
 					 i);
 		rc |= esc(out, names[i]);
 		rc |= sonde_strbuf__adds(out, "</h2>\n");
-		rc |= facts(out, p[i]);
+		rc |= answer(out, p[i]);
+		rc |= warnings(out, p[i]);
 		rc |= summary_table(out, p[i]);
 		rc |= charts(out, p[i], i);
+		rc |= facts(out, p[i]);
 		rc |= sonde_strbuf__adds(out, "</section>\n");
 	}
-	for (i = 1; i < n && !rc; i++)
-		rc |= comparison(out, p[0], p[i], names[0], names[i], i);
+	for (i = 1; i < n && !rc; i++) {
+		size_t b = baseline_of(p, i);
+
+		if (b != (size_t)-1)
+			rc |= comparison(out, p[b], p[i], names[b], names[i], i);
+	}
 	rc |= sonde_strbuf__addf(out, "<script>\n%s</script>\n</body></html>\n", report_js);
 	return rc ? -ENOMEM : 0;
 }

@@ -54,8 +54,8 @@ int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
 		 struct sonde_strbuf *out);
 
 /*
- * The HTML report of n profiles (names: how to call them). With n > 1 each
- * later profile is compared with the first.
+ * The HTML report of n profiles (names: how to call them). Each profile is
+ * compared with the nearest earlier one of the same collector and command.
  */
 int view_report(struct sonde_profile *const *p, const char *const *names, size_t n,
 		struct sonde_strbuf *out);

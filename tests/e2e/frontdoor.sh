@@ -36,7 +36,7 @@ run -q collect time -r 2 -o q2.json -- "$PROGS/s-exit"
 check "-q before the command: the same" [ -z "$err$out" ]
 
 # a repeated warning is printed once, naming the workloads it applies to
-run collect time -r 3 --parameter N=1,2,3 -o w.json -- "$PROGS/s-sleep" {N}
+run collect time -r 3 --parameter N=1,2,3 -o w.json -- "$PROGS/s-exit" 0 {N}
 check "three short-run warnings recorded" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run")] | length' 3
 check "each names its workload" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run") | .workload] | join(",")' "1,2,3"
 check "printed once, with the other workloads" \
