@@ -23,12 +23,16 @@
 
 static const char usage[] =
 	"usage: sonde collect COLLECTOR [options] [--] CMD [ARGS...]\n"
+	"       sonde collect COLLECTOR [options] -- CMD_A [ARGS...] ::: CMD_B [ARGS...]...\n"
 	"       sonde collect --plugin PATH [options] [--] CMD [ARGS...]\n"
 	"       sonde collect --external EXE [options] [--] CMD [ARGS...]\n"
 	"\n"
 	"Run CMD under a collector and write its profile. Collectors: time, memory, trace,\n"
 	"counters, external;\n"
-	"'sonde collect COLLECTOR --help' also lists the collector's own options.";
+	"'sonde collect COLLECTOR --help' also lists the collector's own options.\n"
+	"With ':::' between commands, each is measured in turn into its own profile and\n"
+	"each later one is compared with the first (\"B ran 1.31 ± 0.05 × slower than A\",\n"
+	"and the verdict of sonde check).";
 
 struct collect_opts {
 	long long warmup, repeat;
@@ -301,6 +305,7 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 }
 
 static int profile_stdout = -1; /* -o -: the real stdout while the runs use stderr */
+static char *last_written;	/* the path of the profile finish() wrote (for :::) */
 
 static int finish(struct sonde_session *s, const struct collect_opts *o, char **argv,
 		  const char *col_name, char **values, int *capture_fd, char **capture_tmp,
@@ -387,13 +392,181 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 	} else if (!cli_quiet()) {
 		fprintf(rep, "profile written to '%s'\n", used ? used : path);
 	}
+	free(last_written);
+	last_written = strdup(used ? used : path);
 	sonde_strbuf__release(&err);
 	free(used);
 	free(path);
 	return code;
 }
 
+static int cmd_collect_one(int argc, char **argv);
+
+/* ---- CMD_A ::: CMD_B: each command measured in turn, then compared, as hyperfine ---------- */
+
+/* The wall times ("real") of a profile's first workload: mean, σ, and the samples. */
+static int real_times(const struct sonde_profile *p, double *mean, double *sd)
+{
+	struct sonde_table_row *rows;
+	size_t n, i;
+	int rc = sonde_table__rows(p, &rows, &n);
+
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++)
+		if (rows[i].subtype && !strcmp(rows[i].subtype, "real")) {
+			*mean = rows[i].s.mean;
+			*sd = rows[i].s.stddev;
+			break;
+		}
+	free(rows);
+	return i < n ? 0 : -ENOENT;
+}
+
+/* The check verdict of B's wall time against A's, the commands taken as one. */
+static const char *verdict_of(const struct sonde_profile *a, const char *path_b)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *b = sonde_profile__load(path_b, &err);
+	const char *cmd_a = json_string_value(json_object_get(sonde_profile__header(a), "cmd"));
+	struct sonde_check_options co = { 0 };
+	struct sonde_check_result *r = NULL;
+	const char *v = NULL;
+	json_t *rtm, *x;
+	const char *key;
+	size_t n = 0, i;
+
+	sonde_strbuf__release(&err);
+	if (!b)
+		return NULL;
+	/* the uid of a time profile is its command: B's resources named as A's */
+	rtm = json_object_get(sonde_profile__root(b), "resource_type_map");
+	json_object_foreach(rtm, key, x) json_object_set_new(x, "uid", json_string(cmd_a));
+	if (!sonde_check__compare(a, b, &co, &r, &n))
+		for (i = 0; i < n; i++)
+			if (r[i].subtype && !strcmp(r[i].subtype, "real")) {
+				v = sonde_verdict_names[r[i].verdict];
+				break;
+			}
+	sonde_check__free(r, n);
+	sonde_profile__free(b);
+	return v;
+}
+
+static int collect_commands(int argc, char **argv, int dashdash)
+{
+	char **sub = calloc((size_t)argc + 2, sizeof(*sub)), **paths = NULL;
+	int i, k = 0, start = dashdash + 1, code = EXIT_OK, ncmd = 0;
+	struct sonde_profile *base = NULL;
+
+	if (argc < 2 || strcmp(argv[1], "time")) {
+		free(sub);
+		return cli_usage("collect", "':::' compares commands' wall times: 'sonde collect "
+					    "time -- CMD_A ::: CMD_B'");
+	}
+	for (i = 1; i < dashdash; i++)
+		if (!strcmp(argv[i], "-o") || !strncmp(argv[i], "--output", 8) ||
+		    !strncmp(argv[i], "-o", 2)) {
+			free(sub);
+			return cli_usage("collect", "with ::: each command gets its own profile, "
+						    "named as without -o: leave -o out");
+		}
+	paths = calloc((size_t)argc, sizeof(*paths));
+	if (!sub || !paths) {
+		free(sub);
+		free(paths);
+		cli_error("collect", "out of memory");
+		return EXIT_FAILURE_;
+	}
+	for (i = dashdash + 1; i <= argc && code == EXIT_OK; i++) {
+		int n = 0, j;
+
+		if (i < argc && strcmp(argv[i], ":::"))
+			continue;
+		if (i == start) {
+			code = cli_usage("collect", "an empty command around ':::'");
+			break;
+		}
+		/* collect [options] -- CMD_k */
+		for (j = 0; j <= dashdash; j++)
+			sub[n++] = argv[j];
+		for (j = start; j < i; j++)
+			sub[n++] = argv[j];
+		sub[n] = NULL;
+		code = cmd_collect_one(n, sub);
+		paths[ncmd] = last_written;
+		last_written = NULL;
+		ncmd++;
+		start = i + 1;
+	}
+	if (code == EXIT_OK && ncmd >= 2 && !cli_quiet()) {
+		struct sonde_strbuf err = SONDE_STRBUF_INIT;
+		double ma, sa, mb, sb;
+
+		base = sonde_profile__load(paths[0], &err);
+		sonde_strbuf__release(&err);
+		if (!base || real_times(base, &ma, &sa)) {
+			cli_error("collect", "no wall time to compare the commands by");
+			code = EXIT_FAILURE_;
+		}
+		for (k = 1; k < ncmd && code == EXIT_OK; k++) {
+			struct sonde_profile *b = sonde_profile__load(paths[k], &err);
+			const char *v, *cmd_a, *cmd_b;
+			double ratio, rsd;
+
+			sonde_strbuf__release(&err);
+			if (!b || real_times(b, &mb, &sb) || !(ma > 0) || !(mb > 0)) {
+				sonde_profile__free(b);
+				continue;
+			}
+			cmd_a = json_string_value(
+				json_object_get(sonde_profile__header(base), "cmd"));
+			cmd_b = json_string_value(json_object_get(sonde_profile__header(b), "cmd"));
+			/* hyperfine's ratio and its error, propagated from both σ */
+			ratio = mb / ma;
+			rsd = ratio * sqrt((sa / ma) * (sa / ma) + (sb / mb) * (sb / mb));
+			v = verdict_of(base, paths[k]);
+			if (k == 1)
+				fprintf(stderr,
+					"\nsummary (wall time; the baseline is the first):\n");
+			fprintf(stderr, "  '%s' ran %.2f ± %.2f × %s than '%s'",
+				cmd_b ? cmd_b : "?", ratio >= 1 ? ratio : 1 / ratio,
+				ratio >= 1 ? rsd : rsd / (ratio * ratio),
+				ratio >= 1 ? "slower" : "faster", cmd_a ? cmd_a : "?");
+			sonde_profile__free(b);
+			fprintf(stderr, "; check: ");
+			cli_paint(stderr, v && strstr(v, "degradation")	   ? CLI_RED
+					  : v && strstr(v, "optimization") ? CLI_GREEN
+									   : "");
+			fprintf(stderr, "%s", v ? v : "not judged");
+			cli_paint(stderr, CLI_RESET);
+			fputc('\n', stderr);
+		}
+	}
+	sonde_profile__free(base);
+	for (k = 0; k < ncmd; k++)
+		free(paths[k]);
+	free(paths);
+	free(sub);
+	return code;
+}
+
 int cmd_collect(int argc, char **argv)
+{
+	int i, dashdash = -1;
+
+	/* CMD_A ::: CMD_B (after --): one series per command, then the comparison */
+	for (i = 1; i < argc; i++) {
+		if (dashdash < 0 && !strcmp(argv[i], "--"))
+			dashdash = i;
+		else if (dashdash >= 0 && !strcmp(argv[i], ":::"))
+			return cli_describing ? cmd_collect_one(argc, argv)
+					      : collect_commands(argc, argv, dashdash);
+	}
+	return cmd_collect_one(argc, argv);
+}
+
+static int cmd_collect_one(int argc, char **argv)
 {
 	struct collect_opts o = { .repeat = 0 };
 	static char repeat_help[96];

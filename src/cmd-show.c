@@ -44,7 +44,11 @@ void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x, *y;
 	const char *prefix = out == stderr ? "sonde: " : "";
 	size_t i, k, n = json_array_size(w);
-	bool *done = calloc(n ? n : 1, sizeof(*done));
+	bool *done;
+
+	if (out == stderr && cli_quiet())
+		return; /* -q: errors only (the profile keeps its warnings) */
+	done = calloc(n ? n : 1, sizeof(*done));
 
 	/* one line per kind of warning: a repeat names the other workloads it applies to */
 	for (i = 0; done && i < n; i++) {

@@ -430,8 +430,7 @@ static const char *value_unit(const struct sonde_profile *p, const struct chart_
 {
 	json_t *units = json_object_get(sonde_profile__header(p), "units");
 
-	if (!strcmp(o->of, "amount") && o->type &&
-	    json_is_string(json_object_get(units, o->type)))
+	if (!strcmp(o->of, "amount") && o->type && json_is_string(json_object_get(units, o->type)))
 		return json_string_value(json_object_get(units, o->type));
 	return unit_of(p, o->of);
 }
@@ -502,14 +501,12 @@ static void chart_title(char *buf, size_t len, const struct sonde_profile *p,
 	const char *of = field_label(p, o->of, o), *u = value_unit(p, o);
 	size_t k;
 
-	k = (size_t)snprintf(buf, len, "%s%s%s %s", o->title ? o->title : "",
-			     o->title ? ": " : "", words[o->func],
-			     o->func == AGG_COUNT ? "rows" : of);
+	k = (size_t)snprintf(buf, len, "%s%s%s %s", o->title ? o->title : "", o->title ? ": " : "",
+			     words[o->func], o->func == AGG_COUNT ? "rows" : of);
 	if (k < len && !self_scaled(u) && o->func != AGG_COUNT)
 		k += (size_t)snprintf(buf + k, len - k, " (%s)", u);
 	if (k < len)
-		k += (size_t)snprintf(buf + k, len - k, " %s %s", joint,
-				      field_label(p, o->per, o));
+		k += (size_t)snprintf(buf + k, len - k, " %s %s", joint, field_label(p, o->per, o));
 	if (k < len && o->by)
 		snprintf(buf + k, len - k, ", by %s", field_label(p, o->by, o));
 }
@@ -798,8 +795,8 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 		       const char *yu, const char *xu)
 {
 	static const char *const formulas[SONDE_MODEL_COUNT] = {
-		"y = b0",	      "y = b0 + b1·ln x",  "y = b0 + b1·x", "y = b0 + b1·x·ln x",
-		"y = b0 + b1·x²", "y = b0·x^b1", "y = b0·b1^x",
+		"y = b0",	  "y = b0 + b1·ln x", "y = b0 + b1·x", "y = b0 + b1·x·ln x",
+		"y = b0 + b1·x²", "y = b0·x^b1",      "y = b0·b1^x",
 	};
 	const char *name = json_string_value(json_object_get(m, "model"));
 	char b0[40], b1[40], per[48];
@@ -836,8 +833,8 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 			sonde_format__value(f->b[1], yu, b1, sizeof(b1));
 		break;
 	}
-	snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s%s%s%s, R² = %.4f", name, formulas[f->kind],
-		 b0, b1,
+	snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s%s%s%s, R² = %.4f", name, formulas[f->kind], b0,
+		 b1,
 		 f->kind == SONDE_MODEL_LINEAR	       ? " per "
 		 : f->kind == SONDE_MODEL_LINEARITHMIC ? " per "
 		 : f->kind == SONDE_MODEL_QUADRATIC    ? " per "
@@ -854,8 +851,8 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 
 /* One group's points, its models and their legend, in a panel from y = top. */
 static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p,
-			 const struct chart_options *o, const struct sonde_points *g, json_t *models,
-			 const char *color, int top, int *bottom)
+			 const struct chart_options *o, const struct sonde_points *g,
+			 json_t *models, const char *color, int top, int *bottom)
 {
 	struct plot pl = { .x = 80, .y = top + 24, .w = CHART_W - 110, .h = PANEL_H };
 	const char *unit = value_unit(p, o), *xu = axis_unit(p, o->per);
@@ -878,8 +875,9 @@ static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p
 	/* the panel's heading: which resource and metric, how many points */
 	snprintf(label, sizeof(label), "%s%s%s (%zu points)", g->uid, g->subtype ? " — " : "",
 		 g->subtype ? g->subtype : "", g->n);
-	rc |= sonde_strbuf__addf(out, "<g class=\"panel\"><text x=\"%d\" y=\"%d\" "
-				      "font-weight=\"bold\">",
+	rc |= sonde_strbuf__addf(out,
+				 "<g class=\"panel\"><text x=\"%d\" y=\"%d\" "
+				 "font-weight=\"bold\">",
 				 pl.x, top + 14);
 	rc |= svg_escape(out, label);
 	rc |= sonde_strbuf__adds(out, "</text>\n");
@@ -910,15 +908,17 @@ static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p
 			count[c]++;
 			maxc = count[c] > maxc ? count[c] : maxc;
 		}
-		rc |= sonde_strbuf__addf(out,
-					 "<g class=\"density\" fill=\"%s\"><title>%zu points, drawn as "
-					 "a density grid</title>",
-					 color, g->n);
+		rc |= sonde_strbuf__addf(
+			out,
+			"<g class=\"density\" fill=\"%s\"><title>%zu points, drawn as "
+			"a density grid</title>",
+			color, g->n);
 		for (c = 0; c < cells && !rc; c++)
 			if (count[c])
 				rc |= sonde_strbuf__addf(
 					out,
-					"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" "
+					"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
+					"height=\"%.2f\" "
 					"fill-opacity=\"%.2f\"/>",
 					pl.x + (double)(c % GRID_X) * pl.w / GRID_X,
 					pl.y + (double)(c / GRID_X) * pl.h / GRID_Y,
@@ -962,13 +962,14 @@ static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p
 					px(&pl, json_number_value(json_array_get(mx, q))),
 					py(&pl, json_number_value(json_array_get(my, q))));
 		}
-		rc |= sonde_strbuf__addf(out,
-					 "\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
-					 "stroke=\"%s\" stroke-width=\"%s\" stroke-dasharray=\"%s\"/>"
-					 "<text x=\"%d\" y=\"%d\"%s>%s",
-					 pl.x, ly - 4, pl.x + 22, ly - 4, color, best ? "2.5" : "1.2",
-					 best ? "none" : "4 3", pl.x + 28, ly,
-					 best ? " font-weight=\"bold\"" : "", best ? "best, " : "");
+		rc |= sonde_strbuf__addf(
+			out,
+			"\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+			"stroke=\"%s\" stroke-width=\"%s\" stroke-dasharray=\"%s\"/>"
+			"<text x=\"%d\" y=\"%d\"%s>%s",
+			pl.x, ly - 4, pl.x + 22, ly - 4, color, best ? "2.5" : "1.2",
+			best ? "none" : "4 3", pl.x + 28, ly, best ? " font-weight=\"bold\"" : "",
+			best ? "best, " : "");
 		rc |= svg_escape(out, label);
 		rc |= sonde_strbuf__adds(out, "</text></g>\n");
 		ly += 16;

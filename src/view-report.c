@@ -230,8 +230,7 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 		rc |= kv_num(out, "allocations", json_object_get(mem, "allocations"), "");
 		rc |= kv_num(out, "temporary allocations",
 			     json_object_get(mem, "temporary_allocations"), "");
-		rc |= kv_num(out, "allocated in all", json_object_get(mem, "allocated_bytes"),
-			     "B");
+		rc |= kv_num(out, "allocated in all", json_object_get(mem, "allocated_bytes"), "B");
 		return rc | sonde_strbuf__adds(out, "</div>\n");
 	}
 	if (json_is_object(json_object_get(st, "trace"))) {
@@ -250,20 +249,25 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 
 			for (k = 0; k < 3; k++)
 				if (t > tot[k]) {
-					memmove(tot + k + 1, tot + k, (size_t)(2 - k) * sizeof(*tot));
-					memmove(top + k + 1, top + k, (size_t)(2 - k) * sizeof(*top));
+					memmove(tot + k + 1, tot + k,
+						(size_t)(2 - k) * sizeof(*tot));
+					memmove(top + k + 1, top + k,
+						(size_t)(2 - k) * sizeof(*top));
 					tot[k] = t;
 					top[k] = key;
 					break;
 				}
 		}
 		for (k = 0; k < 3 && top[k]; k++) {
-			json_t *x = json_object_get(rtm, top[k]), *sm = json_object_get(x, "summary");
+			json_t *x = json_object_get(rtm, top[k]),
+			       *sm = json_object_get(x, "summary");
 			char a[40], v[96];
-			long long calls = (long long)json_number_value(json_object_get(sm, "calls"));
+			long long calls =
+				(long long)json_number_value(json_object_get(sm, "calls"));
 
 			sonde_format__duration(tot[k], a, sizeof(a));
-			snprintf(v, sizeof(v), "%s in %lld call%s", a, calls, calls == 1 ? "" : "s");
+			snprintf(v, sizeof(v), "%s in %lld call%s", a, calls,
+				 calls == 1 ? "" : "s");
 			rc |= kv(out, json_string_value(json_object_get(x, "uid")), v);
 		}
 		return rc | sonde_strbuf__adds(out, "</div>\n");
@@ -568,9 +572,8 @@ int view_report(struct sonde_profile *const *p, const char *const *names, size_t
 	}
 	for (i = 1; i < n; i++)
 		if (baseline_of(p, i) != (size_t)-1)
-			rc |= sonde_strbuf__addf(out,
-						 "<a href=\"#comparison-%zu\">comparison %zu</a>", i,
-						 i);
+			rc |= sonde_strbuf__addf(
+				out, "<a href=\"#comparison-%zu\">comparison %zu</a>", i, i);
 	rc |= sonde_strbuf__adds(out, "</nav></header>\n");
 	for (i = 0; i < n && !rc; i++) {
 		rc |= sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>",

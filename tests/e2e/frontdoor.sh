@@ -127,4 +127,47 @@ check "perfetto: valid JSON" jq -e '.traceEvents | length > 0' pf.json
 run show t1.json
 check "show: the uid is named" has "$out" "^uid "
 check "show: each row has its unit" has "$out" "  real  *ns "
+# ---- views that answer their question ------------------------------------------------------------
+EX=$BUILD/examples
+"$SONDE" collect trace -q -o ex-trace.json -- "$EX/sort-traced" 5000 >/dev/null
+"$SONDE" collect memory -q -o ex-memory.json -- "$EX/sort" 5000 >/dev/null
+"$SONDE" collect time -q -r 3 -o ex-time.json -- "$EX/sort" 5000
+"$SONDE" postprocess -q ex-trace.json regression >/dev/null
+run report ex-trace.json ex-memory.json ex-time.json -o ex.html
+check "report of make run's profiles: exit 0" [ "$rc" = 0 ]
+check "report: no 'not in baseline' rows (unlike profiles are not compared)" sh -c '! grep -q "not in baseline" ex.html'
+check "report: each profile opens with its answer, its facts last" \
+	python3 -c "
+import re,sys
+h=open('ex.html').read()
+secs=re.findall(r'<section id=\"profile-\d+\".*?</section>', h, re.S)
+sys.exit(not (len(secs) == 3 and all(s.index('class=\"answer\"') < s.index('class=\"summary') < s.index('class=\"facts\"') for s in secs)))"
+check "report: the memory answer is heaptrack's (peak, leaked)" sh -c 'grep -q "<b>peak heap</b>" ex.html && grep -q "<b>leaked</b>" ex.html'
+check "report: the time answer is the wall time" grep -q "<b>wall time</b>" ex.html
+run report ex-time.json ex-time.json -o same.html
+check "report: like with like is compared" grep -q 'section id="comparison-1"' same.html
+check "chart titles read as phrases" sh -c '! grep -Eq ">[^<]*( of sum| of mean|amounttimestamp)" ex.html'
+check "the time-per-size axis names the size's unit" grep -q "size (elements)" ex.html
+check "make run's example records sizes: a real curve (best R² > 0.9)" \
+	jq_eq ex-trace.json '[.models[] | select(.uid == "merge_sort" and .best) | .r_square > 0.9] | all' true
+run show ex-trace.json scatter -o sc.svg
+check "scatter: one panel per resource and metric" [ "$(grep -c '<g class="panel">' sc.svg)" = 2 ]
+check "scatter: the legend gives each model's formula, coefficients with units and R²" \
+	grep -q "linear: y = b0 + b1·x, b0 = [-0-9.]* [nµm]*s, b1 = [0-9.]* [nµm]*s per element, R² = " sc.svg
+check "scatter: the best model is marked" grep -q 'font-weight="bold">best, ' sc.svg
+run export ex-memory.json -f folded
+check "folded stacks: main is always the root when present" \
+	sh -c 'printf "%s\n" "$1" | grep "main" | grep -qv "^main" && exit 1; exit 0' _ "$out"
+check "folded stacks: no zero-weight lines" sh -c '! printf "%s\n" "$1" | grep -q " 0$"' _ "$out"
+
+# ---- a hyperfine-style comparison in one step --------------------------------------------------
+mkdir cmp && cd cmp || exit 1
+run collect time -r 5 -- "$PROGS/s-sleep" 20 ::: "$PROGS/s-sleep" 40
+check "A ::: B: exit 0, two profiles" sh -c '[ "$1" = 0 ] && [ "$(ls s-sleep-time-*.json | wc -l)" = 2 ]' _ "$rc"
+check "A ::: B: B ran about 2× slower than A, with its error" \
+	has "$err" "'$PROGS/s-sleep 40' ran [12]\.[0-9][0-9] ± 0\.[0-9][0-9] × slower than '$PROGS/s-sleep 20'"
+check "A ::: B: check's verdict" has "$err" "check: severe degradation"
+cd .. || exit 1
+run collect memory -- true ::: true
+check "::: under another collector: exit 2" [ "$rc" = 2 ]
 finish
