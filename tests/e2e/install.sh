@@ -72,8 +72,12 @@ cat >v.c <<'EOF'
 #include <sonde/sonde.h>
 int main(void) { puts(sonde_version()); return 0; }
 EOF
-# shellcheck disable=SC2046
-if cc v.c $(pkg-config --cflags --libs sonde) -o v 2>cc.err; then
+# a sanitized libsonde (the sanitizer build) loads only into a program built the same way
+san=$(opt b_sanitize)
+SANFLAGS=""
+[ -n "$san" ] && [ "$san" != none ] && SANFLAGS="-fsanitize=$san"
+# shellcheck disable=SC2046,SC2086
+if cc $SANFLAGS v.c $(pkg-config --cflags --libs sonde) -o v 2>cc.err; then
 	check "a program built with pkg-config sonde runs" [ "$(./v)" = "$("$BIN" --version | cut -d' ' -f2)" ]
 else
 	not_ok "a program builds with pkg-config sonde: $(head -3 cc.err | tr '\n' ' ')"
