@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <sonde/file.h>
 #include <sonde/git.h>
 
 extern char **environ;
@@ -107,33 +108,27 @@ int sonde_git__exclude(const char *dir, const char *pattern)
 {
 	const char *args[] = { "rev-parse", "--path-format=absolute", "--git-path", "info/exclude",
 			       NULL };
-	struct sonde_strbuf path = SONDE_STRBUF_INIT, old = SONDE_STRBUF_INIT;
-	size_t plen = strlen(pattern);
+	struct sonde_strbuf path = SONDE_STRBUF_INIT;
+	size_t plen = strlen(pattern), len = 0;
+	char *old = NULL, *slash;
 	const char *line;
-	char *slash;
 	FILE *f;
 	int rc = run_git(dir, args, &path);
 
 	if (rc > 0 || (rc == 0 && !path.len))
 		rc = -ENOENT;
-	while (!rc && path.len && path.buf[path.len - 1] == '\n')
-		path.buf[--path.len] = '\0';
-	f = rc ? NULL : fopen(path.buf, "r");
-	if (f) {
-		char buf[4096];
-		size_t got;
-
-		while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
-			sonde_strbuf__add(&old, buf, got);
-		fclose(f);
-	}
-	for (line = old.buf; !rc && line && *line; line = strchr(line, '\n'), line += !!line)
-		if (!strncmp(line, pattern, plen) && (line[plen] == '\n' || !line[plen]))
-			rc = 1;
-	if (rc) {
-		rc = rc == 1 ? 0 : rc;
+	if (rc)
 		goto out;
-	}
+	while (path.len && path.buf[path.len - 1] == '\n')
+		path.buf[--path.len] = '\0';
+	/* a missing file is an empty list */
+	rc = sonde_file__read(path.buf, &old, &len);
+	if (rc && rc != -ENOENT)
+		goto out;
+	rc = 0;
+	for (line = old; line && line < old + len; line = strchr(line, '\n'), line += !!line)
+		if (!strncmp(line, pattern, plen) && (line[plen] == '\n' || !line[plen]))
+			goto out; /* there already: 0 */
 	slash = strrchr(path.buf, '/');
 	if (slash) {
 		*slash = '\0';
@@ -145,10 +140,10 @@ int sonde_git__exclude(const char *dir, const char *pattern)
 		rc = -errno;
 		goto out;
 	}
-	fprintf(f, "%s%s\n", old.len && old.buf[old.len - 1] != '\n' ? "\n" : "", pattern);
+	fprintf(f, "%s%s\n", len && old[len - 1] != '\n' ? "\n" : "", pattern);
 	rc = fclose(f) ? -errno : 1;
 out:
 	sonde_strbuf__release(&path);
-	sonde_strbuf__release(&old);
+	free(old);
 	return rc;
 }

@@ -70,9 +70,25 @@ static const struct sonde_option *find_short(const struct sonde_option *o, char 
 	return NULL;
 }
 
-static bool takes_value(const struct sonde_option *o)
+bool sonde_option__takes_value(const struct sonde_option *o)
 {
 	return o->type != SONDE_OPT_FLAG && o->type != SONDE_OPT_COUNT;
+}
+
+int sonde_option__value_name(const struct sonde_option *o, struct sonde_strbuf *out)
+{
+	const char *const *c;
+	int rc = 0;
+
+	if (o->argname)
+		return sonde_strbuf__adds(out, o->argname);
+	if (o->type == SONDE_OPT_DURATION)
+		return sonde_strbuf__adds(out, "DURATION");
+	if (o->type != SONDE_OPT_CHOICE || !o->choices)
+		return sonde_strbuf__adds(out, "VALUE");
+	for (c = o->choices; *c; c++)
+		rc |= sonde_strbuf__addf(out, "%s%s", c == o->choices ? "" : "|", *c);
+	return rc;
 }
 
 static const char *param_key(const struct sonde_option *o, char buf[2])
@@ -282,7 +298,7 @@ int sonde_options__parse(const struct sonde_option *opts, int argc, char **argv,
 				err = -EINVAL;
 				goto out;
 			}
-			if (!takes_value(o)) {
+			if (!sonde_option__takes_value(o)) {
 				if (eq) {
 					sonde_strbuf__addf(&st->err, "option '%s' takes no value",
 							   shown);
@@ -315,7 +331,7 @@ int sonde_options__parse(const struct sonde_option *opts, int argc, char **argv,
 				err = -EINVAL;
 				goto out;
 			}
-			if (!takes_value(o)) {
+			if (!sonde_option__takes_value(o)) {
 				err = set_value(o, shown, NULL, st);
 				if (err)
 					goto out;
@@ -366,21 +382,9 @@ static int help_table(const struct sonde_option *o, struct sonde_strbuf *out)
 			sonde_strbuf__adds(&left, "    ");
 		if (o->long_name)
 			sonde_strbuf__addf(&left, "--%s", o->long_name);
-		if (takes_value(o)) {
-			if (o->argname) {
-				sonde_strbuf__addf(&left, " %s", o->argname);
-			} else if (o->type == SONDE_OPT_DURATION) {
-				sonde_strbuf__adds(&left, " DURATION");
-			} else if (o->type == SONDE_OPT_CHOICE && o->choices) {
-				const char *const *c;
-
-				sonde_strbuf__adds(&left, " ");
-				for (c = o->choices; *c; c++)
-					sonde_strbuf__addf(&left, "%s%s",
-							   c == o->choices ? "" : "|", *c);
-			} else {
-				sonde_strbuf__adds(&left, " VALUE");
-			}
+		if (sonde_option__takes_value(o)) {
+			sonde_strbuf__addch(&left, ' ');
+			sonde_option__value_name(o, &left);
 		}
 		if (left.len < 30)
 			sonde_strbuf__addf(out, "%-30s%s\n", left.buf, o->help ? o->help : "");

@@ -404,7 +404,7 @@ static int cmd_collect_one(int argc, char **argv);
 
 /* ---- CMD_A ::: CMD_B: each command measured in turn, then compared, as hyperfine ---------- */
 
-/* The wall times ("real") of a profile's first workload: mean, σ, and the samples. */
+/* The wall time ("real") of a profile's first workload: mean and σ. */
 static int real_times(const struct sonde_profile *p, double *mean, double *sd)
 {
 	struct sonde_table_row *rows;
@@ -423,11 +423,12 @@ static int real_times(const struct sonde_profile *p, double *mean, double *sd)
 	return i < n ? 0 : -ENOENT;
 }
 
-/* The check verdict of B's wall time against A's, the commands taken as one. */
-static const char *verdict_of(const struct sonde_profile *a, const char *path_b)
+/*
+ * The check verdict of B's wall time against A's, the commands taken as one:
+ * B's resources are renamed A's (the uid of a time profile is its command).
+ */
+static const char *verdict_of(const struct sonde_profile *a, struct sonde_profile *b)
 {
-	struct sonde_strbuf err = SONDE_STRBUF_INIT;
-	struct sonde_profile *b = sonde_profile__load(path_b, &err);
 	const char *cmd_a = json_string_value(json_object_get(sonde_profile__header(a), "cmd"));
 	struct sonde_check_options co = { 0 };
 	struct sonde_check_result *r = NULL;
@@ -436,10 +437,6 @@ static const char *verdict_of(const struct sonde_profile *a, const char *path_b)
 	const char *key;
 	size_t n = 0, i;
 
-	sonde_strbuf__release(&err);
-	if (!b)
-		return NULL;
-	/* the uid of a time profile is its command: B's resources named as A's */
 	rtm = json_object_get(sonde_profile__root(b), "resource_type_map");
 	json_object_foreach(rtm, key, x) json_object_set_new(x, "uid", json_string(cmd_a));
 	if (!sonde_check__compare(a, b, &co, &r, &n))
@@ -449,7 +446,6 @@ static const char *verdict_of(const struct sonde_profile *a, const char *path_b)
 				break;
 			}
 	sonde_check__free(r, n);
-	sonde_profile__free(b);
 	return v;
 }
 
@@ -465,8 +461,7 @@ static int collect_commands(int argc, char **argv, int dashdash)
 					    "time -- CMD_A ::: CMD_B'");
 	}
 	for (i = 1; i < dashdash; i++)
-		if (!strcmp(argv[i], "-o") || !strncmp(argv[i], "--output", 8) ||
-		    !strncmp(argv[i], "-o", 2)) {
+		if (!strncmp(argv[i], "-o", 2) || !strncmp(argv[i], "--output", 8)) {
 			free(sub);
 			return cli_usage("collect", "with ::: each command gets its own profile, "
 						    "named as without -o: leave -o out");
@@ -505,7 +500,7 @@ static int collect_commands(int argc, char **argv, int dashdash)
 
 		base = sonde_profile__load(paths[0], &err);
 		sonde_strbuf__release(&err);
-		if (!base || real_times(base, &ma, &sa)) {
+		if (!base || real_times(base, &ma, &sa) || !(ma > 0)) {
 			cli_error("collect", "no wall time to compare the commands by");
 			code = EXIT_FAILURE_;
 		}
@@ -515,7 +510,11 @@ static int collect_commands(int argc, char **argv, int dashdash)
 			double ratio, rsd;
 
 			sonde_strbuf__release(&err);
-			if (!b || real_times(b, &mb, &sb) || !(ma > 0) || !(mb > 0)) {
+			if (k == 1)
+				fprintf(stderr,
+					"\nsummary (wall time; the baseline is the first):\n");
+			if (!b || real_times(b, &mb, &sb) || !(mb > 0)) {
+				fprintf(stderr, "  '%s': no wall time, not compared\n", paths[k]);
 				sonde_profile__free(b);
 				continue;
 			}
@@ -525,14 +524,11 @@ static int collect_commands(int argc, char **argv, int dashdash)
 			/* hyperfine's ratio and its error, propagated from both σ */
 			ratio = mb / ma;
 			rsd = ratio * sqrt((sa / ma) * (sa / ma) + (sb / mb) * (sb / mb));
-			v = verdict_of(base, paths[k]);
-			if (k == 1)
-				fprintf(stderr,
-					"\nsummary (wall time; the baseline is the first):\n");
 			fprintf(stderr, "  '%s' ran %.2f ± %.2f × %s than '%s'",
 				cmd_b ? cmd_b : "?", ratio >= 1 ? ratio : 1 / ratio,
 				ratio >= 1 ? rsd : rsd / (ratio * ratio),
 				ratio >= 1 ? "slower" : "faster", cmd_a ? cmd_a : "?");
+			v = verdict_of(base, b); /* renames b's resources: after cmd_b is printed */
 			sonde_profile__free(b);
 			fprintf(stderr, "; check: ");
 			cli_paint(stderr, v && strstr(v, "degradation")	   ? CLI_RED

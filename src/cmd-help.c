@@ -155,11 +155,6 @@ static void roffs(struct sonde_strbuf *sb, const char *s)
 	roff(sb, s, strlen(s));
 }
 
-static bool takes_value(const struct sonde_option *o)
-{
-	return o->type != SONDE_OPT_FLAG && o->type != SONDE_OPT_COUNT;
-}
-
 static void man_option(struct sonde_strbuf *sb, const struct sonde_option *o)
 {
 	sonde_strbuf__adds(sb, ".TP\n");
@@ -170,24 +165,14 @@ static void man_option(struct sonde_strbuf *sb, const struct sonde_option *o)
 		roffs(sb, o->long_name);
 		sonde_strbuf__adds(sb, "\\fR");
 	}
-	if (takes_value(o)) {
-		sonde_strbuf__adds(sb, " \\fI");
-		if (o->argname) {
-			roffs(sb, o->argname);
-		} else if (o->type == SONDE_OPT_DURATION) {
-			sonde_strbuf__adds(sb, "DURATION");
-		} else if (o->type == SONDE_OPT_CHOICE && o->choices) {
-			const char *const *c;
+	if (sonde_option__takes_value(o)) {
+		struct sonde_strbuf name = SONDE_STRBUF_INIT;
 
-			for (c = o->choices; *c; c++) {
-				if (c != o->choices)
-					sonde_strbuf__addch(sb, '|');
-				roffs(sb, *c);
-			}
-		} else {
-			sonde_strbuf__adds(sb, "VALUE");
-		}
+		sonde_option__value_name(o, &name);
+		sonde_strbuf__adds(sb, " \\fI");
+		roffs(sb, name.buf ? name.buf : "");
 		sonde_strbuf__adds(sb, "\\fR");
+		sonde_strbuf__release(&name);
 	}
 	sonde_strbuf__addch(sb, '\n');
 	roffs(sb, o->help ? o->help : "");
@@ -418,44 +403,43 @@ static int man_dir(const struct model *m, const char *dir)
 
 /* ---- completion ------------------------------------------------------------------------ */
 
+/* An option's words (-x --name), or nothing when only those taking a value are wanted. */
+static void option_words(struct sonde_strbuf *sb, const struct sonde_option *o, bool values_only)
+{
+	if (values_only && !sonde_option__takes_value(o))
+		return;
+	if (o->short_name)
+		sonde_strbuf__addf(sb, "-%c ", o->short_name);
+	if (o->long_name)
+		sonde_strbuf__addf(sb, "--%s ", o->long_name);
+}
+
 /* The option words of one command (or collect with a collector), with the globals. */
 static void words(struct sonde_strbuf *sb, const struct dcmd *c, bool values_only)
 {
 	const struct sonde_option *o;
 	size_t k;
 
-	for (k = 0; k <= c->n; k++) {
-		const struct sonde_option *opt = k < c->n ? &c->v[k].o : NULL;
-
-		if (!opt)
-			break;
-		if (values_only && !takes_value(opt))
-			continue;
-		if (opt->short_name)
-			sonde_strbuf__addf(sb, "-%c ", opt->short_name);
-		if (opt->long_name)
-			sonde_strbuf__addf(sb, "--%s ", opt->long_name);
-	}
-	for (o = cli_global_options(); o->type != SONDE_OPT_END; o++) {
-		if (values_only && !takes_value(o))
-			continue;
-		if (o->short_name)
-			sonde_strbuf__addf(sb, "-%c ", o->short_name);
-		sonde_strbuf__addf(sb, "--%s ", o->long_name);
-	}
+	for (k = 0; k < c->n; k++)
+		option_words(sb, &c->v[k].o, values_only);
+	for (o = cli_global_options(); o->type != SONDE_OPT_END; o++)
+		option_words(sb, o, values_only);
 	if (!values_only)
 		sonde_strbuf__adds(sb, "--help");
 }
 
-static void bash_choices(struct sonde_strbuf *sb, const struct sonde_option *o)
+/* A case of _sonde_choices: "CMD:COL:-f|CMD:COL:--format) echo "a b c" ;;" */
+static void bash_choices(struct sonde_strbuf *sb, const char *cmd, const char *col,
+			 const struct sonde_option *o)
 {
 	const char *const *c;
 
 	if (o->type != SONDE_OPT_CHOICE || !o->choices)
 		return;
+	sonde_strbuf__adds(sb, "    ");
 	if (o->short_name)
-		sonde_strbuf__addf(sb, "    -%c", o->short_name);
-	sonde_strbuf__addf(sb, "%s--%s) echo \"", o->short_name ? "|" : "    ", o->long_name);
+		sonde_strbuf__addf(sb, "%s:%s:-%c|", cmd, col, o->short_name);
+	sonde_strbuf__addf(sb, "%s:%s:--%s) echo \"", cmd, col, o->long_name);
 	for (c = o->choices; *c; c++)
 		sonde_strbuf__addf(sb, "%s%s", c == o->choices ? "" : " ", *c);
 	sonde_strbuf__adds(sb, "\" ;;\n");
@@ -492,54 +476,20 @@ static void bash(struct sonde_strbuf *sb, const struct model *m)
 	}
 	sonde_strbuf__adds(sb, "    *) if [[ -n $v ]]; then echo \"");
 	for (o = cli_global_options(); o->type != SONDE_OPT_END; o++)
-		if (takes_value(o))
-			sonde_strbuf__addf(sb, "--%s ", o->long_name);
+		option_words(sb, o, true);
 	sonde_strbuf__adds(sb, "\"; else echo \"");
-	for (o = cli_global_options(); o->type != SONDE_OPT_END; o++) {
-		if (o->short_name)
-			sonde_strbuf__addf(sb, "-%c ", o->short_name);
-		sonde_strbuf__addf(sb, "--%s ", o->long_name);
-	}
+	for (o = cli_global_options(); o->type != SONDE_OPT_END; o++)
+		option_words(sb, o, false);
 	sonde_strbuf__adds(sb, "--help --version\"; fi ;;\n    esac\n}\n\n"
 			       "# _sonde_choices CMD COLLECTOR OPTION: the values of a choice "
 			       "option\n_sonde_choices() {\n    case \"$1:$2:$3\" in\n");
-	for (i = 0; i < m->n; i++) {
-		const struct dcmd *c = &m->cmds[i];
-		bool any = false;
-
-		for (k = 0; k < c->n; k++)
-			any |= c->v[k].o.type == SONDE_OPT_CHOICE;
-		if (!any)
-			continue;
-		for (k = 0; k < c->n; k++) {
-			struct sonde_strbuf one = SONDE_STRBUF_INIT;
-
-			bash_choices(&one, &c->v[k].o);
-			if (one.len) {
-				/* "    -f|--format) echo ..." → "    CMD:COL:-f|CMD:COL:--format)
-				 * ..." */
-				const char *p = one.buf + 4, *paren = strchr(p, ')');
-				char *alts = strndup(p, (size_t)(paren - p)), *save, *tok;
-				bool first = true;
-
-				sonde_strbuf__adds(sb, "    ");
-				for (tok = strtok_r(alts, "|", &save); tok;
-				     tok = strtok_r(NULL, "|", &save)) {
-					sonde_strbuf__addf(sb, "%s%s:%s:%s", first ? "" : "|",
-							   c->name,
-							   c->collector ? c->collector : "", tok);
-					first = false;
-				}
-				sonde_strbuf__adds(sb, paren);
-				free(alts);
-			}
-			sonde_strbuf__release(&one);
-		}
-	}
+	for (i = 0; i < m->n; i++)
+		for (k = 0; k < m->cmds[i].n; k++)
+			bash_choices(sb, m->cmds[i].name,
+				     m->cmds[i].collector ? m->cmds[i].collector : "",
+				     &m->cmds[i].v[k].o);
 	for (o = cli_global_options(); o->type != SONDE_OPT_END; o++)
-		if (o->type == SONDE_OPT_CHOICE)
-			sonde_strbuf__addf(sb, "    *:*:--%s) echo \"auto always never\" ;;\n",
-					   o->long_name);
+		bash_choices(sb, "*", "*", o);
 	sonde_strbuf__adds(
 		sb,
 		"    *) return 1 ;;\n    esac\n}\n\n"
@@ -621,11 +571,12 @@ static void zsh_spec(struct sonde_strbuf *sb, const struct sonde_option *o)
 	else if (o->short_name)
 		sonde_strbuf__addf(sb, "'-%c", o->short_name);
 	else
-		sonde_strbuf__addf(sb, "'--%s%s", o->long_name, takes_value(o) ? "=" : "");
+		sonde_strbuf__addf(sb, "'--%s%s", o->long_name,
+				   sonde_option__takes_value(o) ? "=" : "");
 	sonde_strbuf__addch(sb, '[');
 	zsh_text(sb, o->help);
 	sonde_strbuf__addch(sb, ']');
-	if (takes_value(o)) {
+	if (sonde_option__takes_value(o)) {
 		sonde_strbuf__adds(sb, ":");
 		zsh_text(sb, o->argname ? o->argname : "value");
 		sonde_strbuf__addch(sb, ':');

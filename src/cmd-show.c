@@ -73,8 +73,8 @@ void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 			done[k] = true;
 			wl = json_string_value(json_object_get(y, "workload"));
 			if (more < 8)
-				fprintf(out, "%s%s%s", more ? ", " : "; also in workload ",
-					wl ? wl : "?", "");
+				fprintf(out, "%s%s", more ? ", " : "; also in workload ",
+					wl ? wl : "?");
 			more++;
 		}
 		if (more > 8)

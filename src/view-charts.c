@@ -833,17 +833,15 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 			sonde_format__value(f->b[1], yu, b1, sizeof(b1));
 		break;
 	}
-	snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s%s%s%s, R² = %.4f", name, formulas[f->kind], b0,
-		 b1,
-		 f->kind == SONDE_MODEL_LINEAR	       ? " per "
-		 : f->kind == SONDE_MODEL_LINEARITHMIC ? " per "
-		 : f->kind == SONDE_MODEL_QUADRATIC    ? " per "
-						       : "",
-		 f->kind == SONDE_MODEL_LINEAR || f->kind == SONDE_MODEL_LINEARITHMIC ||
-				 f->kind == SONDE_MODEL_QUADRATIC
-			 ? per
-			 : "",
-		 f->kind == SONDE_MODEL_QUADRATIC ? "²" : "", f->r_square);
+	{
+		/* a slope in x, x·ln x or x² is per unit of x (per x² for the quadratic) */
+		bool per_x = f->kind == SONDE_MODEL_LINEAR || f->kind == SONDE_MODEL_LINEARITHMIC ||
+			     f->kind == SONDE_MODEL_QUADRATIC;
+
+		snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s%s%s%s, R² = %.4f", name,
+			 formulas[f->kind], b0, b1, per_x ? " per " : "", per_x ? per : "",
+			 f->kind == SONDE_MODEL_QUADRATIC ? "²" : "", f->r_square);
+	}
 }
 
 #define MAX_PANELS 6

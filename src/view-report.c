@@ -220,6 +220,7 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 	json_t *st = sonde_profile__stats(p), *mem = json_object_get(st, "memory");
 	const char *coll =
 		json_string_value(json_object_get(sonde_profile__collector_info(p), "name"));
+	bool time = coll && !strcmp(coll, "time");
 	struct sonde_table_row *rows;
 	size_t n, i, shown = 0;
 	int rc = sonde_strbuf__adds(out, "<div class=\"answer\">");
@@ -279,7 +280,6 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 	for (i = 0; i < n && shown < 4; i++) {
 		const struct sonde_table_row *r = &rows[i];
 		char a[40], b[40], v[96], name[300];
-		bool time = coll && !strcmp(coll, "time");
 
 		/* time: the wall time of each workload, as hyperfine reports */
 		if (time && (!r->subtype || strcmp(r->subtype, "real")))

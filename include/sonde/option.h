@@ -74,6 +74,11 @@ struct sonde_optparse {
 int sonde_options__parse(const struct sonde_option *opts, int argc, char **argv,
 			 struct sonde_optparse *st);
 
+/* Whether an option takes a value (all but FLAG and COUNT). */
+bool sonde_option__takes_value(const struct sonde_option *o);
+/* The name of an option's value as help shows it: argname, DURATION, a|b|c or VALUE. */
+int sonde_option__value_name(const struct sonde_option *o, struct sonde_strbuf *out);
+
 /* Append the option lines of a table (nested groups included) to out. */
 int sonde_options__help(const struct sonde_option *opts, struct sonde_strbuf *out);
 

@@ -158,6 +158,10 @@ check "scatter: the best model is marked" grep -q 'font-weight="bold">best, ' sc
 run export ex-memory.json -f folded
 check "folded stacks: main is always the root when present" \
 	sh -c 'printf "%s\n" "$1" | grep "main" | grep -qv "^main" && exit 1; exit 0' _ "$out"
+# a site of no weight (its bytes zeroed) is left out, not drawn as a 0 line
+jq '(.resource_type_map | to_entries | map(select(.value.summary.freed != null)) | .[0].key) as $k
+    | .resource_type_map[$k].summary.bytes = 0' ex-memory.json >ex-memory0.json
+run export ex-memory0.json -f folded
 check "folded stacks: no zero-weight lines" sh -c '! printf "%s\n" "$1" | grep -q " 0$"' _ "$out"
 
 # ---- a hyperfine-style comparison in one step --------------------------------------------------
