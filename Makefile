@@ -17,6 +17,7 @@ deps:
 	@./scripts/install-deps
 
 $(BUILD)/build.ninja:
+	@./scripts/install-deps
 	meson setup $(BUILD) --buildtype=debugoptimized
 
 build: deps $(BUILD)/build.ninja
@@ -51,9 +52,15 @@ test: build
 
 # meson install underneath: the binary, libsonde and sonde.pc, the runtimes, the
 # headers, the man pages and the bash and zsh completion, under PREFIX (DESTDIR
-# staged). The build directory is configured for PREFIX first.
-install: build
-	@meson configure $(BUILD) -Dprefix=$(abspath $(PREFIX)) >/dev/null
+# staged). The build directory is reconfigured only when it was set up for
+# another prefix (the install rpath and the runtimes' directory depend on it);
+# meson install builds what is out of date.
+CONFIGURED_PREFIX = $(shell meson introspect $(BUILD) --buildoptions 2>/dev/null | \
+	python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))' 2>/dev/null)
+
+install: $(BUILD)/build.ninja
+	@[ "$(CONFIGURED_PREFIX)" = "$(abspath $(PREFIX))" ] || \
+		meson configure $(BUILD) -Dprefix=$(abspath $(PREFIX)) >/dev/null
 	@meson install -C $(BUILD) --quiet $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
 	@echo "installed under $(DESTDIR)$(abspath $(PREFIX)); try: man sonde"
 

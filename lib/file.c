@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <sonde/compress.h>
 #include <sonde/file.h>
 #include <sonde/strbuf.h>
 
@@ -239,11 +240,21 @@ int sonde_file__write_new(const char *path, const void *buf, size_t len, char **
 {
 	struct sonde_strbuf tmp = SONDE_STRBUF_INIT, name = SONDE_STRBUF_INIT;
 	const char *slash = strrchr(path, '/');
-	const char *dot = strrchr(slash ? slash : path, '.');
-	size_t stem =
-		dot && dot != (slash ? slash + 1 : path) ? (size_t)(dot - path) : strlen(path);
-	int err = write_temp(path, buf, len, &tmp), i;
+	const char *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
+	size_t stem;
+	int err, i;
 
+	/* "a.json.gz" is followed by "a-1.json.gz": a compressed name has two extensions */
+	if (dot && dot != base && sonde_compress__by_name(path) != SONDE_COMPRESS_NONE) {
+		const char *inner = dot - 1;
+
+		while (inner > base && *inner != '.')
+			inner--;
+		if (inner > base)
+			dot = inner;
+	}
+	stem = dot && dot != base ? (size_t)(dot - path) : strlen(path);
+	err = write_temp(path, buf, len, &tmp);
 	if (err) {
 		sonde_strbuf__release(&tmp);
 		return err;
@@ -316,6 +327,49 @@ int sonde_file__read(const char *path, char **buf, size_t *len)
 	}
 	*buf = sonde_strbuf__detach(&sb, len);
 	return *buf ? 0 : -ENOMEM;
+}
+
+int sonde_file__read_data(const char *path, char **buf, size_t *len)
+{
+	char *raw, *plain;
+	size_t n;
+	int err = sonde_file__read(path, &raw, &n);
+
+	if (err || sonde_compress__by_magic(raw, n) == SONDE_COMPRESS_NONE) {
+		if (!err) {
+			*buf = raw;
+			*len = n;
+		}
+		return err;
+	}
+	err = sonde_compress__decode(raw, n, SONDE_FILE_MAX_READ, &plain, len);
+	free(raw);
+	if (!err)
+		*buf = plain;
+	return err;
+}
+
+int sonde_file__write_data(const char *path, const void *buf, size_t len, unsigned flags,
+			   char **used)
+{
+	enum sonde_compression c = sonde_compress__by_name(path);
+	char *packed = NULL;
+	int err;
+
+	if (used)
+		*used = NULL;
+	if (c != SONDE_COMPRESS_NONE && strcmp(path, "-")) {
+		err = sonde_compress__encode(c, buf, len, &packed, &len);
+		if (err)
+			return err;
+		buf = packed;
+	}
+	if (flags & SONDE_FILE_NEW)
+		err = sonde_file__write_new(path, buf, len, used);
+	else
+		err = sonde_file__write_atomic(path, buf, len);
+	free(packed);
+	return err;
 }
 
 int sonde_file__mkdir_p(const char *path, unsigned mode)

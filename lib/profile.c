@@ -440,7 +440,7 @@ int sonde_profile__save(const struct sonde_profile *p, const char *path)
 	if (!s)
 		return -ENOMEM;
 	s[len] = '\n'; /* replaces the NUL: the file ends with a newline */
-	err = sonde_file__write_atomic(path, s, len + 1);
+	err = sonde_file__write_data(path, s, len + 1, 0, NULL);
 	free(s);
 	return err;
 }
@@ -993,16 +993,33 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 	return p;
 }
 
+size_t sonde_profile__extension(const char *name)
+{
+	static const char *const exts[] = { ".json", ".json.gz", ".json.zst" };
+	size_t n = strlen(name), i;
+
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t m = strlen(exts[i]);
+
+		if (n > m && !strcmp(name + n - m, exts[i]))
+			return m;
+	}
+	return 0;
+}
+
 struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf *err)
 {
 	struct sonde_profile *p;
 	char *buf;
 	size_t len;
-	int e = sonde_file__read(path, &buf, &len);
+	int e = sonde_file__read_data(path, &buf, &len);
 
 	if (e) {
 		if (err)
-			sonde_strbuf__addf(err, "cannot read '%s': %s", path, strerror(-e));
+			sonde_strbuf__addf(err, "cannot read '%s': %s", path,
+					   e == -EBADMSG
+						   ? "its compressed data is truncated or corrupt"
+						   : strerror(-e));
 		errno = -e;
 		return NULL;
 	}

@@ -162,9 +162,7 @@ int sonde_store__rebuild(const char *dir, unsigned *n, struct sonde_strbuf *err)
 		snprintf(path, sizeof(path), "%s/%s", s->objects, c->d_name);
 		d = opendir(path);
 		while (d && (f = readdir(d)) && !rc) {
-			size_t l = strlen(f->d_name);
-
-			if (f->d_name[0] == '.' || l < 6 || strcmp(f->d_name + l - 5, ".json"))
+			if (f->d_name[0] == '.' || !sonde_profile__extension(f->d_name))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s/%s", s->objects, c->d_name, f->d_name);
 			rc = index_file(s, path, err);
@@ -339,11 +337,10 @@ int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
 	while ((de = readdir(d))) {
 		struct sonde_store_entry *e;
 		struct sonde_profile *p;
-		size_t len = strlen(de->d_name);
 		struct stat st;
 		char *path;
 
-		if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".json"))
+		if (de->d_name[0] == '.' || !sonde_profile__extension(de->d_name))
 			continue;
 		if (asprintf(&path, "%s/%s", s->jobs, de->d_name) < 0)
 			break;
@@ -435,7 +432,7 @@ static int index_file(struct sonde_store *s, const char *stored, struct sonde_st
 	char *buf = NULL, digest[40];
 	const char *origin;
 	size_t len;
-	int rc = sonde_file__read(stored, &buf, &len);
+	int rc = sonde_file__read_data(stored, &buf, &len);
 
 	if (rc)
 		return rc;
@@ -471,7 +468,7 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	snprintf(dir, sizeof(dir), "%s/%s", s->objects, origin);
 	rc = sonde_file__mkdir_p(dir, 0755);
 	if (!rc)
-		rc = sonde_file__read(path, &buf, &len);
+		rc = sonde_file__read_data(path, &buf, &len); /* the digest is the JSON's */
 	if (rc) {
 		sonde_strbuf__addf(err, "cannot store '%s': %s", path, strerror(-rc));
 		sonde_profile__free(p);
@@ -498,7 +495,7 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	st = NULL;
 	snprintf(dest, sizeof(dest), "%s/%s", dir, base ? base + 1 : path);
 	if (!rc) {
-		rc = sonde_file__write_new(dest, buf, len, &used);
+		rc = sonde_file__write_data(dest, buf, len, SONDE_FILE_NEW, &used);
 		if (rc)
 			sonde_strbuf__addf(err, "cannot store '%s': %s", path, strerror(-rc));
 	}

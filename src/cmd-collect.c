@@ -329,9 +329,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 	path = o->out_file ? strdup(o->out_file) : default_path(argv[0], col_name, values);
 	if (*capture_tmp) {
 		char *out_name = NULL;
-		size_t stem = strlen(path) > 5 && !strcmp(path + strlen(path) - 5, ".json")
-				      ? strlen(path) - 5
-				      : strlen(path);
+		size_t stem = strlen(path) - sonde_profile__extension(path);
 
 		if (asprintf(&out_name, "%.*s.out", (int)stem, path) >= 0 &&
 		    (**capture_tmp ? rename(*capture_tmp, out_name)
@@ -357,8 +355,8 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		rc = -ENOMEM;
 	} else {
 		buf[len] = '\n';
-		rc = o->out_file ? sonde_file__write_atomic(path, buf, len + 1)
-				 : sonde_file__write_new(path, buf, len + 1, &used);
+		rc = sonde_file__write_data(path, buf, len + 1, o->out_file ? 0 : SONDE_FILE_NEW,
+					    &used);
 		free(buf);
 	}
 	if (rc) {

@@ -115,12 +115,14 @@ static void warn_sampled(const struct sonde_profile *p)
 	json_t *w = json_object_get(sonde_profile__stats(p), "warnings"), *x;
 	size_t i;
 
+	if (cli_quiet())
+		return;
 	json_array_foreach(w, i, x)
 	{
 		if (strcmp(json_string_value(json_object_get(x, "code")) ?: "",
 			   sonde_warning__info(SONDE_WARN_ROWS_SAMPLED)->code))
 			continue;
-		fprintf(stderr, "warning: %s\n  fix: %s\n",
+		fprintf(stderr, "sonde: warning: %s\n  fix: %s\n",
 			json_string_value(json_object_get(x, "message")),
 			json_string_value(json_object_get(x, "fix")));
 	}

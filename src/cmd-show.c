@@ -179,10 +179,11 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			fprintf(out, "uid %s  (%s", json_string_value(json_object_get(h, "cmd")),
 				json_string_value(json_object_get(h, "type")));
 			if (json_is_integer(runs))
-				fprintf(out, ", %lld runs", (long long)json_integer_value(runs));
+				fprintf(out, ", %lld run%s", (long long)json_integer_value(runs),
+					json_integer_value(runs) == 1 ? "" : "s");
 			fprintf(out, ")\n\n");
 			fputs("  ", out);
-			cell(out, "metric", w, true);
+			cell(out, "metric", w + 1, true);
 			cell(out, "unit", 9, true);
 			cell(out, "mean ± σ", 23, false);
 			cell(out, "median", 12, false);
@@ -220,8 +221,7 @@ int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out
 			snprintf(ms, sizeof(ms), "%s ± %s", a, b);
 			fputs("  ", out);
 			cell(out, r->label, w, true);
-			if ((int)strlen(r->label) > w)
-				fputc(' ', out);
+			fputc(' ', out); /* the longest label still stands apart from its unit */
 			cell(out, r->unit && *r->unit ? r->unit : "-", 9, true);
 			cell(out, ms, 23, false);
 			cell(out, c, 12, false);

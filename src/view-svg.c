@@ -95,5 +95,5 @@ int cli_write_output(const char *path, const char *buf, size_t len)
 {
 	if (!path || !strcmp(path, "-"))
 		return len && fwrite(buf, 1, len, stdout) != len ? -EIO : 0;
-	return sonde_file__write_atomic(path, buf ? buf : "", len);
+	return sonde_file__write_data(path, buf ? buf : "", len, 0, NULL);
 }

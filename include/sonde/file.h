@@ -34,6 +34,26 @@ int sonde_file__write_new(const char *path, const void *buf, size_t len, char **
 int sonde_file__read(const char *path, char **buf, size_t *len);
 
 /*
+ * Like sonde_file__read(), and data that starts with gzip's or zstd's magic
+ * number is decompressed (at most SONDE_FILE_MAX_READ bytes): a profile or an
+ * export named *.json.gz reads as the JSON it holds. Returns 0 or -errno, and
+ * -EBADMSG for compressed data that is truncated or corrupt.
+ */
+int sonde_file__read_data(const char *path, char **buf, size_t *len);
+
+/* sonde_file__write_data(): never replace, as sonde_file__write_new() */
+#define SONDE_FILE_NEW 1u
+
+/*
+ * Write len bytes to path as sonde_file__write_atomic() does (or, with
+ * SONDE_FILE_NEW, sonde_file__write_new(), storing the name used in *used),
+ * compressed when the name ends in ".gz" (gzip) or ".zst" (zstd).
+ * Returns 0 or -errno.
+ */
+int sonde_file__write_data(const char *path, const void *buf, size_t len, unsigned flags,
+			   char **used);
+
+/*
  * An unnamed file (O_TMPFILE) in the directory of path, opened read-write, or
  * -errno (-EOPNOTSUPP: this file system has none). A process killed while it
  * writes there leaves nothing behind.

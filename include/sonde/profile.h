@@ -40,8 +40,17 @@ void sonde_profile__free(struct sonde_profile *p);
  */
 struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const char *name,
 					   struct sonde_strbuf *err);
-/* Like __parse(), from a file (errno also from open/read). */
+/*
+ * Like __parse(), from a file (errno also from open/read); gzip'ed or zstd'ed
+ * JSON is read as the JSON it holds, whatever the file's name.
+ */
 struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf *err);
+
+/*
+ * The length of a profile file's extension at the end of name: ".json",
+ * ".json.gz" or ".json.zst"; 0 when name has none of them.
+ */
+size_t sonde_profile__extension(const char *name);
 
 /* Serialise (indented JSON, keys in a stable order). Caller frees. NULL on ENOMEM. */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len);

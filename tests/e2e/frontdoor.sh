@@ -2,7 +2,8 @@
 # The front door: output streams as perf stat and hyperfine have them, one
 # vocabulary of options (durations, -o, global options anywhere, did-you-mean,
 # colour), init on an existing store, drawn views never dumped on a terminal,
-# the Perfetto export's fixed precision.
+# the Perfetto export's fixed precision, profiles and exports read and
+# written gzip'ed or zstd'ed.
 . "$SRC/tests/e2e/lib.sh"
 
 # ---- streams: stdout is the target's, the report stderr's ------------------------------------
@@ -124,6 +125,43 @@ run export t.json --format perfetto -o pf.json
 check "perfetto: timestamps with three decimals (ns), never %.17g" \
 	sh -c '! grep -Eq "\"(ts|dur)\":[0-9]+\.[0-9]{4,}" pf.json && grep -Eq "\"ts\":[0-9]+\.[0-9]{3}[,}]" pf.json'
 check "perfetto: valid JSON" jq -e '.traceEvents | length > 0' pf.json
+# compressed profiles and exports: written by the name's extension, read by the magic
+run collect trace -o tz.json.gz -- "$PROGS/t-calls"
+check "collect -o x.json.gz: gzip -t accepts it" gzip -t tz.json.gz
+gzip -dc tz.json.gz >tz-plain.json
+check "collect -o x.json.gz: gzip -dc gives a valid profile" validate tz-plain.json
+run collect trace -o tz.json.zst -- "$PROGS/t-calls"
+check "collect -o x.json.zst: zstd -t accepts it" zstd -qt tz.json.zst
+run show tz.json.gz
+gz_show=$out
+run show tz-plain.json
+check "show x.json.gz: what the plain JSON shows" [ "$gz_show" = "$out" ]
+cp tz.json.zst tz-renamed.json
+run show tz-renamed.json
+check "show: zstd data under a .json name is read by its magic" [ "$rc" = 0 ]
+run export tz.json.zst --format perfetto -o pz.json.gz
+check "export -o x.json.gz: gzip'ed Perfetto JSON with every event" \
+	sh -c '[ "$(gzip -dc pz.json.gz | jq ".traceEvents | length")" -gt 0 ] && gzip -dc pz.json.gz | jq -e ".traceEvents | map(select(.ph == \"X\")) | length > 0"'
+run postprocess -q tz.json.gz regression
+check "postprocess x.json.gz: written back compressed, with its models" \
+	sh -c 'gzip -t tz.json.gz && gzip -dc tz.json.gz | jq -e ".postprocessors | length == 1"'
+head -c 300 tz.json.gz >cut.json.gz
+run show cut.json.gz
+check "a truncated x.json.gz: one line, exit 1" \
+	sh -c '[ "$1" = 1 ] && [ "$(printf "%s\n" "$2" | wc -l)" = 1 ]' _ "$rc" "$err"
+check "a truncated x.json.gz: says so" has "$err" "compressed data is truncated or corrupt"
+# the store keeps a compressed profile compressed, and knows it is the same as the plain one
+git -C repo -c user.name=t -c user.email=t@t commit -q --allow-empty -m x
+(cd repo && "$SONDE" collect time -q -r 2 -o z.json.gz -- "$PROGS/s-exit" && gzip -dc z.json.gz >z.json) 2>/dev/null
+cd repo || exit 1
+run add z.json.gz
+check "add x.json.gz: stored compressed" \
+	sh -c 'ls .sonde/objects/*/z.json.gz >/dev/null && gzip -t .sonde/objects/*/z.json.gz'
+run add z.json
+check "add: the plain copy is the same profile" has "$err" "already registered"
+run show 0@i
+check "show N@i of a compressed stored profile" has "$out" "^uid "
+cd .. || exit 1
 run show t1.json
 check "show: the uid is named" has "$out" "^uid "
 check "show: each row has its unit" has "$out" "  real  *ns "

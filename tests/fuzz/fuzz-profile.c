@@ -2,12 +2,14 @@
  * fuzz-profile: the profile loader and every view fed arbitrary bytes. A
  * profile is a file anyone can hand to sonde, so whatever it holds, loading it
  * and drawing it ends in an answer or an error: no crash, no hang, no leak.
+ * Bytes that start as gzip or zstd data go through the decompressor first.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <jansson.h>
 #include "sonde/check.h"
+#include "sonde/compress.h"
 #include "sonde/profile.h"
 #include "sonde/strbuf.h"
 #include "cli.h"
@@ -92,10 +94,19 @@ static void views(struct sonde_profile *p)
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
 	struct sonde_profile *p;
+	char *plain = NULL;
+	size_t len;
 
 	if (!sink)
 		sink = fopen("/dev/null", "w");
+	if (sonde_compress__by_magic(d, n) != SONDE_COMPRESS_NONE) {
+		if (sonde_compress__decode(d, n, 16u << 20, &plain, &len))
+			return 0;
+		d = (const uint8_t *)plain;
+		n = len;
+	}
 	p = sonde_profile__parse((const char *)d, n, "fuzz", NULL);
+	free(plain);
 	if (!p)
 		return 0;
 	views(p);

@@ -1,4 +1,7 @@
-/* Unit tests: atomic writes leave no partial file; write_new never replaces. */
+/*
+ * Unit tests: atomic writes leave no partial file; write_new never replaces;
+ * *.gz and *.zst are written compressed and read back whatever their name.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -9,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <sonde/compress.h>
 #include <sonde/file.h>
 
 static int entries(const char *dir)
@@ -74,12 +78,88 @@ static void test_mkdir_p(void **state)
 	rmdir(dir);
 }
 
+/* Round trips through both codecs, several members, and what is refused. */
+static void test_compressed(void **state)
+{
+	static const char *const names[] = { "p.json.gz", "p.json.zst" };
+	char dir[] = "/tmp/sonde-z-XXXXXX", path[128], *used = NULL, *buf, *raw, *twice;
+	size_t len, n, i, big = 3u << 20;
+	char *data = malloc(big);
+
+	assert_non_null(data);
+	for (i = 0; i < big; i++) /* compressible, but not one run */
+		data[i] = (char)('a' + (i * 7 + i / 1000) % 26);
+	assert_non_null(mkdtemp(dir));
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		assert_int_equal(sonde_file__write_data(path, data, big, 0, NULL), 0);
+		/* on disk: compressed, its magic as the name says */
+		assert_int_equal(sonde_file__read(path, &raw, &n), 0);
+		assert_true(n < big / 4);
+		assert_int_equal(sonde_compress__by_magic(raw, n), sonde_compress__by_name(path));
+		/* read back: the bytes written, NUL-terminated */
+		assert_int_equal(sonde_file__read_data(path, &buf, &len), 0);
+		assert_int_equal(len, big);
+		assert_memory_equal(buf, data, big);
+		assert_int_equal(buf[len], '\0');
+		free(buf);
+		/* two members (frames) one after another read as their concatenation */
+		twice = malloc(2 * n);
+		memcpy(twice, raw, n);
+		memcpy(twice + n, raw, n);
+		assert_int_equal(sonde_compress__decode(twice, 2 * n, 8u << 20, &buf, &len), 0);
+		assert_int_equal(len, 2 * big);
+		assert_memory_equal(buf + big, data, big);
+		free(buf);
+		/* past the limit: refused, not swallowed */
+		assert_int_equal(sonde_compress__decode(twice, 2 * n, big, &buf, &len), -EFBIG);
+		/* truncated, or garbage after a member: refused */
+		assert_int_equal(sonde_compress__decode(raw, n / 2, 8u << 20, &buf, &len),
+				 -EBADMSG);
+		if (i == 0) {
+			memcpy(twice + n, "junk", 4);
+			assert_int_equal(sonde_compress__decode(twice, n + 4, 8u << 20, &buf, &len),
+					 -EBADMSG);
+		}
+		free(twice);
+		free(raw);
+		/* a new name keeps both extensions: p-1.json.gz */
+		assert_int_equal(sonde_file__write_data(path, "{}", 2, SONDE_FILE_NEW, &used), 0);
+		assert_non_null(strstr(used, i ? "/p-1.json.zst" : "/p-1.json.gz"));
+		assert_int_equal(sonde_file__read_data(used, &buf, &len), 0);
+		assert_string_equal(buf, "{}");
+		free(buf);
+		unlink(used);
+		free(used);
+		unlink(path);
+	}
+	/* an empty stream is an empty string; plain data reads as it is */
+	snprintf(path, sizeof(path), "%s/e.gz", dir);
+	assert_int_equal(sonde_file__write_data(path, "", 0, 0, NULL), 0);
+	assert_int_equal(sonde_file__read_data(path, &buf, &len), 0);
+	assert_int_equal(len, 0);
+	assert_string_equal(buf, "");
+	free(buf);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/plain.json", dir);
+	assert_int_equal(sonde_file__write_data(path, "{\"a\":1}", 7, 0, NULL), 0);
+	assert_int_equal(sonde_file__read_data(path, &buf, &len), 0);
+	assert_string_equal(buf, "{\"a\":1}");
+	free(buf);
+	unlink(path);
+	assert_int_equal(sonde_compress__decode("{}", 2, 100, &buf, &len), -EINVAL);
+	assert_int_equal(entries(dir), 0);
+	rmdir(dir);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_atomic_and_new),
 		cmocka_unit_test(test_unwritable_place),
 		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_compressed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
