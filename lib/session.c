@@ -17,10 +17,8 @@
 #include <unistd.h>
 #include "config.h"
 #include <sonde/clock.h>
-#include <sonde/git.h>
 #include <sonde/log.h>
 #include <sonde/session.h>
-#include <sonde/sysinfo.h>
 #include <sonde/warning.h>
 
 extern char **environ;
@@ -752,10 +750,7 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 	json_t *st = sonde_profile__stats(p), *md = sonde_profile__metadata(p);
 	json_t *ci = sonde_profile__collector_info(p), *wl;
 	const char *const *u;
-	char origin[41], date[64];
-	time_t now = time(NULL);
-	struct tm tm;
-	int dirty = 0, rc = 0;
+	int rc = 0;
 	size_t i;
 
 	rc |= sonde_profile__set(h, "cmd", cmd_string(s->o.argv));
@@ -776,16 +771,7 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 		rc |= sonde_profile__set(units, u[0], json_string(u[1]));
 	rc |= sonde_profile__set(ci, "name", json_string(c->col->name));
 	rc |= sonde_profile__set(ci, "params", json_incref(c->params));
-	rc |= sonde_profile__set(sonde_profile__root(p), "machine", sonde_sysinfo__machine());
-	if (sonde_git__resolve(".", "HEAD", origin) == 0) {
-		rc |= sonde_profile__set_origin(p, origin);
-		dirty = sonde_git__dirty(".") == 1;
-		rc |= sonde_profile__set(md, "dirty", json_boolean(dirty));
-	}
-	localtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S%z", &tm);
-	rc |= sonde_profile__set(md, "date", json_string(date));
-	rc |= sonde_profile__set(md, "sonde_version", json_string(SONDE_VERSION));
+	rc |= sonde_profile__stamp(p);
 	rc |= sonde_profile__set(st, "runs", json_integer(s->out.runs));
 	rc |= sonde_profile__set(st, "warmup_runs", json_integer(s->out.warmups));
 	rc |= sonde_profile__set(st, "failed_runs", json_integer(s->out.failed));
@@ -811,7 +797,7 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 	rc = c->col->after ? c->col->after(c, p) : 0;
 	if (rc)
 		return rc;
-	common_warnings(s, c, p, dirty);
+	common_warnings(s, c, p, json_is_true(json_object_get(md, "dirty")));
 	return 0;
 }
 

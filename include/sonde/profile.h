@@ -52,6 +52,13 @@ struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf 
  */
 size_t sonde_profile__extension(const char *name);
 
+/*
+ * Record where and when p is measured: machine, the origin commit and whether
+ * the work tree is dirty (when the current directory is in a git work tree),
+ * metadata.date and metadata.sonde_version. Returns 0 or -ENOMEM.
+ */
+int sonde_profile__stamp(struct sonde_profile *p);
+
 /* Serialise (indented JSON, keys in a stable order). Caller frees. NULL on ENOMEM. */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len);
 /* Atomically write to path. Returns 0 or -errno. */

@@ -82,4 +82,24 @@ if cc $SANFLAGS v.c $(pkg-config --cflags --libs sonde) -o v 2>cc.err; then
 else
 	not_ok "a program builds with pkg-config sonde: $(head -3 cc.err | tr '\n' ' ')"
 fi
+
+# the Python package, where the interpreter's site directory is under PREFIX
+ext=$(find "$P" -name '_sonde*.so' | head -1)
+if [ ! -d "$BUILD/python/sonde" ]; then
+	skip "installed: the Python package" "the build has no Python binding (python3-dev)"
+elif [ -z "$ext" ]; then
+	not_ok "installed: the Python package (no _sonde extension under $P)"
+else
+	pkg=$(dirname "$(dirname "$ext")")
+	check "installed: sonde/__init__.py beside the extension" test -e "$pkg/sonde/__init__.py"
+	case "${ASAN_OPTIONS:-}${SANFLAGS:-}" in
+	*sanitize* | *detect_leaks*) skip "installed: import sonde" "a sanitized extension needs the sanitizer runtime preloaded (tests/python/run does)" ;;
+	*) check "installed: import sonde times a region" env PYTHONPATH="$pkg" /usr/bin/python3 -c '
+import sonde, time
+t = sonde.Timer()
+with t.measure("r"):
+    time.sleep(0.01)
+assert t.get_elapsed("r") >= 10.0' ;;
+	esac
+fi
 finish

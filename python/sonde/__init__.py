@@ -1,0 +1,23 @@
+"""sonde from Python: region timers, metrics and their reports, as sonde profiles.
+
+    import sonde
+    t = sonde.Timer(warmup=3, repeat=10)
+    with t.measure("forward"):
+        ...
+    print(t.stats("forward"))
+    sonde.Reporter(t).save_profile("run.json")   # sonde show / check / report read it
+
+Recording, statistics and profile files are libsonde's (the C extension
+sonde._sonde), the same code the sonde command runs.
+"""
+
+from ._sonde import NotSupported, SondeError, StateError, version
+from .report import Comparison, Reporter, analyze_bottlenecks, compare_runs, to_profile
+from .timing import Metrics, SondeWarning, Stats, Synchronization, Timer
+
+__version__ = version
+__all__ = [
+    "Comparison", "Metrics", "NotSupported", "Reporter", "SondeError", "SondeWarning",
+    "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks", "compare_runs",
+    "to_profile",
+]

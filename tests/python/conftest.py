@@ -1,0 +1,43 @@
+"""pytest for the Python binding, with a TAP summary that tests/run counts.
+
+Run by meson (tests/meson.build) with PYTHONPATH at the build tree's package
+and SONDE at the build's sonde; each test's outcome is printed as a TAP line
+at the end ("ok N - name", "# SKIP reason" for skips, "not ok" for failures).
+"""
+import os
+import sys
+
+import pytest
+
+_tap = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or report.outcome != "passed":
+        if report.when == "teardown" and report.outcome == "passed":
+            return
+        name = report.nodeid.split("::", 1)[-1]
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
+            _tap.append(f"ok - {name} # SKIP {reason}")
+        elif report.failed:
+            _tap.append(f"not ok - {name} ({report.when})")
+        else:
+            _tap.append(f"ok - {name}")
+
+
+def pytest_unconfigure(config):
+    out = sys.__stdout__
+    for i, line in enumerate(_tap, 1):
+        kind, rest = line.split(" - ", 1)
+        out.write(f"{kind} {i} - {rest}\n")
+    out.write(f"1..{len(_tap)}\n")
+    out.flush()
+
+
+@pytest.fixture
+def sonde_bin():
+    path = os.environ.get("SONDE")
+    if not path or not os.access(path, os.X_OK):
+        pytest.skip("SONDE does not name the sonde program (run through meson test)")
+    return path
