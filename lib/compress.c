@@ -125,14 +125,22 @@ int sonde_compress__encode(enum sonde_compression c, const void *buf, size_t len
 	return *out ? 0 : -ENOMEM;
 }
 
-/* Room for at least one more piece of output below max; 0 or -errno. */
-static int room(struct sonde_strbuf *sb, size_t max)
+/*
+ * Room for one more piece of output below max: *space bytes free at the
+ * buffer's end (at most what max leaves). 0 or -errno (-EFBIG at max).
+ */
+static int room(struct sonde_strbuf *sb, size_t max, size_t *space)
 {
+	int err = 0;
+
 	if (sb->len >= max)
 		return -EFBIG;
-	if (sb->alloc - sb->len > 64 * 1024)
-		return 0;
-	return sonde_strbuf__grow(sb, sb->len < 256 * 1024 ? 256 * 1024 : sb->len);
+	if (sb->alloc - sb->len <= 64 * 1024)
+		err = sonde_strbuf__grow(sb, sb->len < 256 * 1024 ? 256 * 1024 : sb->len);
+	*space = err ? 0 : sb->alloc - sb->len - 1;
+	if (*space > max - sb->len)
+		*space = max - sb->len;
+	return err;
 }
 
 static int gzip_decode(const unsigned char *in, size_t len, size_t max, struct sonde_strbuf *out)
@@ -146,12 +154,9 @@ static int gzip_decode(const unsigned char *in, size_t len, size_t max, struct s
 	for (;;) {
 		size_t chunk = len < ZCHUNK ? len : ZCHUNK, space;
 
-		err = room(out, max);
+		err = room(out, max, &space);
 		if (err)
 			break;
-		space = out->alloc - out->len - 1;
-		if (space > max - out->len)
-			space = max - out->len;
 		z.next_in = (unsigned char *)in;
 		z.avail_in = (uInt)chunk;
 		z.next_out = (unsigned char *)out->buf + out->len;
@@ -196,12 +201,9 @@ static int zstd_decode(const void *in, size_t len, size_t max, struct sonde_strb
 		ZSTD_outBuffer ob;
 		size_t space;
 
-		err = room(out, max);
+		err = room(out, max, &space);
 		if (err)
 			break;
-		space = out->alloc - out->len - 1;
-		if (space > max - out->len)
-			space = max - out->len;
 		ob.dst = out->buf + out->len;
 		ob.size = space;
 		ob.pos = 0;

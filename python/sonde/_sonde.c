@@ -450,50 +450,38 @@ static int by_time(const void *a, const void *b)
 	return x->v.t < y->v.t ? -1 : x->v.t > y->v.t;
 }
 
-/* Every thread's samples, merged in end-time order; NULL (MemoryError set). */
-static struct tsample *gather_samples(Recorder *r, size_t *n)
+/*
+ * Every thread's values (values) or samples, each with its thread, merged in
+ * time order (samples by their end); NULL with MemoryError set.
+ */
+static void *gather(Recorder *r, bool values, size_t *n)
 {
-	struct tsample *all;
+	size_t sz = values ? sizeof(struct tvalue) : sizeof(struct tsample), k = 0, i;
 	struct tbuf *b;
-	size_t k = 0, i;
+	char *all;
 
 	pthread_mutex_lock(&r->lock);
 	for (*n = 0, b = r->threads; b; b = b->next)
-		*n += b->ns;
-	all = malloc((*n ? *n : 1) * sizeof(*all));
+		*n += values ? b->nv : b->ns;
+	all = malloc((*n ? *n : 1) * sz);
 	for (b = r->threads; all && b; b = b->next)
-		for (i = 0; i < b->ns; i++) {
-			all[k].s = b->s[i];
-			all[k++].tid = b->tid;
+		for (i = 0; i < (values ? b->nv : b->ns); i++, k++) {
+			if (values) {
+				struct tvalue *t = (struct tvalue *)(void *)(all + k * sz);
+
+				t->v = b->v[i];
+				t->tid = b->tid;
+			} else {
+				struct tsample *t = (struct tsample *)(void *)(all + k * sz);
+
+				t->s = b->s[i];
+				t->tid = b->tid;
+			}
 		}
 	pthread_mutex_unlock(&r->lock);
 	if (!all)
-		PyErr_NoMemory();
-	else
-		qsort(all, *n, sizeof(*all), by_end);
-	return all;
-}
-
-static struct tvalue *gather_values(Recorder *r, size_t *n)
-{
-	struct tvalue *all;
-	struct tbuf *b;
-	size_t k = 0, i;
-
-	pthread_mutex_lock(&r->lock);
-	for (*n = 0, b = r->threads; b; b = b->next)
-		*n += b->nv;
-	all = malloc((*n ? *n : 1) * sizeof(*all));
-	for (b = r->threads; all && b; b = b->next)
-		for (i = 0; i < b->nv; i++) {
-			all[k].v = b->v[i];
-			all[k++].tid = b->tid;
-		}
-	pthread_mutex_unlock(&r->lock);
-	if (!all)
-		PyErr_NoMemory();
-	else
-		qsort(all, *n, sizeof(*all), by_time);
+		return PyErr_NoMemory();
+	qsort(all, *n, sz, values ? by_time : by_end);
 	return all;
 }
 
@@ -529,7 +517,7 @@ static int append_new(PyObject *list, PyObject *item)
 static PyObject *rec_samples(Recorder *self, PyObject *unused)
 {
 	size_t n, i, nnames = (size_t)PyList_GET_SIZE(self->list);
-	struct tsample *all = gather_samples(self, &n);
+	struct tsample *all = gather(self, false, &n);
 	long *count = calloc(nnames ? nnames : 1, sizeof(*count));
 	PyObject *out = PyDict_New();
 
@@ -563,7 +551,7 @@ fail:
 static PyObject *rec_values(Recorder *self, PyObject *unused)
 {
 	size_t n, i;
-	struct tvalue *all = gather_values(self, &n);
+	struct tvalue *all = gather(self, true, &n);
 	PyObject *out = PyDict_New();
 
 	(void)unused;
