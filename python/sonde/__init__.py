@@ -12,12 +12,13 @@ sonde._sonde), the same code the sonde command runs.
 """
 
 from ._sonde import NotSupported, SondeError, StateError, version
+from .memory import MemoryTracker
 from .report import Comparison, Reporter, analyze_bottlenecks, compare_runs, to_profile
 from .timing import Metrics, SondeWarning, Stats, Synchronization, Timer
 
 __version__ = version
 __all__ = [
-    "Comparison", "Metrics", "NotSupported", "Reporter", "SondeError", "SondeWarning",
+    "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError", "SondeWarning",
     "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks", "compare_runs",
     "to_profile",
 ]
