@@ -12,14 +12,16 @@ sonde._sonde), the same code the sonde command runs.
 """
 
 from ._sonde import NotSupported, SondeError, StateError, version
-from .collectors import BaseCollector, MemoryCollector, Observatory, TimingCollector
+from . import counters
+from .collectors import (BaseCollector, CounterCollector, MemoryCollector, Observatory,
+                         TimingCollector)
 from .memory import MemoryTracker
 from .report import Comparison, Reporter, analyze_bottlenecks, compare_runs, to_profile
 from .timing import Metrics, SondeWarning, Stats, Synchronization, Timer
 
 __version__ = version
 __all__ = [
-    "BaseCollector", "MemoryCollector", "Observatory", "TimingCollector", "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError", "SondeWarning",
+    "BaseCollector", "CounterCollector", "MemoryCollector", "Observatory", "TimingCollector", "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError", "SondeWarning",
     "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks", "compare_runs",
-    "to_profile",
+    "to_profile", "counters",
 ]

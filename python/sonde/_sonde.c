@@ -34,8 +34,9 @@
 #include <sonde/sonde.h>
 #include <sonde/stats.h>
 #include <sonde/strbuf.h>
+#include "_sonde.h"
 
-static PyObject *SondeError, *StateError, *NotSupported;
+PyObject *SondePy_Error, *SondePy_StateError, *SondePy_NotSupported;
 
 /* ---- per-thread buffers ----------------------------------------------------------- */
 
@@ -179,7 +180,7 @@ static int leave(Recorder *r, uint32_t name)
 	for (i = b->nopen; i > 0 && b->open[i - 1].name != name; i--)
 		;
 	if (!i) {
-		PyErr_Format(StateError, "region '%U' was not started in this thread",
+		PyErr_Format(SondePy_StateError, "region '%U' was not started in this thread",
 			     PyList_GET_ITEM(r->list, name));
 		return -1;
 	}
@@ -200,7 +201,7 @@ static PyObject *region_enter(Region *self, PyObject *unused)
 {
 	(void)unused;
 	if (!self->rec) {
-		PyErr_SetString(StateError, "the region's timer is gone");
+		PyErr_SetString(SondePy_StateError, "the region's timer is gone");
 		return NULL;
 	}
 	if (enter(self->rec, self->name))
@@ -214,7 +215,7 @@ static PyObject *region_exit(Region *self, PyObject *const *args, Py_ssize_t n)
 	(void)args;
 	(void)n;
 	if (!self->rec) {
-		PyErr_SetString(StateError, "the region's timer is gone");
+		PyErr_SetString(SondePy_StateError, "the region's timer is gone");
 		return NULL;
 	}
 	if (leave(self->rec, self->name))
@@ -283,7 +284,7 @@ static Region *region_of(Recorder *r, PyObject *name)
 		return NULL;
 	}
 	if (PyList_GET_SIZE(r->list) >= UINT32_MAX) {
-		PyErr_SetString(SondeError, "too many names");
+		PyErr_SetString(SondePy_Error, "too many names");
 		return NULL;
 	}
 	g = PyObject_GC_New(Region, &RegionType);
@@ -387,7 +388,7 @@ static PyObject *rec_stop(Recorder *self, PyObject *name)
 
 	if (!g) {
 		if (!PyErr_Occurred())
-			PyErr_Format(StateError, "region '%S' was never started", name);
+			PyErr_Format(SondePy_StateError, "region '%S' was never started", name);
 		return NULL;
 	}
 	if (leave(self, g->name))
@@ -776,7 +777,7 @@ static struct sonde_profile *parse(const char *json, Py_ssize_t len, const char 
 	struct sonde_profile *p = sonde_profile__parse(json, (size_t)len, name, &err);
 
 	if (!p)
-		PyErr_SetString(SondeError, err.len ? err.buf : "not a profile");
+		PyErr_SetString(SondePy_Error, err.len ? err.buf : "not a profile");
 	sonde_strbuf__release(&err);
 	return p;
 }
@@ -819,7 +820,7 @@ static PyObject *mod_compare(PyObject *m, PyObject *args, PyObject *kw)
 		goto out;
 	rc = sonde_check__compare(pa, pb, &o, &r, &n);
 	if (rc == -EXDEV) {
-		PyErr_SetString(SondeError, "the profiles come from different collectors");
+		PyErr_SetString(SondePy_Error, "the profiles come from different collectors");
 		goto out;
 	}
 	if (rc) {
@@ -893,7 +894,7 @@ static PyObject *mod_load_profile(PyObject *m, PyObject *arg)
 	p = sonde_profile__load(PyBytes_AS_STRING(path), &err);
 	Py_DECREF(path);
 	if (!p) {
-		PyErr_SetString(errno == ENOENT ? PyExc_FileNotFoundError : SondeError, err.buf);
+		PyErr_SetString(errno == ENOENT ? PyExc_FileNotFoundError : SondePy_Error, err.buf);
 		sonde_strbuf__release(&err);
 		return NULL;
 	}
@@ -971,26 +972,27 @@ PyMODINIT_FUNC PyInit__sonde(void)
 	m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
-	SondeError = PyErr_NewExceptionWithDoc("sonde.SondeError", "Something sonde could not do.",
-					       NULL, NULL);
-	bases = SondeError ? PyTuple_Pack(2, SondeError, PyExc_RuntimeError) : NULL;
-	StateError = bases ? PyErr_NewExceptionWithDoc(
-				     "sonde.StateError",
-				     "A call out of order: stop before start, start twice, a "
-				     "finished collector.",
-				     bases, NULL)
-			   : NULL;
+	SondePy_Error = PyErr_NewExceptionWithDoc("sonde.SondeError",
+						  "Something sonde could not do.", NULL, NULL);
+	bases = SondePy_Error ? PyTuple_Pack(2, SondePy_Error, PyExc_RuntimeError) : NULL;
+	SondePy_StateError =
+		bases ? PyErr_NewExceptionWithDoc(
+				"sonde.StateError",
+				"A call out of order: stop before start, start twice, a "
+				"finished collector.",
+				bases, NULL)
+		      : NULL;
 	Py_XDECREF(bases);
-	NotSupported = PyErr_NewExceptionWithDoc(
+	SondePy_NotSupported = PyErr_NewExceptionWithDoc(
 		"sonde.NotSupported", "What this machine or this build cannot measure, and why.",
-		SondeError, NULL);
-	if (!SondeError || !StateError || !NotSupported ||
-	    PyModule_AddObjectRef(m, "SondeError", SondeError) ||
-	    PyModule_AddObjectRef(m, "StateError", StateError) ||
-	    PyModule_AddObjectRef(m, "NotSupported", NotSupported) ||
+		SondePy_Error, NULL);
+	if (!SondePy_Error || !SondePy_StateError || !SondePy_NotSupported ||
+	    PyModule_AddObjectRef(m, "SondeError", SondePy_Error) ||
+	    PyModule_AddObjectRef(m, "StateError", SondePy_StateError) ||
+	    PyModule_AddObjectRef(m, "NotSupported", SondePy_NotSupported) ||
 	    PyModule_AddObjectRef(m, "Recorder", (PyObject *)&RecorderType) ||
 	    PyModule_AddObjectRef(m, "Region", (PyObject *)&RegionType) ||
-	    PyModule_AddStringConstant(m, "version", sonde_version())) {
+	    PyModule_AddStringConstant(m, "version", sonde_version()) || sondepy_counters_init(m)) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -211,11 +211,47 @@ class MemoryCollector(BaseCollector):
         return res
 
 
+class CounterCollector(BaseCollector):
+    """The counter service counting the block (this thread, as a counted region):
+    software events and derived metrics here, hardware ones where a PMU exists.
+    What could not be counted is None with the reason (``not_counted``), never 0."""
+
+    name = "counters"
+    profile_type = "counters"
+    units = {}
+
+    def __init__(self, counters=("task-clock", "page-faults", "context-switches"), agent=0):
+        super().__init__()
+        from . import counters as _c
+
+        self._counters = _c
+        self.config = _c.Config(list(counters), agent=agent)
+
+    def _start(self):
+        if self.target_pid != os.getpid():
+            raise NotSupported("CounterCollector counts this process's block; for a command "
+                               "use `sonde collect counters -- CMD`")
+        self._region = self._counters.region(self.target_name, self.config)
+        self._region.__enter__()
+
+    def _stop(self):
+        self._region.__exit__(None, None, None)
+        return {"values": dict(self._region.values),
+                "not_counted": dict(self._region.not_counted),
+                "units": {n: self._counters.info(n)["unit"] for n in self.config.counters},
+                "duration_ns": self._region.duration_ns}
+
+    def resources(self, r):
+        return [(self.target_name, "counter", n, {"amount": [v]})
+                for n, v in r["values"].items() if v is not None]
+
+
 class Observatory:
     """Collectors registered by name, run together on one function or command."""
 
     def __init__(self):
-        self._registry = {"timing": TimingCollector, "memory": MemoryCollector}
+        self._registry = {"timing": TimingCollector, "memory": MemoryCollector,
+                          "counters": CounterCollector}
 
     def register_collector(self, name, cls):
         if not (isinstance(cls, type) and issubclass(cls, BaseCollector)):

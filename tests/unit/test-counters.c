@@ -345,6 +345,63 @@ static void test_per_cpu_refused(void **state)
 	sonde_strbuf__release(&err);
 }
 
+static void pick(const struct sonde_dispatch_info *d, const struct sonde_counters_config **cfg,
+		 void *user)
+{
+	(void)d;
+	*cfg = user;
+}
+
+static void discard(struct sonde_counters_buffer *b,
+		    const struct sonde_counters_header *const *recs, size_t n, uint64_t dropped,
+		    void *user)
+{
+	(void)b;
+	(void)recs;
+	(void)n;
+	(void)dropped;
+	(void)user;
+}
+
+/* One context after another on a thread, each with a config freed after it: the
+   thread's counters of the first are closed by the second without reading the
+   freed config (ASan caught it through the Python binding). */
+static void test_contexts_in_turn(void **state)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	int round;
+	uint32_t ids[2];
+
+	(void)state;
+	assert_int_equal(sonde_counters__find("task-clock", &ids[0]), 0);
+	assert_int_equal(sonde_counters__find("page-faults", &ids[1]), 0);
+	for (round = 0; round < 3; round++) {
+		struct sonde_counters_config *cfg = NULL;
+		struct sonde_counters_context *ctx = NULL;
+		struct sonde_counters_buffer *buf = NULL;
+
+		assert_int_equal(sonde_counters_config__new(0, ids, 2 - (size_t)(round & 1),
+							    SONDE_CONFIG_MULTIPLEX, &err, &cfg),
+				 0);
+		assert_int_equal(sonde_counters_context__new(&ctx), 0);
+		assert_int_equal(sonde_counters_buffer__new(ctx, 4096, 2048, SONDE_BUFFER_LOSSLESS,
+							    discard, NULL, &buf),
+				 0);
+		assert_int_equal(sonde_counters__configure_dispatch(ctx, buf, pick, cfg), 0);
+		if (sonde_counters_context__start(ctx, &err)) {
+			sonde_counters_context__free(ctx);
+			sonde_counters_config__free(cfg);
+			skip(); /* no perf_event here */
+		}
+		sonde_region_begin("r");
+		sonde_region_end();
+		sonde_counters_context__stop(ctx);
+		sonde_counters_context__free(ctx);
+		sonde_counters_config__free(cfg);
+	}
+	sonde_strbuf__release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_parse_errors),	  cmocka_unit_test(test_eval_errors),
 		cmocka_unit_test(test_catalog_nested),	  cmocka_unit_test(test_defs),
 		cmocka_unit_test(test_instance_ids),	  cmocka_unit_test(test_per_cpu_refused),
+		cmocka_unit_test(test_contexts_in_turn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

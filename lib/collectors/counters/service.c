@@ -194,6 +194,7 @@ int cnt_set__open(struct cnt_set *s, const struct sonde_counters_config *cfg, pi
 		s->cpus[c] = ncpu ? cpus[c] : -1;
 	for (k = 0; k < s->ncpu * cfg->nin; k++)
 		s->fd[k] = -1;
+	s->nfd = s->ncpu * cfg->nin;
 	for (c = 0; c < s->ncpu; c++) {
 		int leader = -1;
 
@@ -261,7 +262,7 @@ void cnt_set__close(struct cnt_set *s)
 {
 	size_t k;
 
-	for (k = 0; s->fd && k < s->ncpu * s->cfg->nin; k++) {
+	for (k = 0; s->fd && k < s->nfd; k++) {
 		if (s->page && s->page[k])
 			munmap(s->page[k], (size_t)sysconf(_SC_PAGESIZE));
 		if (s->fd[k] >= 0)

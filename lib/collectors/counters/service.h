@@ -49,6 +49,7 @@ struct cnt_set {
 	size_t ncpu;
 	int *cpus; /* -1: any CPU */
 	int *fd;   /* [ncpu][nin], -1 when not open */
+	size_t nfd; /* ncpu * nin: closing needs no config (it may be freed by then) */
 	struct cnt_value *last;
 	bool group, rdpmc; /* group: the hardware inputs are one perf group */
 	uint64_t grouped;  /* bit k: input k is in that group (read with its leader) */

@@ -1,0 +1,13 @@
+/* _sonde.h - what the extension's C files share. */
+#ifndef SONDE_PY_H
+#define SONDE_PY_H
+
+#include <Python.h>
+
+/* sonde.SondeError, sonde.StateError (also a RuntimeError), sonde.NotSupported */
+extern PyObject *SondePy_Error, *SondePy_StateError, *SondePy_NotSupported;
+
+/* Add the counter service's types and functions to the module; 0 or -1. */
+int sondepy_counters_init(PyObject *m);
+
+#endif
