@@ -47,8 +47,8 @@ enum {
 struct cnt_set {
 	const struct sonde_counters_config *cfg;
 	size_t ncpu;
-	int *cpus; /* -1: any CPU */
-	int *fd;   /* [ncpu][nin], -1 when not open */
+	int *cpus;  /* -1: any CPU */
+	int *fd;    /* [ncpu][nin], -1 when not open */
 	size_t nfd; /* ncpu * nin: closing needs no config (it may be freed by then) */
 	struct cnt_value *last;
 	bool group, rdpmc; /* group: the hardware inputs are one perf group */
