@@ -55,11 +55,6 @@ enum sonde_compression sonde_compress__by_magic(const void *buf, size_t len)
 	return SONDE_COMPRESS_NONE;
 }
 
-const char *sonde_compress__name(enum sonde_compression c)
-{
-	return c == SONDE_COMPRESS_GZIP ? "gzip" : c == SONDE_COMPRESS_ZSTD ? "zstd" : "none";
-}
-
 static int gzip_encode(const void *buf, size_t len, struct sonde_strbuf *out)
 {
 	z_stream z;

@@ -20,9 +20,6 @@ enum sonde_compression sonde_compress__by_name(const char *path);
 /* The compression len bytes start with (their magic number), else none. */
 enum sonde_compression sonde_compress__by_magic(const void *buf, size_t len);
 
-/* "gzip", "zstd" or "none". */
-const char *sonde_compress__name(enum sonde_compression c);
-
 /*
  * Compress len bytes with c into a malloc'ed *out of *out_len bytes.
  * Returns 0 or -errno (-EINVAL for SONDE_COMPRESS_NONE).

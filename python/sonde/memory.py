@@ -13,13 +13,16 @@ import time
 import tracemalloc
 
 from ._sonde import StateError
-
-_PAGE = os.sysconf("SC_PAGE_SIZE")
+from .collectors import _proc_sample
 
 
 def _rss():
-    with open("/proc/self/statm", "rb") as f:
-        return int(f.read().split()[1]) * _PAGE
+    return _proc_sample(os.getpid())[0]
+
+
+def peak_rss():
+    """The process's peak resident memory since it started (getrusage), bytes."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 class MemoryTracker:
@@ -90,7 +93,7 @@ class MemoryTracker:
         stats = {"units": {"size": "B", "time": "ms"},
                  "duration_ms": (time.monotonic_ns() - self._t0) / 1e6,
                  "rss_start": self._rss0, "rss_end": _rss(),
-                 "peak_rss_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                 "peak_rss_process": peak_rss(),
                  "not_measured": {}}
         if self._timeline:
             stats["peak_rss_sampled"] = max(s["rss"] for s in self._timeline)

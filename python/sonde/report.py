@@ -8,14 +8,13 @@ import csv
 import json
 import math
 import os
-import resource
 import sys
-import time
 import tracemalloc
 from dataclasses import dataclass
 
 from . import _sonde
 from ._sonde import SondeError
+from .memory import peak_rss
 from .timing import NS_PER_MS, Stats, _Recording
 
 #: The units of every number in a report.
@@ -34,7 +33,7 @@ def _stats_dict(s):
 
 def _memory():
     """What was measured of memory; what was not is None with the reason."""
-    out = {"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    out = {"peak_rss": peak_rss(),
            "not_measured": {}}
     if tracemalloc.is_tracing():
         out["peak_allocated"] = tracemalloc.get_traced_memory()[1]

@@ -9,7 +9,7 @@ import math
 import os
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import _sonde
 from ._sonde import StateError
