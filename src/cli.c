@@ -200,11 +200,6 @@ bool cli_is_store_name(const char *name)
 	return indexed_name(name, &n, &kind);
 }
 
-json_t *cli_json_number(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 struct sonde_store *cli_open_store(const char *cmd)
 {
 	struct sonde_store *s = sonde_store__open(".");
@@ -288,11 +283,26 @@ struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *c
 	return p;
 }
 
-int cli_csv_quote(struct sonde_strbuf *sb, const char *s)
+void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 {
-	int err = sonde_strbuf__addch(sb, '"');
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 
-	for (; s && *s; s++)
-		err |= *s == '"' ? sonde_strbuf__adds(sb, "\"\"") : sonde_strbuf__addch(sb, *s);
-	return err | sonde_strbuf__addch(sb, '"');
+	if (out == stderr && cli_quiet())
+		return; /* -q: errors only (the profile keeps its warnings) */
+	cli_emit(sonde_view__warnings(p, out == stderr ? "sonde: " : "", notes, &sb), &sb, out);
+}
+
+int cli_emit(int rc, struct sonde_strbuf *sb, FILE *out)
+{
+	if (!rc && sb->len && fwrite(sb->buf, 1, sb->len, out) != sb->len)
+		rc = -EIO;
+	sonde_strbuf__release(sb);
+	return rc;
+}
+
+int cli_write_output(const char *path, const char *buf, size_t len)
+{
+	if (!path || !strcmp(path, "-"))
+		return len && fwrite(buf, 1, len, stdout) != len ? -EIO : 0;
+	return sonde_file__write_data(path, buf ? buf : "", len, 0, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sonde/sonde.h>
+#include <sonde/view.h>
 
 /* The one exit-code table (docs/cli.md). */
 enum {
@@ -95,32 +96,18 @@ char *cli_profile_path(const char *cmd, const char *name, long long *store_id);
 struct sonde_store *cli_open_store(const char *cmd);
 /* Whether name is N@p or N@i (a profile in the store). */
 bool cli_is_store_name(const char *name);
-/* A measured number as JSON: null when it is NaN or infinite (not measured). */
-json_t *cli_json_number(double v);
 /* Load a profile named as above; prints why on failure and sets *code. */
 struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *code);
 
-enum cli_format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_MARKDOWN };
-extern const char *const cli_formats[];
-enum cli_format cli_format_of(const char *name);
-/* The profile's warnings (with their fixes), and with notes its notes. */
+/* The profile's warnings (with their fixes), and with notes its notes; on stderr not with -q. */
 void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes);
-/* Print the summary table of a profile (and its warnings). Returns 0 or -errno. */
-int cli_show_table(const struct sonde_profile *p, enum cli_format fmt, FILE *out, bool notes);
-
-/* s as one RFC 4180 CSV field: quoted, quotes doubled. */
-int cli_csv_quote(struct sonde_strbuf *sb, const char *s);
-
-/* The memory view of a memory profile (top: sites and leaks listed). -EINVAL: not one. */
-int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out);
-/* Trace views and exports (view-trace.c); -EINVAL: not a trace profile. */
-extern const char *const cli_trace_sort_keys[];
-int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const char *sort,
-		    unsigned top, FILE *out);
-int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out);
-int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_strbuf *out,
-		     void (*frame)(struct sonde_strbuf *, const char *));
-int cli_trace_perfetto(const struct sonde_profile *p, struct sonde_strbuf *out);
+/*
+ * Write what a view appended to sb (rc: the view's answer) to out, and release
+ * sb. Returns rc, or -EIO when out could not take it.
+ */
+int cli_emit(int rc, struct sonde_strbuf *sb, FILE *out);
+/* Write buf atomically to path (or stdout for NULL / "-"). Returns 0 or -errno. */
+int cli_write_output(const char *path, const char *buf, size_t len);
 
 /* The command table of sonde.c (for `sonde help`). */
 const struct cli_command *cli_commands(size_t *n);
@@ -140,7 +127,5 @@ int cmd_show(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_utils(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
-/* The counters view (view-counters.c); -EINVAL: not a counters profile. */
-int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *out);
 
 #endif

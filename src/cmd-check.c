@@ -112,15 +112,15 @@ static json_t *results_json(const struct sonde_check_result *r, size_t n)
 		json_object_set_new(o, "method", json_string(x->method ? x->method : "none"));
 		json_object_set_new(o, "n_baseline", json_integer((json_int_t)x->n_baseline));
 		json_object_set_new(o, "n_target", json_integer((json_int_t)x->n_target));
-		json_object_set_new(o, "baseline", cli_json_number(x->baseline));
-		json_object_set_new(o, "target", cli_json_number(x->target));
-		json_object_set_new(o, "change", cli_json_number(x->change));
-		json_array_append_new(ci, cli_json_number(x->ratio_low));
-		json_array_append_new(ci, cli_json_number(x->ratio_high));
+		json_object_set_new(o, "baseline", sonde_view__json_number(x->baseline));
+		json_object_set_new(o, "target", sonde_view__json_number(x->target));
+		json_object_set_new(o, "change", sonde_view__json_number(x->change));
+		json_array_append_new(ci, sonde_view__json_number(x->ratio_low));
+		json_array_append_new(ci, sonde_view__json_number(x->ratio_high));
 		json_object_set_new(o, "ratio_ci95", ci);
-		json_object_set_new(o, "confidence", cli_json_number(x->confidence));
-		json_object_set_new(o, "p_value", cli_json_number(x->p));
-		json_object_set_new(o, "effect_size", cli_json_number(x->effect));
+		json_object_set_new(o, "confidence", sonde_view__json_number(x->confidence));
+		json_object_set_new(o, "p_value", sonde_view__json_number(x->p));
+		json_object_set_new(o, "effect_size", sonde_view__json_number(x->effect));
 		json_object_set_new(o, "detail", x->detail ? json_string(x->detail) : json_null());
 		json_array_append_new(arr, o);
 	}

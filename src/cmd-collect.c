@@ -367,12 +367,17 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 	}
 	if (!cli_quiet() && !broken && !out->stopped_on_failure && !out->interrupted_by) {
 		/* the collector's own view, and what it warns of; else the table (and its) */
-		if (cli_show_counters(p, FMT_TEXT, rep) != -EINVAL ||
-		    cli_show_memory(p, FMT_TEXT, 10, rep) != -EINVAL ||
-		    cli_show_report(p, FMT_TEXT, "total", 10, rep) != -EINVAL)
-			cli_print_warnings(p, rep, false); /* notes went to stderr */
-		else
-			cli_show_table(p, FMT_TEXT, rep, false);
+		struct sonde_strbuf v = SONDE_STRBUF_INIT;
+		int vr = sonde_view__counters(p, SONDE_VIEW_TEXT, &v);
+
+		if (vr == -EINVAL)
+			vr = sonde_view__memory(p, SONDE_VIEW_TEXT, 10, &v);
+		if (vr == -EINVAL)
+			vr = sonde_view__trace_report(p, SONDE_VIEW_TEXT, "total", 10, &v);
+		if (vr == -EINVAL)
+			vr = sonde_view__table(p, SONDE_VIEW_TEXT, &v);
+		cli_emit(vr, &v, rep);
+		cli_print_warnings(p, rep, false); /* notes went to stderr */
 	}
 	sonde_strbuf__reset(&err);
 	if (out->interrupted_by) {

@@ -26,7 +26,7 @@ static const char *const kind_names[] = { "", "software", "tracepoint", "hardwar
 struct list_ctx {
 	uint32_t agent;
 	bool derived;
-	enum cli_format fmt;
+	enum sonde_view_format fmt;
 	json_t *json;
 };
 
@@ -35,7 +35,7 @@ static int print_list(uint32_t agent, const uint32_t *ids, size_t n, void *user)
 	struct list_ctx *lc = user;
 	size_t i;
 
-	if (lc->fmt == FMT_CSV)
+	if (lc->fmt == SONDE_VIEW_CSV)
 		printf("name,kind,unit,supported,description\n");
 	else if (!lc->json)
 		printf("%-34s %-10s %-10s %-9s %s\n", "NAME", "KIND", "UNIT", "SUPPORTED",
@@ -60,14 +60,14 @@ static int print_list(uint32_t agent, const uint32_t *ids, size_t n, void *user)
 			json_array_append_new(lc->json, o);
 			continue;
 		}
-		if (lc->fmt == FMT_CSV) {
+		if (lc->fmt == SONDE_VIEW_CSV) {
 			struct sonde_strbuf q = SONDE_STRBUF_INIT;
 
-			cli_csv_quote(&q, in.name);
+			sonde_view__csv_quote(&q, in.name);
 			sonde_strbuf__addf(&q, ",%s,", kind_names[in.kind]);
-			cli_csv_quote(&q, in.unit ? in.unit : "");
+			sonde_view__csv_quote(&q, in.unit ? in.unit : "");
 			sonde_strbuf__addf(&q, ",%s,", in.supported ? "yes" : "no");
-			cli_csv_quote(&q, in.description ? in.description : "");
+			sonde_view__csv_quote(&q, in.description ? in.description : "");
 			printf("%s\n", q.buf);
 			sonde_strbuf__release(&q);
 			continue;
@@ -114,16 +114,16 @@ static int check_agent(long long agent)
 
 static int do_list(long long agent, bool derived, bool tracepoints, const char *format)
 {
-	struct list_ctx lc = { (uint32_t)agent, derived, cli_format_of(format), NULL };
+	struct list_ctx lc = { (uint32_t)agent, derived, sonde_view__format_of(format), NULL };
 	const struct sonde_agent *a;
 	const char *note = sonde_counters__note();
 	size_t na;
 	int rc;
 
 	a = sonde_counters__agents(&na);
-	if (lc.fmt == FMT_JSON)
+	if (lc.fmt == SONDE_VIEW_JSON)
 		lc.json = json_array();
-	else if (lc.fmt == FMT_TEXT)
+	else if (lc.fmt == SONDE_VIEW_TEXT)
 		printf("agent %lld: %s (core %d, package %d, numa node %d), architecture %s\n\n",
 		       agent, a[agent].name, a[agent].core, a[agent].package, a[agent].numa,
 		       a[agent].arch);
@@ -137,7 +137,7 @@ static int do_list(long long agent, bool derived, bool tracepoints, const char *
 		json_dumpf(lc.json, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(lc.json);
-	} else if (lc.fmt == FMT_TEXT) {
+	} else if (lc.fmt == SONDE_VIEW_TEXT) {
 		if (!tracepoints)
 			printf("\ntracepoints (SYSTEM:NAME) are counters too: --tracepoints lists "
 			       "them\n");
@@ -268,7 +268,7 @@ static int do_eval(const char *expr, const struct sonde_strlist *sets, const cha
 		code = rc == -EINVAL ? EXIT_USAGE : cli_exit_code(rc);
 		goto out;
 	}
-	if (cli_format_of(format) == FMT_JSON) {
+	if (sonde_view__format_of(format) == SONDE_VIEW_JSON) {
 		json_t *o = json_object(), *a = json_array();
 
 		for (i = 0; i < n; i++)
@@ -315,7 +315,7 @@ int cmd_counters(int argc, char **argv)
 		{ SONDE_OPT_STRING, 0, "defs", &defs, "FILE",
 		  "load more counter definitions (counter_defs.yaml format)" },
 		{ SONDE_OPT_CHOICE, 0, "format", &format, NULL, "output format", 0, 0,
-		  cli_formats },
+		  sonde_view__formats },
 		{ .type = SONDE_OPT_END },
 	};
 	const char *sub;

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "view.h"
+#include "cli.h"
 
 static const char usage[] =
 	"usage: sonde export PROFILE --format folded|csv|json|perfetto [--weight W] [-o FILE]\n"
@@ -28,7 +28,7 @@ static const char *const weights[] = { "bytes", "count", "time", "calls", NULL }
 static void csv_field(struct sonde_strbuf *sb, json_t *v)
 {
 	if (json_is_string(v)) {
-		cli_csv_quote(sb, json_string_value(v));
+		sonde_view__csv_quote(sb, json_string_value(v));
 	} else if (v && !json_is_null(v)) {
 		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
 
@@ -115,7 +115,7 @@ int cmd_export(int argc, char **argv)
 	if (!p)
 		return code;
 	if (!strcmp(format, "perfetto")) {
-		rc = cli_trace_perfetto(p, &sb);
+		rc = sonde_view__perfetto(p, &sb);
 		if (rc == -EINVAL) {
 			cli_error("export",
 				  "'%s' has no timeline (a %s profile; perfetto needs a "
@@ -125,7 +125,7 @@ int cmd_export(int argc, char **argv)
 			return EXIT_UNSUPPORTED;
 		}
 	} else if (!strcmp(format, "folded")) {
-		rc = cli_folded(p, weight, &sb);
+		rc = sonde_view__folded(p, weight, &sb);
 	} else if (!strcmp(format, "json")) {
 		size_t len;
 		char *doc = sonde_profile__dump(p, &len);

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "view.h"
+#include "cli.h"
 
 static const char usage[] =
 	"usage: sonde report BASELINE... TARGET [-o FILE.html]\n"
@@ -47,7 +47,7 @@ int cmd_report(int argc, char **argv)
 	for (i = 0; i < n && code == EXIT_OK; i++)
 		p[i] = cli_load_profile("report", argv[i], &code);
 	if (code == EXIT_OK) {
-		rc = view_report(p, (const char *const *)argv, (size_t)n, &sb);
+		rc = sonde_view__report(p, (const char *const *)argv, (size_t)n, &sb);
 		if (!rc)
 			rc = cli_write_output(out_file, sb.buf, sb.len);
 		if (rc) {

@@ -29,6 +29,7 @@
 #include <sonde/sysinfo.h>
 #include <sonde/postprocess.h>
 #include <sonde/check.h>
+#include <sonde/view.h>
 
 /* The library's version string, e.g. "0.1.0". */
 const char *sonde_version(void);

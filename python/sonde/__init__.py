@@ -6,6 +6,7 @@
         ...
     print(t.stats("forward"))
     sonde.Reporter(t).save_profile("run.json")   # sonde show / check / report read it
+    sonde.Reporter(t).save_html("run.html")      # the report `sonde report` writes
 
 Recording, statistics and profile files are libsonde's (the C extension
 sonde._sonde), the same code the sonde command runs.
@@ -16,12 +17,14 @@ from . import counters
 from .collectors import (BaseCollector, CounterCollector, MemoryCollector, Observatory,
                          TimingCollector)
 from .memory import MemoryTracker
-from .report import Comparison, Reporter, analyze_bottlenecks, compare_runs, to_profile
+from .report import (Comparison, Reporter, analyze_bottlenecks, compare_runs, report_html,
+                     to_profile, view)
 from .timing import Metrics, SondeWarning, Stats, Synchronization, Timer
 
 __version__ = version
 __all__ = [
-    "BaseCollector", "CounterCollector", "MemoryCollector", "Observatory", "TimingCollector", "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError", "SondeWarning",
-    "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks", "compare_runs",
-    "to_profile", "counters",
+    "BaseCollector", "CounterCollector", "MemoryCollector", "Observatory", "TimingCollector",
+    "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError",
+    "SondeWarning", "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks",
+    "compare_runs", "report_html", "to_profile", "view", "counters",
 ]

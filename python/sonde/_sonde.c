@@ -879,6 +879,32 @@ static PyObject *mod_save_profile(PyObject *m, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* stamp(json): the profile's JSON stamped with machine, commit and date (as collect stamps). */
+static PyObject *mod_stamp(PyObject *m, PyObject *args)
+{
+	const char *json;
+	Py_ssize_t len;
+	struct sonde_profile *p;
+	PyObject *out = NULL;
+	size_t n;
+	char *s = NULL;
+
+	(void)m;
+	if (!PyArg_ParseTuple(args, "s#:stamp", &json, &len))
+		return NULL;
+	p = parse(json, len, "profile");
+	if (!p)
+		return NULL;
+	if (!sonde_profile__stamp(p))
+		s = sonde_profile__dump(p, &n);
+	sonde_profile__free(p);
+	if (!s)
+		return PyErr_NoMemory();
+	out = PyUnicode_FromStringAndSize(s, (Py_ssize_t)n);
+	free(s);
+	return out;
+}
+
 /* load_profile(path): the profile's JSON (compressed files read as what they hold). */
 static PyObject *mod_load_profile(PyObject *m, PyObject *arg)
 {
@@ -945,6 +971,8 @@ static PyMethodDef module_methods[] = {
 	  "compare(baseline_json, target_json, method='auto'): sonde check's verdicts" },
 	{ "save_profile", (PyCFunction)mod_save_profile, METH_VARARGS,
 	  "save_profile(json, path): write a profile, stamped with machine, commit and date" },
+	{ "stamp", (PyCFunction)mod_stamp, METH_VARARGS,
+	  "stamp(json): the profile stamped with machine, commit and date, as JSON" },
 	{ "load_profile", (PyCFunction)mod_load_profile, METH_O,
 	  "load_profile(path): a profile's JSON" },
 	{ "write_file", (PyCFunction)mod_write_file, METH_VARARGS,
@@ -992,7 +1020,8 @@ PyMODINIT_FUNC PyInit__sonde(void)
 	    PyModule_AddObjectRef(m, "NotSupported", SondePy_NotSupported) ||
 	    PyModule_AddObjectRef(m, "Recorder", (PyObject *)&RecorderType) ||
 	    PyModule_AddObjectRef(m, "Region", (PyObject *)&RegionType) ||
-	    PyModule_AddStringConstant(m, "version", sonde_version()) || sondepy_counters_init(m)) {
+	    PyModule_AddStringConstant(m, "version", sonde_version()) || sondepy_counters_init(m) ||
+	    sondepy_views_init(m)) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -9,5 +9,7 @@ extern PyObject *SondePy_Error, *SondePy_StateError, *SondePy_NotSupported;
 
 /* Add the counter service's types and functions to the module; 0 or -1. */
 int sondepy_counters_init(PyObject *m);
+/* Add view() (libsonde's tables, charts, flame graphs, HTML report); 0 or -1. */
+int sondepy_views_init(PyObject *m);
 
 #endif

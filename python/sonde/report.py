@@ -1,4 +1,5 @@
-"""Reports of Timer and Metrics recordings: a dict / JSON, CSV, a sonde profile.
+"""Reports of Timer and Metrics recordings: a dict / JSON, CSV, a sonde profile,
+libsonde's views (tables, SVG charts, flame graphs) and its HTML report.
 
 Statistics (summaries, tests, comparisons) are libsonde's, the ones the sonde
 command uses; nothing here re-implements them.
@@ -175,10 +176,46 @@ def _as_profile_json(x):
         return json.dumps(to_profile(x))
     if isinstance(x, dict):
         return json.dumps(x)
+    if isinstance(x, str) and x.lstrip().startswith("{"):
+        return x
     if isinstance(x, (str, os.PathLike)):
         return _sonde.load_profile(os.fspath(x))
     raise TypeError(f"cannot compare a {type(x).__name__}: pass a Timer, Metrics, a profile "
                     "dict or a profile's path")
+
+
+def view(profile, kind="table", **options):
+    """A view of a profile as `sonde show` draws it, as a string.
+
+    profile: a Timer, Metrics, profile dict, profile path or profile JSON text.
+    kind: table, warnings, memory, report, graph, counters (text; format= text,
+    json, csv or markdown; top=, sort=), perfetto, folded (weight=), flamegraph
+    (weight=, base= a baseline profile for a differential one), bars, flow,
+    scatter (SVG; of=, per=, by=, type=, func=, stacked=, top=, title=).
+    Raises sonde.NotSupported when the view does not apply to the profile."""
+    base = options.pop("base", None)
+    if base is not None:
+        options["base"] = _as_profile_json(base)
+    return _sonde.view(kind, _as_profile_json(profile), **options)
+
+
+def report_html(profiles, path=None, names=None):
+    """The self-contained HTML report of `sonde report` for one or more profiles
+    (each compared with the previous one of the same collector and command).
+    Written to path (whole or not at all) when given; returned otherwise."""
+    if not isinstance(profiles, (list, tuple)):
+        profiles = [profiles]
+    docs = [_sonde.stamp(_as_profile_json(p)) if isinstance(p, _Recording)
+            else _as_profile_json(p) for p in profiles]
+    if names is None:
+        names = [os.fspath(p) if isinstance(p, (str, os.PathLike)) and not
+                 str(p).lstrip().startswith("{") else f"profile {i + 1}"
+                 for i, p in enumerate(profiles)]
+    html = _sonde.view("html", docs, names=list(names))
+    if path is None:
+        return html
+    _write(path, html)
+    return None
 
 
 @dataclass(frozen=True)
@@ -259,6 +296,16 @@ class Reporter:
         """A sonde profile (path ending .gz or .zst: compressed), stamped with the
         machine, the git commit and the date as `sonde collect` stamps its own."""
         _sonde.save_profile(json.dumps(to_profile(self.recording, cmd)), os.fspath(path))
+
+    def save_html(self, path, title=None):
+        """The same self-contained HTML report as `sonde report`: tables, charts
+        and the regions' statistics, in one file with nothing to fetch."""
+        report_html([self.recording], path, names=[title or self.recording.created_by.get(
+            "class", "python")])
+
+    def view(self, kind="table", **options):
+        """One of libsonde's views of the recording's profile (see sonde.view)."""
+        return view(self.recording, kind, **options)
 
     def print_summary(self, file=None):
         file = file or sys.stdout

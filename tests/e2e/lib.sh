@@ -19,7 +19,8 @@ skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 check() {
 	d=$1
 	shift
-	if "$@"; then ok "$d"; else not_ok "$d"; fi
+	# what the command prints goes to stderr: stdout is the TAP stream
+	if "$@" >&2; then ok "$d"; else not_ok "$d"; fi
 }
 finish() { echo "1..$n"; }
 

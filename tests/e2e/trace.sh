@@ -76,6 +76,9 @@ check "fork + exec: 3 process images" jq_eq fork.json .stats.trace.processes 3
 check "fork: 10 calls in the child, 5 in the parent" [ "$(calls fork.json in_child),$(calls fork.json in_parent)" = "10,5" ]
 check "exec: the new image's fib(10) and 7 leaves" [ "$(calls fork.json fib),$(calls fork.json leaf)" = "177,7" ]
 check "fork: the child's inherited calls are not its own" [ "$(calls fork.json main)" = 2 ]
+run collect trace -q -o fork20.json -- "$PROGS/t-fork" 20
+check "fork 20 children (more images than the first allocation): 41 images" jq_eq fork20.json .stats.trace.processes 41
+check "fork 20 children: 200 calls in the children, 5 in the parent, 20 fib(10)" [ "$(calls fork20.json in_child),$(calls fork20.json in_parent),$(calls fork20.json fib)" = "200,5,3540" ]
 run collect trace -q -o jmp.json -- "$PROGS/t-jmp"
 check "longjmp: a, b, c end unwound" [ "$(jq .stats.trace.unwound jmp.json),$(calls jmp.json a),$(calls jmp.json c)" = "3,1,1" ]
 check "longjmp: after() is outer's callee, not c's" [ "$(parent jmp.json after)" = outer ]

@@ -12,10 +12,8 @@
 #include "sonde/compress.h"
 #include "sonde/profile.h"
 #include "sonde/strbuf.h"
-#include "cli.h"
-#include "view.h"
-
-static FILE *sink;
+#include "sonde/view.h"
+#include "views/views.h"
 
 static void fold_frame(struct sonde_strbuf *sb, const char *name)
 {
@@ -28,20 +26,20 @@ static void charts(const struct sonde_profile *p)
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 
 	for (size_t i = 0; cols[i]; i++) {
-		struct chart_options o = {
+		struct sonde_chart_opts o = {
 			.of = "amount",
 			.per = cols[i],
 			.by = "uid",
-			.func = (enum view_agg)(i % 5),
+			.func = (enum sonde_view_agg)(i % 5),
 			.stacked = i & 1,
 			.top = 5,
 			.title = "t",
 		};
-		view_bars(p, &o, &sb);
+		sonde_view__bars(p, &o, &sb);
 		sonde_strbuf__reset(&sb);
-		view_flow(p, &o, &sb);
+		sonde_view__flow(p, &o, &sb);
 		sonde_strbuf__reset(&sb);
-		view_scatter(p, &o, &sb);
+		sonde_view__scatter(p, &o, &sb);
 		sonde_strbuf__reset(&sb);
 	}
 	sonde_strbuf__release(&sb);
@@ -50,35 +48,37 @@ static void charts(const struct sonde_profile *p)
 static void views(struct sonde_profile *p)
 {
 	struct sonde_strbuf a = SONDE_STRBUF_INIT, b = SONDE_STRBUF_INIT;
-	const char *unit = NULL, *weight = cli_flame_weight(p, &unit);
+	const char *unit = NULL, *weight = sonde_view__flame_weight(p, &unit);
 	const char *name = "fuzz";
 
-	cli_show_table(p, FMT_TEXT, sink, true);
-	cli_show_table(p, FMT_JSON, sink, false);
-	cli_show_table(p, FMT_CSV, sink, false);
-	cli_show_memory(p, FMT_TEXT, 5, sink);
-	cli_show_memory(p, FMT_JSON, 5, sink);
-	cli_show_report(p, FMT_TEXT, "total", 5, sink);
-	cli_show_report(p, FMT_CSV, "calls", 5, sink);
-	cli_show_graph(p, FMT_TEXT, 5, sink);
-	cli_show_graph(p, FMT_JSON, 5, sink);
-	cli_show_counters(p, FMT_TEXT, sink);
-	cli_show_counters(p, FMT_MARKDOWN, sink);
-	cli_trace_folded(p, true, &a, fold_frame);
+	sonde_view__table(p, SONDE_VIEW_TEXT, &a);
+	sonde_view__warnings(p, "", true, &a);
+	sonde_view__table(p, SONDE_VIEW_JSON, &a);
+	sonde_view__table(p, SONDE_VIEW_CSV, &a);
+	sonde_view__memory(p, SONDE_VIEW_TEXT, 5, &a);
+	sonde_view__memory(p, SONDE_VIEW_JSON, 5, &a);
+	sonde_view__trace_report(p, SONDE_VIEW_TEXT, "total", 5, &a);
+	sonde_view__trace_report(p, SONDE_VIEW_CSV, "calls", 5, &a);
+	sonde_view__trace_graph(p, SONDE_VIEW_TEXT, 5, &a);
+	sonde_view__trace_graph(p, SONDE_VIEW_JSON, 5, &a);
+	sonde_view__counters(p, SONDE_VIEW_TEXT, &a);
+	sonde_view__counters(p, SONDE_VIEW_MARKDOWN, &a);
 	sonde_strbuf__reset(&a);
-	cli_trace_perfetto(p, &a);
+	view_trace_folded(p, true, &a, fold_frame);
 	sonde_strbuf__reset(&a);
-	if (weight && !cli_folded(p, weight, &a) && !cli_folded(p, weight, &b)) {
+	sonde_view__perfetto(p, &a);
+	sonde_strbuf__reset(&a);
+	if (weight && !sonde_view__folded(p, weight, &a) && !sonde_view__folded(p, weight, &b)) {
 		struct sonde_strbuf f = SONDE_STRBUF_INIT;
 
-		view_flame(a.buf ? a.buf : "", NULL, "t", unit, &f);
+		sonde_view__flame(a.buf ? a.buf : "", NULL, "t", unit, &f);
 		sonde_strbuf__reset(&f);
-		view_flame(a.buf ? a.buf : "", b.buf ? b.buf : "", "t", unit, &f);
+		sonde_view__flame(a.buf ? a.buf : "", b.buf ? b.buf : "", "t", unit, &f);
 		sonde_strbuf__release(&f);
 	}
 	charts(p);
 	sonde_strbuf__reset(&a);
-	view_report(&p, &name, 1, &a);
+	sonde_view__report(&p, &name, 1, &a);
 	{
 		struct sonde_check_options o = { 0 };
 		struct sonde_check_result *r = NULL;
@@ -97,8 +97,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	char *plain = NULL;
 	size_t len;
 
-	if (!sink)
-		sink = fopen("/dev/null", "w");
 	if (sonde_compress__by_magic(d, n) != SONDE_COMPRESS_NONE) {
 		if (sonde_compress__decode(d, n, 16u << 20, &plain, &len))
 			return 0;

@@ -64,7 +64,7 @@ struct tr_thread {
 struct tr_feed {
 	struct tr_analysis *a;
 	uint64_t t0;
-	struct image *imgs;
+	struct image **imgs; /* each on its own: threads keep pointers to theirs */
 	size_t nimgs, capimgs;
 	struct u64map img_index; /* serial -> image + 1 */
 	struct tr_thread *thr;
@@ -339,13 +339,20 @@ static struct image *image_of(struct tr_feed *r, uint32_t serial)
 {
 	uint64_t v;
 
+	struct image *img;
+
 	if (u64map__get(&r->img_index, serial, &v))
-		return &r->imgs[v - 1];
+		return r->imgs[v - 1];
 	if (sonde_grow((void **)&r->imgs, &r->capimgs, r->nimgs + 1, sizeof(*r->imgs)) ||
-	    u64map__put(&r->img_index, serial, r->nimgs + 1))
+	    !(img = calloc(1, sizeof(*img))))
 		return NULL;
-	r->imgs[r->nimgs].serial = serial;
-	return &r->imgs[r->nimgs++];
+	if (u64map__put(&r->img_index, serial, r->nimgs + 1)) {
+		free(img);
+		return NULL;
+	}
+	img->serial = serial;
+	r->imgs[r->nimgs++] = img;
+	return img;
 }
 
 struct tr_thread *tr_feed__thread(struct tr_feed *r, uint32_t serial, uint32_t pid, uint32_t tid)
@@ -646,8 +653,9 @@ int tr_feed__end(struct tr_feed *r, int rc)
 		free(r->thr[i].active);
 	}
 	for (i = 0; i < r->nimgs; i++) {
-		free(r->imgs[i].mods);
-		u64map__release(&r->imgs[i].addr);
+		free(r->imgs[i]->mods);
+		u64map__release(&r->imgs[i]->addr);
+		free(r->imgs[i]);
 	}
 	free(r->thr);
 	free(r->imgs);

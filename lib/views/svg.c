@@ -1,14 +1,14 @@
 /*
- * view-svg.c - what every drawn view shares: escaping of names for XML and for
+ * svg.c - what every drawn view shares: escaping of names for XML and for
  * JSON inside HTML, stable colours, writing an output file atomically.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "view.h"
+#include "views.h"
 
-int svg_escape(struct sonde_strbuf *sb, const char *s)
+int sonde_view__escape(struct sonde_strbuf *sb, const char *s)
 {
 	int err = 0;
 
@@ -58,7 +58,7 @@ static int dump_cb(const char *buf, size_t size, void *data)
 	return err ? -1 : 0;
 }
 
-int html_json(struct sonde_strbuf *sb, json_t *v)
+int sonde_view__html_json(struct sonde_strbuf *sb, json_t *v)
 {
 	/* ESCAPE_SLASH and ENSURE_ASCII leave no "</" and no raw U+2028/U+2029. */
 	return json_dump_callback(v, dump_cb, sb,
@@ -68,7 +68,7 @@ int html_json(struct sonde_strbuf *sb, json_t *v)
 		       : 0;
 }
 
-void svg_color(const char *name, const char *palette, char out[24])
+void sonde_view__color(const char *name, const char *palette, char out[24])
 {
 	uint32_t h = 2166136261u;
 	int r, g, b;
@@ -89,11 +89,4 @@ void svg_color(const char *name, const char *palette, char out[24])
 		b = 30 + (int)((h >> 16) % 50);
 	}
 	snprintf(out, 24, "rgb(%d,%d,%d)", r, g, b);
-}
-
-int cli_write_output(const char *path, const char *buf, size_t len)
-{
-	if (!path || !strcmp(path, "-"))
-		return len && fwrite(buf, 1, len, stdout) != len ? -EIO : 0;
-	return sonde_file__write_data(path, buf ? buf : "", len, 0, NULL);
 }

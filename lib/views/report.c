@@ -1,5 +1,5 @@
 /*
- * view-report.c - one self-contained HTML file for one or more profiles: the
+ * report.c - one self-contained HTML file for one or more profiles: the
  * run's facts and warnings, the summary table, charts, the flame graph and,
  * for several profiles, each compared with the first (verdicts and a
  * differential flame graph).
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <sonde/check.h>
 #include <sonde/postprocess.h>
-#include "view.h"
+#include "views.h"
 
 #define TABLE_ROWS 200
 
@@ -55,7 +55,7 @@ static const char report_js[] =
 
 static int esc(struct sonde_strbuf *sb, const char *s)
 {
-	return svg_escape(sb, s ? s : "");
+	return sonde_view__escape(sb, s ? s : "");
 }
 
 static int fact(struct sonde_strbuf *out, const char *name, json_t *v)
@@ -330,7 +330,7 @@ static int figure(struct sonde_strbuf *out, const char *id, struct sonde_strbuf 
 static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_t idx)
 {
 	struct sonde_strbuf svg = SONDE_STRBUF_INIT;
-	struct chart_options o = { .of = "amount", .func = AGG_SUM, .top = 20 };
+	struct sonde_chart_opts o = { .of = "amount", .func = SONDE_AGG_SUM, .top = 20 };
 	const char *type = sonde_profile__type(p), *of, *per, *unit;
 	char id[48];
 	int rc = 0, e;
@@ -342,9 +342,9 @@ static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_
 	rc |= sonde_strbuf__adds(out, "<h3>Charts</h3>\n");
 	/* Bars: per uid, or per metric when there is one uid. */
 	o.per = time ? "subtype" : "uid";
-	o.func = time ? AGG_MEAN : AGG_SUM;
+	o.func = time ? SONDE_AGG_MEAN : SONDE_AGG_SUM;
 	snprintf(id, sizeof(id), "bars-%zu", idx);
-	e = view_bars(p, &o, &svg);
+	e = sonde_view__bars(p, &o, &svg);
 	rc |= figure(out, id, &svg, e);
 	/* Scatter with the models, where there is a size to plot against. */
 	sonde_postprocess__defaults(type, &of, &per);
@@ -352,32 +352,32 @@ static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_
 	o.per = per;
 	o.title = NULL;
 	snprintf(id, sizeof(id), "scatter-%zu", idx);
-	e = view_scatter(p, &o, &svg);
+	e = sonde_view__scatter(p, &o, &svg);
 	rc |= figure(out, id, &svg, e);
 	/* Flow: the amount over time (memory: live bytes over snapshots). */
 	if (!time) {
 		o.of = "amount";
 		o.per = !strcmp(type, "memory") ? "snapshot" : "timestamp";
 		o.by = "uid";
-		o.func = AGG_SUM;
+		o.func = SONDE_AGG_SUM;
 		o.stacked = !strcmp(type, "memory");
 		snprintf(id, sizeof(id), "flow-%zu", idx);
-		e = view_flow(p, &o, &svg);
+		e = sonde_view__flow(p, &o, &svg);
 		if (e == -EINVAL && !strcmp(type, "memory")) {
 			o.per = "timestamp";
 			o.stacked = false;
-			e = view_flow(p, &o, &svg);
+			e = sonde_view__flow(p, &o, &svg);
 		}
 		rc |= figure(out, id, &svg, e);
 	}
 	/* The flame graph. */
 	{
 		struct sonde_strbuf folded = SONDE_STRBUF_INIT;
-		const char *weight = cli_flame_weight(p, &unit);
+		const char *weight = sonde_view__flame_weight(p, &unit);
 
-		if (!cli_folded(p, weight, &folded) && folded.len) {
+		if (!sonde_view__folded(p, weight, &folded) && folded.len) {
 			rc |= sonde_strbuf__adds(out, "<h3>Flame graph</h3>\n");
-			e = view_flame(folded.buf, NULL, weight, unit, &svg);
+			e = sonde_view__flame(folded.buf, NULL, weight, unit, &svg);
 			snprintf(id, sizeof(id), "flame-%zu", idx);
 			rc |= figure(out, id, &svg, e);
 		}
@@ -497,17 +497,18 @@ static int comparison(struct sonde_strbuf *out, const struct sonde_profile *b,
 	{
 		struct sonde_strbuf fb = SONDE_STRBUF_INIT, ft = SONDE_STRBUF_INIT,
 				    svg = SONDE_STRBUF_INIT;
-		const char *unit, *weight = cli_flame_weight(t, &unit);
+		const char *unit, *weight = sonde_view__flame_weight(t, &unit);
 		char id[48];
 
 		if (!strcmp(sonde_profile__type(b), sonde_profile__type(t)) &&
-		    !cli_folded(b, weight, &fb) && !cli_folded(t, weight, &ft) && fb.len &&
-		    ft.len) {
+		    !sonde_view__folded(b, weight, &fb) && !sonde_view__folded(t, weight, &ft) &&
+		    fb.len && ft.len) {
 			rc |= sonde_strbuf__adds(out, "<h3>Differential flame graph</h3><p "
 						      "class=\"note\">Widths: the target; colours: "
 						      "the change of each frame's share (red grew, "
 						      "blue shrank).</p>\n");
-			e = view_flame(ft.buf, fb.buf, "target against baseline", unit, &svg);
+			e = sonde_view__flame(ft.buf, fb.buf, "target against baseline", unit,
+					      &svg);
 			snprintf(id, sizeof(id), "diff-%zu", idx);
 			rc |= figure(out, id, &svg, e);
 		}
@@ -542,8 +543,8 @@ static size_t baseline_of(struct sonde_profile *const *p, size_t i)
 	return (size_t)-1;
 }
 
-int view_report(struct sonde_profile *const *p, const char *const *names, size_t n,
-		struct sonde_strbuf *out)
+int sonde_view__report(struct sonde_profile *const *p, const char *const *names, size_t n,
+		       struct sonde_strbuf *out)
 {
 	char date[64];
 	time_t now = time(NULL);

@@ -1,5 +1,5 @@
 /*
- * view-charts.c - bars, flow and scatter charts as standalone SVG.
+ * charts.c - bars, flow and scatter charts as standalone SVG.
  *
  * Charts aggregate before they draw, so that a profile of a million rows gives
  * a chart of a few hundred elements: bars keep the top categories and groups
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/postprocess.h>
-#include "../lib/grow.h"
-#include "view.h"
+#include "../grow.h"
+#include "views.h"
 
-const char *const view_aggs[] = { "sum", "mean", "count", "min", "max", NULL };
+const char *const sonde_view__aggs[] = { "sum", "mean", "count", "min", "max", NULL };
 
 #define CHART_W	       960
 #define MAX_GROUPS     8
@@ -77,7 +77,7 @@ static int svg_open(struct sonde_strbuf *out, int w, int h, const char *title, c
 		"<text x=\"%d\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">",
 		cls, w, h, w, h, w / 2);
 
-	rc |= svg_escape(out, title);
+	rc |= sonde_view__escape(out, title);
 	rc |= sonde_strbuf__adds(out, "</text>\n");
 	return rc;
 }
@@ -128,7 +128,7 @@ static int axis(struct sonde_strbuf *out, const struct plot *p, bool xaxis, cons
 						 "<text transform=\"translate(14,%d) rotate(-90)\" "
 						 "text-anchor=\"middle\">",
 						 p->y + p->h / 2);
-		rc |= svg_escape(out, label);
+		rc |= sonde_view__escape(out, label);
 		rc |= sonde_strbuf__adds(out, "</text>\n");
 	}
 	return rc;
@@ -150,7 +150,7 @@ static int legend(struct sonde_strbuf *out, int x, int y, const char *name, cons
 					"height=\"10\" fill=\"%s\"/>",
 					x, y - 9, color);
 	rc |= sonde_strbuf__addf(out, "<text x=\"%d\" y=\"%d\">", x + 18, y);
-	rc |= svg_escape(out, name);
+	rc |= sonde_view__escape(out, name);
 	return rc | sonde_strbuf__adds(out, "</text></g>\n");
 }
 
@@ -169,18 +169,18 @@ struct agg {
 	json_t *index;
 };
 
-static double cell_value(const struct cell *c, enum view_agg f)
+static double cell_value(const struct cell *c, enum sonde_view_agg f)
 {
 	switch (f) {
-	case AGG_SUM:
+	case SONDE_AGG_SUM:
 		return c->sum;
-	case AGG_MEAN:
+	case SONDE_AGG_MEAN:
 		return c->count ? c->sum / (double)c->count : NAN;
-	case AGG_COUNT:
+	case SONDE_AGG_COUNT:
 		return (double)c->count;
-	case AGG_MIN:
+	case SONDE_AGG_MIN:
 		return c->min;
-	case AGG_MAX:
+	case SONDE_AGG_MAX:
 		return c->max;
 	}
 	return NAN;
@@ -269,7 +269,7 @@ static bool same_type(json_t *fixed, const char *type)
 }
 
 /* Aggregate of over (per, by) for every row of every resource. */
-static int aggregate(const struct sonde_profile *p, const struct chart_options *o, bool numeric,
+static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opts *o, bool numeric,
 		     struct agg *a)
 {
 	size_t n = sonde_profile__resource_count(p), i, j;
@@ -355,7 +355,7 @@ static int by_x(const void *a, const void *b)
 	return (x->x > y->x) - (x->x < y->x);
 }
 
-static struct ranked *rank(const struct agg *a, bool group, enum view_agg f, size_t *n)
+static struct ranked *rank(const struct agg *a, bool group, enum sonde_view_agg f, size_t *n)
 {
 	json_t *seen = json_object();
 	struct ranked *r = calloc(a->n + 1, sizeof(*r));
@@ -426,7 +426,7 @@ static const char *unit_of(const struct sonde_profile *p, const char *of)
 }
 
 /* The unit of the charted values: of the type drawn, when one is. */
-static const char *value_unit(const struct sonde_profile *p, const struct chart_options *o)
+static const char *value_unit(const struct sonde_profile *p, const struct sonde_chart_opts *o)
 {
 	json_t *units = json_object_get(sonde_profile__header(p), "units");
 
@@ -447,7 +447,7 @@ static const char *axis_unit(const struct sonde_profile *p, const char *field)
 
 /* What a column or property is called on an axis and in a title. */
 static const char *field_label(const struct sonde_profile *p, const char *field,
-			       const struct chart_options *o)
+			       const struct sonde_chart_opts *o)
 {
 	const char *type = sonde_profile__type(p);
 	json_t *param = json_object_get(sonde_profile__metadata(p), "parameter");
@@ -484,7 +484,7 @@ static bool self_scaled(const char *unit)
 
 /* An axis' label: what the field is, and its unit when the ticks do not show it. */
 static const char *axis_label(char *buf, size_t len, const struct sonde_profile *p,
-			      const char *field, const struct chart_options *o, const char *unit)
+			      const char *field, const struct sonde_chart_opts *o, const char *unit)
 {
 	if (self_scaled(unit))
 		unit = NULL;
@@ -495,15 +495,15 @@ static const char *axis_label(char *buf, size_t len, const struct sonde_profile 
 
 /* "total time per function", "mean memory per allocation site by workload" */
 static void chart_title(char *buf, size_t len, const struct sonde_profile *p,
-			const struct chart_options *o, const char *joint)
+			const struct sonde_chart_opts *o, const char *joint)
 {
 	static const char *const words[] = { "total", "mean", "number of", "least", "most" };
 	const char *of = field_label(p, o->of, o), *u = value_unit(p, o);
 	size_t k;
 
 	k = (size_t)snprintf(buf, len, "%s%s%s %s", o->title ? o->title : "", o->title ? ": " : "",
-			     words[o->func], o->func == AGG_COUNT ? "rows" : of);
-	if (k < len && !self_scaled(u) && o->func != AGG_COUNT)
+			     words[o->func], o->func == SONDE_AGG_COUNT ? "rows" : of);
+	if (k < len && !self_scaled(u) && o->func != SONDE_AGG_COUNT)
 		k += (size_t)snprintf(buf + k, len - k, " (%s)", u);
 	if (k < len)
 		k += (size_t)snprintf(buf + k, len - k, " %s %s", joint, field_label(p, o->per, o));
@@ -511,8 +511,8 @@ static void chart_title(char *buf, size_t len, const struct sonde_profile *p,
 		snprintf(buf + k, len - k, ", by %s", field_label(p, o->by, o));
 }
 
-int view_bars(const struct sonde_profile *p, const struct chart_options *o,
-	      struct sonde_strbuf *out)
+int sonde_view__bars(const struct sonde_profile *p, const struct sonde_chart_opts *o,
+		     struct sonde_strbuf *out)
 {
 	struct agg a;
 	struct ranked *cats = NULL, *groups = NULL;
@@ -520,7 +520,7 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 	struct cell *grid = NULL;
 	struct plot pl;
 	int rc = aggregate(p, o, false, &a), bar_h, h;
-	const char *unit = o->func == AGG_COUNT ? "" : value_unit(p, o);
+	const char *unit = o->func == SONDE_AGG_COUNT ? "" : value_unit(p, o);
 	char title[256], lab[160];
 
 	if (!rc && a.n == 0)
@@ -579,7 +579,7 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 		size_t k, m = strlen(cname);
 
 		rc |= sonde_strbuf__addf(out, "<g class=\"bar\"><title>");
-		rc |= svg_escape(out, cname);
+		rc |= sonde_view__escape(out, cname);
 		rc |= sonde_strbuf__addf(out,
 					 "</title><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
 					 pl.x - 6, y + bar_h / 2.0 + 4);
@@ -589,9 +589,9 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 				m--;
 			memcpy(cut, cname, m);
 			memcpy(cut + m, "..", 3);
-			rc |= svg_escape(out, cut);
+			rc |= sonde_view__escape(out, cut);
 		} else {
-			rc |= svg_escape(out, cname);
+			rc |= sonde_view__escape(out, cname);
 		}
 		rc |= sonde_strbuf__adds(out, "</text>");
 		for (k = 0; k < shown_g; k++) {
@@ -612,10 +612,11 @@ int view_bars(const struct sonde_profile *p, const struct chart_options *o,
 						 "height=\"%.1f\" fill=\"%s\"><title>",
 						 x0, yy, fmax(0.5, x1 - x0), hh,
 						 palette[k < MAX_GROUPS ? k : MAX_GROUPS]);
-			rc |= svg_escape(out, cname);
+			rc |= sonde_view__escape(out, cname);
 			if (shown_g > 1) {
 				rc |= sonde_strbuf__adds(out, " / ");
-				rc |= svg_escape(out, k < MAX_GROUPS ? groups[k].name : "other");
+				rc |= sonde_view__escape(out,
+							 k < MAX_GROUPS ? groups[k].name : "other");
 			}
 			rc |= sonde_strbuf__addf(out, ": %s (%zu rows)</title></rect>", vb,
 						 c->count);
@@ -633,15 +634,15 @@ out:
 	return rc < 0 ? rc : rc ? -ENOMEM : 0;
 }
 
-int view_flow(const struct sonde_profile *p, const struct chart_options *o,
-	      struct sonde_strbuf *out)
+int sonde_view__flow(const struct sonde_profile *p, const struct sonde_chart_opts *o,
+		     struct sonde_strbuf *out)
 {
 	struct agg a;
 	struct ranked *xs = NULL, *groups = NULL;
 	size_t nx = 0, ng = 0, i, k, bins, shown_g;
 	struct cell *grid = NULL;
 	struct plot pl = { .x = 80, .y = 50, .w = CHART_W - 110, .h = 300 };
-	const char *unit = o->func == AGG_COUNT ? "" : value_unit(p, o);
+	const char *unit = o->func == SONDE_AGG_COUNT ? "" : value_unit(p, o);
 	double lo = INFINITY, hi = -INFINITY, *acc = NULL;
 	char title[256], lab[160];
 	int rc = aggregate(p, o, true, &a);
@@ -650,7 +651,7 @@ int view_flow(const struct sonde_profile *p, const struct chart_options *o,
 		rc = -EINVAL;
 	if (!rc) {
 		groups = rank(&a, true, o->func, &ng);
-		xs = rank(&a, false, AGG_COUNT, &nx);
+		xs = rank(&a, false, SONDE_AGG_COUNT, &nx);
 		if (!groups || !xs)
 			rc = -ENOMEM;
 	}
@@ -726,7 +727,7 @@ int view_flow(const struct sonde_profile *p, const struct chart_options *o,
 		bool first = true;
 
 		rc |= sonde_strbuf__adds(out, "<g class=\"series\"><title>");
-		rc |= svg_escape(out, name[0] ? name : o->of);
+		rc |= sonde_view__escape(out, name[0] ? name : o->of);
 		rc |= sonde_strbuf__addf(
 			out,
 			"</title><path fill=\"%s\" fill-opacity=\"%s\" "
@@ -849,7 +850,7 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 
 /* One group's points, its models and their legend, in a panel from y = top. */
 static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p,
-			 const struct chart_options *o, const struct sonde_points *g,
+			 const struct sonde_chart_opts *o, const struct sonde_points *g,
 			 json_t *models, const char *color, int top, int *bottom)
 {
 	struct plot pl = { .x = 80, .y = top + 24, .w = CHART_W - 110, .h = PANEL_H };
@@ -877,7 +878,7 @@ static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p
 				 "<g class=\"panel\"><text x=\"%d\" y=\"%d\" "
 				 "font-weight=\"bold\">",
 				 pl.x, top + 14);
-	rc |= svg_escape(out, label);
+	rc |= sonde_view__escape(out, label);
 	rc |= sonde_strbuf__adds(out, "</text>\n");
 	rc |= axis(out, &pl, false, unit, axis_label(lab, sizeof(lab), p, o->of, o, unit));
 	rc |= axis(out, &pl, true, xu, axis_label(lab, sizeof(lab), p, o->per, o, xu));
@@ -968,7 +969,7 @@ static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p
 			pl.x, ly - 4, pl.x + 22, ly - 4, color, best ? "2.5" : "1.2",
 			best ? "none" : "4 3", pl.x + 28, ly, best ? " font-weight=\"bold\"" : "",
 			best ? "best, " : "");
-		rc |= svg_escape(out, label);
+		rc |= sonde_view__escape(out, label);
 		rc |= sonde_strbuf__adds(out, "</text></g>\n");
 		ly += 16;
 	}
@@ -977,8 +978,8 @@ static int scatter_panel(struct sonde_strbuf *out, const struct sonde_profile *p
 	return rc;
 }
 
-int view_scatter(const struct sonde_profile *p, const struct chart_options *o,
-		 struct sonde_strbuf *out)
+int sonde_view__scatter(const struct sonde_profile *p, const struct sonde_chart_opts *o,
+			struct sonde_strbuf *out)
 {
 	struct sonde_points *g;
 	size_t ng, i, total = 0, shown;

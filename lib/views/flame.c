@@ -1,5 +1,5 @@
 /*
- * view-flame.c - folded stacks and flame graphs.
+ * flame.c - folded stacks and flame graphs.
  *
  * A flame graph is built from folded stacks (what `sonde export --format
  * folded` writes): the stacks are merged into a tree, children ordered by name,
@@ -14,8 +14,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../lib/grow.h"
-#include "view.h"
+#include "../grow.h"
+#include "views.h"
 
 /* A frame's name in folded form: ';' and newlines would break the format. */
 static void add_frame(struct sonde_strbuf *sb, const char *fn)
@@ -95,16 +95,16 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 	return json_array_size(order) || out->len ? 0 : -ENOTSUP;
 }
 
-int cli_folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out)
+int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out)
 {
 	if (json_object_get(sonde_profile__root(p), "trace"))
-		return cli_trace_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls"),
-					out, add_frame);
+		return view_trace_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls"),
+					 out, add_frame);
 	return memory_folded(
 		p, !strcmp(weight, "count") || !strcmp(weight, "calls") ? "count" : "bytes", out);
 }
 
-const char *cli_flame_weight(const struct sonde_profile *p, const char **unit)
+const char *sonde_view__flame_weight(const struct sonde_profile *p, const char **unit)
 {
 	bool trace = json_object_get(sonde_profile__root(p), "trace") != NULL;
 
@@ -318,8 +318,8 @@ static void diff_color(double share, double base_share, bool in_base, char out[2
 		snprintf(out, 24, "rgb(%d,%d,%d)", (int)(235 - 195 * a), (int)(235 - 195 * a), 255);
 }
 
-int view_flame(const char *folded, const char *basefolded, const char *title, const char *unit,
-	       struct sonde_strbuf *out)
+int sonde_view__flame(const char *folded, const char *basefolded, const char *title,
+		      const char *unit, struct sonde_strbuf *out)
 {
 	struct ftree t, b = { 0 };
 	size_t i, *base_of = NULL;
@@ -365,7 +365,7 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 		"<text x=\"%d\" y=\"20\" font-size=\"15\">",
 		FLAME_W, height, FLAME_W, height, FLAME_W, PAD, total, flame_css,
 		FLAME_W / 2 - 200);
-	rc |= svg_escape(out, title);
+	rc |= sonde_view__escape(out, title);
 	rc |= sonde_strbuf__addf(
 		out,
 		"</text>\n<text class=\"button reset\" x=\"%d\" y=\"36\">Reset zoom</text>\n"
@@ -388,15 +388,15 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 
 			diff_color(w, bs, i == 0 || base_of[i], color);
 		} else {
-			svg_color(f->name, i ? palette : "cool", color);
+			sonde_view__color(f->name, i ? palette : "cool", color);
 		}
 		rc |= sonde_strbuf__adds(out, "<g class=\"f\" data-n=\"");
-		rc |= svg_escape(out, f->name);
+		rc |= sonde_view__escape(out, f->name);
 		rc |= sonde_strbuf__addf(out,
 					 "\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%u\" "
 					 "data-v=\"%.17g\"><title>",
 					 x, w, f->depth, f->total);
-		rc |= svg_escape(out, f->name);
+		rc |= sonde_view__escape(out, f->name);
 		rc |= sonde_strbuf__addf(out, " (%s, %s", v1, pct);
 		if (basefolded) {
 			double bs = b.v[0].total > 0 ? f->base / b.v[0].total : 0;
@@ -422,7 +422,7 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 			size_t len = strlen(f->name);
 
 			if (len <= (size_t)chars) {
-				rc |= svg_escape(out, f->name);
+				rc |= sonde_view__escape(out, f->name);
 			} else {
 				/* Cut on a UTF-8 character boundary. */
 				char cut[512];
@@ -433,7 +433,7 @@ int view_flame(const char *folded, const char *basefolded, const char *title, co
 					m--;
 				memcpy(cut, f->name, m);
 				cut[m] = 0;
-				rc |= svg_escape(out, cut);
+				rc |= sonde_view__escape(out, cut);
 				rc |= sonde_strbuf__adds(out, "..");
 			}
 		}

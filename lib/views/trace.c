@@ -1,5 +1,5 @@
 /*
- * view-trace.c - the views of a trace profile: `report` (per function calls,
+ * trace.c - the views of a trace profile: `report` (per function calls,
  * total, self, average, min, max, like `uftrace report`) and `graph` (the
  * calling contexts as a tree with inclusive and exclusive time, and the
  * caller -> callee edges), plus the trace exports: folded stacks weighted by
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/format.h>
-#include "cli.h"
+#include "views.h"
 
 struct fsum {
 	const char *name, *module;
@@ -46,8 +46,8 @@ static int by_key(const void *a, const void *b, void *arg)
 	return vx < vy ? 1 : vx > vy ? -1 : strcmp(x->name, y->name);
 }
 
-const char *const cli_trace_sort_keys[] = { "total", "self", "calls", "avg",
-					    "min",   "max",  "name",  NULL };
+const char *const sonde_view__trace_sort_keys[] = { "total", "self", "calls", "avg",
+						    "min",   "max",  "name",  NULL };
 
 /* Per function sums over the profile's resources (one per name and module). */
 static struct fsum *sums(const struct sonde_profile *p, size_t *n)
@@ -84,13 +84,14 @@ static const char *dur(double ns, char *buf, size_t len)
 	return sonde_format__duration(ns, buf, len);
 }
 
-int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const char *sort,
-		    unsigned top, FILE *out)
+int sonde_view__trace_report(const struct sonde_profile *p, enum sonde_view_format fmt,
+			     const char *sort, unsigned top, struct sonde_strbuf *out)
 {
 	json_t *t = json_object_get(sonde_profile__stats(p), "trace");
 	struct fsum *s;
 	size_t n, i;
 	char a[32], b[32], c[32], d[32], e[32];
+	int err = 0;
 
 	if (!json_is_object(t))
 		return -EINVAL;
@@ -100,7 +101,7 @@ int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const ch
 	qsort_r(s, n, sizeof(*s), by_key, (void *)(sort ? sort : "total"));
 	if (top && n > top)
 		n = top;
-	if (fmt == FMT_JSON) {
+	if (fmt == SONDE_VIEW_JSON) {
 		json_t *doc = json_pack("{s:O, s:[]}", "totals", t, "functions");
 
 		for (i = 0; doc && i < n; i++)
@@ -111,22 +112,23 @@ int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const ch
 					  "total_ns", s[i].total, "self_ns", s[i].self, "avg_ns",
 					  s[i].sum / (double)s[i].calls, "min_ns", s[i].min,
 					  "max_ns", s[i].max));
-		json_dumpf(doc, out, JSON_INDENT(2));
-		fputc('\n', out);
+		err |= sonde_view__json(out, doc, JSON_INDENT(2));
 		json_decref(doc);
-	} else if (fmt == FMT_CSV || fmt == FMT_MARKDOWN) {
-		bool md = fmt == FMT_MARKDOWN;
+	} else if (fmt == SONDE_VIEW_CSV || fmt == SONDE_VIEW_MARKDOWN) {
+		bool md = fmt == SONDE_VIEW_MARKDOWN;
 
-		fputs(md ? "| function | calls | total ns | self ns | avg ns | min ns | max ns |\n"
-			   "|---|---:|---:|---:|---:|---:|---:|\n"
-			 : "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns\n",
-		      out);
+		err |= sonde_strbuf__adds(
+			out, md ? "| function | calls | total ns | self ns | avg ns | min ns | max "
+				  "ns |\n"
+				  "|---|---:|---:|---:|---:|---:|---:|\n"
+				: "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns\n");
 		for (i = 0; i < n; i++) {
 			struct sonde_strbuf q = SONDE_STRBUF_INIT;
 
 			if (!md)
-				cli_csv_quote(&q, s[i].name);
-			fprintf(out,
+				err |= sonde_view__csv_quote(&q, s[i].name);
+			err |= sonde_strbuf__addf(
+				out,
 				md ? "| `%s` | %lld | %lld | %lld | %.1f | %lld | %lld |\n"
 				   : "%s,%lld,%lld,%lld,%.1f,%lld,%lld\n",
 				md	? s[i].name
@@ -138,34 +140,39 @@ int cli_show_report(const struct sonde_profile *p, enum cli_format fmt, const ch
 			sonde_strbuf__release(&q);
 		}
 	} else {
-		fprintf(out, "%s  (trace)\n\n",
+		err |= sonde_strbuf__addf(
+			out, "%s  (trace)\n\n",
 			json_string_value(json_object_get(sonde_profile__header(p), "cmd")) ?: "?");
-		fprintf(out, "  calls %lld in %lld thread(s) of %lld process(es)",
-			(long long)iget(t, "calls"), (long long)iget(t, "threads"),
-			(long long)iget(t, "processes"));
+		err |= sonde_strbuf__addf(out, "  calls %lld in %lld thread(s) of %lld process(es)",
+					  (long long)iget(t, "calls"),
+					  (long long)iget(t, "threads"),
+					  (long long)iget(t, "processes"));
 		if (json_object_get(t, "estimated_cost_ns"))
-			fprintf(out, "; tracing cost about %s (%.1f ns per call)",
+			err |= sonde_strbuf__addf(
+				out, "; tracing cost about %s (%.1f ns per call)",
 				dur((double)iget(t, "estimated_cost_ns"), a, sizeof(a)),
 				json_number_value(json_object_get(t, "cost_ns_per_call")));
-		fputc('\n', out);
+		err |= sonde_strbuf__addch(out, '\n');
 		if (iget(t, "sampled_out") || iget(t, "lost") || iget(t, "unwound") ||
 		    iget(t, "unfinished"))
-			fprintf(out,
+			err |= sonde_strbuf__addf(
+				out,
 				"  sampled out %lld, lost %lld, unwound %lld, unfinished %lld\n",
 				(long long)iget(t, "sampled_out"), (long long)iget(t, "lost"),
 				(long long)iget(t, "unwound"), (long long)iget(t, "unfinished"));
-		fprintf(out, "\n  %10s %10s %10s %10s %10s %10s  %s\n", "total", "self", "calls",
-			"avg", "min", "max", "function");
+		err |= sonde_strbuf__addf(out, "\n  %10s %10s %10s %10s %10s %10s  %s\n", "total",
+					  "self", "calls", "avg", "min", "max", "function");
 		for (i = 0; i < n; i++)
-			fprintf(out, "  %10s %10s %10lld %10s %10s %10s  %s\n",
-				dur((double)s[i].total, a, sizeof(a)),
-				dur((double)s[i].self, b, sizeof(b)), (long long)s[i].calls,
-				dur(s[i].sum / (double)s[i].calls, c, sizeof(c)),
-				dur((double)s[i].min, d, sizeof(d)),
-				dur((double)s[i].max, e, sizeof(e)), s[i].name);
+			err |= sonde_strbuf__addf(out, "  %10s %10s %10lld %10s %10s %10s  %s\n",
+						  dur((double)s[i].total, a, sizeof(a)),
+						  dur((double)s[i].self, b, sizeof(b)),
+						  (long long)s[i].calls,
+						  dur(s[i].sum / (double)s[i].calls, c, sizeof(c)),
+						  dur((double)s[i].min, d, sizeof(d)),
+						  dur((double)s[i].max, e, sizeof(e)), s[i].name);
 	}
 	free(s);
-	return 0;
+	return err ? -ENOMEM : 0;
 }
 
 /* ---- the calling contexts ------------------------------------------------------------------ */
@@ -301,50 +308,57 @@ static void cct_free(struct cct *t)
 	free(t->children);
 }
 
-static void tree(const struct cct *t, size_t i, unsigned depth, unsigned top, FILE *out)
+static int tree(const struct cct *t, size_t i, unsigned depth, unsigned top,
+		struct sonde_strbuf *out)
 {
 	const struct ctx *c = &t->c[i];
 	char a[32], b[32];
 	size_t k;
+	int err = 0;
 
 	if (c->depth > FOLD_DEPTH) { /* no recursion (or output) as deep as the data */
-		fprintf(out,
+		err |= sonde_strbuf__addf(
+			out,
 			"  %10s %10s %10s  %*s(deeper contexts not shown: more than %d levels)\n",
 			"", "", "", (int)(depth * 2), "", FOLD_DEPTH);
-		return;
+		return err;
 	}
 	if (i) {
-		fprintf(out, "  %10s %10s %10lld  %*s%s\n", dur((double)c->incl, a, sizeof(a)),
-			dur((double)c->excl, b, sizeof(b)), (long long)c->calls, (int)(depth * 2),
-			"", fname(t, c->func));
+		err |= sonde_strbuf__addf(out, "  %10s %10s %10lld  %*s%s\n",
+					  dur((double)c->incl, a, sizeof(a)),
+					  dur((double)c->excl, b, sizeof(b)), (long long)c->calls,
+					  (int)(depth * 2), "", fname(t, c->func));
 		depth++;
 	}
 	for (k = 0; k < c->nchildren; k++) {
 		if (top && k == top) {
-			fprintf(out, "  %10s %10s %10s  %*s(%zu more)\n", "", "", "",
-				(int)(depth * 2), "", c->nchildren - top);
+			err |= sonde_strbuf__addf(out, "  %10s %10s %10s  %*s(%zu more)\n", "", "",
+						  "", (int)(depth * 2), "", c->nchildren - top);
 			break;
 		}
-		tree(t, t->children[c->first_child + k], depth, top, out);
+		err |= tree(t, t->children[c->first_child + k], depth, top, out);
 	}
+	return err;
 }
 
-int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out)
+int sonde_view__trace_graph(const struct sonde_profile *p, enum sonde_view_format fmt, unsigned top,
+			    struct sonde_strbuf *out)
 {
 	struct cct t;
-	int rc = cct_load(p, &t);
+	int rc = cct_load(p, &t), err = 0;
 	size_t i;
 
 	if (rc) {
 		cct_free(&t);
 		return rc;
 	}
-	if (fmt == FMT_TEXT) {
-		fprintf(out, "%s  (trace: calling contexts)\n\n",
+	if (fmt == SONDE_VIEW_TEXT) {
+		err |= sonde_strbuf__addf(
+			out, "%s  (trace: calling contexts)\n\n",
 			json_string_value(json_object_get(sonde_profile__header(p), "cmd")) ?: "?");
-		fprintf(out, "  %10s %10s %10s  %s\n", "inclusive", "exclusive", "calls",
-			"function");
-		tree(&t, 0, 0, top, out);
+		err |= sonde_strbuf__addf(out, "  %10s %10s %10s  %s\n", "inclusive", "exclusive",
+					  "calls", "function");
+		err |= tree(&t, 0, 0, top, out);
 	} else {
 		/* edges: caller -> callee, summed over contexts */
 		json_t *edges = json_object(), *list = json_array(), *v;
@@ -369,15 +383,15 @@ int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned 
 					    json_integer(iget(e, "time_ns") + c->incl));
 		}
 		json_object_foreach(edges, key, v) json_array_append(list, v);
-		if (fmt == FMT_JSON) {
-			json_dumpf(list, out, JSON_INDENT(2));
-			fputc('\n', out);
+		if (fmt == SONDE_VIEW_JSON) {
+			err |= sonde_view__json(out, list, JSON_INDENT(2));
 		} else {
-			bool md = fmt == FMT_MARKDOWN;
+			bool md = fmt == SONDE_VIEW_MARKDOWN;
 
-			fputs(md ? "| caller | callee | calls | time ns |\n|---|---|---:|---:|\n"
-				 : "caller,callee,calls,time_ns\n",
-			      out);
+			err |= sonde_strbuf__adds(out,
+						  md ? "| caller | callee | calls | time ns |\n"
+						       "|---|---|---:|---:|\n"
+						     : "caller,callee,calls,time_ns\n");
 			json_array_foreach(list, i, v)
 			{
 				struct sonde_strbuf x = SONDE_STRBUF_INIT, y = SONDE_STRBUF_INIT;
@@ -385,19 +399,20 @@ int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned 
 				const char *ce = json_string_value(json_object_get(v, "callee"));
 
 				if (!md) {
-					cli_csv_quote(&x, cr);
-					cli_csv_quote(&y, ce);
+					err |= sonde_view__csv_quote(&x, cr);
+					err |= sonde_view__csv_quote(&y, ce);
 				}
-				fprintf(out,
-					md ? "| `%s` | `%s` | %lld | %lld |\n"
-					   : "%s,%s,%lld,%lld\n",
-					md	? cr
-					: x.buf ? x.buf
-						: "\"\"",
-					md	? ce
-					: y.buf ? y.buf
-						: "\"\"",
-					(long long)iget(v, "calls"), (long long)iget(v, "time_ns"));
+				err |= sonde_strbuf__addf(out,
+							  md ? "| `%s` | `%s` | %lld | %lld |\n"
+							     : "%s,%s,%lld,%lld\n",
+							  md	  ? cr
+							  : x.buf ? x.buf
+								  : "\"\"",
+							  md	  ? ce
+							  : y.buf ? y.buf
+								  : "\"\"",
+							  (long long)iget(v, "calls"),
+							  (long long)iget(v, "time_ns"));
 				sonde_strbuf__release(&x);
 				sonde_strbuf__release(&y);
 			}
@@ -406,7 +421,7 @@ int cli_show_graph(const struct sonde_profile *p, enum cli_format fmt, unsigned 
 		json_decref(edges);
 	}
 	cct_free(&t);
-	return 0;
+	return err ? -ENOMEM : 0;
 }
 
 /* ---- exports -------------------------------------------------------------------------------- */
@@ -427,8 +442,8 @@ static void path_of(const struct cct *t, size_t i, struct sonde_strbuf *sb,
 	}
 }
 
-int cli_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_strbuf *out,
-		     void (*frame)(struct sonde_strbuf *, const char *))
+int view_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_strbuf *out,
+		      void (*frame)(struct sonde_strbuf *, const char *))
 {
 	struct cct t;
 	int rc = cct_load(p, &t);
@@ -521,7 +536,7 @@ static void add_json(struct sonde_strbuf *out, const json_t *v)
 	free(t);
 }
 
-int cli_trace_perfetto(const struct sonde_profile *p, struct sonde_strbuf *out)
+int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out)
 {
 	json_t *tr = json_object_get(sonde_profile__root(p), "trace");
 	json_t *slices = json_object_get(tr, "slices"), *funcs = json_object_get(tr, "functions");

@@ -1,5 +1,5 @@
 /*
- * view-counters.c - the counters view, laid out like perf stat: a value, its
+ * counters.c - the counters view, laid out like perf stat: a value, its
  * unit and the counter's name per line, "<not supported>" / "<not counted>"
  * where nothing was measured (never 0), the running fraction of multiplexed
  * counters, "± x%" over several runs; then the time series of -I and the
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "views.h"
 
 struct row {
 	const char *name, *dispatch, *region, *unit, *why, *type;
@@ -80,8 +80,8 @@ static size_t load_rows(const struct sonde_profile *p, struct row **out)
 }
 
 /* One line: the values of a row at positions [from, to) of its columns. */
-static void line(FILE *out, const struct row *r, size_t from, size_t to, const char *prefix,
-		 bool show_spread)
+static int line(struct sonde_strbuf *out, const struct row *r, size_t from, size_t to,
+		const char *prefix, bool show_spread)
 {
 	double sum = 0, sq = 0, frac = 1;
 	size_t k, n = 0;
@@ -100,10 +100,9 @@ static void line(FILE *out, const struct row *r, size_t from, size_t to, const c
 		n++;
 	}
 	if (!n) {
-		fprintf(out, "%s%18s %-6s %-24s %s\n", prefix,
-			r->why ? "<not supported>" : "<not counted>", "", r->name,
-			r->why ? r->why : "");
-		return;
+		return sonde_strbuf__addf(out, "%s%18s %-6s %-24s %s\n", prefix,
+					  r->why ? "<not supported>" : "<not counted>", "", r->name,
+					  r->why ? r->why : "");
 	}
 	if (!strcmp(unit, "ns") && strcmp(r->type, "metric")) {
 		/* times read better in milliseconds, as perf prints them */
@@ -122,7 +121,7 @@ static void line(FILE *out, const struct row *r, size_t from, size_t to, const c
 			snprintf(note + strlen(note), sizeof(note) - strlen(note), "%s± %.2f%%",
 				 *note ? " " : "", 100 * sqrt(var > 0 ? var : 0) / fabs(mean));
 	}
-	fprintf(out, "%s%18s %-6s %-24s %s\n", prefix, v, unit, r->name, note);
+	return sonde_strbuf__addf(out, "%s%18s %-6s %-24s %s\n", prefix, v, unit, r->name, note);
 }
 
 static int by_ts(const void *a, const void *b)
@@ -132,7 +131,8 @@ static int by_ts(const void *a, const void *b)
 	return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1];
 }
 
-int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *out)
+int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format fmt,
+			 struct sonde_strbuf *out)
 {
 	json_t *hdr = sonde_profile__header(p), *st = sonde_profile__stats(p);
 	json_t *cnt = json_object_get(st, "counters"), *args = json_object_get(hdr, "args");
@@ -141,21 +141,24 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 	size_t n, i, k;
 	bool any_interval = false, any_region = false;
 	char prefix[64];
+	int err = 0;
 
 	if (strcmp(sonde_profile__type(p), "counters") || !cnt)
 		return -EINVAL;
-	if (fmt != FMT_TEXT)
-		return cli_show_table(p, fmt, out, true);
+	if (fmt != SONDE_VIEW_TEXT)
+		return sonde_view__table(p, fmt, out);
 	n = load_rows(p, &r);
-	fprintf(out, "\n Counter stats for '");
+	err |= sonde_strbuf__addf(out, "\n Counter stats for '");
 	for (i = 0; i < json_array_size(args); i++)
-		fprintf(out, "%s%s", i ? " " : "", json_string_value(json_array_get(args, i)));
+		err |= sonde_strbuf__addf(out, "%s%s", i ? " " : "",
+					  json_string_value(json_array_get(args, i)));
 	if (!json_array_size(args))
-		fprintf(out, "%s", sget(hdr, "cmd") ? sget(hdr, "cmd") : "?");
-	fprintf(out, "'%s (%lld run%s):\n\n",
-		!strcmp(sget(cnt, "mode") ? sget(cnt, "mode") : "", "system-wide") ? " system-wide"
-										   : "",
-		(long long)runs, runs == 1 ? "" : "s");
+		err |= sonde_strbuf__addf(out, "%s", sget(hdr, "cmd") ? sget(hdr, "cmd") : "?");
+	err |= sonde_strbuf__addf(out, "'%s (%lld run%s):\n\n",
+				  !strcmp(sget(cnt, "mode") ? sget(cnt, "mode") : "", "system-wide")
+					  ? " system-wide"
+					  : "",
+				  (long long)runs, runs == 1 ? "" : "s");
 	for (i = 0; i < n; i++) {
 		if (!r[i].name)
 			continue;
@@ -166,7 +169,7 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 		prefix[0] = 0;
 		if (r[i].cpu >= 0)
 			snprintf(prefix, sizeof(prefix), "CPU%-4lld", (long long)r[i].cpu);
-		line(out, &r[i], 0, json_array_size(r[i].amount), prefix, true);
+		err |= line(out, &r[i], 0, json_array_size(r[i].amount), prefix, true);
 	}
 	if (any_interval) {
 		/* (timestamp, row, index) triples in time order */
@@ -193,7 +196,7 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 		}
 		if (m) /* qsort(NULL, 0) is undefined */
 			qsort(t, m, 3 * sizeof(double), by_ts);
-		fprintf(out, "%12s\n", "time (s)");
+		err |= sonde_strbuf__addf(out, "%12s\n", "time (s)");
 		for (k = 0; k < m; k++) {
 			const struct row *x = &r[(size_t)t[3 * k + 1]];
 			size_t at = (size_t)t[3 * k + 2];
@@ -203,33 +206,36 @@ int cli_show_counters(const struct sonde_profile *p, enum cli_format fmt, FILE *
 			if (x->cpu >= 0)
 				snprintf(prefix + strlen(prefix), sizeof(prefix) - strlen(prefix),
 					 "%-4lld", (long long)x->cpu);
-			line(out, x, at, at + 1, prefix, false);
+			err |= line(out, x, at, at + 1, prefix, false);
 		}
 		free(t);
 	}
 	if (any_region) {
 		const char *last = NULL;
 
-		fprintf(out, "\n regions (mean per execution):\n\n");
+		err |= sonde_strbuf__addf(out, "\n regions (mean per execution):\n\n");
 		for (i = 0; i < n; i++) {
 			if (!r[i].name || strcmp(r[i].dispatch, "region"))
 				continue;
 			if (!last || strcmp(last, r[i].region ? r[i].region : "")) {
 				last = r[i].region ? r[i].region : "";
-				fprintf(out, "  %s: %zu execution%s\n", last,
-					json_array_size(r[i].amount),
-					json_array_size(r[i].amount) == 1 ? "" : "s");
+				err |= sonde_strbuf__addf(out, "  %s: %zu execution%s\n", last,
+							  json_array_size(r[i].amount),
+							  json_array_size(r[i].amount) == 1 ? ""
+											    : "s");
 			}
-			line(out, &r[i], 0, json_array_size(r[i].amount), "  ", false);
+			err |= line(out, &r[i], 0, json_array_size(r[i].amount), "  ", false);
 		}
 	}
-	fprintf(out, "\n");
+	err |= sonde_strbuf__addf(out, "\n");
 	for (i = 0; i < json_array_size(json_object_get(st, "notes")); i++)
-		fprintf(out, " note: %s\n",
+		err |= sonde_strbuf__addf(
+			out, " note: %s\n",
 			json_string_value(json_array_get(json_object_get(st, "notes"), i)));
 	if (json_integer_value(json_object_get(st, "dropped_events")))
-		fprintf(out, " dropped: %lld region records\n",
+		err |= sonde_strbuf__addf(
+			out, " dropped: %lld region records\n",
 			(long long)json_integer_value(json_object_get(st, "dropped_events")));
 	free(r);
-	return 0;
+	return err ? -ENOMEM : 0;
 }

@@ -1,5 +1,5 @@
 /*
- * view-memory.c - the memory view: what heaptrack's summary answers, from a
+ * memory.c - the memory view: what heaptrack's summary answers, from a
  * memory profile. Totals (allocations, temporaries, peak and when, leaks), the
  * sites that allocated most (per uid, over all their stacks), every leaking
  * stack with its frames, the size histogram and the heap over time.
@@ -7,9 +7,11 @@
  * every event even when the per-allocation rows were sampled.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include <sonde/format.h>
+#include "views.h"
 
 struct site_sum {
 	const char *uid;
@@ -132,7 +134,8 @@ static json_t *site_json(const struct site_sum *s)
 			 s->leaked_bytes, "temporary", s->temporary);
 }
 
-int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned top, FILE *out)
+int sonde_view__memory(const struct sonde_profile *p, enum sonde_view_format fmt, unsigned top,
+		       struct sonde_strbuf *out)
 {
 	json_t *m = json_object_get(sonde_profile__stats(p), "memory");
 	json_t *h = sonde_profile__header(p), *x;
@@ -140,13 +143,16 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 	struct leak *l;
 	size_t n, nl, i, j;
 	char a[32], b[32], c[32], d[32], w[512];
+	int err = 0;
 
 	if (!json_is_object(m))
 		return -EINVAL;
+	if (!top)
+		top = UINT_MAX; /* 0: all */
 	s = collect_sites(p, &n, &l, &nl);
 	if (!s)
 		return -ENOMEM;
-	if (fmt == FMT_JSON) {
+	if (fmt == SONDE_VIEW_JSON) {
 		json_t *doc = json_pack("{s:O, s:[], s:[]}", "totals", m, "sites", "leaks");
 
 		for (i = 0; doc && i < n && i < top; i++)
@@ -158,27 +164,29 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 							"blocks", l[i].blocks, "bytes", l[i].bytes,
 							"trace",
 							json_object_get(l[i].fixed, "trace")));
-		json_dumpf(doc, out, JSON_INDENT(2));
-		fputc('\n', out);
+		err |= sonde_view__json(out, doc, JSON_INDENT(2));
 		json_decref(doc);
-	} else if (fmt == FMT_CSV || fmt == FMT_MARKDOWN) {
-		bool md = fmt == FMT_MARKDOWN;
+	} else if (fmt == SONDE_VIEW_CSV || fmt == SONDE_VIEW_MARKDOWN) {
+		bool md = fmt == SONDE_VIEW_MARKDOWN;
 
-		fprintf(out,
+		err |= sonde_strbuf__addf(
+			out,
 			md ? "| site | allocations | bytes | peak bytes | leaked | leaked bytes | "
 			     "temporary |\n|---|---:|---:|---:|---:|---:|---:|\n"
 			   : "site,allocations,bytes,peak_bytes,leaked,leaked_bytes,temporary\n");
 		for (i = 0; i < n && i < top; i++) {
 			if (md)
-				fprintf(out, "| `%s` | %lld | %lld | %lld | %lld | %lld | %lld |\n",
+				err |= sonde_strbuf__addf(
+					out, "| `%s` | %lld | %lld | %lld | %lld | %lld | %lld |\n",
 					s[i].uid, (long long)s[i].count, (long long)s[i].bytes,
 					(long long)s[i].peak, (long long)s[i].leaked,
 					(long long)s[i].leaked_bytes, (long long)s[i].temporary);
 			else {
 				struct sonde_strbuf uid = SONDE_STRBUF_INIT;
 
-				cli_csv_quote(&uid, s[i].uid);
-				fprintf(out, "%s,%lld,%lld,%lld,%lld,%lld,%lld\n",
+				err |= sonde_view__csv_quote(&uid, s[i].uid);
+				err |= sonde_strbuf__addf(
+					out, "%s,%lld,%lld,%lld,%lld,%lld,%lld\n",
 					uid.buf ? uid.buf : "\"\"", (long long)s[i].count,
 					(long long)s[i].bytes, (long long)s[i].peak,
 					(long long)s[i].leaked, (long long)s[i].leaked_bytes,
@@ -189,62 +197,74 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 	} else {
 		json_int_t allocs = sget(m, "allocations"), tmp = sget(m, "temporary_allocations");
 
-		fprintf(out, "%s  (memory)\n\n",
-			json_string_value(json_object_get(h, "cmd")) ?: "?");
-		fprintf(out, "  allocations   %lld (%s)   frees %lld\n", (long long)allocs,
+		err |= sonde_strbuf__addf(out, "%s  (memory)\n\n",
+					  json_string_value(json_object_get(h, "cmd")) ?: "?");
+		err |= sonde_strbuf__addf(
+			out, "  allocations   %lld (%s)   frees %lld\n", (long long)allocs,
 			sonde_format__bytes((double)sget(m, "allocated_bytes"), a, sizeof(a)),
 			(long long)sget(m, "frees"));
-		fprintf(out, "  temporary     %lld (%.1f %% of allocations)\n", (long long)tmp,
-			allocs ? 100.0 * (double)tmp / (double)allocs : 0.0);
+		err |= sonde_strbuf__addf(out, "  temporary     %lld (%.1f %% of allocations)\n",
+					  (long long)tmp,
+					  allocs ? 100.0 * (double)tmp / (double)allocs : 0.0);
 		if (allocs)
-			fprintf(out, "  peak heap     %s at %s (pid %lld)\n",
+			err |= sonde_strbuf__addf(
+				out, "  peak heap     %s at %s (pid %lld)\n",
 				sonde_format__bytes((double)sget(m, "peak_heap_bytes"), a,
 						    sizeof(a)),
 				sonde_format__duration((double)sget(m, "peak_heap_time_ns"), b,
 						       sizeof(b)),
 				(long long)sget(m, "peak_heap_pid"));
 		else
-			fputs("  peak heap     - (nothing was allocated)\n", out);
-		fprintf(out, "  leaked        %lld block%s, %s\n",
+			err |= sonde_strbuf__adds(out,
+						  "  peak heap     - (nothing was allocated)\n");
+		err |= sonde_strbuf__addf(
+			out, "  leaked        %lld block%s, %s\n",
 			(long long)sget(m, "leaked_blocks"),
 			sget(m, "leaked_blocks") == 1 ? "" : "s",
 			sonde_format__bytes((double)sget(m, "leaked_bytes"), a, sizeof(a)));
-		fprintf(out,
+		err |= sonde_strbuf__addf(
+			out,
 			"  processes     %lld   threads %lld   stacks %lld   dropped events %lld",
 			(long long)sget(m, "processes"), (long long)sget(m, "threads"),
 			(long long)sget(m, "stacks"),
 			(long long)json_integer_value(
 				json_object_get(sonde_profile__stats(p), "dropped_events")));
 		if (sget(m, "missed_events"))
-			fprintf(out, "   missed %lld", (long long)sget(m, "missed_events"));
-		fputs("\n\n", out);
-		fprintf(out, "  %-11s %11s %11s %11s %11s  %s\n", "allocated", "count", "peak",
-			"leaked", "temporary", "site");
+			err |= sonde_strbuf__addf(out, "   missed %lld",
+						  (long long)sget(m, "missed_events"));
+		err |= sonde_strbuf__adds(out, "\n\n");
+		err |= sonde_strbuf__addf(out, "  %-11s %11s %11s %11s %11s  %s\n", "allocated",
+					  "count", "peak", "leaked", "temporary", "site");
 		for (i = 0; i < n && i < top; i++)
-			fprintf(out, "  %-11s %11lld %11s %11s %11lld  %s\n",
+			err |= sonde_strbuf__addf(
+				out, "  %-11s %11lld %11s %11s %11lld  %s\n",
 				sonde_format__bytes((double)s[i].bytes, a, sizeof(a)),
 				(long long)s[i].count,
 				sonde_format__bytes((double)s[i].peak, b, sizeof(b)),
 				sonde_format__bytes((double)s[i].leaked_bytes, c, sizeof(c)),
 				(long long)s[i].temporary, where(s[i].top, w, sizeof(w)));
 		if (n > top)
-			fprintf(out, "  ... %zu more sites\n", n - top);
+			err |= sonde_strbuf__addf(out, "  ... %zu more sites\n", n - top);
 		if (nl) {
-			fputs("\nleaks (still allocated when the process ended)\n", out);
+			err |= sonde_strbuf__adds(
+				out, "\nleaks (still allocated when the process ended)\n");
 			for (i = 0; i < nl && i < top; i++) {
 				json_t *tr = json_object_get(l[i].fixed, "trace");
 
-				fprintf(out, "  %s in %lld block%s\n",
+				err |= sonde_strbuf__addf(
+					out, "  %s in %lld block%s\n",
 					sonde_format__bytes((double)l[i].bytes, a, sizeof(a)),
 					(long long)l[i].blocks, l[i].blocks == 1 ? "" : "s");
 				json_array_foreach(tr, j, x)
 				{
 					if (j >= 12) {
-						fprintf(out, "      ... %zu more frames\n",
+						err |= sonde_strbuf__addf(
+							out, "      ... %zu more frames\n",
 							json_array_size(tr) - j);
 						break;
 					}
-					fprintf(out, "      %s\n", where(x, w, sizeof(w)));
+					err |= sonde_strbuf__addf(out, "      %s\n",
+								  where(x, w, sizeof(w)));
 				}
 			}
 		}
@@ -253,7 +273,7 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 			json_int_t most = 1;
 			json_t *bk;
 
-			fputs("\nsizes\n", out);
+			err |= sonde_strbuf__adds(out, "\nsizes\n");
 			json_array_foreach(x, i, bk) if (sget(bk, "count") > most) most =
 				sget(bk, "count");
 			json_array_foreach(x, i, bk)
@@ -266,7 +286,8 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 						 json_is_null(mx) ? 4194304.0
 								  : (double)json_integer_value(mx),
 						 a, sizeof(a)));
-				fprintf(out, "  %-12s %11lld  %.*s\n", d,
+				err |= sonde_strbuf__addf(
+					out, "  %-12s %11lld  %.*s\n", d,
 					(long long)sget(bk, "count"), bar ? bar * 3 : 3,
 					bar ? "████████████████████████████████████████████████████"
 					      "████████████████████████████████████████████████████"
@@ -283,18 +304,19 @@ int cli_show_memory(const struct sonde_profile *p, enum cli_format fmt, unsigned
 
 			json_array_foreach(x, i, v) if (json_integer_value(v) > most) most =
 				json_integer_value(v);
-			fprintf(out, "\nheap over time (%s per column, peak %s)\n  ",
+			err |= sonde_strbuf__addf(
+				out, "\nheap over time (%s per column, peak %s)\n  ",
 				sonde_format__duration(
 					(double)sget(json_object_get(m, "timeline"), "slice_ns"), a,
 					sizeof(a)),
 				sonde_format__bytes((double)most, b, sizeof(b)));
-			json_array_foreach(x, i, v)
-				fputs(bars[(8 * json_integer_value(v) + most - 1) / most], out);
-			fputc('\n', out);
+			json_array_foreach(x, i, v) err |= sonde_strbuf__adds(
+				out, bars[(8 * json_integer_value(v) + most - 1) / most]);
+			err |= sonde_strbuf__addch(out, '\n');
 		}
-		fputc('\n', out);
+		err |= sonde_strbuf__addch(out, '\n');
 	}
 	free(s);
 	free(l);
-	return 0;
+	return err ? -ENOMEM : 0;
 }

@@ -1,0 +1,129 @@
+/*
+ * view.h - what a profile looks like: the text views (the summary table, the
+ * memory, trace and counters views), the drawn ones (SVG bars, flow and
+ * scatter charts, flame graphs, plain and differential) and the self-contained
+ * HTML report. The CLI and the Python binding draw through this one API.
+ *
+ * Every view appends to a strbuf the caller owns and returns 0 or -errno;
+ * -EINVAL means the view does not apply to the profile (a memory view of a
+ * trace profile, a chart with nothing to draw). Every name drawn in SVG or
+ * HTML is escaped with sonde_view__escape.
+ */
+#ifndef SONDE_VIEW_H
+#define SONDE_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+#include <sonde/profile.h>
+#include <sonde/strbuf.h>
+
+/* The text views' formats. */
+enum sonde_view_format {
+	SONDE_VIEW_TEXT,
+	SONDE_VIEW_JSON,
+	SONDE_VIEW_CSV,
+	SONDE_VIEW_MARKDOWN,
+};
+extern const char *const sonde_view__formats[]; /* "text", "json", "csv", "markdown", NULL */
+/* The format called name; SONDE_VIEW_TEXT for NULL or an unknown name. */
+enum sonde_view_format sonde_view__format_of(const char *name);
+
+/* s as one RFC 4180 CSV field: quoted, quotes doubled. */
+int sonde_view__csv_quote(struct sonde_strbuf *sb, const char *s);
+/* A measured number as JSON: null when it is NaN or infinite (not measured). New reference. */
+json_t *sonde_view__json_number(double v);
+
+/*
+ * The profile's warnings, one line per kind with its fix, each line starting
+ * with prefix ("sonde: " on stderr); with notes, its notes too.
+ */
+int sonde_view__warnings(const struct sonde_profile *p, const char *prefix, bool notes,
+			 struct sonde_strbuf *out);
+/*
+ * The summary table of a profile. JSON carries the warnings and notes; the
+ * other forms leave them to sonde_view__warnings.
+ */
+int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
+		      struct sonde_strbuf *out);
+/* The memory view of a memory profile (top: sites and leaks listed). */
+int sonde_view__memory(const struct sonde_profile *p, enum sonde_view_format fmt, unsigned top,
+		       struct sonde_strbuf *out);
+/* The counters view of a counters profile (perf stat's layout; JSON/CSV: the table). */
+int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format fmt,
+			 struct sonde_strbuf *out);
+
+/* Trace profiles: the flat report (sorted by one of sonde_view__trace_sort_keys). */
+extern const char *const sonde_view__trace_sort_keys[];
+int sonde_view__trace_report(const struct sonde_profile *p, enum sonde_view_format fmt,
+			     const char *sort, unsigned top, struct sonde_strbuf *out);
+/* Trace profiles: the calling-context tree (text) or the caller/callee edges. */
+int sonde_view__trace_graph(const struct sonde_profile *p, enum sonde_view_format fmt, unsigned top,
+			    struct sonde_strbuf *out);
+/* Trace profiles: the Chrome/Perfetto trace-event JSON, a track per thread. */
+int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out);
+
+/* XML-escape s (text and attribute values): & < > " ' and control characters. */
+int sonde_view__escape(struct sonde_strbuf *sb, const char *s);
+/* JSON of v that is safe inside an HTML <script> element (no '<', U+2028/9). */
+int sonde_view__html_json(struct sonde_strbuf *sb, json_t *v);
+/* A colour for a name: a stable hue in a palette ("warm", "cool", "green"). */
+void sonde_view__color(const char *name, const char *palette, char out[24]);
+
+/*
+ * The folded stacks of a profile ("a;b;c WEIGHT" lines), weighted by weight:
+ * memory "bytes" or "count", trace "time" or "calls". -ENOTSUP: the profile
+ * has no stacks.
+ */
+int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out);
+/* The default flame-graph weight of a profile, and its unit in *unit. */
+const char *sonde_view__flame_weight(const struct sonde_profile *p, const char **unit);
+
+/*
+ * A flame graph of folded stacks as a standalone interactive SVG (click to zoom,
+ * search, tooltips). With base (folded stacks of a baseline), a differential
+ * flame graph: widths from folded, colours by the change against base.
+ */
+int sonde_view__flame(const char *folded, const char *base, const char *title, const char *unit,
+		      struct sonde_strbuf *out);
+
+enum sonde_view_agg {
+	SONDE_AGG_SUM,
+	SONDE_AGG_MEAN,
+	SONDE_AGG_COUNT,
+	SONDE_AGG_MIN,
+	SONDE_AGG_MAX,
+};
+extern const char *const sonde_view__aggs[]; /* "sum", "mean", "count", "min", "max", NULL */
+
+struct sonde_chart_opts {
+	size_t sz;	  /* sizeof(struct sonde_chart_opts) */
+	const char *of;	  /* the column aggregated (amount) */
+	const char *per;  /* the category (bars: a property or column; flow: a numeric column) */
+	const char *by;	  /* the group (a property or column), or NULL */
+	const char *type; /* only resources of this type, or NULL for all */
+	enum sonde_view_agg func;
+	bool stacked;
+	unsigned top; /* categories (bars) or groups shown; the rest is "other" */
+	const char *title;
+};
+
+/* Bars: func(of) per category, grouped or stacked by group. */
+int sonde_view__bars(const struct sonde_profile *p, const struct sonde_chart_opts *o,
+		     struct sonde_strbuf *out);
+/* Flow: func(of) over a numeric per (snapshots, sizes, time), a line or stacked area per group. */
+int sonde_view__flow(const struct sonde_profile *p, const struct sonde_chart_opts *o,
+		     struct sonde_strbuf *out);
+/* Scatter: (per, of) points per uid with every fitted model of that pair drawn. */
+int sonde_view__scatter(const struct sonde_profile *p, const struct sonde_chart_opts *o,
+			struct sonde_strbuf *out);
+
+/*
+ * The HTML report of n profiles (names: how to call them), one file with no
+ * outside references. Each profile is compared with the nearest earlier one of
+ * the same collector and command.
+ */
+int sonde_view__report(struct sonde_profile *const *p, const char *const *names, size_t n,
+		       struct sonde_strbuf *out);
+
+#endif
