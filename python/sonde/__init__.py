@@ -16,6 +16,7 @@ from ._sonde import NotSupported, SondeError, StateError, version
 from . import counters
 from .collectors import (BaseCollector, CounterCollector, MemoryCollector, Observatory,
                          TimingCollector)
+from .cpu import CpuCollector
 from .memory import MemoryTracker
 from .report import (Comparison, Reporter, analyze_bottlenecks, compare_runs, report_html,
                      to_profile, view)
@@ -23,7 +24,7 @@ from .timing import Metrics, SondeWarning, Stats, Synchronization, Timer
 
 __version__ = version
 __all__ = [
-    "BaseCollector", "CounterCollector", "MemoryCollector", "Observatory", "TimingCollector",
+    "BaseCollector", "CounterCollector", "CpuCollector", "MemoryCollector", "Observatory", "TimingCollector",
     "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError",
     "SondeWarning", "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks",
     "compare_runs", "report_html", "to_profile", "view", "counters",

@@ -1094,7 +1094,7 @@ PyMODINIT_FUNC PyInit__sonde(void)
 	    PyModule_AddObjectRef(m, "Recorder", (PyObject *)&RecorderType) ||
 	    PyModule_AddObjectRef(m, "Region", (PyObject *)&RegionType) ||
 	    PyModule_AddStringConstant(m, "version", sonde_version()) || sondepy_counters_init(m) ||
-	    sondepy_views_init(m)) {
+	    sondepy_views_init(m) || sondepy_cpu_init(m)) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -11,5 +11,7 @@ extern PyObject *SondePy_Error, *SondePy_StateError, *SondePy_NotSupported;
 int sondepy_counters_init(PyObject *m);
 /* Add view() (libsonde's tables, charts, flame graphs, HTML report); 0 or -1. */
 int sondepy_views_init(PyObject *m);
+/* Add CpuCollector (every Python call and return, per-thread rings); 0 or -1. */
+int sondepy_cpu_init(PyObject *m);
 
 #endif

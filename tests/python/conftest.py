@@ -11,6 +11,12 @@ import pytest
 
 _tap = []
 
+# Under a sanitizer build, tests/run preloads the sanitizer runtimes into this
+# interpreter; the programs the tests start (sonde, its targets, node) must not
+# inherit that: sonde is linked with them itself, and the others are not built
+# with them.
+os.environ.pop("LD_PRELOAD", None)
+
 
 def pytest_runtest_logreport(report):
     if report.when == "call" or report.outcome != "passed":

@@ -101,13 +101,26 @@ def test_profile_is_valid_and_says_where_it_came_from(tmp_path):
     assert any("warm-up" in n for n in p["stats"]["notes"])
 
 
+def _with_durations(ms):
+    """A Timer's profile whose region took exactly these times (a loaded machine
+    cannot move the answer)."""
+    p = sonde.to_profile(_timer(0.0001, n=len(ms), warmup=0))
+    (key,) = [k for k, v in p["resource_type_map"].items() if v["uid"] == "work"]
+    p["resources"][key]["amount"] = [int(x * 1e6) for x in ms]
+    return p
+
+
 def test_compare_runs_speedup_with_ci():
-    fast, slow = _timer(0.002), _timer(0.006)
+    slow = _with_durations([6.0, 6.1, 5.9, 6.05, 5.95, 6.2, 5.8, 6.0])
+    fast = _with_durations([2.0, 2.02, 1.98, 2.01, 1.99, 2.05, 1.95, 2.0])
     c = sonde.compare_runs(slow, fast)["work"]
-    assert 2.5 < c.speedup < 3.3
-    assert c.ci95[0] <= c.speedup <= c.ci95[1]
+    assert c.speedup == pytest.approx(6.0 / 2.0, rel=1e-3)
+    assert c.ci95[0] <= c.speedup <= c.ci95[1] and c.ci95[1] - c.ci95[0] < 0.2
     assert c.test == "welch" and c.p < 0.01
     assert "optimization" in c.verdict
+    # and from real regions: a 3x slower sleep is slower, whatever the machine's load
+    real = sonde.compare_runs(_timer(0.006), _timer(0.002))["work"]
+    assert real.speedup > 1.5
     same = sonde.compare_runs(fast, fast)["work"]
     assert same.speedup == pytest.approx(1.0) and same.verdict == "no change"
 

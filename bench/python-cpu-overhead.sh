@@ -1,0 +1,64 @@
+#!/bin/sh
+# python-cpu-overhead.sh - the cost of recording every Python call: fib(25) and
+# a loop of small calls (about 3.5 M calls), each run in a fresh interpreter,
+# interleaved: plain, under sonde.CpuCollector (every call and return into
+# per-thread rings, merged at stop), under cProfile (the peer: aggregates only)
+# and under a pure-Python sys.setprofile recorder. Each figure is the median
+# over ROUNDS of the time from starting the recorder to having its result
+# (sonde: stop() merged the rings; cProfile: create_stats()). Target: sonde
+# <= 100 ns per call over plain.
+# Usage: bench/python-cpu-overhead.sh [BUILD] [ROUNDS]
+set -eu
+BUILD=${1:-build}
+ROUNDS=${2:-5}
+[ -d "$BUILD/python/sonde" ] || { echo "python-cpu-overhead: $BUILD/python/sonde is not built (python3-dev)"; exit 3; }
+PYTHONPATH=$BUILD/python exec /usr/bin/python3 - "$ROUNDS" <<'PY'
+import statistics, subprocess, sys
+
+ROUNDS = int(sys.argv[1])
+WORK = r'''
+import sys, time
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+def small(i):
+    return i
+def loop(n):
+    for i in range(n):
+        small(i)
+def work():
+    fib(25)
+    loop(3_250_000)
+CALLS = 242785 + 3_250_000 + 2
+pc = time.perf_counter_ns
+'''
+RUNNERS = {
+    "plain": "t = pc(); work(); print(pc() - t, CALLS)",
+    "sonde": ("import sonde\nc = sonde.CpuCollector(buffer=1 << 28, c_calls=False)\n"
+              "t = pc(); c.start(); work(); c.stop(); print(pc() - t, CALLS)\n"
+              "assert c.results['dropped'] == 0"),
+    "cProfile": ("import cProfile\npr = cProfile.Profile()\n"
+                 "t = pc(); pr.enable(); work(); pr.disable(); pr.create_stats(); "
+                 "print(pc() - t, CALLS)"),
+    "pure-Python": ("buf = []\nap = buf.append\n"
+                    "def rec(f, e, a): ap((e, f.f_code, pc()))\n"
+                    "t = pc(); sys.setprofile(rec); work(); sys.setprofile(None); "
+                    "print(pc() - t, CALLS)"),
+}
+res = {k: [] for k in RUNNERS}
+for _ in range(ROUNDS):
+    for k, code in RUNNERS.items():
+        out = subprocess.run([sys.executable, "-c", WORK + code], check=True,
+                             capture_output=True, text=True).stdout.split()
+        res[k].append(int(out[0]))
+calls = int(out[1])
+med = {k: statistics.median(v) for k, v in res.items()}
+print(f"python {sys.version.split()[0]}, {calls} calls, {ROUNDS} interleaved rounds (median)")
+for k, v in med.items():
+    extra = (v - med["plain"]) / calls
+    print(f"  {k:<12} {v / 1e6:9.1f} ms  {v / med['plain']:5.2f}x plain"
+          + ("" if k == "plain" else f"  {extra:6.1f} ns per call over plain"))
+s = (med["sonde"] - med["plain"]) / calls
+c = (med["cProfile"] - med["plain"]) / calls
+print(f"sonde: {s:.1f} ns per call (target <= 100), {med['sonde'] / med['cProfile']:.2f}x "
+      f"cProfile's time (cProfile: {c:.1f} ns per call, aggregates only)")
+PY

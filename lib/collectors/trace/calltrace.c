@@ -1,0 +1,126 @@
+/*
+ * calltrace.c - calls seen by another engine, rebuilt by the trace collector's
+ * own analysis (a feed, as the eBPF engine's events are): one piece of code
+ * decides what a call, its self time and its context are.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/calltrace.h>
+#include "trace.h"
+
+struct sonde_calltrace {
+	struct tr_analysis a;
+	struct tr_feed *feed;
+	uint32_t pid;
+	int err;   /* the first error of the feed: later events are not fed */
+	bool done; /* written: the feed is gone */
+};
+
+struct sonde_calltrace *sonde_calltrace__new(const char *engine, const char *exe, uint32_t pid,
+					     uint64_t t0)
+{
+	struct sonde_calltrace *ct = calloc(1, sizeof(*ct));
+
+	if (!ct)
+		return NULL;
+	tr_analysis__init(&ct->a);
+	ct->a.engine = engine;
+	ct->a.engine_stats = json_object();
+	ct->pid = pid;
+	ct->feed = tr_feed__new(&ct->a, t0);
+	if (!ct->a.sym || !ct->a.func_index || !ct->a.engine_stats || !ct->feed ||
+	    tr_feed__process(ct->feed, 1, pid, 0, exe ? exe : "", exe ? strlen(exe) : 0)) {
+		sonde_calltrace__free(ct);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return ct;
+}
+
+void sonde_calltrace__free(struct sonde_calltrace *ct)
+{
+	if (!ct)
+		return;
+	if (ct->feed)
+		tr_feed__end(ct->feed, -ECANCELED);
+	tr_analysis__release(&ct->a);
+	free(ct);
+}
+
+void sonde_calltrace__max_rows(struct sonde_calltrace *ct, uint64_t max_rows)
+{
+	ct->a.max_rows = max_rows;
+}
+
+int sonde_calltrace__func(struct sonde_calltrace *ct, const char *module, uint64_t line,
+			  const char *name, uint32_t *id)
+{
+	return tr_analysis__func(&ct->a, module ? module : "?", line, name ? name : "?", id);
+}
+
+static struct tr_thread *thread(struct sonde_calltrace *ct, uint32_t tid)
+{
+	struct tr_thread *t;
+
+	if (ct->err || ct->done)
+		return NULL;
+	t = tr_feed__thread(ct->feed, 1, ct->pid, tid);
+	if (!t)
+		ct->err = -ENOMEM;
+	return t;
+}
+
+int sonde_calltrace__thread_name(struct sonde_calltrace *ct, uint32_t tid, const char *name)
+{
+	struct tr_thread *t = thread(ct, tid);
+
+	if (t)
+		tr_feed__name(t, name);
+	return ct->err;
+}
+
+int sonde_calltrace__enter(struct sonde_calltrace *ct, uint32_t tid, uint32_t id, uint64_t ns)
+{
+	struct tr_thread *t = thread(ct, tid);
+	int rc;
+
+	if (!t)
+		return ct->err ? ct->err : -EINVAL;
+	if (id >= ct->a.nfuncs)
+		return -EINVAL;
+	rc = tr_feed__enter(ct->feed, t, id, ns);
+	if (rc < 0)
+		ct->err = rc;
+	return rc < 0 ? rc : 0;
+}
+
+int sonde_calltrace__exit(struct sonde_calltrace *ct, uint32_t tid, uint64_t ns)
+{
+	struct tr_thread *t = thread(ct, tid);
+	int rc;
+
+	if (!t)
+		return ct->err ? ct->err : -EINVAL;
+	rc = tr_feed__exit(ct->feed, t, ns);
+	if (rc < 0)
+		ct->err = rc;
+	return rc < 0 ? rc : 0;
+}
+
+int sonde_calltrace__engine_stat(struct sonde_calltrace *ct, const char *key, json_t *v)
+{
+	return json_object_set_new(ct->a.engine_stats, key, v) ? -ENOMEM : 0;
+}
+
+int sonde_calltrace__write(struct sonde_calltrace *ct, struct sonde_profile *p)
+{
+	int rc;
+
+	if (ct->done)
+		return -EINVAL;
+	ct->done = true;
+	rc = tr_feed__end(ct->feed, ct->err);
+	ct->feed = NULL;
+	return rc < 0 ? rc : tr_analysis__write(&ct->a, p);
+}

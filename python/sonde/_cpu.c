@@ -1,0 +1,1034 @@
+/*
+ * _cpu.c - the Python CPU collector, in process: every Python call and return,
+ * and every call from Python into a C function, from the interpreter's C
+ * profile hook (not a Python-level function).
+ *
+ * Recording path. Each thread writes its events into a ring of its own in a
+ * libsonde ring area (drop-oldest: a full ring gives up its oldest events,
+ * each one counted). The hook's argument is the thread's ThreadRec, so the
+ * hook finds its ring without a lookup, and takes no lock (it runs holding
+ * the GIL, as every profile hook does). A profile function already installed
+ * (sys.setprofile, another profiler) is chained: it sees every event, and is
+ * put back at stop. Threads running at start get the hook then; threads
+ * started later get it through threading.setprofile's hook on their first
+ * event.
+ *
+ * Function ids: a Python function is its code object, tagged with the id in
+ * the code object's extra slot (PEP 523's co_extra) the first time it runs; a
+ * C function is its PyMethodDef. Names, files and lines are copied then, so
+ * code that is freed later still has its name.
+ *
+ * At stop (the calling thread), every ring is drained in order and the calls
+ * are rebuilt by libsonde's trace analysis (sonde_calltrace): the profile is
+ * the one `sonde collect trace` writes.
+ *
+ * A child made by fork() shares the parent's rings (a MAP_SHARED memfd): its
+ * hooks stop writing before anything else (pthread_atfork) and put the chained
+ * functions back.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <sonde/calltrace.h>
+#include <sonde/clock.h>
+#include <sonde/profile.h>
+#include <sonde/ring.h>
+#include "u64map.h"
+#include "_sonde.h"
+
+enum { EV_CALL = 1, EV_RETURN, EV_C_CALL, EV_C_RETURN };
+static const char *const ev_names[] = { "?", "call", "return", "c_call", "c_return" };
+
+struct ev { /* one ring record */
+	uint32_t hdr;
+	uint32_t func;
+	uint64_t ts;
+};
+
+struct fn {
+	char *module, *name;
+	uint64_t line;
+};
+
+struct tstore { /* one thread's drained events, in order */
+	uint32_t tid;
+	char name[64];
+	struct ev *ev;
+	size_t n, cap;
+};
+
+enum { ST_IDLE, ST_COLLECTING, ST_FINALIZED };
+static const char *const state_names[] = { "idle", "collecting", "finalized" };
+
+typedef struct CpuCollector {
+	PyObject_HEAD int state;
+	uint32_t gen; /* this collector's tag in code objects' extra slot */
+	bool c_calls;
+	size_t ring_bytes;
+	struct sonde_ring_area *area; /* the owner's side: drained at stop */
+	struct sonde_ring_area *wa;   /* the writers' side of the same memfd */
+	PyObject *recs;		      /* list of ThreadRec: every thread hooked */
+	PyObject *prev_thread_hook;   /* threading's hook before start */
+	PyObject *names;	      /* dict: native thread id -> thread name */
+	struct fn *fns;
+	size_t nfns, capfns;
+	struct u64map cfuncs; /* PyMethodDef (or type) -> id + 1 */
+	struct tstore *ts;
+	size_t nts, capts;
+	struct u64map tindex; /* tid -> index + 1 */
+	uint64_t t0, t1, events, dropped, lost;
+	pid_t pid;
+	uint32_t stop_tid;
+	int err; /* out of memory on the recording path: stop says so */
+} CpuCollector;
+
+typedef struct {
+	PyObject_HEAD CpuCollector *col; /* borrowed: col->recs holds this; NULL once stopped */
+	Py_tracefunc prev;
+	PyObject *prev_obj;
+	struct sonde_ring_writer w;
+	bool claimed, no_ring, skip_c_return;
+} ThreadRec;
+
+static PyTypeObject ThreadRecType, CpuCollectorType;
+static Py_ssize_t extra_index = -1;
+static uint32_t next_gen = 1;
+static volatile sig_atomic_t in_child; /* set in a child of fork(): write nothing */
+
+static void no_free(void *p)
+{
+	(void)p;
+}
+
+static void on_fork_child(void)
+{
+	in_child = 1;
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* ---- function ids ---------------------------------------------------------------------- */
+
+static int add_fn(CpuCollector *c, const char *module, uint64_t line, const char *name,
+		  uint32_t *id)
+{
+	struct fn *f;
+
+	if (c->nfns == c->capfns) {
+		size_t cap = c->capfns ? 2 * c->capfns : 256;
+		struct fn *g = realloc(c->fns, cap * sizeof(*g));
+
+		if (!g)
+			return -1;
+		c->fns = g;
+		c->capfns = cap;
+	}
+	f = &c->fns[c->nfns];
+	f->module = strdup(module ? module : "?");
+	f->name = strdup(name ? name : "?");
+	f->line = line;
+	if (!f->module || !f->name) {
+		free(f->module);
+		free(f->name);
+		return -1;
+	}
+	*id = (uint32_t)c->nfns++;
+	return 0;
+}
+
+static int code_id(CpuCollector *c, PyCodeObject *co, uint32_t *id)
+{
+	void *x = NULL;
+	uintptr_t v;
+
+	if (_PyCode_GetExtra((PyObject *)co, extra_index, &x) < 0) {
+		PyErr_Clear();
+		x = NULL;
+	}
+	v = (uintptr_t)x;
+	if (v && (uint32_t)(v >> 32) == c->gen) {
+		*id = (uint32_t)v - 1;
+		return 0;
+	}
+	if (add_fn(c, PyUnicode_AsUTF8(co->co_filename), (uint64_t)co->co_firstlineno,
+		   PyUnicode_AsUTF8(co->co_qualname), id)) {
+		PyErr_Clear();
+		return -1;
+	}
+	if (_PyCode_SetExtra((PyObject *)co, extra_index,
+			     (void *)((uintptr_t)c->gen << 32 | (uintptr_t)(*id + 1))) < 0)
+		PyErr_Clear();
+	return 0;
+}
+
+/* A C function's id: builtins by their PyMethodDef, other callables by their type. */
+static int cfunc_id(CpuCollector *c, PyObject *fn, uint32_t *id)
+{
+	char name[256];
+	const char *module = "<built-in>";
+	uint64_t key, v;
+
+	if (PyCFunction_Check(fn)) {
+		PyMethodDef *ml = ((PyCFunctionObject *)fn)->m_ml;
+		PyObject *self = PyCFunction_GET_SELF(fn),
+			 *mod = ((PyCFunctionObject *)fn)->m_module;
+
+		key = (uint64_t)(uintptr_t)ml;
+		if (u64map__get(&c->cfuncs, key, &v)) {
+			*id = (uint32_t)v - 1;
+			return 0;
+		}
+		if (self && !PyModule_Check(self))
+			snprintf(name, sizeof(name), "%s.%s",
+				 PyType_Check(self) ? ((PyTypeObject *)self)->tp_name
+						    : Py_TYPE(self)->tp_name,
+				 ml->ml_name);
+		else if (mod && PyUnicode_Check(mod))
+			snprintf(name, sizeof(name), "%s.%s", PyUnicode_AsUTF8(mod), ml->ml_name);
+		else
+			snprintf(name, sizeof(name), "%s", ml->ml_name);
+	} else {
+		key = (uint64_t)(uintptr_t)Py_TYPE(fn) | 1;
+		if (u64map__get(&c->cfuncs, key, &v)) {
+			*id = (uint32_t)v - 1;
+			return 0;
+		}
+		snprintf(name, sizeof(name), "%s.__call__", Py_TYPE(fn)->tp_name);
+	}
+	PyErr_Clear();
+	if (add_fn(c, module, 0, name, id) || u64map__put(&c->cfuncs, key, (uint64_t)*id + 1))
+		return -1;
+	return 0;
+}
+
+/* ---- the hook ---------------------------------------------------------------------------- */
+
+static void put_back(PyThreadState *ts, ThreadRec *r)
+{
+	Py_tracefunc prev = r->prev;
+	PyObject *prev_obj = r->prev_obj;
+
+	r->prev = NULL;
+	r->prev_obj = NULL;
+	/* _PyEval_SetProfile takes its own reference to prev_obj and drops ours to r */
+	if (_PyEval_SetProfile(ts, prev, prev_obj) < 0)
+		PyErr_Clear();
+	Py_XDECREF(prev_obj);
+}
+
+static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	uint64_t ts = now_ns();
+	ThreadRec *r = (ThreadRec *)obj;
+	CpuCollector *c = r->col;
+	uint32_t type, id = 0;
+	struct ev *e;
+
+	if (r->prev && r->prev(r->prev_obj, frame, what, arg) < 0)
+		return -1;
+	if (!c)
+		return 0;
+	if (in_child) { /* a forked child: the rings are the parent's */
+		r->col = NULL;
+		if (PyThreadState_Get()->c_profileobj == obj)
+			put_back(PyThreadState_Get(), r);
+		return 0;
+	}
+	switch (what) {
+	case PyTrace_CALL: {
+		PyCodeObject *co = PyFrame_GetCode(frame);
+		int rc = code_id(c, co, &id);
+
+		Py_DECREF(co);
+		if (rc) {
+			c->err = -ENOMEM;
+			return 0;
+		}
+		type = EV_CALL;
+		break;
+	}
+	case PyTrace_RETURN:
+		type = EV_RETURN;
+		break;
+	case PyTrace_C_CALL:
+		if (!c->c_calls)
+			return 0;
+		if (cfunc_id(c, arg, &id)) {
+			c->err = -ENOMEM;
+			return 0;
+		}
+		type = EV_C_CALL;
+		break;
+	case PyTrace_C_RETURN:
+	case PyTrace_C_EXCEPTION:
+		if (!c->c_calls)
+			return 0;
+		if (r->skip_c_return) { /* start()'s own return */
+			r->skip_c_return = false;
+			return 0;
+		}
+		type = EV_C_RETURN;
+		break;
+	default:
+		return 0;
+	}
+	if (!r->claimed) {
+		if (r->no_ring) {
+			c->lost++;
+			return 0;
+		}
+		if (sonde_ring__claim(c->wa, (uint32_t)c->pid, (uint32_t)syscall(SYS_gettid), 1,
+				      &r->w)) {
+			r->no_ring = true; /* every ring is taken: this thread's events are lost */
+			c->lost++;
+			return 0;
+		}
+		r->claimed = true;
+	}
+	e = sonde_ring__reserve(&r->w, type, sizeof(*e));
+	if (e) {
+		e->func = id;
+		e->ts = ts;
+		sonde_ring__commit(&r->w);
+	}
+	return 0;
+}
+
+static ThreadRec *rec_new(CpuCollector *c, PyThreadState *ts)
+{
+	ThreadRec *r = PyObject_GC_New(ThreadRec, &ThreadRecType);
+
+	if (!r)
+		return NULL;
+	r->col = c;
+	r->prev = ts->c_profilefunc;
+	r->prev_obj = ts->c_profileobj;
+	Py_XINCREF(r->prev_obj);
+	r->claimed = r->no_ring = r->skip_c_return = false;
+	memset(&r->w, 0, sizeof(r->w));
+	PyObject_GC_Track(r);
+	if (PyList_Append(c->recs, (PyObject *)r)) {
+		Py_DECREF(r);
+		return NULL;
+	}
+	Py_DECREF(r); /* the list keeps it; the thread state takes its own */
+	return r;
+}
+
+/* Record the names of threading's threads (native id -> name); errors are ignored. */
+static void note_names(CpuCollector *c, bool current_only)
+{
+	PyObject *threading = PyImport_ImportModule("threading"), *list = NULL;
+	Py_ssize_t i;
+
+	if (threading)
+		list = current_only
+			       ? Py_BuildValue("[N]", PyObject_CallMethod(threading,
+									  "current_thread", NULL))
+			       : PyObject_CallMethod(threading, "enumerate", NULL);
+	for (i = 0; list && PyList_Check(list) && i < PyList_GET_SIZE(list); i++) {
+		PyObject *t = PyList_GET_ITEM(list, i);
+		PyObject *id = PyObject_GetAttrString(t, "native_id");
+		PyObject *nm = PyObject_GetAttrString(t, "name");
+
+		if (id && nm && id != Py_None)
+			PyDict_SetItem(c->names, id, nm);
+		Py_XDECREF(id);
+		Py_XDECREF(nm);
+	}
+	Py_XDECREF(list);
+	Py_XDECREF(threading);
+	PyErr_Clear();
+}
+
+/* Hook thread state ts (chaining what it has); 0 or -1. */
+static int hook(CpuCollector *c, PyThreadState *ts, ThreadRec **out)
+{
+	ThreadRec *r = rec_new(c, ts);
+
+	if (!r || _PyEval_SetProfile(ts, cpu_hook, (PyObject *)r) < 0)
+		return -1;
+	if (out)
+		*out = r;
+	return 0;
+}
+
+/*
+ * threading's hook: a thread started while collecting calls sys.setprofile(this)
+ * first thing, so this runs (through sys's trampoline) at its first event. It
+ * puts the hook that was there before start in place, then ours over it, and
+ * records the event.
+ */
+static PyObject *thread_hook(PyObject *self, PyObject *args)
+{
+	CpuCollector *c = (CpuCollector *)self;
+	PyObject *frame, *arg, *sys_mod;
+	const char *event;
+	PyThreadState *ts = PyThreadState_Get();
+	ThreadRec *r;
+	int what;
+
+	if (!PyArg_ParseTuple(args, "OsO", &frame, &event, &arg))
+		return NULL;
+	if (c->state != ST_COLLECTING || in_child) {
+		if (_PyEval_SetProfile(ts, NULL, NULL) < 0)
+			return NULL;
+		Py_RETURN_NONE;
+	}
+	sys_mod = PyImport_ImportModule("sys");
+	if (!sys_mod)
+		return NULL;
+	/* what threading would have installed without us (None: nothing) */
+	{
+		PyObject *res =
+			PyObject_CallMethod(sys_mod, "setprofile", "O",
+					    c->prev_thread_hook ? c->prev_thread_hook : Py_None);
+
+		Py_DECREF(sys_mod);
+		if (!res)
+			return NULL;
+		Py_DECREF(res);
+	}
+	if (hook(c, ts, &r))
+		return NULL;
+	note_names(c, true);
+	what = !strcmp(event, "call")	     ? PyTrace_CALL
+	       : !strcmp(event, "return")    ? PyTrace_RETURN
+	       : !strcmp(event, "c_call")    ? PyTrace_C_CALL
+	       : !strcmp(event, "c_return")  ? PyTrace_C_RETURN
+	       : !strcmp(event, "exception") ? PyTrace_EXCEPTION
+					     : PyTrace_C_EXCEPTION;
+	if (cpu_hook((PyObject *)r, (PyFrameObject *)frame, what, arg == Py_None ? NULL : arg) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef thread_hook_def = { "_sonde_cpu_thread_hook", thread_hook, METH_VARARGS,
+				       "Hooks a thread started while a CpuCollector collects." };
+
+/* ---- ThreadRec ------------------------------------------------------------------------- */
+
+static int rec_traverse(ThreadRec *r, visitproc visit, void *arg)
+{
+	Py_VISIT(r->prev_obj);
+	return 0;
+}
+
+static int rec_clear(ThreadRec *r)
+{
+	Py_CLEAR(r->prev_obj);
+	r->prev = NULL;
+	return 0;
+}
+
+static void rec_dealloc(ThreadRec *r)
+{
+	PyObject_GC_UnTrack(r);
+	rec_clear(r);
+	PyObject_GC_Del(r);
+}
+
+static PyTypeObject ThreadRecType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sonde._sonde.CpuThread",
+	.tp_basicsize = sizeof(ThreadRec),
+	.tp_dealloc = (destructor)rec_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_doc = "One thread's hook of a CpuCollector.",
+	.tp_traverse = (traverseproc)rec_traverse,
+	.tp_clear = (inquiry)rec_clear,
+};
+
+/* ---- draining --------------------------------------------------------------------------- */
+
+static struct tstore *store_of(CpuCollector *c, uint32_t tid)
+{
+	uint64_t v;
+
+	if (u64map__get(&c->tindex, tid, &v))
+		return &c->ts[v - 1];
+	if (c->nts == c->capts) {
+		size_t cap = c->capts ? 2 * c->capts : 16;
+		struct tstore *g = realloc(c->ts, cap * sizeof(*g));
+
+		if (!g)
+			return NULL;
+		c->ts = g;
+		c->capts = cap;
+	}
+	if (u64map__put(&c->tindex, tid, c->nts + 1))
+		return NULL;
+	memset(&c->ts[c->nts], 0, sizeof(c->ts[0]));
+	c->ts[c->nts].tid = tid;
+	return &c->ts[c->nts++];
+}
+
+static int sink(void *ctx, const struct sonde_ring_chunk *ch, const void *data)
+{
+	CpuCollector *c = ctx;
+	struct tstore *s = store_of(c, ch->tid);
+	const uint8_t *p = data, *end = p + ch->bytes;
+
+	if (!s)
+		return -ENOMEM;
+	while (p + 4 <= end) {
+		uint32_t h, len;
+
+		memcpy(&h, p, 4);
+		len = SONDE_RING_REC_LEN(h);
+		if (len < 8 || p + len > end)
+			break;
+		if (SONDE_RING_REC_TYPE(h) != SONDE_RING_PAD && len == sizeof(struct ev)) {
+			if (s->n == s->cap) {
+				size_t cap = s->cap ? 2 * s->cap : 4096;
+				struct ev *g = realloc(s->ev, cap * sizeof(*g));
+
+				if (!g)
+					return -ENOMEM;
+				s->ev = g;
+				s->cap = cap;
+			}
+			memcpy(&s->ev[s->n++], p, sizeof(struct ev));
+			c->events++;
+		}
+		p += len;
+	}
+	return 0;
+}
+
+static int drain(CpuCollector *c)
+{
+	long long n;
+
+	if (!c->area)
+		return 0;
+	n = sonde_ring_area__drain(c->area, sink, c);
+	if (n < 0) {
+		errno = (int)-n;
+		PyErr_SetFromErrno(PyExc_OSError);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- CpuCollector ------------------------------------------------------------------------ */
+
+static int col_init(CpuCollector *c, PyObject *args, PyObject *kw)
+{
+	static char *kws[] = { "buffer", "c_calls", NULL };
+	PyObject *buffer = Py_None;
+	int c_calls = 1;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op:CpuCollector", kws, &buffer, &c_calls))
+		return -1;
+	if (c->state != ST_IDLE || c->area) {
+		PyErr_SetString(SondePy_StateError, "a CpuCollector is initialised once");
+		return -1;
+	}
+	c->ring_bytes = 64u << 20;
+	if (buffer != Py_None) {
+		unsigned long long b = PyLong_AsUnsignedLongLong(buffer);
+
+		if (b == (unsigned long long)-1 && PyErr_Occurred())
+			return -1;
+		if (b < 4096 || (b & (b - 1)) || b > (1ull << 32)) {
+			PyErr_SetString(
+				PyExc_ValueError,
+				"buffer: bytes per thread, a power of two from 4096 to 4 GiB");
+			return -1;
+		}
+		c->ring_bytes = (size_t)b;
+	}
+	c->c_calls = c_calls;
+	if (!c->recs && !(c->recs = PyList_New(0)))
+		return -1;
+	if (!c->names && !(c->names = PyDict_New()))
+		return -1;
+	return 0;
+}
+
+static void release_rings(CpuCollector *c);
+
+static PyObject *col_start(CpuCollector *c, PyObject *unused)
+{
+	PyThreadState *me = PyThreadState_Get(), *ts;
+	PyObject *threading, *res;
+	ThreadRec *mine = NULL;
+	unsigned nbig;
+	int rc;
+
+	(void)unused;
+	if (c->state != ST_IDLE) {
+		PyErr_Format(SondePy_StateError,
+			     "start: the collector is %s (start once, from idle)",
+			     state_names[c->state]);
+		return NULL;
+	}
+	if (!c->recs) {
+		PyErr_SetString(SondePy_StateError, "start: the collector was not initialised");
+		return NULL;
+	}
+	if (me->c_profilefunc == cpu_hook) {
+		PyErr_SetString(SondePy_StateError,
+				"start: another CpuCollector collects in this thread");
+		return NULL;
+	}
+	/* big rings for the first threads, smaller ones (sparse until used) for more */
+	nbig = 8;
+	rc = sonde_ring_area__create_spill(nbig, c->ring_bytes, 1016,
+					   c->ring_bytes > (4u << 20) ? (4u << 20) : c->ring_bytes,
+					   SONDE_RING_DROP_OLDEST, &c->area);
+	if (rc) {
+		errno = -rc;
+		return PyErr_SetFromErrno(PyExc_OSError);
+	}
+	c->wa = sonde_ring_area__attach(sonde_ring_area__path(c->area));
+	if (!c->wa) {
+		sonde_ring_area__destroy(c->area);
+		c->area = NULL;
+		return PyErr_SetFromErrno(PyExc_OSError);
+	}
+	c->gen = next_gen++;
+	c->pid = getpid();
+	threading = PyImport_ImportModule("threading");
+	if (!threading) {
+		release_rings(c);
+		return NULL;
+	}
+	res = PyObject_CallMethod(threading, "getprofile", NULL);
+	if (res) {
+		Py_XSETREF(c->prev_thread_hook, res == Py_None ? NULL : res);
+		if (res == Py_None)
+			Py_DECREF(res);
+		res = PyCFunction_New(&thread_hook_def, (PyObject *)c);
+	}
+	if (res) {
+		PyObject *r2 = PyObject_CallMethod(threading, "setprofile", "O", res);
+
+		Py_DECREF(res);
+		res = r2;
+	}
+	Py_DECREF(threading);
+	if (!res) {
+		release_rings(c);
+		return NULL;
+	}
+	Py_DECREF(res);
+	note_names(c, false); /* before the hooks: not recorded */
+	c->t0 = sonde_clock_ns();
+	c->state = ST_COLLECTING;
+	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
+		if (hook(c, ts, ts == me ? &mine : NULL))
+			return NULL;
+	if (mine)
+		mine->skip_c_return = true;
+	Py_RETURN_NONE;
+}
+
+static void unhook_all(CpuCollector *c)
+{
+	PyThreadState *me = PyThreadState_Get(), *ts;
+	Py_ssize_t i;
+
+	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
+		if (ts->c_profilefunc == cpu_hook && ts->c_profileobj &&
+		    ((ThreadRec *)ts->c_profileobj)->col == c)
+			put_back(ts, (ThreadRec *)ts->c_profileobj);
+	for (i = 0; c->recs && i < PyList_GET_SIZE(c->recs); i++) {
+		ThreadRec *r = (ThreadRec *)PyList_GET_ITEM(c->recs, i);
+
+		r->col = NULL;
+	}
+}
+
+/* Rings back and the area gone (after the last drain). */
+static void release_rings(CpuCollector *c)
+{
+	Py_ssize_t i;
+
+	for (i = 0; c->recs && i < PyList_GET_SIZE(c->recs); i++) {
+		ThreadRec *r = (ThreadRec *)PyList_GET_ITEM(c->recs, i);
+
+		if (r->claimed && c->pid == getpid())
+			sonde_ring__retire(&r->w);
+		r->claimed = false;
+	}
+	if (c->area)
+		c->dropped = sonde_ring_area__dropped(c->area);
+	if (c->wa)
+		sonde_ring_area__detach(c->wa);
+	if (c->area)
+		sonde_ring_area__destroy(c->area);
+	c->wa = NULL;
+	c->area = NULL;
+}
+
+static PyObject *col_stop(CpuCollector *c, PyObject *unused)
+{
+	PyObject *threading, *res;
+	uint32_t me = (uint32_t)syscall(SYS_gettid);
+
+	(void)unused;
+	if (c->state != ST_COLLECTING) {
+		PyErr_Format(SondePy_StateError, "stop: the collector is %s (stop after start)",
+			     state_names[c->state]);
+		return NULL;
+	}
+	c->t1 = sonde_clock_ns();
+	unhook_all(c);
+	note_names(c, false);
+	c->state = ST_FINALIZED;
+	c->stop_tid = me;
+	threading = PyImport_ImportModule("threading");
+	res = threading ? PyObject_CallMethod(threading, "setprofile", "O",
+					      c->prev_thread_hook ? c->prev_thread_hook : Py_None)
+			: NULL;
+	Py_XDECREF(threading);
+	Py_XDECREF(res);
+	if (c->pid != getpid()) { /* inherited by fork: the rings are the parent's */
+		c->area = NULL;
+		c->wa = NULL;
+		if (!res)
+			return NULL;
+		Py_RETURN_NONE;
+	}
+	if (!res) {
+		release_rings(c);
+		return NULL;
+	}
+	sonde_ring_area__close(c->area);
+	if (drain(c)) {
+		release_rings(c);
+		return NULL;
+	}
+	release_rings(c);
+	/* the calling thread's last events are the calls that led to stop(): not the program's */
+	{
+		uint64_t v;
+
+		if (u64map__get(&c->tindex, me, &v)) {
+			struct tstore *s = &c->ts[v - 1];
+			uint32_t type;
+
+			while (s->n &&
+			       ((type = SONDE_RING_REC_TYPE(s->ev[s->n - 1].hdr)) == EV_CALL ||
+				type == EV_C_CALL)) {
+				s->n--;
+				c->events--;
+			}
+		}
+	}
+	if (c->err) {
+		PyErr_SetString(PyExc_MemoryError,
+				"the CPU collector ran out of memory while recording");
+		return NULL;
+	}
+	return Py_BuildValue("{s:K,s:n,s:n,s:K,s:K,s:K}", "events", (unsigned long long)c->events,
+			     "threads", (Py_ssize_t)c->nts, "functions", (Py_ssize_t)c->nfns,
+			     "dropped", (unsigned long long)c->dropped, "lost",
+			     (unsigned long long)c->lost, "duration_ns",
+			     (unsigned long long)(c->t1 - c->t0));
+}
+
+static PyObject *event_dict(CpuCollector *c, const struct tstore *s, const struct ev *e)
+{
+	uint32_t type = SONDE_RING_REC_TYPE(e->hdr);
+	bool has_fn = (type == EV_CALL || type == EV_C_CALL) && e->func < c->nfns;
+	const struct fn *f = has_fn ? &c->fns[e->func] : NULL;
+
+	return Py_BuildValue("{s:s,s:z,s:z,s:N,s:k,s:K}", "event",
+			     type <= EV_C_RETURN ? ev_names[type] : "?", "function",
+			     f ? f->name : NULL, "file", f ? f->module : NULL, "line",
+			     f ? PyLong_FromUnsignedLongLong(f->line) : Py_NewRef(Py_None),
+			     "thread", (unsigned long)s->tid, "ts_ns", (unsigned long long)e->ts);
+}
+
+/* The calling thread's events so far (drained from the rings; others keep recording). */
+static PyObject *col_thread_buffer(CpuCollector *c, PyObject *unused)
+{
+	uint32_t me = (uint32_t)syscall(SYS_gettid);
+	PyObject *out;
+	uint64_t v;
+	size_t i;
+
+	(void)unused;
+	if (c->state == ST_IDLE) {
+		PyErr_SetString(SondePy_StateError, "get_thread_local_buffer: not started");
+		return NULL;
+	}
+	if (c->state == ST_COLLECTING && c->pid == getpid() && drain(c))
+		return NULL;
+	out = PyList_New(0);
+	if (!out || !u64map__get(&c->tindex, me, &v))
+		return out;
+	for (i = 0; i < c->ts[v - 1].n; i++) {
+		PyObject *d = event_dict(c, &c->ts[v - 1], &c->ts[v - 1].ev[i]);
+
+		if (!d || PyList_Append(out, d)) {
+			Py_XDECREF(d);
+			Py_DECREF(out);
+			return NULL;
+		}
+		Py_DECREF(d);
+	}
+	return out;
+}
+
+/* Every event, thread by thread, as dicts. */
+static PyObject *col_events(CpuCollector *c, PyObject *unused)
+{
+	PyObject *out;
+	size_t i, k;
+
+	(void)unused;
+	if (c->state != ST_FINALIZED) {
+		PyErr_SetString(SondePy_StateError, "events: stop the collector first");
+		return NULL;
+	}
+	out = PyList_New(0);
+	for (k = 0; out && k < c->nts; k++)
+		for (i = 0; i < c->ts[k].n; i++) {
+			PyObject *d = event_dict(c, &c->ts[k], &c->ts[k].ev[i]);
+
+			if (!d || PyList_Append(out, d)) {
+				Py_XDECREF(d);
+				Py_CLEAR(out);
+				break;
+			}
+			Py_DECREF(d);
+		}
+	return out;
+}
+
+/*
+ * profile_json(cmd, thread_names): the trace profile of the calls, as JSON text
+ * (type mixed, as `sonde collect trace` writes).
+ */
+static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
+{
+	const char *cmd = "python";
+	PyObject *names = NULL, *out = NULL;
+	struct sonde_calltrace *ct;
+	struct sonde_profile *p;
+	size_t i, k, len;
+	char *s = NULL;
+	int rc = 0;
+
+	if (!PyArg_ParseTuple(args, "|sO:profile_json", &cmd, &names))
+		return NULL;
+	if (c->state != ST_FINALIZED) {
+		PyErr_SetString(SondePy_StateError, "profile: stop the collector first");
+		return NULL;
+	}
+	ct = sonde_calltrace__new("python", cmd, (uint32_t)c->pid, c->t0);
+	p = sonde_profile__new("mixed");
+	if (!ct || !p) {
+		sonde_calltrace__free(ct);
+		sonde_profile__free(p);
+		return PyErr_NoMemory();
+	}
+	/* ids in the calltrace are the collector's: the same order */
+	for (i = 0; i < c->nfns && !rc; i++) {
+		uint32_t id;
+
+		rc = sonde_calltrace__func(ct, c->fns[i].module, c->fns[i].line, c->fns[i].name,
+					   &id);
+		if (!rc && id != i) /* two functions of one name, file and line: the same */
+			c->fns[i].line = c->fns[id].line;
+	}
+	for (k = 0; k < c->nts && !rc; k++) {
+		const struct tstore *t = &c->ts[k];
+		PyObject *key = PyLong_FromUnsignedLong(t->tid), *nm = NULL;
+
+		if (key && names && PyDict_Check(names))
+			nm = PyDict_GetItem(names, key); /* borrowed */
+		if (key && !nm && c->names)
+			nm = PyDict_GetItem(c->names, key);
+		Py_XDECREF(key);
+
+		if (nm && PyUnicode_Check(nm))
+			rc = sonde_calltrace__thread_name(ct, t->tid, PyUnicode_AsUTF8(nm));
+		for (i = 0; i < t->n && !rc; i++) {
+			const struct ev *e = &t->ev[i];
+			uint32_t type = SONDE_RING_REC_TYPE(e->hdr);
+
+			if (type == EV_CALL || type == EV_C_CALL) {
+				uint32_t id;
+
+				rc = e->func < c->nfns
+					     ? sonde_calltrace__func(ct, c->fns[e->func].module,
+								     c->fns[e->func].line,
+								     c->fns[e->func].name, &id)
+					     : -EINVAL;
+				if (!rc)
+					rc = sonde_calltrace__enter(ct, t->tid, id, e->ts);
+			} else {
+				rc = sonde_calltrace__exit(ct, t->tid, e->ts);
+			}
+		}
+	}
+	if (!rc)
+		rc = sonde_calltrace__engine_stat(
+			ct, "python",
+			json_pack("{s:I, s:I, s:I, s:s}", "events", (json_int_t)c->events,
+				  "dropped_events", (json_int_t)c->dropped, "lost_events",
+				  (json_int_t)c->lost, "hook", "C profile function"));
+	if (!rc)
+		rc = sonde_calltrace__write(ct, p);
+	if (!rc) {
+		json_t *h = sonde_profile__header(p), *st = sonde_profile__stats(p);
+
+		rc |= sonde_profile__set(h, "cmd", json_string(cmd));
+		rc |= sonde_profile__set(
+			h, "units",
+			json_pack("{s:s, s:s}", "time", "ns", "structure-unit-size", "elements"));
+		rc |= sonde_profile__set(sonde_profile__collector_info(p), "name",
+					 json_string("python"));
+		rc |= sonde_profile__set(st, "duration_ns",
+					 json_integer((json_int_t)(c->t1 - c->t0)));
+		rc |= sonde_profile__set(st, "dropped_events",
+					 json_integer((json_int_t)(c->dropped + c->lost)));
+		if (c->dropped)
+			rc |= sonde_profile__add_warning(
+				p, "ring-full",
+				"a thread's ring was full: its oldest events were dropped "
+				"(counted in stats.dropped_events); calls whose start was "
+				"dropped count as unmatched exits",
+				"give CpuCollector a bigger buffer= (bytes per thread)");
+		if (c->lost)
+			rc |= sonde_profile__add_warning(
+				p, "no-ring", "threads found no free ring: their events were lost",
+				"run fewer threads at once while collecting");
+	}
+	if (!rc && !(s = sonde_profile__dump(p, &len)))
+		rc = -ENOMEM;
+	sonde_calltrace__free(ct);
+	sonde_profile__free(p);
+	if (rc) {
+		if (!PyErr_Occurred())
+			PyErr_Format(SondePy_Error, "the profile could not be built: %s",
+				     strerror(rc < 0 ? -rc : ENOMEM));
+		return NULL;
+	}
+	out = PyUnicode_FromStringAndSize(s, (Py_ssize_t)len);
+	free(s);
+	return out;
+}
+
+static PyObject *col_state(CpuCollector *c, void *closure)
+{
+	(void)closure;
+	return PyUnicode_FromString(state_names[c->state]);
+}
+
+static PyObject *col_dropped(CpuCollector *c, void *closure)
+{
+	(void)closure;
+	if (c->area)
+		return PyLong_FromUnsignedLongLong(sonde_ring_area__dropped(c->area));
+	return PyLong_FromUnsignedLongLong(c->dropped);
+}
+
+static int col_traverse(CpuCollector *c, visitproc visit, void *arg)
+{
+	Py_VISIT(c->recs);
+	Py_VISIT(c->prev_thread_hook);
+	Py_VISIT(c->names);
+	return 0;
+}
+
+static int col_clear(CpuCollector *c)
+{
+	Py_CLEAR(c->recs);
+	Py_CLEAR(c->prev_thread_hook);
+	Py_CLEAR(c->names);
+	return 0;
+}
+
+static void col_dealloc(CpuCollector *c)
+{
+	size_t i;
+
+	PyObject_GC_UnTrack(c);
+	if (c->state == ST_COLLECTING) { /* dropped while collecting: stop for good */
+		unhook_all(c);
+		c->state = ST_FINALIZED;
+	}
+	release_rings(c);
+	col_clear(c);
+	for (i = 0; i < c->nfns; i++) {
+		free(c->fns[i].module);
+		free(c->fns[i].name);
+	}
+	free(c->fns);
+	for (i = 0; i < c->nts; i++)
+		free(c->ts[i].ev);
+	free(c->ts);
+	u64map__release(&c->cfuncs);
+	u64map__release(&c->tindex);
+	Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyMethodDef col_methods[] = {
+	{ "start", (PyCFunction)col_start, METH_NOARGS,
+	  "Hook every thread (and threads started later); idle -> collecting." },
+	{ "stop", (PyCFunction)col_stop, METH_NOARGS,
+	  "Unhook, put chained hooks back, merge every thread's ring; collecting -> finalized." },
+	{ "get_thread_local_buffer", (PyCFunction)col_thread_buffer, METH_NOARGS,
+	  "The calling thread's events so far, as dicts." },
+	{ "events", (PyCFunction)col_events, METH_NOARGS, "Every event, thread by thread." },
+	{ "profile_json", (PyCFunction)col_profile_json, METH_VARARGS,
+	  "profile_json(cmd, thread_names): the trace profile of the calls, as JSON." },
+	{ NULL },
+};
+
+static PyGetSetDef col_getset[] = {
+	{ "state", (getter)col_state, NULL, "idle, collecting or finalized", NULL },
+	{ "dropped", (getter)col_dropped, NULL, "events dropped from full rings", NULL },
+	{ NULL },
+};
+
+static PyTypeObject CpuCollectorType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sonde._sonde.CpuCollector",
+	.tp_basicsize = sizeof(CpuCollector),
+	.tp_dealloc = (destructor)col_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+	.tp_doc = "Every Python call and return (and C calls) of every thread, per-thread rings.",
+	.tp_traverse = (traverseproc)col_traverse,
+	.tp_clear = (inquiry)col_clear,
+	.tp_methods = col_methods,
+	.tp_getset = col_getset,
+	.tp_init = (initproc)col_init,
+	.tp_new = PyType_GenericNew,
+};
+
+int sondepy_cpu_init(PyObject *m)
+{
+	static bool once;
+
+	if (!once) {
+		extra_index = _PyEval_RequestCodeExtraIndex(no_free);
+		if (extra_index < 0)
+			return -1;
+		pthread_atfork(NULL, NULL, on_fork_child);
+		once = true;
+	}
+	if (PyType_Ready(&ThreadRecType) < 0 || PyType_Ready(&CpuCollectorType) < 0)
+		return -1;
+	return PyModule_AddObjectRef(m, "CpuCollector", (PyObject *)&CpuCollectorType);
+}

@@ -1,0 +1,65 @@
+"""The Python CPU collector: every Python call and return (and calls into C
+functions) of every thread, recorded by a C profile hook into per-thread rings.
+
+    c = sonde.CpuCollector()
+    with c:
+        main()
+    c.save_profile("calls.json")     # sonde show calls.json report / graph / flamegraph
+
+States: idle -> collecting (start) -> finalized (stop); anything else raises
+sonde.StateError. A profile function installed before start (sys.setprofile,
+another profiler) still sees every event, and is put back at stop.
+
+What it cannot see: time in C code called from C (one C call from Python is
+one event, whatever it calls), and while a thread holds the GIL only it runs,
+so a thread waiting for the GIL shows that wait inside the call it is in.
+"""
+
+import json
+import os
+import sys
+import warnings
+
+from . import _sonde
+from .timing import SondeWarning
+
+
+class CpuCollector(_sonde.CpuCollector):
+    """Every Python call and return of every thread (and C calls, c_calls=True).
+
+    buffer: bytes of ring per thread (a power of two; 64 MiB by default, 16
+    bytes an event). A full ring drops its oldest events; each one is counted
+    (``dropped``), warned about once, and said in the profile."""
+
+    def __init__(self, buffer=None, c_calls=True):
+        super().__init__(buffer=buffer, c_calls=c_calls)
+        self.results = None
+
+    def stop(self):
+        self.results = super().stop()
+        if self.results and self.results["dropped"]:
+            warnings.warn(f"sonde: {self.results['dropped']} events were dropped from full "
+                          "rings (the oldest of their threads); give CpuCollector a bigger "
+                          "buffer=", SondeWarning, stacklevel=2)
+        return self.results
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def get_results(self):
+        return self.results
+
+    def profile(self, cmd=None):
+        """The trace profile of the calls (a dict), as `sonde collect trace` writes."""
+        cmd = cmd or os.path.basename(sys.argv[0] or "python") or "python"
+        return json.loads(self.profile_json(cmd))
+
+    def save_profile(self, path, cmd=None):
+        """Write the profile (stamped with machine, commit and date); .gz/.zst compress."""
+        cmd = cmd or os.path.basename(sys.argv[0] or "python") or "python"
+        _sonde.save_profile(self.profile_json(cmd), os.fspath(path))

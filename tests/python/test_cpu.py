@@ -1,0 +1,243 @@
+"""The Python CPU collector: exact calls against known answers and against
+cProfile (the peer) on the same program, chaining, threads, asyncio,
+exceptions, generators, full rings, fork, and its profile in every view."""
+import asyncio
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import threading
+import warnings
+
+import pytest
+
+import sonde
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def leaf(i):
+    return i * 2
+
+
+def loop(n):
+    s = 0
+    for i in range(n):
+        s += leaf(i)
+    return s
+
+
+def outer():
+    return inner() + inner() + inner()
+
+
+def inner():
+    return 1
+
+
+def calls(profile, name):
+    for k, v in profile["resource_type_map"].items():
+        if v["uid"] == name:
+            return v["summary"]["calls"]
+    return 0
+
+
+def collect(fn, *args, **kw):
+    c = sonde.CpuCollector(**kw)
+    with c:
+        fn(*args)
+    return c, c.profile("test")
+
+
+def test_exact_calls_recursion_and_loop():
+    c, p = collect(lambda: (fib(15), loop(1000)))
+    assert calls(p, "fib") == 1973
+    assert calls(p, "leaf") == 1000
+    assert calls(p, "loop") == 1
+    assert c.results["dropped"] == 0 and c.results["lost"] == 0
+    t = p["stats"]["trace"]
+    assert t["engine"] == "python" and t["unfinished"] == 0
+
+
+def test_same_counts_as_cprofile():
+    """The peer: cProfile's ncalls per function, on the same program."""
+    def program():
+        fib(16)
+        loop(2000)
+        outer()
+
+    pr = cProfile.Profile()
+    pr.runcall(program)
+    st = pstats.Stats(pr).stats
+    peer = {name: nc for (_f, _l, name), (_cc, nc, _tt, _ct, _c) in st.items()
+            if name in ("fib", "leaf", "loop", "outer", "inner")}
+    _c, p = collect(program)
+    mine = {n: calls(p, n) for n in peer}
+    assert mine == peer and peer["fib"] == 3193
+
+
+def test_nesting_in_the_call_graph():
+    _c, p = collect(outer)
+    edges = json.loads(sonde.view(p, "graph", format="json"))
+    e = [x for x in edges if x["caller"] == "outer" and x["callee"] == "inner"]
+    assert len(e) == 1 and e[0]["calls"] == 3
+
+
+def test_chained_profile_function_sees_every_event():
+    seen = []
+
+    def mine(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "fib":
+            seen.append(1)
+
+    sys.setprofile(mine)
+    try:
+        _c, p = collect(fib, 12)
+        assert sys.getprofile() is mine  # put back at stop
+    finally:
+        sys.setprofile(None)
+    assert len(seen) == calls(p, "fib") == 465
+
+
+def test_threads_running_and_started_later():
+    go = threading.Event()
+    res = []
+
+    def early():
+        go.wait()
+        res.append(fib(10))
+
+    t0 = threading.Thread(target=early, name="early")
+    t0.start()
+    c = sonde.CpuCollector()
+    c.start()
+    go.set()
+    ts = [threading.Thread(target=fib, args=(10,), name=f"w{i}") for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts + [t0]:
+        t.join()
+    c.stop()
+    p = c.profile("threads")
+    assert calls(p, "fib") == 5 * 177
+    names = {t["name"] for t in p["trace"]["threads"]}
+    assert {"early", "w0", "w3"} <= names
+    assert len({t["tid"] for t in p["trace"]["threads"]}) >= 6
+    assert threading.getprofile() is None and sys.getprofile() is None
+
+
+def test_asyncio_tasks():
+    async def job(i):
+        await asyncio.sleep(0)
+        return leaf(i)
+
+    async def main():
+        return await asyncio.gather(*(job(i) for i in range(10)))
+
+    pr = cProfile.Profile()
+    pr.runcall(asyncio.run, main())
+    peer = sum(v[1] for k, v in pstats.Stats(pr).stats.items() if k[2] == "job")
+    _c, p = collect(asyncio.run, main())
+    assert calls(p, "leaf") == 10
+    # a coroutine that suspends once is resumed once: two calls each, as cProfile counts
+    assert calls(p, "test_asyncio_tasks.<locals>.job") == peer == 20
+
+
+def test_exceptions_and_generators():
+    def thrower():
+        raise ValueError("x")
+
+    def catcher():
+        for _ in range(5):
+            try:
+                thrower()
+            except ValueError:
+                pass
+
+    def gen():
+        yield 1
+        yield 2
+        yield 3
+
+    _c, p = collect(lambda: (catcher(), list(gen())))
+    assert calls(p, "test_exceptions_and_generators.<locals>.thrower") == 5
+    # each resumption of a generator is a call (cProfile counts them the same way)
+    assert calls(p, "test_exceptions_and_generators.<locals>.gen") == 4
+    assert p["stats"]["trace"]["unfinished"] == 0
+
+
+def test_full_ring_drops_oldest_and_counts():
+    c = sonde.CpuCollector(buffer=4096, c_calls=False)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with c:
+            loop(5000)
+    assert any("dropped" in str(x.message) for x in w)
+    r = c.results
+    assert r["dropped"] > 0
+    assert r["events"] + r["dropped"] >= 2 * 5001
+    ev = c.events()
+    assert len(ev) == r["events"] <= 4096 // 16
+    # the newest survive: the last events are loop's last leaf calls and its return
+    assert ev[-1]["event"] == "return"
+    p = c.profile("full")
+    assert p["stats"]["dropped_events"] == r["dropped"]
+    assert any(x["code"] == "ring-full" for x in p["stats"]["warnings"])
+
+
+def test_states():
+    c = sonde.CpuCollector()
+    assert c.state == "idle"
+    with pytest.raises(sonde.StateError):
+        c.stop()
+    with pytest.raises(sonde.StateError):
+        c.get_thread_local_buffer()
+    c.start()
+    assert c.state == "collecting"
+    with pytest.raises(sonde.StateError):
+        c.start()
+    leaf(1)
+    mine = c.get_thread_local_buffer()
+    assert any(e["function"] == "leaf" and e["event"] == "call" for e in mine)
+    assert all(e["thread"] == threading.get_native_id() for e in mine)
+    c.stop()
+    assert c.state == "finalized"
+    with pytest.raises(sonde.StateError):
+        c.start()
+    with pytest.raises(ValueError):
+        sonde.CpuCollector(buffer=1000)
+
+
+def test_fork_child_does_not_write_into_the_parents_rings():
+    c = sonde.CpuCollector()
+    with c:
+        pid = os.fork()
+        if pid == 0:
+            fib(12)
+            os._exit(0)
+        _, st = os.waitpid(pid, 0)
+        fib(5)
+    assert os.waitstatus_to_exitcode(st) == 0
+    p = c.profile("fork")
+    assert calls(p, "fib") == 15
+    assert pid not in {e["thread"] for e in c.events()}
+
+
+def test_profile_in_every_view(sonde_bin, tmp_path):
+    c, _p = collect(lambda: (fib(12), outer()))
+    path = tmp_path / "cpu.json"
+    c.save_profile(path, cmd="test-cpu")
+    run = lambda *a: subprocess.run([sonde_bin, *a], capture_output=True, text=True)
+    r = run("show", str(path), "report", "-f", "json")
+    assert r.returncode == 0, r.stderr
+    fns = {f["function"]: f["calls"] for f in json.loads(r.stdout)["functions"]}
+    assert fns["fib"] == 465 and fns["inner"] == 3
+    assert run("show", str(path), "graph").returncode == 0
+    assert run("show", str(path), "flamegraph", "-o", str(tmp_path / "f.svg")).returncode == 0
+    r = run("export", str(path), "--format", "perfetto")
+    assert r.returncode == 0 and json.loads(r.stdout)["traceEvents"]
+    assert run("check", str(path), str(path)).returncode == 0
