@@ -24,7 +24,19 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-class BaseCollector:
+class StartStop:
+    """`with x:` is x.start() ... x.stop() (what every collector and tracker shares)."""
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+class BaseCollector(StartStop):
     """Subclass and implement _start() and _stop() -> dict (and _reset())."""
 
     name = "base"
@@ -69,10 +81,6 @@ class BaseCollector:
     @property
     def state(self):
         return self._state
-
-    def __enter__(self):
-        self.start()
-        return self
 
     def __exit__(self, *exc):
         if self._state == "collecting":

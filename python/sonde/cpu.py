@@ -21,10 +21,11 @@ import sys
 import warnings
 
 from . import _sonde
+from .collectors import StartStop
 from .timing import SondeWarning
 
 
-class CpuCollector(_sonde.CpuCollector):
+class CpuCollector(StartStop, _sonde.CpuCollector):
     """Every Python call and return of every thread (and C calls, c_calls=True).
 
     buffer: bytes of ring per thread (a power of two; 64 MiB by default, 16
@@ -42,14 +43,6 @@ class CpuCollector(_sonde.CpuCollector):
                           "rings (the oldest of their threads); give CpuCollector a bigger "
                           "buffer=", SondeWarning, stacklevel=2)
         return self.results
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
 
     def get_results(self):
         return self.results

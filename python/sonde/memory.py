@@ -13,7 +13,7 @@ import time
 import tracemalloc
 
 from ._sonde import StateError
-from .collectors import _proc_sample
+from .collectors import StartStop, _proc_sample
 
 
 def _rss():
@@ -25,7 +25,7 @@ def peak_rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-class MemoryTracker:
+class MemoryTracker(StartStop):
     """``with MemoryTracker() as tr:`` records the block's Python heap and RSS.
 
     ``track_allocations``: trace every allocation with its stack (``nframes``
@@ -45,14 +45,6 @@ class MemoryTracker:
         self._state = "idle"
         self._timeline = []
         self._stats = None
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
 
     def start(self):
         if self._state == "running":
