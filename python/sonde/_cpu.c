@@ -486,6 +486,15 @@ static int sink(void *ctx, const struct sonde_ring_chunk *ch, const void *data)
 
 	if (!s)
 		return -ENOMEM;
+	if (s->n + ch->bytes / sizeof(struct ev) > s->cap) { /* room for the chunk at once */
+		size_t cap = s->n + ch->bytes / sizeof(struct ev);
+		struct ev *g = realloc(s->ev, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		s->ev = g;
+		s->cap = cap;
+	}
 	while (p + 4 <= end) {
 		uint32_t h, len;
 
