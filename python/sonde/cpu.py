@@ -37,12 +37,15 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
         self.results = None
 
     def stop(self):
-        self.results = super().stop()
-        if self.results and self.results["dropped"]:
-            warnings.warn(f"sonde: {self.results['dropped']} events were dropped from full "
-                          "rings (the oldest of their threads); give CpuCollector a bigger "
-                          "buffer=", SondeWarning, stacklevel=2)
-        return self.results
+        self.results = r = super().stop()
+        if r and r["dropped"]:
+            warnings.warn(f"sonde: {r['dropped']} events were dropped from full rings (the "
+                          "oldest of their threads); give CpuCollector a bigger buffer=",
+                          SondeWarning, stacklevel=2)
+        if r and r["lost"]:
+            warnings.warn(f"sonde: {r['lost']} events were lost: their threads found no free "
+                          "ring (a collection has rings for 1024 threads)", SondeWarning, stacklevel=2)
+        return r
 
     def get_results(self):
         return self.results
