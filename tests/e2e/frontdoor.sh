@@ -37,13 +37,22 @@ run -q collect time -r 2 -o q2.json -- "$PROGS/s-exit"
 check "-q before the command: the same" [ -z "$err$out" ]
 
 # a repeated warning is printed once, naming the workloads it applies to
-# (/bin/true: a program built with no sanitizer stays under 5 ms on a loaded machine)
-run collect time -r 3 --parameter N=1,2,3 -o w.json -- /bin/true {N}
-check "three short-run warnings recorded" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run")] | length' 3
-check "each names its workload" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run") | .workload] | join(",")' "1,2,3"
-check "printed once, with the other workloads" \
-	sh -c '[ "$(printf "%s\n" "$1" | grep -c "warning: runs took")" = 1 ] && printf "%s" "$1" | grep -q "also in workload 2, 3"' _ "$err"
-check "warnings have one format: 'sonde: warning:'" has "$err" "^sonde: warning: "
+run collect time -r 3 --parameter N=1,2,3 -o w.json -- "$PROGS/s-exit" 0 {N}
+# the warning needs runs under 5 ms: a sanitizer build's fork on a loaded machine can take longer
+slow=$(jq '[.resource_type_map | to_entries[] | select(.value.subtype == "real") | .key] as $k
+	| [$k[] as $x | .resources[$x].amount | add / length | select(. >= 5e6)] | length' w.json)
+if [ -s w.json ] && [ "$slow" != 0 ]; then
+	for d in "three short-run warnings recorded" "each names its workload" \
+		"printed once, with the other workloads" "warnings have one format: 'sonde: warning:'"; do
+		skip "$d" "runs of $PROGS/s-exit took 5 ms or more here (a loaded machine): no short-run warning to repeat"
+	done
+else
+	check "three short-run warnings recorded" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run")] | length' 3
+	check "each names its workload" jq_eq w.json '[.stats.warnings[] | select(.code == "short-run") | .workload] | join(",")' "1,2,3"
+	check "printed once, with the other workloads" \
+		sh -c '[ "$(printf "%s\n" "$1" | grep -c "warning: runs took")" = 1 ] && printf "%s" "$1" | grep -q "also in workload 2, 3"' _ "$err"
+	check "warnings have one format: 'sonde: warning:'" has "$err" "^sonde: warning: "
+fi
 
 # ---- one vocabulary of options ------------------------------------------------------------------
 run collect time -r 1 -t 1500ms -o d.json -- "$PROGS/s-exit"
