@@ -834,6 +834,7 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 	PyObject *names = NULL, *out = NULL;
 	struct sonde_calltrace *ct;
 	struct sonde_profile *p;
+	uint32_t *idmap = NULL;
 	size_t i, k, len;
 	char *s = NULL;
 	int rc = 0;
@@ -851,15 +852,13 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 		sonde_profile__free(p);
 		return PyErr_NoMemory();
 	}
-	/* ids in the calltrace are the collector's: the same order */
-	for (i = 0; i < c->nfns && !rc; i++) {
-		uint32_t id;
-
+	/* the calltrace's id of each of the collector's functions, looked up once */
+	idmap = malloc((c->nfns ? c->nfns : 1) * sizeof(*idmap));
+	if (!idmap)
+		rc = -ENOMEM;
+	for (i = 0; i < c->nfns && !rc; i++)
 		rc = sonde_calltrace__func(ct, c->fns[i].module, c->fns[i].line, c->fns[i].name,
-					   &id);
-		if (!rc && id != i) /* two functions of one name, file and line: the same */
-			c->fns[i].line = c->fns[id].line;
-	}
+					   &idmap[i]);
 	for (k = 0; k < c->nts && !rc; k++) {
 		const struct tstore *t = &c->ts[k];
 		PyObject *key = PyLong_FromUnsignedLong(t->tid), *nm = NULL;
@@ -876,21 +875,15 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 			const struct ev *e = &t->ev[i];
 			uint32_t type = SONDE_RING_REC_TYPE(e->hdr);
 
-			if (type == EV_CALL || type == EV_C_CALL) {
-				uint32_t id;
-
-				rc = e->func < c->nfns
-					     ? sonde_calltrace__func(ct, c->fns[e->func].module,
-								     c->fns[e->func].line,
-								     c->fns[e->func].name, &id)
-					     : -EINVAL;
-				if (!rc)
-					rc = sonde_calltrace__enter(ct, t->tid, id, e->ts);
-			} else {
+			if (type == EV_CALL || type == EV_C_CALL)
+				rc = e->func < c->nfns ? sonde_calltrace__enter(
+								 ct, t->tid, idmap[e->func], e->ts)
+						       : -EINVAL;
+			else
 				rc = sonde_calltrace__exit(ct, t->tid, e->ts);
-			}
 		}
 	}
+	free(idmap);
 	if (!rc)
 		rc = sonde_calltrace__engine_stat(
 			ct, "python",
