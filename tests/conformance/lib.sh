@@ -13,10 +13,11 @@ need_peer() {
 }
 
 # show_cmp OK-TEXT FAIL-TEXT [COMPARE-ARGS...]: run compare.py, one TAP line,
-# its lines as comments
+# its lines as comments; returns 1 when they differ
 show_cmp() {
-	okt=$1 failt=$2
+	okt=$1 failt=$2 cmp_rc=0
 	shift 2
-	if $CMP "$@" >cmp.out 2>&1; then ok "$okt"; else not_ok "$failt"; fi
+	if $CMP "$@" >cmp.out 2>&1; then ok "$okt"; else not_ok "$failt"; cmp_rc=1; fi
 	sed 's/^/# /' cmp.out
+	return $cmp_rc
 }

@@ -24,8 +24,12 @@ same() {
 		sed 's/^/# /' sonde.err
 		return
 	fi
-	show_cmp "$name: the same answers as heaptrack" "$name: sonde and heaptrack differ" \
-		memory "$ht" mem.json "$(command -v "$1")" --tolerance "$tol"
+	if ! show_cmp "$name: the same answers as heaptrack" "$name: sonde and heaptrack differ" \
+		memory "$ht" mem.json "$(command -v "$1")" --tolerance "$tol"; then
+		# where sonde's heap went, to tell the program's difference from ours
+		"$SONDE" show mem.json memory -n 8 2>&1 | sed 's/^/# sonde: /'
+		sed 's/^/# sonde stderr: /' sonde.err
+	fi
 }
 
 P=$PROGS
