@@ -2,10 +2,13 @@
  * runtime-file.c - find a runtime file (see runtime-file.h).
  */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <string.h>
+#include "config.h"
 #include "runtime-file.h"
 
 char *sonde_runtime_file(const char *name)
@@ -46,4 +49,37 @@ char *sonde_runtime_file(const char *name)
 	}
 	free(copy);
 	return NULL;
+}
+
+/* dir holds sonde/run.py */
+static bool has_package(const char *dir)
+{
+	char path[4096];
+
+	return snprintf(path, sizeof(path), "%s/sonde/run.py", dir) < (int)sizeof(path) &&
+	       access(path, R_OK) == 0;
+}
+
+char *sonde_python_dir(void)
+{
+	const char *env = getenv("SONDE_PYTHON_DIR");
+	char *copy, *path = NULL;
+	Dl_info di;
+
+	if (env && *env)
+		return has_package(env) ? strdup(env) : NULL;
+	if (dladdr((void *)sonde_python_dir, &di) && di.dli_fname &&
+	    (copy = realpath(di.dli_fname, NULL))) {
+		if (asprintf(&path, "%s/../python", dirname(copy)) < 0)
+			path = NULL;
+		free(copy);
+		if (path && has_package(path)) {
+			char *real = realpath(path, NULL);
+
+			free(path);
+			return real;
+		}
+		free(path);
+	}
+	return SONDE_PYTHONDIR[0] && has_package(SONDE_PYTHONDIR) ? strdup(SONDE_PYTHONDIR) : NULL;
 }

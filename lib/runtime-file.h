@@ -12,4 +12,11 @@
  */
 char *sonde_runtime_file(const char *name);
 
+/*
+ * The directory that holds the Python package sonde/ (collect python runs
+ * its runner): $SONDE_PYTHON_DIR when set, else the build tree's python/
+ * beside libsonde, else where it was installed. A heap string, or NULL.
+ */
+char *sonde_python_dir(void);
+
 #endif

@@ -44,6 +44,7 @@ struct sonde_session {
 	json_t *setenv; /* name -> value, collected in before() */
 	struct sonde_strbuf preload;
 	char **argv; /* the target as run (a wrapper may come first) */
+	char **wrap_argv; /* a collector's own command line for the target (owned) */
 	bool barrier;
 	bool own_rss; /* a collector reads the target's ru_maxrss */
 	int stdout_fd;
@@ -107,6 +108,32 @@ int sonde_collection__set_stdout(struct sonde_collection *c, int fd)
 	if (c->s->state != SONDE_SESSION_UNINITIALIZED)
 		return -EINVAL;
 	c->s->stdout_fd = fd;
+	return 0;
+}
+
+static void free_strv(char **v);
+
+int sonde_collection__wrap_argv(struct sonde_collection *c, char *const *argv)
+{
+	struct sonde_session *s = c->s;
+	size_t n = 0, i;
+	char **v;
+
+	if (s->state != SONDE_SESSION_UNINITIALIZED || !argv || !argv[0] || s->wrap_argv)
+		return -EINVAL;
+	while (argv[n])
+		n++;
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		v[i] = strdup(argv[i]);
+		if (!v[i]) {
+			free_strv(v);
+			return -ENOMEM;
+		}
+	}
+	s->wrap_argv = v;
 	return 0;
 }
 
@@ -221,6 +248,7 @@ void sonde_session__free(struct sonde_session *s)
 	free(s->cols);
 	free_strv(s->env);
 	free(s->argv);
+	free_strv(s->wrap_argv);
 	json_decref(s->setenv);
 	sonde_strbuf__release(&s->preload);
 	free(s);
@@ -372,6 +400,16 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 	rc = build_env(s);
 	if (rc)
 		return rc;
+	if (s->wrap_argv) { /* a collector's own command line: borrowed from wrap_argv */
+		while (s->wrap_argv[n])
+			n++;
+		s->argv = calloc(n + 1, sizeof(*s->argv));
+		if (!s->argv)
+			return -ENOMEM;
+		memcpy(s->argv, s->wrap_argv, n * sizeof(*s->argv));
+		s->state = SONDE_SESSION_IDLE;
+		return 0;
+	}
 	while (s->o.argv[n])
 		n++;
 	s->argv = calloc(n + 2, sizeof(*s->argv));

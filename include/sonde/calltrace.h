@@ -26,8 +26,26 @@ struct sonde_calltrace *sonde_calltrace__new(const char *engine, const char *exe
 					     uint64_t t0);
 void sonde_calltrace__free(struct sonde_calltrace *ct);
 
+/*
+ * The events that follow are process pid's, running exe (the next run of a
+ * collection: one image each, as `collect trace` keeps processes apart).
+ */
+int sonde_calltrace__process(struct sonde_calltrace *ct, uint32_t pid, const char *exe);
+
 /* Keep per-call rows of at most max_rows calls per function (10 000 by default). */
 void sonde_calltrace__max_rows(struct sonde_calltrace *ct, uint64_t max_rows);
+
+/*
+ * Keep at most max_slices calls for the timeline (200 000 by default), and
+ * leave out calls shorter than min_time_ns (their time stays the caller's).
+ */
+void sonde_calltrace__limits(struct sonde_calltrace *ct, uint64_t max_slices, uint64_t min_time_ns);
+/*
+ * Keep only functions whose name matches filter, leave out those matching
+ * exclude (POSIX extended regexes; NULL: no rule). Before the first function;
+ * -EINVAL for a bad regex, -EBUSY once functions were added.
+ */
+int sonde_calltrace__filter(struct sonde_calltrace *ct, const char *filter, const char *exclude);
 
 /*
  * The function called name, defined in module (a file) at line; the same
@@ -41,6 +59,8 @@ int sonde_calltrace__thread_name(struct sonde_calltrace *ct, uint32_t tid, const
 int sonde_calltrace__enter(struct sonde_calltrace *ct, uint32_t tid, uint32_t id, uint64_t ns);
 /* Thread tid's innermost open call returns at ns (none open: counted as unmatched). */
 int sonde_calltrace__exit(struct sonde_calltrace *ct, uint32_t tid, uint64_t ns);
+/* The size (elements) of thread tid's innermost open call: regression input. */
+int sonde_calltrace__size(struct sonde_calltrace *ct, uint32_t tid, uint64_t size);
 /* The engine's own figures (drops, events), kept under stats.trace.engine. Steals v. */
 int sonde_calltrace__engine_stat(struct sonde_calltrace *ct, const char *key, json_t *v);
 

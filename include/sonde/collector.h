@@ -95,6 +95,12 @@ int sonde_collection__setenv(struct sonde_collection *c, const char *name, const
 int sonde_collection__preload(struct sonde_collection *c, const char *path);
 /* Send the target's stdout of every run to fd (WRAPS_TARGET collectors, before() only). */
 int sonde_collection__set_stdout(struct sonde_collection *c, int fd);
+/*
+ * Run argv instead of the target's command (a copy is kept; before() only):
+ * the collector's own launcher, given the command's words as it needs them.
+ * One collector of a session may do this; {NAME} placeholders still apply.
+ */
+int sonde_collection__wrap_argv(struct sonde_collection *c, char *const *argv);
 /* Count events the collector lost; shown in stats.dropped_events. */
 void sonde_collection__dropped(struct sonde_collection *c, unsigned long long n);
 /* Report a message for the user (goes to the log callback, and stats.notes). */

@@ -12,7 +12,7 @@ Recording, statistics and profile files are libsonde's (the C extension
 sonde._sonde), the same code the sonde command runs.
 """
 
-from ._sonde import NotSupported, SondeError, StateError, version
+from ._sonde import NotSupported, SondeError, StateError, trace_size, version
 from . import counters
 from .collectors import (BaseCollector, CounterCollector, MemoryCollector, Observatory,
                          TimingCollector)
@@ -27,5 +27,5 @@ __all__ = [
     "BaseCollector", "CounterCollector", "CpuCollector", "MemoryCollector", "Observatory", "TimingCollector",
     "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError",
     "SondeWarning", "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks",
-    "compare_runs", "report_html", "to_profile", "view", "counters",
+    "compare_runs", "report_html", "to_profile", "trace_size", "view", "counters",
 ]

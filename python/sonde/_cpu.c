@@ -30,6 +30,7 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -43,11 +44,19 @@
 #include <sonde/clock.h>
 #include <sonde/profile.h>
 #include <sonde/ring.h>
+#include "collectors/python/pydump.h"
 #include "u64map.h"
 #include "_sonde.h"
 
-enum { EV_CALL = 1, EV_RETURN, EV_C_CALL, EV_C_RETURN };
-static const char *const ev_names[] = { "?", "call", "return", "c_call", "c_return" };
+/* the ring's record types are the dump's event types */
+enum {
+	EV_CALL = PYD_CALL,
+	EV_RETURN = PYD_RETURN,
+	EV_C_CALL = PYD_C_CALL,
+	EV_C_RETURN = PYD_C_RETURN,
+	EV_SIZE = PYD_SIZE
+};
+static const char *const ev_names[] = { "?", "call", "return", "c_call", "c_return", "size" };
 
 struct ev { /* one ring record */
 	uint32_t hdr;
@@ -101,6 +110,7 @@ typedef struct {
 } ThreadRec;
 
 static PyTypeObject ThreadRecType, CpuCollectorType;
+static PyMethodDef trace_size_def;
 static Py_ssize_t extra_index = -1;
 static uint32_t next_gen = 1;
 static volatile sig_atomic_t in_child; /* set in a child of fork(): write nothing */
@@ -269,6 +279,10 @@ static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	case PyTrace_C_CALL:
 		if (!c->c_calls)
 			return 0;
+		if (PyCFunction_Check(arg) && ((PyCFunctionObject *)arg)->m_ml == &trace_size_def) {
+			r->skip_c_return = true; /* sonde.trace_size(): not a call of the program */
+			return 0;
+		}
 		if (cfunc_id(c, arg, &id)) {
 			c->err = -ENOMEM;
 			return 0;
@@ -279,7 +293,7 @@ static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	case PyTrace_C_EXCEPTION:
 		if (!c->c_calls)
 			return 0;
-		if (r->skip_c_return) { /* start()'s own return */
+		if (r->skip_c_return) { /* start()'s or trace_size()'s own return */
 			r->skip_c_return = false;
 			return 0;
 		}
@@ -649,6 +663,33 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/*
+ * run(code, globals): start, then evaluate code (a module's code object) in
+ * globals, the program's first recorded call being its <module>: no call of
+ * run() itself is recorded around it. The collector keeps collecting after.
+ */
+static PyObject *col_run(CpuCollector *c, PyObject *args)
+{
+	PyObject *code, *globals, *res, *o;
+	PyThreadState *me;
+
+	if (!PyArg_ParseTuple(args, "O!O!:run", &PyCode_Type, &code, &PyDict_Type, &globals))
+		return NULL;
+	o = col_start(c, NULL);
+	if (!o)
+		return NULL;
+	Py_DECREF(o);
+	me = PyThreadState_Get();
+	if (me->c_profilefunc == cpu_hook && me->c_profileobj)
+		((ThreadRec *)me->c_profileobj)->skip_c_return = false;
+	res = PyEval_EvalCode(code, globals, globals);
+	me = PyThreadState_Get();
+	/* the return (or exception) of run() comes next: not the program's */
+	if (me->c_profilefunc == cpu_hook && me->c_profileobj)
+		((ThreadRec *)me->c_profileobj)->skip_c_return = true;
+	return res;
+}
+
 static void unhook_all(CpuCollector *c)
 {
 	PyThreadState *me = PyThreadState_Get(), *ts;
@@ -760,6 +801,9 @@ static PyObject *event_dict(CpuCollector *c, const struct tstore *s, const struc
 	bool has_fn = (type == EV_CALL || type == EV_C_CALL) && e->func < c->nfns;
 	const struct fn *f = has_fn ? &c->fns[e->func] : NULL;
 
+	if (type == EV_SIZE)
+		return Py_BuildValue("{s:s,s:K,s:k}", "event", "size", "size",
+				     (unsigned long long)e->ts, "thread", (unsigned long)s->tid);
 	return Py_BuildValue("{s:s,s:z,s:z,s:N,s:k,s:K}", "event",
 			     type <= EV_C_RETURN ? ev_names[type] : "?", "function",
 			     f ? f->name : NULL, "file", f ? f->module : NULL, "line",
@@ -879,6 +923,8 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 				rc = e->func < c->nfns ? sonde_calltrace__enter(
 								 ct, t->tid, idmap[e->func], e->ts)
 						       : -EINVAL;
+			else if (type == EV_SIZE)
+				rc = sonde_calltrace__size(ct, t->tid, e->ts);
 			else
 				rc = sonde_calltrace__exit(ct, t->tid, e->ts);
 		}
@@ -930,6 +976,106 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 	out = PyUnicode_FromStringAndSize(s, (Py_ssize_t)len);
 	free(s);
 	return out;
+}
+
+/* Write all of buf, or -1 with errno. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * dump(path, thread_names): the recording, for `sonde collect python` (the
+ * format of lib/collectors/python/pydump.h). Written to path.tmp and renamed,
+ * so a reader finds the whole file or none.
+ */
+static PyObject *col_dump(CpuCollector *c, PyObject *args)
+{
+	PyObject *names = NULL;
+	const char *path;
+	char tmp[4096];
+	struct pydump_head h = { .magic = PYDUMP_MAGIC };
+	int fd, bad = 0;
+	size_t i, k;
+
+	if (!PyArg_ParseTuple(args, "s|O:dump", &path, &names))
+		return NULL;
+	if (c->state != ST_FINALIZED) {
+		PyErr_SetString(SondePy_StateError, "dump: stop the collector first");
+		return NULL;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, tmp);
+	h.pid = (uint32_t)c->pid;
+	h.nfns = (uint32_t)c->nfns;
+	h.nthreads = (uint32_t)c->nts;
+	h.t0 = c->t0;
+	h.t1 = c->t1;
+	h.events = c->events;
+	h.dropped = c->dropped;
+	h.lost = c->lost;
+	bad |= write_all(fd, &h, sizeof(h));
+	for (i = 0; i < c->nfns && !bad; i++) {
+		const struct fn *f = &c->fns[i];
+		struct pydump_fn df = { f->line, (uint32_t)strlen(f->module),
+					(uint32_t)strlen(f->name) };
+
+		bad |= write_all(fd, &df, sizeof(df));
+		bad |= write_all(fd, f->module, df.module_len);
+		bad |= write_all(fd, f->name, df.name_len);
+	}
+	for (k = 0; k < c->nts && !bad; k++) {
+		const struct tstore *t = &c->ts[k];
+		PyObject *key = PyLong_FromUnsignedLong(t->tid), *nm = NULL;
+		const char *name = "";
+		struct pydump_thread dt = { t->tid, 0, t->n };
+
+		if (key && names && PyDict_Check(names))
+			nm = PyDict_GetItem(names, key); /* borrowed */
+		if (key && !nm && c->names)
+			nm = PyDict_GetItem(c->names, key);
+		Py_XDECREF(key);
+		if (nm && PyUnicode_Check(nm) && !(name = PyUnicode_AsUTF8(nm))) {
+			PyErr_Clear();
+			name = "";
+		}
+		dt.name_len = (uint32_t)strlen(name);
+		bad |= write_all(fd, &dt, sizeof(dt));
+		bad |= write_all(fd, name, dt.name_len);
+		for (i = 0; i < t->n && !bad; i++) {
+			struct pydump_ev de = { SONDE_RING_REC_TYPE(t->ev[i].hdr), t->ev[i].func,
+						t->ev[i].ts };
+
+			bad |= write_all(fd, &de, sizeof(de));
+		}
+	}
+	if (bad || close(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+
+		if (bad)
+			close(fd);
+		unlink(tmp);
+		errno = e;
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+	}
+	Py_RETURN_NONE;
 }
 
 static PyObject *col_state(CpuCollector *c, void *closure)
@@ -994,6 +1140,10 @@ static PyMethodDef col_methods[] = {
 	{ "get_thread_local_buffer", (PyCFunction)col_thread_buffer, METH_NOARGS,
 	  "The calling thread's events so far, as dicts." },
 	{ "events", (PyCFunction)col_events, METH_NOARGS, "Every event, thread by thread." },
+	{ "run", (PyCFunction)col_run, METH_VARARGS,
+	  "run(code, globals): start, then run code (the program) in globals." },
+	{ "dump", (PyCFunction)col_dump, METH_VARARGS,
+	  "dump(path, thread_names): the recording, for `sonde collect python`." },
 	{ "profile_json", (PyCFunction)col_profile_json, METH_VARARGS,
 	  "profile_json(cmd, thread_names): the trace profile of the calls, as JSON." },
 	{ NULL },
@@ -1019,8 +1169,45 @@ static PyTypeObject CpuCollectorType = {
 	.tp_new = PyType_GenericNew,
 };
 
+/*
+ * trace_size(n): the size of the problem the calling Python function works on
+ * (its innermost recorded call), for regression of time against size, as
+ * sonde_trace_size() is for C. Without a collector hooked on this thread: nothing.
+ */
+static PyObject *trace_size(PyObject *self, PyObject *arg)
+{
+	PyThreadState *ts = PyThreadState_Get();
+	unsigned long long n = PyLong_AsUnsignedLongLong(arg);
+	ThreadRec *r;
+	struct ev *e;
+
+	(void)self;
+	if (n == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	if (ts->c_profilefunc != cpu_hook || !ts->c_profileobj || in_child)
+		Py_RETURN_NONE;
+	r = (ThreadRec *)ts->c_profileobj;
+	if (!r->col || !r->claimed) /* a thread's first event claims its ring: a call came first */
+		Py_RETURN_NONE;
+	e = sonde_ring__reserve(&r->w, EV_SIZE, sizeof(*e));
+	if (e) {
+		e->func = 0;
+		e->ts = n;
+		sonde_ring__commit(&r->w);
+	}
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef trace_size_def = {
+	"trace_size", trace_size, METH_O,
+	"trace_size(n): the size the calling function works on, for `sonde postprocess` "
+	"regression of its time against size."
+};
+
 int sondepy_cpu_init(PyObject *m)
 {
+	PyObject *f, *name;
+
 	static bool once;
 
 	if (!once) {
@@ -1032,5 +1219,12 @@ int sondepy_cpu_init(PyObject *m)
 	}
 	if (PyType_Ready(&ThreadRecType) < 0 || PyType_Ready(&CpuCollectorType) < 0)
 		return -1;
+	name = PyModule_GetNameObject(m);
+	f = name ? PyCFunction_NewEx(&trace_size_def, NULL, name) : NULL;
+	Py_XDECREF(name);
+	if (!f || PyModule_AddObject(m, "trace_size", f) < 0) {
+		Py_XDECREF(f);
+		return -1;
+	}
 	return PyModule_AddObjectRef(m, "CpuCollector", (PyObject *)&CpuCollectorType);
 }

@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <regex.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sonde/calltrace.h>
 #include "trace.h"
@@ -12,7 +14,7 @@
 struct sonde_calltrace {
 	struct tr_analysis a;
 	struct tr_feed *feed;
-	uint32_t pid;
+	uint32_t pid, serial; /* the process events go to now */
 	int err;   /* the first error of the feed: later events are not fed */
 	bool done; /* written: the feed is gone */
 };
@@ -28,6 +30,7 @@ struct sonde_calltrace *sonde_calltrace__new(const char *engine, const char *exe
 	ct->a.engine = engine;
 	ct->a.engine_stats = json_object();
 	ct->pid = pid;
+	ct->serial = 1;
 	ct->feed = tr_feed__new(&ct->a, t0);
 	if (!ct->a.sym || !ct->a.func_index || !ct->a.engine_stats || !ct->feed ||
 	    tr_feed__process(ct->feed, 1, pid, 0, exe ? exe : "", exe ? strlen(exe) : 0)) {
@@ -48,9 +51,52 @@ void sonde_calltrace__free(struct sonde_calltrace *ct)
 	free(ct);
 }
 
+int sonde_calltrace__process(struct sonde_calltrace *ct, uint32_t pid, const char *exe)
+{
+	int rc;
+
+	if (ct->err || ct->done)
+		return ct->err ? ct->err : -EINVAL;
+	rc = tr_feed__process(ct->feed, ct->serial + 1, pid, 0, exe ? exe : "",
+			      exe ? strlen(exe) : 0);
+	if (rc < 0)
+		return ct->err = rc;
+	ct->serial++;
+	ct->pid = pid;
+	return 0;
+}
+
 void sonde_calltrace__max_rows(struct sonde_calltrace *ct, uint64_t max_rows)
 {
 	ct->a.max_rows = max_rows;
+}
+
+void sonde_calltrace__limits(struct sonde_calltrace *ct, uint64_t max_slices, uint64_t min_time_ns)
+{
+	ct->a.max_slices = max_slices;
+	ct->a.min_time_ns = min_time_ns;
+}
+
+static int set_regex(regex_t *re, bool *has, const char *s)
+{
+	if (!s)
+		return 0;
+	if (*has)
+		regfree(re);
+	*has = false;
+	if (regcomp(re, s, REG_EXTENDED | REG_NOSUB))
+		return -EINVAL;
+	*has = true;
+	return 0;
+}
+
+int sonde_calltrace__filter(struct sonde_calltrace *ct, const char *filter, const char *exclude)
+{
+	if (ct->a.nfuncs)
+		return -EBUSY;
+	if (set_regex(&ct->a.filter, &ct->a.has_filter, filter))
+		return -EINVAL;
+	return set_regex(&ct->a.exclude, &ct->a.has_exclude, exclude);
 }
 
 int sonde_calltrace__func(struct sonde_calltrace *ct, const char *module, uint64_t line,
@@ -65,7 +111,7 @@ static struct tr_thread *thread(struct sonde_calltrace *ct, uint32_t tid)
 
 	if (ct->err || ct->done)
 		return NULL;
-	t = tr_feed__thread(ct->feed, 1, ct->pid, tid);
+	t = tr_feed__thread(ct->feed, ct->serial, ct->pid, tid);
 	if (!t)
 		ct->err = -ENOMEM;
 	return t;
@@ -106,6 +152,16 @@ int sonde_calltrace__exit(struct sonde_calltrace *ct, uint32_t tid, uint64_t ns)
 	if (rc < 0)
 		ct->err = rc;
 	return rc < 0 ? rc : 0;
+}
+
+int sonde_calltrace__size(struct sonde_calltrace *ct, uint32_t tid, uint64_t size)
+{
+	struct tr_thread *t = thread(ct, tid);
+
+	if (!t)
+		return ct->err ? ct->err : -EINVAL;
+	tr_feed__size(t, size);
+	return 0;
 }
 
 int sonde_calltrace__engine_stat(struct sonde_calltrace *ct, const char *key, json_t *v)

@@ -1,0 +1,168 @@
+"""Run a Python program under the CPU collector, as cProfile's command line does.
+
+    python3 -m sonde.run [-o calls.json] [--no-c-calls] [--buffer BYTES]
+                         (SCRIPT | -m MODULE | -c COMMAND | -) [ARGS...]
+
+The program sees the sys.argv, sys.path[0] and __main__ it would see when run
+as `python3 SCRIPT ARGS`. Recording stops when the interpreter exits (after
+the program's threads were joined and its own atexit handlers ran), and the
+trace profile is written: `sonde show calls.json report|graph|flamegraph`.
+
+`sonde collect python -- python3 SCRIPT ARGS` runs this module with --dump:
+the recording goes to sonde, which writes the profile and stores it.
+"""
+
+import argparse
+import atexit
+import os
+import runpy
+import sys
+import types
+
+from .cpu import CpuCollector
+
+
+def _parse(argv):
+    ap = argparse.ArgumentParser(
+        prog="python3 -m sonde.run",
+        description="Record every Python call and return of a program (sonde's CPU collector).",
+        epilog="The program's own arguments follow its script, module or command.")
+    ap.add_argument("-o", "--output", metavar="FILE", default="sonde-python.json",
+                    help="the profile to write (default: sonde-python.json; .gz/.zst compress)")
+    ap.add_argument("--dump", metavar="FILE", help=argparse.SUPPRESS)
+    ap.add_argument("--cmd", help=argparse.SUPPRESS)
+    ap.add_argument("--no-c-calls", action="store_true",
+                    help="record Python functions only, not calls into C functions")
+    ap.add_argument("--buffer", type=int, metavar="BYTES",
+                    help="ring bytes per thread (a power of two; 64 MiB by default)")
+    ap.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script")
+    ap.add_argument("-c", dest="command", metavar="COMMAND", help="run a command string")
+    ap.add_argument("target", nargs=argparse.REMAINDER, help="SCRIPT [ARGS...] (or - for stdin)")
+    # options before the program; whatever follows it is the program's
+    own, rest, i = [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest = argv[i + 1:]
+            break
+        if a in ("-m", "-c") and i + 1 < len(argv):
+            own += [a, argv[i + 1]]
+            rest = argv[i + 2:]
+            break
+        if not a.startswith("-") or a == "-":
+            rest = argv[i:]
+            break
+        own.append(a)
+        if a in ("-o", "--output", "--dump", "--cmd", "--buffer") and i + 1 < len(argv):
+            own.append(argv[i + 1])
+            i += 1
+        i += 1
+    o = ap.parse_args(own)
+    if o.module is None and o.command is None:
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            o.module, rest = rest[1], rest[2:]
+        elif rest[:1] == ["-c"] and len(rest) > 1:
+            o.command, rest = rest[1], rest[2:]
+        elif not rest:
+            ap.error("no program: give SCRIPT, -m MODULE, -c COMMAND or -")
+    o.rest = rest
+    return o
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    o = _parse(argv)
+    # the path this module was found on is not the program's
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while sys.path and sys.path[0] in ("", here):
+        del sys.path[0]
+    main_dict = _fresh_main()
+    if o.module is not None:
+        sys.path.insert(0, os.getcwd())
+        try:
+            mod_name, spec, code = runpy._get_module_details(o.module)
+        except Exception as e:  # as python3 -m says it
+            sys.stderr.write(f"{sys.executable}: {e}\n")
+            return 1
+        sys.argv = [spec.origin] + o.rest
+        main_dict.update(__file__=spec.origin, __cached__=spec.cached, __loader__=spec.loader,
+                         __package__=spec.parent, __spec__=spec)
+        cmd = o.module
+    elif o.command is not None or o.rest[0] == "-":
+        sys.path.insert(0, "")
+        if o.command is not None:
+            sys.argv, cmd, code = ["-c"] + o.rest, "-c", compile(o.command, "<string>", "exec")
+        else:
+            sys.argv, cmd = ["-"] + o.rest[1:], "-"
+            code = compile(sys.stdin.buffer.read(), "<stdin>", "exec")
+    else:
+        script = o.rest[0]
+        try:
+            with open(script, "rb") as f:
+                source = f.read()
+        except OSError as e:
+            sys.stderr.write(f"{sys.executable}: can't open file {script!r}: "
+                             f"[Errno {e.errno}] {e.strerror}\n")
+            return 2
+        sys.argv = list(o.rest)
+        sys.path.insert(0, os.path.dirname(os.path.realpath(script)))
+        main_dict.update(__file__=script, __cached__=None)
+        cmd = os.path.basename(script)
+        code = compile(source, script, "exec")
+    cmd = o.cmd or cmd
+    col = CpuCollector(buffer=o.buffer, c_calls=not o.no_c_calls)
+    pid = os.getpid()
+
+    def write():
+        if os.getpid() != pid or col.state != "finalized":
+            return  # a forked child that exits normally: the recording is the parent's
+        if o.dump:
+            col.dump(o.dump)
+        else:
+            col.save_profile(o.output, cmd)
+            sys.stderr.write(f"sonde: profile written to {o.output}\n")
+
+    # exit handlers run last registered first: stop (the last thing recorded, with
+    # the program's threads joined and its own handlers run), then write
+    atexit.register(write)
+    atexit.register(col.stop)
+    real_exit = os._exit
+
+    def _exit(status):  # os._exit skips exit handlers: the recording is written first
+        if os.getpid() == pid and col.state == "collecting":
+            col.stop()
+            write()
+        real_exit(status)
+
+    os._exit = _exit
+    try:
+        col.run(code, main_dict)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as e:
+        # the traceback python3 prints, from the program's own first frame
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code is not code:
+            tb = tb.tb_next
+        tb = tb or e.__traceback__
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+        return 1
+    return 0
+
+
+_runner_main = None
+
+
+def _fresh_main():
+    """A new __main__ module for the program, as the interpreter gives one (pickle
+    finds its classes there); the runner's own stays referenced."""
+    global _runner_main
+    _runner_main = sys.modules.get("__main__")
+    m = types.ModuleType("__main__")
+    m.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = m
+    return m.__dict__
+
+
+if __name__ == "__main__":
+    sys.exit(main())
