@@ -43,7 +43,7 @@ struct sonde_session {
 	char **env;	/* the target's environment, built in before() */
 	json_t *setenv; /* name -> value, collected in before() */
 	struct sonde_strbuf preload;
-	char **argv; /* the target as run (a wrapper may come first) */
+	char **argv;	  /* the target as run (a wrapper may come first) */
 	char **wrap_argv; /* a collector's own command line for the target (owned) */
 	bool barrier;
 	bool own_rss; /* a collector reads the target's ru_maxrss */

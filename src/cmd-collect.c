@@ -745,7 +745,7 @@ static int cmd_collect_one(int argc, char **argv)
 		/* Nothing measured can be trusted if the runner broke; still keep the runs. */
 		cli_error("collect", "%s", err.buf);
 		finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp, true);
-		code = EXIT_FAILURE_;
+		code = rc < 0 ? cli_exit_code(rc) : EXIT_FAILURE_; /* 3: a missing capability */
 		goto out;
 	}
 	code = finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp, false);

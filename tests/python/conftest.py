@@ -14,8 +14,9 @@ _tap = []
 # Under a sanitizer build, tests/run preloads the sanitizer runtimes into this
 # interpreter; the programs the tests start (sonde, its targets, node) must not
 # inherit that: sonde is linked with them itself, and the others are not built
-# with them.
-os.environ.pop("LD_PRELOAD", None)
+# with them. Interpreters that import the (sanitized) extension get it back
+# from SANITIZER_PRELOAD.
+SANITIZER_PRELOAD = os.environ.pop("LD_PRELOAD", None)
 
 
 def pytest_runtest_logreport(report):

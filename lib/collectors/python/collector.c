@@ -47,13 +47,15 @@ static const char boot[] =
 	"        f.write('%s %d.%d: %s: %s' % (sys.executable, sys.version_info[0],\n"
 	"                sys.version_info[1], type(e).__name__, e))\n"
 	"    sys.exit(125)\n"
-	"sys.exit(run.main())\n";
+	"status = run.main()\n"
+	"if status:\n"
+	"    raise SystemExit(status)\n";
 
 struct py_state {
-	char dir[64];	  /* private directory of the runs' files */
-	char dump[96];	  /* dir/calls: the current run's recording */
-	char errf[104];	  /* dump.err: the runner could not start */
-	char *program;	  /* the script, module or "-c": the process's exe */
+	char dir[64];	/* private directory of the runs' files */
+	char dump[96];	/* dir/calls: the current run's recording */
+	char errf[104]; /* dump.err: the runner could not start */
+	char *program;	/* the script, module or "-c": the process's exe */
 	struct sonde_calltrace *ct;
 	uint64_t events, dropped, lost;
 	unsigned runs, empty_runs;
@@ -157,10 +159,11 @@ static int build_argv(struct sonde_collection *c, struct py_state *st)
 			}
 			if (!strncmp(a, "--", 2)) {
 				if (strcmp(a, "--check-hash-based-pycs")) { /* --help, --version */
-					sonde_collection__fail(c,
-							       "collect python: '%s' runs no program: "
-							       "give SCRIPT, -m MODULE or -c COMMAND",
-							       a);
+					sonde_collection__fail(
+						c,
+						"collect python: '%s' runs no program: "
+						"give SCRIPT, -m MODULE or -c COMMAND",
+						a);
 					rc = -EINVAL;
 					break;
 				}
@@ -279,7 +282,7 @@ static int py_before(struct sonde_collection *c)
 		sonde_collection__fail(c, "collect python: sonde's Python package was not found "
 					  "(build with python3-dev, or set SONDE_PYTHON_DIR to the "
 					  "directory that holds sonde/)");
-		return -ENOENT;
+		return -ENOTSUP;
 	}
 	rc = sonde_collection__setenv(c, "SONDE_PYTHON_DIR", pkg);
 	free(pkg);
@@ -347,8 +350,8 @@ static int feed(struct sonde_collection *c, struct py_state *st, const void *buf
 		st->ct = sonde_calltrace__new("python", st->program, h->pid, ri->t0_ns);
 		if (!st->ct)
 			return -ENOMEM;
-		sonde_calltrace__max_rows(st->ct,
-					  (uint64_t)sonde_collection__param_int(c, "max-rows", 10000));
+		sonde_calltrace__max_rows(
+			st->ct, (uint64_t)sonde_collection__param_int(c, "max-rows", 10000));
 		sonde_calltrace__limits(
 			st->ct, (uint64_t)sonde_collection__param_int(c, "max-slices", 200000),
 			(uint64_t)(sonde_collection__param_double(c, "min-time", 0) * 1e9));
@@ -397,9 +400,9 @@ static int feed(struct sonde_collection *c, struct py_state *st, const void *buf
 
 			memcpy(&e, &ev[i], sizeof(e));
 			if (e.type == PYD_CALL || e.type == PYD_C_CALL)
-				rc = e.func < h->nfns
-					     ? sonde_calltrace__enter(st->ct, th->tid, ids[e.func], e.ts)
-					     : -EBADMSG;
+				rc = e.func < h->nfns ? sonde_calltrace__enter(st->ct, th->tid,
+									       ids[e.func], e.ts)
+						      : -EBADMSG;
 			else if (e.type == PYD_RETURN || e.type == PYD_C_RETURN)
 				rc = sonde_calltrace__exit(st->ct, th->tid, e.ts);
 			else if (e.type == PYD_SIZE)
@@ -433,7 +436,7 @@ static int py_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 				       "(sonde's Python package is built for CPython %s)",
 				       why, SONDE_PYTHON_VERSION);
 		free(why);
-		return -ENOEXEC;
+		return -ENOTSUP;
 	}
 	fd = open(st->dump, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -466,8 +469,10 @@ static int py_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 	if (map)
 		munmap(map, (size_t)sb.st_size);
 	if (rc == -EBADMSG)
-		sonde_collection__fail(c, "collect python: run %u: the runner's recording is "
-					  "damaged", ri->index + 1);
+		sonde_collection__fail(c,
+				       "collect python: run %u: the runner's recording is "
+				       "damaged",
+				       ri->index + 1);
 	st->runs++;
 	return rc;
 }

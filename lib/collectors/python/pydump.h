@@ -24,8 +24,8 @@ enum { PYD_CALL = 1, PYD_RETURN, PYD_C_CALL, PYD_C_RETURN, PYD_SIZE };
 struct pydump_head {
 	char magic[8];
 	uint32_t pid, nfns, nthreads, pad;
-	uint64_t t0, t1;		    /* start and stop, CLOCK_MONOTONIC ns */
-	uint64_t events, dropped, lost;	    /* recorded, dropped from full rings, no ring */
+	uint64_t t0, t1;		/* start and stop, CLOCK_MONOTONIC ns */
+	uint64_t events, dropped, lost; /* recorded, dropped from full rings, no ring */
 };
 
 struct pydump_fn {

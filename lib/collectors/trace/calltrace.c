@@ -15,8 +15,8 @@ struct sonde_calltrace {
 	struct tr_analysis a;
 	struct tr_feed *feed;
 	uint32_t pid, serial; /* the process events go to now */
-	int err;   /* the first error of the feed: later events are not fed */
-	bool done; /* written: the feed is gone */
+	int err;	      /* the first error of the feed: later events are not fed */
+	bool done;	      /* written: the feed is gone */
 };
 
 struct sonde_calltrace *sonde_calltrace__new(const char *engine, const char *exe, uint32_t pid,

@@ -1,0 +1,257 @@
+"""`sonde collect python -- python3 PROGRAM`: the program runs as python3 would
+run it (argv, sys.path[0], __main__, exit status, traceback), every call is
+counted as cProfile (the peer) counts it on the same program, and the profile
+loads in every view."""
+import json
+import os
+import pstats
+import re
+import subprocess
+
+import pytest
+
+PY = "/usr/bin/python3"
+
+PROGRAM = r'''
+import asyncio, sys, threading
+import sonde
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def leaf(i):
+    return i * 2
+
+def loop(n):
+    return sum(leaf(i) for i in range(n))
+
+class Shape:
+    def area(self):
+        return 3
+
+def fails():
+    raise ValueError("x")
+
+def catcher():
+    for _ in range(4):
+        try:
+            fails()
+        except ValueError:
+            pass
+
+def gen(n):
+    for i in range(n):
+        yield i
+
+async def tick(k):
+    await asyncio.sleep(0)
+    return k
+
+async def gather():
+    return await asyncio.gather(*(tick(k) for k in range(5)))
+
+def sized(n):
+    sonde.trace_size(n)
+    return sum(range(n * 2000))
+
+def worker():
+    for _ in range(7):
+        Shape().area()
+
+def main():
+    fib(int(sys.argv[1]))
+    loop(100)
+    catcher()
+    list(gen(10))
+    asyncio.run(gather())
+    for n in (10, 20, 40, 80, 160, 320):
+        sized(n)
+    t = threading.Thread(target=worker, name="painter")
+    t.start()
+    t.join()
+    print("argv", sys.argv[1:], "path0", sys.path[0], "name", __name__)
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def run(*args, **kw):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=120, **kw)
+
+
+@pytest.fixture
+def program(tmp_path, sonde_bin):
+    """prog.py, and the environment of sonde and the interpreters: the build's
+    package, and in a sanitized build the sanitizer runtimes the extension needs."""
+    import sonde
+    from conftest import SANITIZER_PRELOAD
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(sonde.__file__)))
+    if SANITIZER_PRELOAD:
+        env["LD_PRELOAD"] = SANITIZER_PRELOAD
+    return path, env
+
+
+def calls(profile, name):
+    for v in profile["resource_type_map"].values():
+        if v["uid"] == name:
+            return v["summary"]["calls"]
+    return 0
+
+
+def collect(sonde_bin, tmp_path, env, *cmd, opts=()):
+    out = tmp_path / "calls.json"
+    r = run(sonde_bin, "collect", "python", *opts, "-o", str(out), "--", *cmd, cwd=tmp_path,
+            env=env)
+    return r, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_the_same_counts_as_cprofile(program, sonde_bin, tmp_path):
+    """Every function of the program, called as often as cProfile says, on the
+    same program run the same way (cProfile sees the main thread only, so the
+    painter thread's calls are compared with the known answer)."""
+    path, env = program
+    r, p = collect(sonde_bin, tmp_path, env, PY, str(path), "12")
+    assert r.returncode == 0, r.stderr
+    peer_out = tmp_path / "peer.prof"
+    r2 = run(PY, "-m", "cProfile", "-o", str(peer_out), str(path), "12", cwd=tmp_path, env=env)
+    assert r2.returncode == 0, r2.stderr
+    peer = {}
+    for (fname, _line, name), (_cc, nc, _tt, _ct, _c) in pstats.Stats(str(peer_out)).stats.items():
+        if fname == str(path) and name not in ("<module>", "<genexpr>", "worker", "area"):
+            peer[name] = nc
+    mine = {}
+    for v in p["resource_type_map"].values():
+        short = v["uid"].rsplit(".", 1)[-1]
+        if v.get("location") == str(path) and short in peer:
+            mine[short] = v["summary"]["calls"]
+    assert mine == peer
+    # the known answers
+    assert peer["fib"] == 465 and peer["leaf"] == 100 and peer["fails"] == 4
+    assert peer["gen"] == 11  # a generator's every resumption is a call, for both
+    assert calls(p, "worker") == 1 and calls(p, "Shape.area") == 7
+    assert p["stats"]["trace"]["python"]["dropped_events"] == 0
+
+
+def test_the_program_runs_as_under_python3(program, sonde_bin, tmp_path):
+    path, env = program
+    plain = run(PY, str(path), "5", "a b", cwd=tmp_path, env=env)
+    r, p = collect(sonde_bin, tmp_path, env, PY, str(path), "5", "a b")
+    assert r.returncode == 0 and plain.returncode == 0
+    assert r.stdout == plain.stdout  # argv, sys.path[0] and __name__
+    assert "['5', 'a b']" in plain.stdout and str(tmp_path) in plain.stdout
+    t = p["trace"]
+    assert p["header"]["cmd"].startswith(PY) and t["processes"][0]["exe"] == str(path)
+    names = sorted(x["name"] for x in t["threads"])
+    assert names == ["MainThread", "painter"]
+    # the runner's own frames are not the program's
+    where = {v.get("location") or "" for v in p["resource_type_map"].values()}
+    assert not any(w.endswith(("sonde/run.py", "runpy.py")) for w in where)
+    assert "sys.exit" not in {v["uid"] for v in p["resource_type_map"].values()}
+
+
+def test_module_command_stdin_and_shebang(program, sonde_bin, tmp_path):
+    path, env = program
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text("import sys\ndef m():\n    return len(sys.argv)\n"
+                                     "print('mod', sys.argv[1:], m())\n")
+    r, p = collect(sonde_bin, tmp_path, env, PY, "-m", "pkg", "x")
+    assert r.returncode == 0 and "mod ['x'] 2" in r.stdout and calls(p, "m") == 1
+    r, p = collect(sonde_bin, tmp_path, env, PY, "-B", "-X", "dev", "-uc",
+                   "import sys\ndef c():\n    return sys.flags.dev_mode\nprint('c', c(), sys.argv)",
+                   "y")
+    assert r.returncode == 0 and "c True ['-c', 'y']" in r.stdout and calls(p, "c") == 1
+    (tmp_path / "in.py").write_text("def s():\n    pass\ns()\ns()\n")
+    r, p = collect(sonde_bin, tmp_path, env, PY, "-", opts=("--input", "in.py"))
+    assert r.returncode == 0 and calls(p, "s") == 2
+    script = tmp_path / "tool"
+    script.write_text(f"#!{PY}\nimport sys\ndef t():\n    return 1\nt()\nsys.exit(3)\n")
+    script.chmod(0o755)
+    r, p = collect(sonde_bin, tmp_path, env, str(script))
+    assert r.returncode != 0 and "exited with status 3" in r.stderr  # the program's status
+    assert calls(p, "t") == 1 and p["trace"]["processes"][0]["exe"] == str(script)
+
+
+def test_exceptions_exit_and_os_exit(program, sonde_bin, tmp_path):
+    path, env = program
+    code = "def g():\n    return 1 / 0\ng()\n"
+    plain = run(PY, "-c", code, cwd=tmp_path, env=env)
+    r, p = collect(sonde_bin, tmp_path, env, PY, "-c", code)
+    # the traceback python3 prints: the runner's frames are not in it
+    assert plain.stderr in r.stderr and "run.py" not in r.stderr
+    assert "exited with status 1" in r.stderr and calls(p, "g") == 1
+    r, p = collect(sonde_bin, tmp_path, env, PY, "-c",
+                   "import os\ndef h():\n    os._exit(4)\nh()\n")
+    assert "exited with status 4" in r.stderr and calls(p, "h") == 1  # written before _exit
+
+
+def test_crash_is_said_not_hidden(program, sonde_bin, tmp_path):
+    path, env = program
+    r, p = collect(sonde_bin, tmp_path, env, PY, "-c",
+                   "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    assert "were not recorded" in r.stderr
+    assert p["stats"]["trace"]["python"]["runs_without_data"] == 1
+
+
+def test_bad_commands_one_line(sonde_bin, tmp_path, program):
+    _path, env = program
+    for cmd, says in ((["/bin/true"], "is not a Python interpreter"),
+                      ([PY], "no program to run"), ([PY, "-c"], "-c needs its argument"),
+                      ([PY, "--version"], "runs no program")):
+        r, p = collect(sonde_bin, tmp_path, env, *cmd)
+        assert r.returncode == 2 and p is None, (cmd, r.stderr)
+        lines = [x for x in r.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and says in lines[0], (cmd, r.stderr)
+    r, _ = collect(sonde_bin, tmp_path, env, PY, "-c", "pass", opts=("--filter", "(["))
+    assert r.returncode == 2 and "--filter" in r.stderr
+    r, _ = collect(sonde_bin, tmp_path, dict(env, SONDE_PYTHON_DIR="/nonexistent"), PY, "-c",
+                   "pass")
+    assert r.returncode == 3 and "package was not found" in r.stderr
+    # an interpreter that cannot import the package (another CPython): said, with versions
+    fake = tmp_path / "other" / "sonde"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('_sonde is built for another Python')")
+    (fake / "run.py").write_text("")
+    r, p = collect(sonde_bin, tmp_path, dict(env, SONDE_PYTHON_DIR=str(fake.parent)), PY, "-c",
+                   "pass")
+    assert r.returncode == 3 and (p is None or p["stats"]["trace"]["calls"] == 0)
+    assert "could not start in " + PY in r.stderr and "built for another Python" in r.stderr
+
+
+def test_runs_filter_sizes_and_every_view(program, sonde_bin, tmp_path):
+    path, env = program
+    r, p = collect(sonde_bin, tmp_path, env, PY, str(path), "10", opts=("-r", "2"))
+    assert r.returncode == 0, r.stderr
+    assert len(p["trace"]["processes"]) == 2 and calls(p, "fib") == 2 * 177
+    f = tmp_path / "calls.json"
+    assert json.loads(f.read_text())["resources"]["sized#0"]["structure-unit-size"][:6] == \
+        [10, 20, 40, 80, 160, 320]
+    r = run(sonde_bin, "postprocess", str(f), "regression", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    best = [m for m in json.loads(f.read_text())["models"] if m["uid"] == "sized" and m["best"]]
+    # time grows linearly with the size given: the best model is linear, or one as
+    # good over 32x within noise (n log n, or a power of exponent ~1)
+    m = best[0] if best else {}
+    assert m.get("r_square", 0) > 0.9, best
+    assert m["model"] in ("linear", "linearithmic") or (
+        m["model"] == "power" and 0.9 < m["coeffs"][1]["value"] < 1.1), best
+    for view in ("report", "graph"):
+        r = run(sonde_bin, "show", str(f), view, cwd=tmp_path)
+        assert r.returncode == 0 and "<module>" in r.stdout, (view, r.stderr)
+    r = run(sonde_bin, "show", str(f), "flamegraph", "-o", str(tmp_path / "f.svg"))
+    assert r.returncode == 0 and "fib" in (tmp_path / "f.svg").read_text()
+    r = run(sonde_bin, "export", "--format", "perfetto", str(f), "-o", str(tmp_path / "t.json"))
+    assert r.returncode == 0, r.stderr
+    trace = json.loads((tmp_path / "t.json").read_text())
+    tracks = {e["args"]["name"] for e in trace["traceEvents"]
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    assert {"MainThread", "painter"} <= tracks
+    r, p = collect(sonde_bin, tmp_path, env, PY, str(path), "10",
+                   opts=("--filter", "^(fib|main)$", "--no-c-calls"))
+    names = {v["uid"] for v in p["resource_type_map"].values()}
+    assert names == {"fib", "main"} and p["stats"]["trace"]["filtered"] > 0
+    assert not any(re.match(r"builtins\.", n) for n in names)
