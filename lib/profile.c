@@ -945,7 +945,7 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!json_object_get(json_object_get(root, "header"), "type"))
+	if (!json_is_string(json_object_get(json_object_get(root, "header"), "type")))
 		json_object_set_new(json_object_get(root, "header"), "type", json_string("custom"));
 	if (nonfinite) {
 		json_t *st = json_object_get(root, "stats"), *notes;
