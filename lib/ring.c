@@ -412,6 +412,44 @@ long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink
 	return total;
 }
 
+long long sonde_ring_area__drain_quiet(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx)
+{
+	long long total = 0;
+	unsigned i, n = rings_used(a);
+
+	for (i = 0; i < n; i++) {
+		struct sonde_ring_desc *d = desc(a, i);
+		uint32_t st = atomic_load_explicit(&d->state, memory_order_acquire);
+		uint64_t t = atomic_load_explicit(&d->tail, memory_order_acquire),
+			 h = atomic_load_explicit(&d->head, memory_order_acquire), size, pos, first;
+		struct sonde_ring_chunk c;
+		int rc;
+
+		if ((st != R_OWNED && st != R_RETIRED) || h == t || h - t > ring_size(a, i))
+			continue;
+		/* in place: the part up to the buffer's end, then the part from its start
+		   (a record never straddles the end: padding fills it) */
+		size = ring_size(a, i);
+		pos = t & (size - 1);
+		first = h - t < size - pos ? h - t : size - pos;
+		c.ring = i;
+		c.pid = d->pid;
+		c.tid = d->tid;
+		c.serial = d->serial;
+		c.bytes = first;
+		rc = sink(ctx, &c, ring_data(a, i) + pos);
+		if (rc >= 0 && h - t > first) {
+			c.bytes = h - t - first;
+			rc = sink(ctx, &c, ring_data(a, i));
+		}
+		if (rc < 0)
+			return rc;
+		atomic_store_explicit(&d->tail, h, memory_order_release);
+		total += (long long)(h - t);
+	}
+	return total;
+}
+
 /* The writer is gone with a record open: publish what it had filled in. */
 static uint64_t salvage(struct sonde_ring_area *a, unsigned i)
 {

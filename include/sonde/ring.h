@@ -106,6 +106,13 @@ typedef int (*sonde_ring_sink)(void *ctx, const struct sonde_ring_chunk *c, cons
  */
 long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx);
 /*
+ * The same, without copying: sink reads the rings' memory in place (a ring's
+ * bytes may come as two chunks, each of whole records). Only when no writer
+ * writes any more, and the caller knows it (its own writers, stopped): a
+ * writer that went on could overwrite what sink reads.
+ */
+long long sonde_ring_area__drain_quiet(struct sonde_ring_area *a, sonde_ring_sink sink, void *ctx);
+/*
  * Free rings whose writer process no longer exists or is a zombie (call after
  * a drain). A live one is never taken for dead, even once the run is over
  * (all_dead, kept for the ABI): it may be a daemon that left the run's

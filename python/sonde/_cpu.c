@@ -29,6 +29,19 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+/*
+ * The frame evaluator's frames (PEP 523) are the interpreter's own structure:
+ * its code object is read from the internal header of the CPython built
+ * against (3.11 and 3.12 name it f_code); elsewhere the profile hook serves.
+ */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
+#define SONDE_EVAL_ENGINE 1
+#define Py_BUILD_CORE	  1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#else
+#define SONDE_EVAL_ENGINE 0
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -44,6 +57,7 @@
 #include <sonde/clock.h>
 #include <sonde/profile.h>
 #include <sonde/ring.h>
+#include <sonde/sysinfo.h>
 #include "collectors/python/pydump.h"
 #include "u64map.h"
 #include "_sonde.h"
@@ -54,26 +68,54 @@ enum {
 	EV_RETURN = PYD_RETURN,
 	EV_C_CALL = PYD_C_CALL,
 	EV_C_RETURN = PYD_C_RETURN,
-	EV_SIZE = PYD_SIZE
+	EV_SIZE = PYD_SIZE,
+	EV_BATCH = 16 /* a ring record: a batch of struct bev, filled in place */
 };
 static const char *const ev_names[] = { "?", "call", "return", "c_call", "c_return", "size" };
 
-struct ev { /* one ring record */
+struct ev { /* one drained event; hdr: SONDE_RING_REC(type, 16) */
 	uint32_t hdr;
 	uint32_t func;
-	uint64_t ts;
+	uint64_t ts; /* ns */
 };
+
+/* One event in a batch record: the ring record is a header word, a pad word, bevs. */
+struct bev {
+	uint32_t type;
+	uint32_t func;
+	uint64_t ts; /* clock ticks (see tick()) */
+};
+#define BATCH_HDR 8u
 
 struct fn {
 	char *module, *name;
 	uint64_t line;
 };
 
-struct tstore { /* one thread's drained events, in order */
+/* Bytes of batch records read in place from the owner's mapping of the rings (after stop). */
+struct seg {
+	const uint8_t *p;
+	uint64_t bytes;
+};
+
+struct tstore { /* one thread's drained events, in order: ev[] first, then segs */
 	uint32_t tid;
 	char name[64];
-	struct ev *ev;
+	struct ev *ev; /* copied by drains while collecting (get_thread_local_buffer) */
 	size_t n, cap;
+	struct seg *segs; /* the final drain's, in place: no copy at stop */
+	size_t nsegs, capsegs;
+	uint64_t seg_events, trim; /* events in segs; the last `trim` are left out */
+};
+
+/* A walk over a store's events, converted to struct ev (ns). */
+struct ev_it {
+	const struct tstore *s;
+	size_t i, seg;
+	const uint8_t *rp, *rend; /* records of the current segment */
+	const uint8_t *b;	  /* the current batch's events */
+	uint32_t bk, bn;
+	uint64_t left;
 };
 
 enum { ST_IDLE, ST_COLLECTING, ST_FINALIZED };
@@ -96,6 +138,11 @@ typedef struct CpuCollector {
 	size_t nts, capts;
 	struct u64map tindex; /* tid -> index + 1 */
 	uint64_t t0, t1, events, dropped, lost;
+	uint64_t tick0, ns0; /* one reading of both clocks at start */
+	double ns_per_tick;  /* 0: ticks are ns */
+	uint32_t batch;	     /* events per batch record */
+	bool quiet;	     /* the final drain: the stores keep segments of the rings */
+	bool eval_engine;    /* Python calls through the frame evaluator (c_calls=False) */
 	pid_t pid;
 	uint32_t stop_tid;
 	int err; /* out of memory on the recording path: stop says so */
@@ -106,6 +153,8 @@ typedef struct {
 	Py_tracefunc prev;
 	PyObject *prev_obj;
 	struct sonde_ring_writer w;
+	struct bev *batch; /* the open batch record's events; NULL: none open */
+	uint32_t used, cap;
 	bool claimed, no_ring, skip_c_return;
 } ThreadRec;
 
@@ -120,17 +169,68 @@ static void no_free(void *p)
 	(void)p;
 }
 
+/*
+ * The recording clock: the TSC where it is invariant (constant rate, ticking
+ * in every state; 15 ns a reading here against 37 for clock_gettime), mapped
+ * onto CLOCK_MONOTONIC from readings of both at start and at each drain; else
+ * CLOCK_MONOTONIC itself.
+ */
+static bool use_tsc;
+
+static inline uint64_t tick(void)
+{
+#if defined(__x86_64__)
+	if (__builtin_expect(use_tsc, 1))
+		return __builtin_ia32_rdtsc();
+#endif
+	return sonde_clock_ns();
+}
+
+/* Both clocks, read as close together as they can be. */
+static void clock_pair(uint64_t *t, uint64_t *ns)
+{
+#if defined(__x86_64__)
+	if (use_tsc) {
+		uint64_t a = __builtin_ia32_rdtsc(), b;
+
+		*ns = sonde_clock_ns();
+		b = __builtin_ia32_rdtsc();
+		*t = a + (b - a) / 2;
+		return;
+	}
+#endif
+	*t = *ns = sonde_clock_ns();
+}
+
+static void calibrate(CpuCollector *c)
+{
+	uint64_t t, ns;
+
+	clock_pair(&t, &ns);
+	if (use_tsc && t > c->tick0 && ns > c->ns0)
+		c->ns_per_tick = (double)(ns - c->ns0) / (double)(t - c->tick0);
+}
+
+static inline uint64_t to_ns(const CpuCollector *c, uint64_t t)
+{
+	if (!use_tsc)
+		return t;
+	return c->ns0 + (uint64_t)((double)(int64_t)(t - c->tick0) * c->ns_per_tick);
+}
+
+/* The frame evaluator's collector, and a generation that tells stale thread state. */
+static CpuCollector *active;
+static uint32_t active_gen;
+static __thread ThreadRec *tl_rec __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tl_gen __attribute__((tls_model("initial-exec")));
+static __thread bool tl_busy __attribute__((tls_model("initial-exec")));
+static _PyFrameEvalFunction g_prev_eval; /* the evaluator ours calls (NULL: the default) */
+
 static void on_fork_child(void)
 {
 	in_child = 1;
-}
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	active_gen = 0; /* the frame evaluator records nothing in the child */
+	active = NULL;
 }
 
 /* ---- function ids ---------------------------------------------------------------------- */
@@ -242,16 +342,71 @@ static void put_back(PyThreadState *ts, ThreadRec *r)
 	Py_XDECREF(prev_obj);
 }
 
+/* ---- the batch writer: every thread's events, in batch records of its ring ------------- */
+
+/* Publish the thread's open batch (its owner thread, or stop() holding the GIL). */
+static void batch_close(ThreadRec *r)
+{
+	if (!r->batch)
+		return;
+	sonde_ring__close(&r->w, BATCH_HDR + r->used * (uint32_t)sizeof(struct bev));
+	r->batch = NULL;
+	r->used = r->cap = 0;
+}
+
+/* A new batch (the ring claimed first); false: the event is lost (counted). */
+static bool batch_open(CpuCollector *c, ThreadRec *r)
+{
+	uint8_t *rec;
+
+	batch_close(r);
+	if (!r->claimed) {
+		if (r->no_ring)
+			goto lost;
+		if (sonde_ring__claim(c->wa, (uint32_t)c->pid, (uint32_t)syscall(SYS_gettid), 1,
+				      &r->w)) {
+			r->no_ring = true; /* every ring is taken: this thread's events are lost */
+			goto lost;
+		}
+		r->claimed = true;
+	}
+	rec = sonde_ring__open(&r->w, EV_BATCH,
+			       BATCH_HDR + c->batch * (uint32_t)sizeof(struct bev));
+	if (!rec)
+		goto lost;
+	r->batch = (struct bev *)(rec + BATCH_HDR);
+	r->cap = c->batch;
+	r->used = 0;
+	return true;
+lost:
+	c->lost++;
+	return false;
+}
+
+/* One event into the thread's batch: plain stores, and how far it is filled. */
+static inline void put(CpuCollector *c, ThreadRec *r, uint32_t type, uint32_t func, uint64_t ts)
+{
+	struct bev *e;
+
+	if (__builtin_expect(r->used == r->cap, 0) && !batch_open(c, r))
+		return;
+	e = &r->batch[r->used++];
+	e->type = type;
+	e->func = func;
+	e->ts = ts;
+	sonde_ring__open_fill(&r->w, BATCH_HDR + r->used * (uint32_t)sizeof(struct bev));
+}
+
 static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
-	uint64_t ts = now_ns();
+	uint64_t ts = tick();
 	ThreadRec *r = (ThreadRec *)obj;
-	CpuCollector *c = r->col;
+	CpuCollector *c;
 	uint32_t type, id = 0;
-	struct ev *e;
 
 	if (r->prev && r->prev(r->prev_obj, frame, what, arg) < 0)
 		return -1;
+	c = r->col; /* after the chained function, which may have let stop() run */
 	if (!c)
 		return 0;
 	if (in_child) { /* a forked child: the rings are the parent's */
@@ -302,27 +457,70 @@ static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	default:
 		return 0;
 	}
-	if (!r->claimed) {
-		if (r->no_ring) {
-			c->lost++;
-			return 0;
-		}
-		if (sonde_ring__claim(c->wa, (uint32_t)c->pid, (uint32_t)syscall(SYS_gettid), 1,
-				      &r->w)) {
-			r->no_ring = true; /* every ring is taken: this thread's events are lost */
-			c->lost++;
-			return 0;
-		}
-		r->claimed = true;
-	}
-	e = sonde_ring__reserve(&r->w, type, sizeof(*e));
-	if (e) {
-		e->func = id;
-		e->ts = ts;
-		sonde_ring__commit(&r->w);
-	}
+	put(c, r, type, id, ts);
 	return 0;
 }
+
+/* ---- the frame evaluator: every Python call, the cheapest way in (c_calls=False) -------- */
+#if SONDE_EVAL_ENGINE
+
+static ThreadRec *rec_new(CpuCollector *c, PyThreadState *ts);
+static void note_names(CpuCollector *c, bool current_only);
+
+/* The calling thread's first frame while collecting: its ThreadRec, or NULL. */
+static ThreadRec *eval_thread(PyThreadState *ts)
+{
+	CpuCollector *c = active;
+	ThreadRec *r;
+
+	if (!c || in_child || tl_busy)
+		return NULL;
+	tl_busy = true;
+	r = rec_new(c, ts); /* (its name comes from threading's hook: see thread_hook) */
+	if (r) {
+		r->prev = NULL;
+		Py_CLEAR(r->prev_obj);
+	} else {
+		PyErr_Clear();
+		c->err = -ENOMEM;
+	}
+	tl_busy = false;
+	if (active != c)
+		return NULL;
+	tl_rec = r;
+	tl_gen = active_gen;
+	return r;
+}
+
+static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
+{
+	ThreadRec *r = tl_rec;
+	uint32_t gen = active_gen, id;
+	CpuCollector *c = active;
+	_PyFrameEvalFunction prev = g_prev_eval;
+	PyObject *res;
+
+	if (__builtin_expect(tl_gen != gen || !r, 0)) {
+		r = gen ? eval_thread(ts) : NULL;
+		c = active;
+	}
+	/* a generator's or coroutine's first evaluation only makes the object
+	   (RETURN_GENERATOR): not a call, as the profile hook does not see it */
+	if (r && (f->f_code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) &&
+	    f->prev_instr == _PyCode_CODE(f->f_code) - 1)
+		r = NULL;
+	if (r) {
+		if (code_id(c, f->f_code, &id) == 0)
+			put(c, r, EV_CALL, id, tick());
+		else
+			c->err = -ENOMEM;
+	}
+	res = prev ? prev(ts, f, throwflag) : _PyEval_EvalFrameDefault(ts, f, throwflag);
+	if (r && tl_gen == active_gen)
+		put(c, r, EV_RETURN, 0, tick());
+	return res;
+}
+#endif
 
 static ThreadRec *rec_new(CpuCollector *c, PyThreadState *ts)
 {
@@ -336,6 +534,8 @@ static ThreadRec *rec_new(CpuCollector *c, PyThreadState *ts)
 	Py_XINCREF(r->prev_obj);
 	r->claimed = r->no_ring = r->skip_c_return = false;
 	memset(&r->w, 0, sizeof(r->w));
+	r->batch = NULL;
+	r->used = r->cap = 0;
 	PyObject_GC_Track(r);
 	if (PyList_Append(c->recs, (PyObject *)r)) {
 		Py_DECREF(r);
@@ -419,6 +619,18 @@ static PyObject *thread_hook(PyObject *self, PyObject *args)
 			return NULL;
 		Py_DECREF(res);
 	}
+#if SONDE_EVAL_ENGINE
+	if (c->eval_engine) { /* the evaluator records; this only names the thread */
+		uint32_t gen = tl_gen;
+
+		tl_gen = 0; /* threading's frames run here are sonde's: not recorded */
+		tl_busy = true;
+		note_names(c, true);
+		tl_busy = false;
+		tl_gen = gen;
+		Py_RETURN_NONE;
+	}
+#endif
 	if (hook(c, ts, &r))
 		return NULL;
 	note_names(c, true);
@@ -500,8 +712,38 @@ static int sink(void *ctx, const struct sonde_ring_chunk *ch, const void *data)
 
 	if (!s)
 		return -ENOMEM;
-	if (s->n + ch->bytes / sizeof(struct ev) > s->cap) { /* room for the chunk at once */
-		size_t cap = s->n + ch->bytes / sizeof(struct ev);
+	if (c->quiet) { /* in place: the area stays mapped until the collector goes */
+		uint64_t n = 0;
+
+		while (p + 4 <= end) {
+			uint32_t h, len;
+
+			memcpy(&h, p, 4);
+			len = SONDE_RING_REC_LEN(h);
+			if (len < 8 || p + len > end)
+				break;
+			if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR)
+				n += (len - BATCH_HDR) / sizeof(struct bev);
+			p += len;
+		}
+		if (s->nsegs == s->capsegs) {
+			size_t cap = s->capsegs ? 2 * s->capsegs : 4;
+			struct seg *g = realloc(s->segs, cap * sizeof(*g));
+
+			if (!g)
+				return -ENOMEM;
+			s->segs = g;
+			s->capsegs = cap;
+		}
+		s->segs[s->nsegs].p = data;
+		s->segs[s->nsegs++].bytes = ch->bytes;
+		s->seg_events += n;
+		c->events += n;
+		return 0;
+	}
+	/* a batch's events are as many as its bytes, less headers: room for all at once */
+	if (s->n + ch->bytes / sizeof(struct bev) > s->cap) {
+		size_t cap = s->n + ch->bytes / sizeof(struct bev);
 		struct ev *g = realloc(s->ev, cap * sizeof(*g));
 
 		if (!g)
@@ -510,37 +752,92 @@ static int sink(void *ctx, const struct sonde_ring_chunk *ch, const void *data)
 		s->cap = cap;
 	}
 	while (p + 4 <= end) {
-		uint32_t h, len;
+		uint32_t h, len, k, n;
 
 		memcpy(&h, p, 4);
 		len = SONDE_RING_REC_LEN(h);
 		if (len < 8 || p + len > end)
 			break;
-		if (SONDE_RING_REC_TYPE(h) != SONDE_RING_PAD && len == sizeof(struct ev)) {
-			if (s->n == s->cap) {
-				size_t cap = s->cap ? 2 * s->cap : 4096;
-				struct ev *g = realloc(s->ev, cap * sizeof(*g));
+		if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR) {
+			n = (len - BATCH_HDR) / (uint32_t)sizeof(struct bev);
+			for (k = 0; k < n && s->n < s->cap; k++) {
+				struct bev b;
+				struct ev *e = &s->ev[s->n++];
 
-				if (!g)
-					return -ENOMEM;
-				s->ev = g;
-				s->cap = cap;
+				memcpy(&b, p + BATCH_HDR + k * sizeof(b), sizeof(b));
+				e->hdr = SONDE_RING_REC(b.type, sizeof(*e));
+				e->func = b.func;
+				e->ts = b.type == EV_SIZE ? b.ts : to_ns(c, b.ts);
 			}
-			memcpy(&s->ev[s->n++], p, sizeof(struct ev));
-			c->events++;
+			c->events += k;
 		}
 		p += len;
 	}
 	return 0;
 }
 
-static int drain(CpuCollector *c)
+static void it_init(struct ev_it *it, const struct tstore *s)
+{
+	memset(it, 0, sizeof(*it));
+	it->s = s;
+	it->left = s->n + s->seg_events - s->trim;
+}
+
+static bool it_next(const CpuCollector *c, struct ev_it *it, struct ev *e)
+{
+	const struct tstore *s = it->s;
+	struct bev b;
+
+	if (!it->left)
+		return false;
+	if (it->i < s->n) {
+		*e = s->ev[it->i++];
+		it->left--;
+		return true;
+	}
+	while (it->bk == it->bn) { /* the next batch record */
+		uint32_t h, len;
+
+		if (it->rp + 4 > it->rend) {
+			if (it->seg == s->nsegs)
+				return false;
+			it->rp = s->segs[it->seg].p;
+			it->rend = it->rp + s->segs[it->seg].bytes;
+			it->seg++;
+			continue;
+		}
+		memcpy(&h, it->rp, 4);
+		len = SONDE_RING_REC_LEN(h);
+		if (len < 8 || it->rp + len > it->rend) {
+			it->rp = it->rend;
+			continue;
+		}
+		if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR) {
+			it->b = it->rp + BATCH_HDR;
+			it->bn = (len - BATCH_HDR) / (uint32_t)sizeof(struct bev);
+			it->bk = 0;
+		}
+		it->rp += len;
+	}
+	memcpy(&b, it->b + (size_t)it->bk++ * sizeof(b), sizeof(b));
+	e->hdr = SONDE_RING_REC(b.type, sizeof(*e));
+	e->func = b.func;
+	e->ts = b.type == EV_SIZE ? b.ts : to_ns(c, b.ts);
+	it->left--;
+	return true;
+}
+
+/* Every ring into the stores; quiet: no writer writes any more (stop), read in place. */
+static int drain(CpuCollector *c, bool quiet)
 {
 	long long n;
 
 	if (!c->area)
 		return 0;
-	n = sonde_ring_area__drain(c->area, sink, c);
+	calibrate(c);
+	c->quiet = quiet;
+	n = quiet ? sonde_ring_area__drain_quiet(c->area, sink, c)
+		  : sonde_ring_area__drain(c->area, sink, c);
 	if (n < 0) {
 		errno = (int)-n;
 		PyErr_SetFromErrno(PyExc_OSError);
@@ -578,6 +875,10 @@ static int col_init(CpuCollector *c, PyObject *args, PyObject *kw)
 		c->ring_bytes = (size_t)b;
 	}
 	c->c_calls = c_calls;
+	c->eval_engine = SONDE_EVAL_ENGINE && !c_calls;
+	/* a batch record: 4 KiB, or a quarter of a small ring */
+	c->batch = (uint32_t)((c->ring_bytes / 4 < 4096 ? c->ring_bytes / 4 : 4096) - BATCH_HDR) /
+		   (uint32_t)sizeof(struct bev);
 	if (!c->recs && !(c->recs = PyList_New(0)))
 		return -1;
 	if (!c->names && !(c->names = PyDict_New()))
@@ -585,7 +886,27 @@ static int col_init(CpuCollector *c, PyObject *args, PyObject *kw)
 	return 0;
 }
 
-static void release_rings(CpuCollector *c);
+static void release_rings(CpuCollector *c, bool keep_area);
+
+/* The clocks' first reading; the TSC's rate is estimated once, then refined at each drain. */
+static void start_clock(CpuCollector *c)
+{
+	static double est;
+
+	if (use_tsc && !est) {
+		uint64_t t0, n0, t1, n1;
+		struct timespec d = { 0, 2000000 };
+
+		clock_pair(&t0, &n0);
+		nanosleep(&d, NULL);
+		clock_pair(&t1, &n1);
+		est = t1 > t0 ? (double)(n1 - n0) / (double)(t1 - t0) : 0;
+		if (est <= 0) /* a TSC that does not move: take clock_gettime */
+			use_tsc = false;
+	}
+	clock_pair(&c->tick0, &c->ns0);
+	c->ns_per_tick = est;
+}
 
 static PyObject *col_start(CpuCollector *c, PyObject *unused)
 {
@@ -606,7 +927,7 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 		PyErr_SetString(SondePy_StateError, "start: the collector was not initialised");
 		return NULL;
 	}
-	if (me->c_profilefunc == cpu_hook) {
+	if (me->c_profilefunc == cpu_hook || active) {
 		PyErr_SetString(SondePy_StateError,
 				"start: another CpuCollector collects in this thread");
 		return NULL;
@@ -628,9 +949,10 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	}
 	c->gen = next_gen++;
 	c->pid = getpid();
+	start_clock(c);
 	threading = PyImport_ImportModule("threading");
 	if (!threading) {
-		release_rings(c);
+		release_rings(c, false);
 		return NULL;
 	}
 	res = PyObject_CallMethod(threading, "getprofile", NULL);
@@ -648,10 +970,24 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	}
 	Py_DECREF(threading);
 	if (!res) {
-		release_rings(c);
+		release_rings(c, false);
 		return NULL;
 	}
 	Py_DECREF(res);
+#if SONDE_EVAL_ENGINE
+	if (c->eval_engine) { /* every thread's frames, from one evaluator: no per-thread hook */
+		_PyFrameEvalFunction cur = _PyInterpreterState_GetEvalFrameFunc(me->interp);
+
+		g_prev_eval = cur == _PyEval_EvalFrameDefault ? NULL : cur;
+		note_names(c, false);
+		c->t0 = sonde_clock_ns();
+		c->state = ST_COLLECTING;
+		active = c;
+		active_gen = c->gen;
+		_PyInterpreterState_SetEvalFrameFunc(me->interp, eval_hook);
+		Py_RETURN_NONE;
+	}
+#endif
 	note_names(c, false); /* before the hooks: not recorded */
 	c->t0 = sonde_clock_ns();
 	c->state = ST_COLLECTING;
@@ -695,6 +1031,15 @@ static void unhook_all(CpuCollector *c)
 	PyThreadState *me = PyThreadState_Get(), *ts;
 	Py_ssize_t i;
 
+#if SONDE_EVAL_ENGINE
+	if (active == c) {
+		if (_PyInterpreterState_GetEvalFrameFunc(me->interp) == eval_hook)
+			_PyInterpreterState_SetEvalFrameFunc(
+				me->interp, g_prev_eval ? g_prev_eval : _PyEval_EvalFrameDefault);
+		active = NULL;
+		active_gen = 0;
+	}
+#endif
 	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
 		if (ts->c_profilefunc == cpu_hook && ts->c_profileobj &&
 		    ((ThreadRec *)ts->c_profileobj)->col == c)
@@ -703,11 +1048,15 @@ static void unhook_all(CpuCollector *c)
 		ThreadRec *r = (ThreadRec *)PyList_GET_ITEM(c->recs, i);
 
 		r->col = NULL;
+		/* every thread waits for the GIL outside put(): its batch can be published */
+		if (r->claimed && c->pid == getpid())
+			batch_close(r);
 	}
 }
 
 /* Rings back and the area gone (after the last drain). */
-static void release_rings(CpuCollector *c)
+/* keep_area: the stores read the owner's mapping in place; it goes with the collector. */
+static void release_rings(CpuCollector *c, bool keep_area)
 {
 	Py_ssize_t i;
 
@@ -718,14 +1067,68 @@ static void release_rings(CpuCollector *c)
 			sonde_ring__retire(&r->w);
 		r->claimed = false;
 	}
-	if (c->area)
-		c->dropped = sonde_ring_area__dropped(c->area);
+	if (c->area) /* records dropped: whole batches, each of c->batch events */
+		c->dropped = sonde_ring_area__dropped(c->area) * c->batch;
 	if (c->wa)
 		sonde_ring_area__detach(c->wa);
+	c->wa = NULL;
+	if (keep_area)
+		return;
 	if (c->area)
 		sonde_ring_area__destroy(c->area);
-	c->wa = NULL;
 	c->area = NULL;
+}
+
+/* Leave out a store's trailing calls (those that led to stop()), looking at its end only. */
+static void trim_trailing_calls(CpuCollector *c, struct tstore *s)
+{
+	const uint8_t *last[8] = { 0 }; /* the last batch records of the last segment */
+	uint32_t lens[8] = { 0 }, type;
+	uint64_t run = 0;
+	size_t nl = 0, j, k;
+
+	if (s->nsegs) {
+		const struct seg *g = &s->segs[s->nsegs - 1];
+		const uint8_t *p = g->p, *end = p + g->bytes;
+		bool all_calls = true;
+
+		while (p + 4 <= end) {
+			uint32_t h, len;
+
+			memcpy(&h, p, 4);
+			len = SONDE_RING_REC_LEN(h);
+			if (len < 8 || p + len > end)
+				break;
+			if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR) {
+				last[nl % 8] = p;
+				lens[nl % 8] = len;
+				nl++;
+			}
+			p += len;
+		}
+		for (j = 0; j < 8 && j < nl && all_calls; j++) {
+			size_t at = (nl - 1 - j) % 8;
+			uint32_t n = (lens[at] - BATCH_HDR) / (uint32_t)sizeof(struct bev);
+
+			for (k = n; k-- > 0;) {
+				memcpy(&type, last[at] + BATCH_HDR + k * sizeof(struct bev), 4);
+				if (type != EV_CALL && type != EV_C_CALL) {
+					all_calls = false;
+					break;
+				}
+				run++;
+			}
+		}
+	} else {
+		for (k = s->n; k-- > 0;) {
+			type = SONDE_RING_REC_TYPE(s->ev[k].hdr);
+			if (type != EV_CALL && type != EV_C_CALL)
+				break;
+			run++;
+		}
+	}
+	s->trim = run;
+	c->events -= run;
 }
 
 static PyObject *col_stop(CpuCollector *c, PyObject *unused)
@@ -758,30 +1161,21 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 		Py_RETURN_NONE;
 	}
 	if (!res) {
-		release_rings(c);
+		release_rings(c, false);
 		return NULL;
 	}
 	sonde_ring_area__close(c->area);
-	if (drain(c)) {
-		release_rings(c);
+	if (drain(c, true)) {
+		release_rings(c, false);
 		return NULL;
 	}
-	release_rings(c);
+	release_rings(c, true);
 	/* the calling thread's last events are the calls that led to stop(): not the program's */
 	{
 		uint64_t v;
 
-		if (u64map__get(&c->tindex, me, &v)) {
-			struct tstore *s = &c->ts[v - 1];
-			uint32_t type;
-
-			while (s->n &&
-			       ((type = SONDE_RING_REC_TYPE(s->ev[s->n - 1].hdr)) == EV_CALL ||
-				type == EV_C_CALL)) {
-				s->n--;
-				c->events--;
-			}
-		}
+		if (u64map__get(&c->tindex, me, &v))
+			trim_trailing_calls(c, &c->ts[v - 1]);
 	}
 	if (c->err) {
 		PyErr_SetString(PyExc_MemoryError,
@@ -812,25 +1206,43 @@ static PyObject *event_dict(CpuCollector *c, const struct tstore *s, const struc
 }
 
 /* The calling thread's events so far (drained from the rings; others keep recording). */
+/* The calling thread's ThreadRec of the collector recording it, or NULL. */
+static ThreadRec *current_rec(PyThreadState *ts)
+{
+	if (ts->c_profilefunc == cpu_hook && ts->c_profileobj)
+		return (ThreadRec *)ts->c_profileobj;
+	if (active && tl_gen == active_gen && tl_rec)
+		return tl_rec;
+	return NULL;
+}
+
 static PyObject *col_thread_buffer(CpuCollector *c, PyObject *unused)
 {
 	uint32_t me = (uint32_t)syscall(SYS_gettid);
 	PyObject *out;
+	struct ev_it it;
+	struct ev e;
 	uint64_t v;
-	size_t i;
 
 	(void)unused;
 	if (c->state == ST_IDLE) {
 		PyErr_SetString(SondePy_StateError, "get_thread_local_buffer: not started");
 		return NULL;
 	}
-	if (c->state == ST_COLLECTING && c->pid == getpid() && drain(c))
-		return NULL;
+	if (c->state == ST_COLLECTING && c->pid == getpid()) {
+		ThreadRec *r = current_rec(PyThreadState_Get());
+
+		if (r && r->col == c && r->claimed)
+			batch_close(r); /* its next event opens another */
+		if (drain(c, false))
+			return NULL;
+	}
 	out = PyList_New(0);
 	if (!out || !u64map__get(&c->tindex, me, &v))
 		return out;
-	for (i = 0; i < c->ts[v - 1].n; i++) {
-		PyObject *d = event_dict(c, &c->ts[v - 1], &c->ts[v - 1].ev[i]);
+	it_init(&it, &c->ts[v - 1]);
+	while (it_next(c, &it, &e)) {
+		PyObject *d = event_dict(c, &c->ts[v - 1], &e);
 
 		if (!d || PyList_Append(out, d)) {
 			Py_XDECREF(d);
@@ -846,7 +1258,9 @@ static PyObject *col_thread_buffer(CpuCollector *c, PyObject *unused)
 static PyObject *col_events(CpuCollector *c, PyObject *unused)
 {
 	PyObject *out;
-	size_t i, k;
+	struct ev_it it;
+	struct ev e;
+	size_t k;
 
 	(void)unused;
 	if (c->state != ST_FINALIZED) {
@@ -855,8 +1269,8 @@ static PyObject *col_events(CpuCollector *c, PyObject *unused)
 	}
 	out = PyList_New(0);
 	for (k = 0; out && k < c->nts; k++)
-		for (i = 0; i < c->ts[k].n; i++) {
-			PyObject *d = event_dict(c, &c->ts[k], &c->ts[k].ev[i]);
+		for (it_init(&it, &c->ts[k]); it_next(c, &it, &e);) {
+			PyObject *d = event_dict(c, &c->ts[k], &e);
 
 			if (!d || PyList_Append(out, d)) {
 				Py_XDECREF(d);
@@ -915,8 +1329,11 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 
 		if (nm && PyUnicode_Check(nm))
 			rc = sonde_calltrace__thread_name(ct, t->tid, PyUnicode_AsUTF8(nm));
-		for (i = 0; i < t->n && !rc; i++) {
-			const struct ev *e = &t->ev[i];
+		struct ev_it it;
+		struct ev ev;
+
+		for (it_init(&it, t); !rc && it_next(c, &it, &ev);) {
+			const struct ev *e = &ev;
 			uint32_t type = SONDE_RING_REC_TYPE(e->hdr);
 
 			if (type == EV_CALL || type == EV_C_CALL)
@@ -1045,7 +1462,11 @@ static PyObject *col_dump(CpuCollector *c, PyObject *args)
 		const struct tstore *t = &c->ts[k];
 		PyObject *key = PyLong_FromUnsignedLong(t->tid), *nm = NULL;
 		const char *name = "";
-		struct pydump_thread dt = { t->tid, 0, t->n };
+		struct pydump_thread dt = { t->tid, 0, t->n + t->seg_events - t->trim };
+		struct pydump_ev buf[4096];
+		size_t nb = 0;
+		struct ev_it it;
+		struct ev e;
 
 		if (key && names && PyDict_Check(names))
 			nm = PyDict_GetItem(names, key); /* borrowed */
@@ -1059,12 +1480,17 @@ static PyObject *col_dump(CpuCollector *c, PyObject *args)
 		dt.name_len = (uint32_t)strlen(name);
 		bad |= write_all(fd, &dt, sizeof(dt));
 		bad |= write_all(fd, name, dt.name_len);
-		for (i = 0; i < t->n && !bad; i++) {
-			struct pydump_ev de = { SONDE_RING_REC_TYPE(t->ev[i].hdr), t->ev[i].func,
-						t->ev[i].ts };
-
-			bad |= write_all(fd, &de, sizeof(de));
+		for (it_init(&it, t); !bad && it_next(c, &it, &e);) {
+			buf[nb].type = SONDE_RING_REC_TYPE(e.hdr);
+			buf[nb].func = e.func;
+			buf[nb++].ts = e.ts;
+			if (nb == sizeof(buf) / sizeof(buf[0])) {
+				bad |= write_all(fd, buf, sizeof(buf));
+				nb = 0;
+			}
 		}
+		if (!bad && nb)
+			bad |= write_all(fd, buf, nb * sizeof(buf[0]));
 	}
 	if (bad || close(fd) < 0 || rename(tmp, path) < 0) {
 		int e = errno;
@@ -1088,7 +1514,7 @@ static PyObject *col_dropped(CpuCollector *c, void *closure)
 {
 	(void)closure;
 	if (c->area)
-		return PyLong_FromUnsignedLongLong(sonde_ring_area__dropped(c->area));
+		return PyLong_FromUnsignedLongLong(sonde_ring_area__dropped(c->area) * c->batch);
 	return PyLong_FromUnsignedLongLong(c->dropped);
 }
 
@@ -1117,15 +1543,17 @@ static void col_dealloc(CpuCollector *c)
 		unhook_all(c);
 		c->state = ST_FINALIZED;
 	}
-	release_rings(c);
+	release_rings(c, false);
 	col_clear(c);
 	for (i = 0; i < c->nfns; i++) {
 		free(c->fns[i].module);
 		free(c->fns[i].name);
 	}
 	free(c->fns);
-	for (i = 0; i < c->nts; i++)
+	for (i = 0; i < c->nts; i++) {
 		free(c->ts[i].ev);
+		free(c->ts[i].segs);
+	}
 	free(c->ts);
 	u64map__release(&c->cfuncs);
 	u64map__release(&c->tindex);
@@ -1179,22 +1607,14 @@ static PyObject *trace_size(PyObject *self, PyObject *arg)
 	PyThreadState *ts = PyThreadState_Get();
 	unsigned long long n = PyLong_AsUnsignedLongLong(arg);
 	ThreadRec *r;
-	struct ev *e;
 
 	(void)self;
 	if (n == (unsigned long long)-1 && PyErr_Occurred())
 		return NULL;
-	if (ts->c_profilefunc != cpu_hook || !ts->c_profileobj || in_child)
-		Py_RETURN_NONE;
-	r = (ThreadRec *)ts->c_profileobj;
-	if (!r->col || !r->claimed) /* a thread's first event claims its ring: a call came first */
-		Py_RETURN_NONE;
-	e = sonde_ring__reserve(&r->w, EV_SIZE, sizeof(*e));
-	if (e) {
-		e->func = 0;
-		e->ts = n;
-		sonde_ring__commit(&r->w);
-	}
+	r = in_child ? NULL : current_rec(ts);
+	if (r && r->col &&
+	    r->claimed) /* a thread's first event claims its ring: a call came first */
+		put(r->col, r, EV_SIZE, 0, n);
 	Py_RETURN_NONE;
 }
 
@@ -1215,6 +1635,10 @@ int sondepy_cpu_init(PyObject *m)
 		if (extra_index < 0)
 			return -1;
 		pthread_atfork(NULL, NULL, on_fork_child);
+#if defined(__x86_64__)
+		use_tsc = sonde_sysinfo__cpu_flag("constant_tsc") &&
+			  sonde_sysinfo__cpu_flag("nonstop_tsc");
+#endif
 		once = true;
 	}
 	if (PyType_Ready(&ThreadRecType) < 0 || PyType_Ready(&CpuCollectorType) < 0)

@@ -63,8 +63,10 @@ def test_exact_calls_recursion_and_loop():
     assert t["engine"] == "python" and t["unfinished"] == 0
 
 
-def test_same_counts_as_cprofile():
-    """The peer: cProfile's ncalls per function, on the same program."""
+@pytest.mark.parametrize("c_calls", [True, False], ids=["profile-hook", "frame-evaluator"])
+def test_same_counts_as_cprofile(c_calls):
+    """The peer: cProfile's ncalls per function, on the same program, with either
+    engine: the profile hook (C calls too) and the frame evaluator (Python only)."""
     def program():
         fib(16)
         loop(2000)
@@ -75,9 +77,10 @@ def test_same_counts_as_cprofile():
     st = pstats.Stats(pr).stats
     peer = {name: nc for (_f, _l, name), (_cc, nc, _tt, _ct, _c) in st.items()
             if name in ("fib", "leaf", "loop", "outer", "inner")}
-    _c, p = collect(program)
+    _c, p = collect(program, c_calls=c_calls)
     mine = {n: calls(p, n) for n in peer}
     assert mine == peer and peer["fib"] == 3193
+    assert p["stats"]["trace"]["unmatched_exits"] <= 2  # the frames start() ran in
 
 
 def test_nesting_in_the_call_graph():
@@ -103,7 +106,8 @@ def test_chained_profile_function_sees_every_event():
     assert len(seen) == calls(p, "fib") == 465
 
 
-def test_threads_running_and_started_later():
+@pytest.mark.parametrize("c_calls", [True, False], ids=["profile-hook", "frame-evaluator"])
+def test_threads_running_and_started_later(c_calls):
     go = threading.Event()
     res = []
 
@@ -113,7 +117,7 @@ def test_threads_running_and_started_later():
 
     t0 = threading.Thread(target=early, name="early")
     t0.start()
-    c = sonde.CpuCollector()
+    c = sonde.CpuCollector(c_calls=c_calls)
     c.start()
     go.set()
     ts = [threading.Thread(target=fib, args=(10,), name=f"w{i}") for i in range(4)]
@@ -130,7 +134,8 @@ def test_threads_running_and_started_later():
     assert threading.getprofile() is None and sys.getprofile() is None
 
 
-def test_asyncio_tasks():
+@pytest.mark.parametrize("c_calls", [True, False], ids=["profile-hook", "frame-evaluator"])
+def test_asyncio_tasks(c_calls):
     async def job(i):
         await asyncio.sleep(0)
         return leaf(i)
@@ -141,13 +146,14 @@ def test_asyncio_tasks():
     pr = cProfile.Profile()
     pr.runcall(asyncio.run, main())
     peer = sum(v[1] for k, v in pstats.Stats(pr).stats.items() if k[2] == "job")
-    _c, p = collect(asyncio.run, main())
+    _c, p = collect(asyncio.run, main(), c_calls=c_calls)
     assert calls(p, "leaf") == 10
     # a coroutine that suspends once is resumed once: two calls each, as cProfile counts
     assert calls(p, "test_asyncio_tasks.<locals>.job") == peer == 20
 
 
-def test_exceptions_and_generators():
+@pytest.mark.parametrize("c_calls", [True, False], ids=["profile-hook", "frame-evaluator"])
+def test_exceptions_and_generators(c_calls):
     def thrower():
         raise ValueError("x")
 
@@ -163,7 +169,7 @@ def test_exceptions_and_generators():
         yield 2
         yield 3
 
-    _c, p = collect(lambda: (catcher(), list(gen())))
+    _c, p = collect(lambda: (catcher(), list(gen())), c_calls=c_calls)
     assert calls(p, "test_exceptions_and_generators.<locals>.thrower") == 5
     # each resumption of a generator is a call (cProfile counts them the same way)
     assert calls(p, "test_exceptions_and_generators.<locals>.gen") == 4
