@@ -57,7 +57,9 @@
 #include <sonde/clock.h>
 #include <sonde/profile.h>
 #include <sonde/ring.h>
+#include <sonde/syscalls.h>
 #include <sonde/sysinfo.h>
+#include <dirent.h>
 #include "collectors/python/pydump.h"
 #include "u64map.h"
 #include "_sonde.h"
@@ -69,9 +71,12 @@ enum {
 	EV_C_CALL = PYD_C_CALL,
 	EV_C_RETURN = PYD_C_RETURN,
 	EV_SIZE = PYD_SIZE,
+	EV_SYS_ENTER = 6, /* a system call (func: its function id), from perf_event */
+	EV_SYS_EXIT = 7,
 	EV_BATCH = 16 /* a ring record: a batch of struct bev, filled in place */
 };
-static const char *const ev_names[] = { "?", "call", "return", "c_call", "c_return", "size" };
+static const char *const ev_names[] = { "?",	    "call", "return",	     "c_call",
+					"c_return", "size", "syscall_enter", "syscall_exit" };
 
 struct ev { /* one drained event; hdr: SONDE_RING_REC(type, 16) */
 	uint32_t hdr;
@@ -106,12 +111,16 @@ struct tstore { /* one thread's drained events, in order: ev[] first, then segs 
 	struct seg *segs; /* the final drain's, in place: no copy at stop */
 	size_t nsegs, capsegs;
 	uint64_t seg_events, trim; /* events in segs; the last `trim` are left out */
+	struct ev *sc;		   /* system calls, in time order (merged by ev_it) */
+	size_t nsc, capsc;
 };
 
 /* A walk over a store's events, converted to struct ev (ns). */
 struct ev_it {
 	const struct tstore *s;
-	size_t i, seg;
+	size_t i, seg, k; /* k: the next system call */
+	struct ev pe;	  /* the next Python event, read ahead */
+	bool have_pe;
 	const uint8_t *rp, *rend; /* records of the current segment */
 	const uint8_t *b;	  /* the current batch's events */
 	uint32_t bk, bn;
@@ -142,7 +151,17 @@ typedef struct CpuCollector {
 	double ns_per_tick;  /* 0: ticks are ns */
 	uint32_t batch;	     /* events per batch record */
 	bool quiet;	     /* the final drain: the stores keep segments of the rings */
-	bool eval_engine;    /* Python calls through the frame evaluator (c_calls=False) */
+	bool want_syscalls;
+	struct sonde_syscalls *sc; /* recording system calls (NULL: not, see sc_why) */
+	struct sonde_strbuf sc_why;
+	uint64_t sc_events, sc_lost;
+	struct u64map sc_ids; /* syscall number -> function id + 1 */
+	struct own {	      /* a thread's time in sonde's own system calls (its ring's claim) */
+		uint32_t tid;
+		uint64_t a, b;
+	} * own;
+	size_t nown, capown;
+	bool eval_engine; /* Python calls through the frame evaluator (c_calls=False) */
 	pid_t pid;
 	uint32_t stop_tid;
 	int err; /* out of memory on the recording path: stop says so */
@@ -155,7 +174,8 @@ typedef struct {
 	struct sonde_ring_writer w;
 	struct bev *batch; /* the open batch record's events; NULL: none open */
 	uint32_t used, cap;
-	bool claimed, no_ring, skip_c_return;
+	uint64_t depth; /* calls open since start (profile hook): a return at 0 is older */
+	bool claimed, no_ring;
 } ThreadRec;
 
 static PyTypeObject ThreadRecType, CpuCollectorType;
@@ -361,10 +381,17 @@ static bool batch_open(CpuCollector *c, ThreadRec *r)
 
 	batch_close(r);
 	if (!r->claimed) {
+		uint64_t a = c->want_syscalls ? sonde_clock_ns() : 0;
+		uint32_t tid = (uint32_t)syscall(SYS_gettid);
+		int rc;
+
 		if (r->no_ring)
 			goto lost;
-		if (sonde_ring__claim(c->wa, (uint32_t)c->pid, (uint32_t)syscall(SYS_gettid), 1,
-				      &r->w)) {
+		rc = sonde_ring__claim(c->wa, (uint32_t)c->pid, tid, 1, &r->w);
+		if (c->want_syscalls &&
+		    c->nown < c->capown) /* its system calls are not the program's */
+			c->own[c->nown++] = (struct own){ tid, a, sonde_clock_ns() };
+		if (rc) {
 			r->no_ring = true; /* every ring is taken: this thread's events are lost */
 			goto lost;
 		}
@@ -395,6 +422,26 @@ static inline void put(CpuCollector *c, ThreadRec *r, uint32_t type, uint32_t fu
 	e->func = func;
 	e->ts = ts;
 	sonde_ring__open_fill(&r->w, BATCH_HDR + r->used * (uint32_t)sizeof(struct bev));
+}
+
+static PyObject *col_start(struct CpuCollector *c, PyObject *unused);
+static PyObject *col_stop(struct CpuCollector *c, PyObject *unused);
+static PyObject *col_run(struct CpuCollector *c, PyObject *args);
+
+/*
+ * One of sonde's own C functions, whose call and return are not the program's
+ * (Python 3.11 reports the return of start() only when it saw its call: a
+ * flag set at start would eat another function's return).
+ */
+static bool own_cfunc(PyObject *fn)
+{
+	PyMethodDef *ml;
+
+	if (!fn || !PyCFunction_Check(fn))
+		return false;
+	ml = ((PyCFunctionObject *)fn)->m_ml;
+	return ml == &trace_size_def || ml->ml_meth == (PyCFunction)col_start ||
+	       ml->ml_meth == (PyCFunction)col_stop || ml->ml_meth == (PyCFunction)col_run;
 }
 
 static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -434,10 +481,8 @@ static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	case PyTrace_C_CALL:
 		if (!c->c_calls)
 			return 0;
-		if (PyCFunction_Check(arg) && ((PyCFunctionObject *)arg)->m_ml == &trace_size_def) {
-			r->skip_c_return = true; /* sonde.trace_size(): not a call of the program */
-			return 0;
-		}
+		if (own_cfunc(arg))
+			return 0; /* sonde's own: start(), run(), stop(), trace_size() */
 		if (cfunc_id(c, arg, &id)) {
 			c->err = -ENOMEM;
 			return 0;
@@ -448,15 +493,19 @@ static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	case PyTrace_C_EXCEPTION:
 		if (!c->c_calls)
 			return 0;
-		if (r->skip_c_return) { /* start()'s or trace_size()'s own return */
-			r->skip_c_return = false;
+		if (own_cfunc(arg))
 			return 0;
-		}
 		type = EV_C_RETURN;
 		break;
 	default:
 		return 0;
 	}
+	if (type == EV_CALL || type == EV_C_CALL)
+		r->depth++;
+	else if (r->depth) /* a return of a frame entered before start: not recorded */
+		r->depth--;
+	else
+		return 0;
 	put(c, r, type, id, ts);
 	return 0;
 }
@@ -532,7 +581,8 @@ static ThreadRec *rec_new(CpuCollector *c, PyThreadState *ts)
 	r->prev = ts->c_profilefunc;
 	r->prev_obj = ts->c_profileobj;
 	Py_XINCREF(r->prev_obj);
-	r->claimed = r->no_ring = r->skip_c_return = false;
+	r->claimed = r->no_ring = false;
+	r->depth = 0;
 	memset(&r->w, 0, sizeof(r->w));
 	r->batch = NULL;
 	r->used = r->cap = 0;
@@ -783,7 +833,7 @@ static void it_init(struct ev_it *it, const struct tstore *s)
 	it->left = s->n + s->seg_events - s->trim;
 }
 
-static bool it_next(const CpuCollector *c, struct ev_it *it, struct ev *e)
+static bool py_next(const CpuCollector *c, struct ev_it *it, struct ev *e)
 {
 	const struct tstore *s = it->s;
 	struct bev b;
@@ -827,6 +877,25 @@ static bool it_next(const CpuCollector *c, struct ev_it *it, struct ev *e)
 	return true;
 }
 
+/* The store's Python events and its system calls, merged in time order. */
+static bool it_next(const CpuCollector *c, struct ev_it *it, struct ev *e)
+{
+	const struct tstore *s = it->s;
+
+	if (!it->have_pe)
+		it->have_pe = py_next(c, it, &it->pe);
+	if (it->k < s->nsc && (!it->have_pe || (SONDE_RING_REC_TYPE(it->pe.hdr) != EV_SIZE &&
+						s->sc[it->k].ts < it->pe.ts))) {
+		*e = s->sc[it->k++];
+		return true;
+	}
+	if (!it->have_pe)
+		return false;
+	*e = it->pe;
+	it->have_pe = false;
+	return true;
+}
+
 /* Every ring into the stores; quiet: no writer writes any more (stop), read in place. */
 static int drain(CpuCollector *c, bool quiet)
 {
@@ -850,12 +919,14 @@ static int drain(CpuCollector *c, bool quiet)
 
 static int col_init(CpuCollector *c, PyObject *args, PyObject *kw)
 {
-	static char *kws[] = { "buffer", "c_calls", NULL };
+	static char *kws[] = { "buffer", "c_calls", "syscalls", NULL };
 	PyObject *buffer = Py_None;
-	int c_calls = 1;
+	int c_calls = 1, syscalls = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op:CpuCollector", kws, &buffer, &c_calls))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Opp:CpuCollector", kws, &buffer, &c_calls,
+					 &syscalls))
 		return -1;
+	c->want_syscalls = syscalls;
 	if (c->state != ST_IDLE || c->area) {
 		PyErr_SetString(SondePy_StateError, "a CpuCollector is initialised once");
 		return -1;
@@ -887,6 +958,138 @@ static int col_init(CpuCollector *c, PyObject *args, PyObject *kw)
 }
 
 static void release_rings(CpuCollector *c, bool keep_area);
+
+/* System calls of every thread of this process (and those started later); a reason if not. */
+static void syscalls_open(CpuCollector *c)
+{
+	pid_t tids[1024];
+	size_t n = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int rc;
+
+	while (d && (de = readdir(d)) && n < sizeof(tids) / sizeof(tids[0]))
+		if (de->d_name[0] != '.')
+			tids[n++] = (pid_t)atoi(de->d_name);
+	if (d)
+		closedir(d);
+	sonde_strbuf__reset(&c->sc_why);
+	c->capown = 4096; /* threads whose claims are told apart; later ones are not */
+	c->own = calloc(c->capown, sizeof(*c->own));
+	if (!c->own)
+		c->capown = 0;
+	rc = sonde_syscalls__open(tids, n, 0, &c->sc, &c->sc_why);
+	if (!rc && sonde_syscalls__enable(c->sc, true) < 0) {
+		sonde_strbuf__addf(&c->sc_why, "perf_event: enabling the tracepoints: %s",
+				   strerror(errno));
+		sonde_syscalls__close(c->sc);
+		c->sc = NULL;
+	}
+}
+
+/* One system call event, into its thread's store (this process's, while collecting). */
+static int syscall_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, bool enter, long nr)
+{
+	CpuCollector *c = ctx;
+	struct tstore *s;
+
+	if (pid != (uint32_t)c->pid || ns < c->t0 || ns > c->t1)
+		return 0;
+	s = store_of(c, tid);
+	if (!s)
+		return -ENOMEM;
+	if (s->nsc == s->capsc) {
+		size_t cap = s->capsc ? 2 * s->capsc : 256;
+		struct ev *g = realloc(s->sc, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		s->sc = g;
+		s->capsc = cap;
+	}
+	s->sc[s->nsc].hdr = SONDE_RING_REC(enter ? EV_SYS_ENTER : EV_SYS_EXIT, sizeof(struct ev));
+	s->sc[s->nsc].func = (uint32_t)nr; /* the number until the calls are matched */
+	s->sc[s->nsc++].ts = ns;
+	return 0;
+}
+
+static int cmp_ts(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/*
+ * A thread's system calls in time order (the CPUs' rings each hold a part),
+ * each exit after its entry: an exit whose entry came before start, and an
+ * entry whose exit never came but another entry did (a lost sample), are
+ * left out. Numbers become function ids ("syscall:write").
+ */
+static int syscalls_match(CpuCollector *c, struct tstore *s)
+{
+	size_t i, n = 0;
+	bool open = false;
+
+	qsort(s->sc, s->nsc, sizeof(*s->sc), cmp_ts);
+	for (i = 0; i < s->nsc; i++) {
+		struct ev e = s->sc[i];
+		bool enter = SONDE_RING_REC_TYPE(e.hdr) == EV_SYS_ENTER, mine = false;
+		uint64_t v;
+		size_t k;
+
+		for (k = 0; k < c->nown && !mine; k++)
+			mine = c->own[k].tid == s->tid && e.ts >= c->own[k].a &&
+			       e.ts <= c->own[k].b;
+		if (mine)
+			continue; /* sonde's own, claiming the thread's ring */
+		if (!enter && !open)
+			continue;
+		if (enter && open)
+			n--; /* the last entry lost its exit */
+		if (enter) {
+			long nr = (long)(int32_t)e.func;
+
+			if (u64map__get(&c->sc_ids, (uint64_t)nr, &v)) {
+				e.func = (uint32_t)v - 1;
+			} else {
+				char name[64], full[80];
+
+				sonde_syscall__name(nr, name, sizeof(name));
+				snprintf(full, sizeof(full), "syscall:%s", name);
+				if (add_fn(c, "<kernel>", 0, full, &e.func) ||
+				    u64map__put(&c->sc_ids, (uint64_t)nr, (uint64_t)e.func + 1))
+					return -ENOMEM;
+			}
+		} else {
+			e.func = 0;
+		}
+		s->sc[n++] = e;
+		open = enter;
+	}
+	s->nsc = n; /* an entry left open at the end: the call is unfinished */
+	c->sc_events += n;
+	return 0;
+}
+
+/* After the rings: the system calls, each thread's into its store; the recorder closed. */
+static int syscalls_collect(CpuCollector *c)
+{
+	size_t k;
+	int rc;
+
+	if (!c->sc)
+		return 0;
+	sonde_syscalls__enable(c->sc, false);
+	rc = sonde_syscalls__read(c->sc, syscall_event, c);
+	c->sc_lost = sonde_syscalls__lost(c->sc);
+	sonde_syscalls__close(c->sc);
+	c->sc = NULL;
+	for (k = 0; k < c->nts && rc >= 0; k++)
+		rc = syscalls_match(c, &c->ts[k]);
+	c->events += c->sc_events;
+	return rc;
+}
 
 /* The clocks' first reading; the TSC's rate is estimated once, then refined at each drain. */
 static void start_clock(CpuCollector *c)
@@ -980,6 +1183,8 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 
 		g_prev_eval = cur == _PyEval_EvalFrameDefault ? NULL : cur;
 		note_names(c, false);
+		if (c->want_syscalls)
+			syscalls_open(c);
 		c->t0 = sonde_clock_ns();
 		c->state = ST_COLLECTING;
 		active = c;
@@ -989,13 +1194,14 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	}
 #endif
 	note_names(c, false); /* before the hooks: not recorded */
+	if (c->want_syscalls)
+		syscalls_open(c);
 	c->t0 = sonde_clock_ns();
 	c->state = ST_COLLECTING;
 	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
 		if (hook(c, ts, ts == me ? &mine : NULL))
 			return NULL;
-	if (mine)
-		mine->skip_c_return = true;
+	(void)mine;
 	Py_RETURN_NONE;
 }
 
@@ -1006,7 +1212,7 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
  */
 static PyObject *col_run(CpuCollector *c, PyObject *args)
 {
-	PyObject *code, *globals, *res, *o;
+	PyObject *code, *globals, *o;
 	PyThreadState *me;
 
 	if (!PyArg_ParseTuple(args, "O!O!:run", &PyCode_Type, &code, &PyDict_Type, &globals))
@@ -1015,15 +1221,8 @@ static PyObject *col_run(CpuCollector *c, PyObject *args)
 	if (!o)
 		return NULL;
 	Py_DECREF(o);
-	me = PyThreadState_Get();
-	if (me->c_profilefunc == cpu_hook && me->c_profileobj)
-		((ThreadRec *)me->c_profileobj)->skip_c_return = false;
-	res = PyEval_EvalCode(code, globals, globals);
-	me = PyThreadState_Get();
-	/* the return (or exception) of run() comes next: not the program's */
-	if (me->c_profilefunc == cpu_hook && me->c_profileobj)
-		((ThreadRec *)me->c_profileobj)->skip_c_return = true;
-	return res;
+	(void)me;
+	return PyEval_EvalCode(code, globals, globals); /* its return: own_cfunc() */
 }
 
 static void unhook_all(CpuCollector *c)
@@ -1134,7 +1333,7 @@ static void trim_trailing_calls(CpuCollector *c, struct tstore *s)
 static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 {
 	PyObject *threading, *res;
-	uint32_t me = (uint32_t)syscall(SYS_gettid);
+	uint32_t me;
 
 	(void)unused;
 	if (c->state != ST_COLLECTING) {
@@ -1143,6 +1342,7 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 		return NULL;
 	}
 	c->t1 = sonde_clock_ns();
+	me = (uint32_t)syscall(SYS_gettid);
 	unhook_all(c);
 	note_names(c, false);
 	c->state = ST_FINALIZED;
@@ -1170,6 +1370,8 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 		return NULL;
 	}
 	release_rings(c, true);
+	if (syscalls_collect(c) < 0)
+		c->err = -ENOMEM;
 	/* the calling thread's last events are the calls that led to stop(): not the program's */
 	{
 		uint64_t v;
@@ -1182,24 +1384,27 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 				"the CPU collector ran out of memory while recording");
 		return NULL;
 	}
-	return Py_BuildValue("{s:K,s:n,s:n,s:K,s:K,s:K}", "events", (unsigned long long)c->events,
-			     "threads", (Py_ssize_t)c->nts, "functions", (Py_ssize_t)c->nfns,
-			     "dropped", (unsigned long long)c->dropped, "lost",
-			     (unsigned long long)c->lost, "duration_ns",
-			     (unsigned long long)(c->t1 - c->t0));
+	return Py_BuildValue(
+		"{s:K,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:z}", "events", (unsigned long long)c->events,
+		"threads", (Py_ssize_t)c->nts, "functions", (Py_ssize_t)c->nfns, "dropped",
+		(unsigned long long)c->dropped, "lost", (unsigned long long)c->lost, "duration_ns",
+		(unsigned long long)(c->t1 - c->t0), "syscalls", (unsigned long long)c->sc_events,
+		"syscalls_lost", (unsigned long long)c->sc_lost, "syscalls_not_recorded",
+		c->sc_why.len ? c->sc_why.buf : NULL);
 }
 
 static PyObject *event_dict(CpuCollector *c, const struct tstore *s, const struct ev *e)
 {
 	uint32_t type = SONDE_RING_REC_TYPE(e->hdr);
-	bool has_fn = (type == EV_CALL || type == EV_C_CALL) && e->func < c->nfns;
+	bool has_fn =
+		(type == EV_CALL || type == EV_C_CALL || type == EV_SYS_ENTER) && e->func < c->nfns;
 	const struct fn *f = has_fn ? &c->fns[e->func] : NULL;
 
 	if (type == EV_SIZE)
 		return Py_BuildValue("{s:s,s:K,s:k}", "event", "size", "size",
 				     (unsigned long long)e->ts, "thread", (unsigned long)s->tid);
 	return Py_BuildValue("{s:s,s:z,s:z,s:N,s:k,s:K}", "event",
-			     type <= EV_C_RETURN ? ev_names[type] : "?", "function",
+			     type <= EV_SYS_EXIT ? ev_names[type] : "?", "function",
 			     f ? f->name : NULL, "file", f ? f->module : NULL, "line",
 			     f ? PyLong_FromUnsignedLongLong(f->line) : Py_NewRef(Py_None),
 			     "thread", (unsigned long)s->tid, "ts_ns", (unsigned long long)e->ts);
@@ -1336,7 +1541,7 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 			const struct ev *e = &ev;
 			uint32_t type = SONDE_RING_REC_TYPE(e->hdr);
 
-			if (type == EV_CALL || type == EV_C_CALL)
+			if (type == EV_CALL || type == EV_C_CALL || type == EV_SYS_ENTER)
 				rc = e->func < c->nfns ? sonde_calltrace__enter(
 								 ct, t->tid, idmap[e->func], e->ts)
 						       : -EINVAL;
@@ -1353,6 +1558,14 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 			json_pack("{s:I, s:I, s:I, s:s}", "events", (json_int_t)c->events,
 				  "dropped_events", (json_int_t)c->dropped, "lost_events",
 				  (json_int_t)c->lost, "hook", "C profile function"));
+	if (!rc && c->want_syscalls)
+		rc = sonde_calltrace__engine_stat(
+			ct, "syscalls",
+			c->sc_why.len
+				? json_pack("{s:s}", "not_supported", c->sc_why.buf)
+				: json_pack("{s:I, s:I, s:s}", "events", (json_int_t)c->sc_events,
+					    "lost", (json_int_t)c->sc_lost, "source",
+					    "perf_event raw_syscalls"));
 	if (!rc)
 		rc = sonde_calltrace__write(ct, p);
 	if (!rc) {
@@ -1448,6 +1661,11 @@ static PyObject *col_dump(CpuCollector *c, PyObject *args)
 	h.events = c->events;
 	h.dropped = c->dropped;
 	h.lost = c->lost;
+	h.flags = (c->want_syscalls ? PYD_F_SYSCALLS_WANTED : 0) |
+		  (c->want_syscalls && !c->sc_why.len ? PYD_F_SYSCALLS : 0);
+	h.sc_events = c->sc_events;
+	h.sc_lost = c->sc_lost;
+	snprintf(h.note, sizeof(h.note), "%s", c->sc_why.len ? c->sc_why.buf : "");
 	bad |= write_all(fd, &h, sizeof(h));
 	for (i = 0; i < c->nfns && !bad; i++) {
 		const struct fn *f = &c->fns[i];
@@ -1462,7 +1680,7 @@ static PyObject *col_dump(CpuCollector *c, PyObject *args)
 		const struct tstore *t = &c->ts[k];
 		PyObject *key = PyLong_FromUnsignedLong(t->tid), *nm = NULL;
 		const char *name = "";
-		struct pydump_thread dt = { t->tid, 0, t->n + t->seg_events - t->trim };
+		struct pydump_thread dt = { t->tid, 0, t->n + t->seg_events - t->trim + t->nsc };
 		struct pydump_ev buf[4096];
 		size_t nb = 0;
 		struct ev_it it;
@@ -1482,6 +1700,11 @@ static PyObject *col_dump(CpuCollector *c, PyObject *args)
 		bad |= write_all(fd, name, dt.name_len);
 		for (it_init(&it, t); !bad && it_next(c, &it, &e);) {
 			buf[nb].type = SONDE_RING_REC_TYPE(e.hdr);
+			if (buf[nb].type ==
+			    EV_SYS_ENTER) /* a call of a function named syscall:NAME */
+				buf[nb].type = PYD_CALL;
+			else if (buf[nb].type == EV_SYS_EXIT)
+				buf[nb].type = PYD_RETURN;
 			buf[nb].func = e.func;
 			buf[nb++].ts = e.ts;
 			if (nb == sizeof(buf) / sizeof(buf[0])) {
@@ -1553,7 +1776,12 @@ static void col_dealloc(CpuCollector *c)
 	for (i = 0; i < c->nts; i++) {
 		free(c->ts[i].ev);
 		free(c->ts[i].segs);
+		free(c->ts[i].sc);
 	}
+	sonde_syscalls__close(c->sc);
+	free(c->own);
+	sonde_strbuf__release(&c->sc_why);
+	u64map__release(&c->sc_ids);
 	free(c->ts);
 	u64map__release(&c->cfuncs);
 	u64map__release(&c->tindex);

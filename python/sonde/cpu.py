@@ -30,10 +30,19 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
 
     buffer: bytes of ring per thread (a power of two; 64 MiB by default, 16
     bytes an event). A full ring drops its oldest events; each one is counted
-    (``dropped``), warned about once, and said in the profile."""
+    (``dropped``), warned about once, and said in the profile.
 
-    def __init__(self, buffer=None, c_calls=True):
-        super().__init__(buffer=buffer, c_calls=c_calls)
+    c_calls=False records Python calls only, through the frame evaluator
+    (PEP 523): the cheapest way in, about 85 ns a call here.
+
+    syscalls=True also records every system call of the process's threads
+    (perf_event on the raw_syscalls tracepoints: root, or a lowered
+    kernel.perf_event_paranoid), each a call of "syscall:NAME" nested in the
+    Python (or C) function that made it. Where that is not permitted, a
+    warning says why and the calls are recorded without them."""
+
+    def __init__(self, buffer=None, c_calls=True, syscalls=False):
+        super().__init__(buffer=buffer, c_calls=c_calls, syscalls=syscalls)
         self.results = None
 
     def stop(self):
@@ -42,6 +51,12 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
             warnings.warn(f"sonde: {r['dropped']} events were dropped from full rings (the "
                           "oldest of their threads); give CpuCollector a bigger buffer=",
                           SondeWarning, stacklevel=2)
+        if r and r["syscalls_not_recorded"]:
+            warnings.warn(f"sonde: system calls were not recorded: {r['syscalls_not_recorded']}",
+                          SondeWarning, stacklevel=2)
+        if r and r["syscalls_lost"]:
+            warnings.warn(f"sonde: {r['syscalls_lost']} system call events found the kernel's "
+                          "ring full and were lost", SondeWarning, stacklevel=2)
         if r and r["lost"]:
             warnings.warn(f"sonde: {r['lost']} events were lost: their threads found no free "
                           "ring (a collection has rings for 1024 threads)", SondeWarning, stacklevel=2)

@@ -6,6 +6,7 @@ import json
 import os
 import pstats
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -255,3 +256,32 @@ def test_runs_filter_sizes_and_every_view(program, sonde_bin, tmp_path):
     names = {v["uid"] for v in p["resource_type_map"].values()}
     assert names == {"fib", "main"} and p["stats"]["trace"]["filtered"] > 0
     assert not any(re.match(r"builtins\.", n) for n in names)
+
+
+def test_syscalls_counted_as_strace_counts_them(program, sonde_bin, tmp_path):
+    """The peer: strace -c counts the same program's system calls."""
+    if os.geteuid() != 0:
+        pytest.skip("system calls need root (or kernel.perf_event_paranoid -1)")
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed (scripts/install-deps installs it)")
+    _path, env = program
+    prog = tmp_path / "io.py"
+    prog.write_text("import os\nfd = os.open(os.devnull, os.O_WRONLY)\n"
+                    "def writer(n):\n    for _ in range(n):\n        os.write(fd, b'x')\n"
+                    "def asker(n):\n    for _ in range(n):\n        os.getppid()\n"
+                    "writer(400)\nasker(150)\n")
+    summary = tmp_path / "strace.txt"
+    r = run("strace", "-f", "-c", "-o", str(summary), "-e", "trace=write,getppid", PY, str(prog),
+            env=env)
+    assert r.returncode == 0, r.stderr
+    peer = {}
+    for line in summary.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[-1] in ("write", "getppid"):
+            peer[f[-1]] = int(f[3])
+    for opts in (("--syscalls",), ("--syscalls", "--no-c-calls")):
+        r, p = collect(sonde_bin, tmp_path, env, PY, str(prog), opts=opts)
+        assert r.returncode == 0, r.stderr
+        mine = {n: calls(p, "syscall:" + n) for n in peer}
+        assert mine == peer == {"write": 400, "getppid": 150}, opts
+        assert p["stats"]["trace"]["syscalls"]["lost"] == 0

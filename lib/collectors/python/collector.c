@@ -57,8 +57,9 @@ struct py_state {
 	char errf[104]; /* dump.err: the runner could not start */
 	char *program;	/* the script, module or "-c": the process's exe */
 	struct sonde_calltrace *ct;
-	uint64_t events, dropped, lost;
+	uint64_t events, dropped, lost, sc_events, sc_lost;
 	unsigned runs, empty_runs;
+	bool sc_said; /* why system calls were not recorded: noted once */
 	int err;
 };
 
@@ -229,6 +230,8 @@ static int build_argv(struct sonde_collection *c, struct py_state *st)
 	rc = rc ? rc : push(&v, &n, st->dump);
 	if (!rc && sonde_collection__param_bool(c, "no-c-calls"))
 		rc = push(&v, &n, "--no-c-calls");
+	if (!rc && sonde_collection__param_bool(c, "syscalls"))
+		rc = push(&v, &n, "--syscalls");
 	snprintf(num, sizeof(num), "%lld",
 		 sonde_collection__param_int(c, "ring-mib", 64) * 1024 * 1024);
 	rc = rc ? rc : push(&v, &n, "--buffer");
@@ -412,10 +415,20 @@ static int feed(struct sonde_collection *c, struct py_state *st, const void *buf
 		}
 	}
 	free(ids);
+	if (!rc && (h->flags & PYD_F_SYSCALLS_WANTED) && !(h->flags & PYD_F_SYSCALLS) &&
+	    !st->sc_said) {
+		sonde_collection__note(c, "system calls were not recorded: %.*s",
+				       (int)strnlen(h->note, sizeof(h->note)), h->note);
+		st->sc_said = true;
+	}
 	if (!rc) {
 		st->events += h->events;
 		st->dropped += h->dropped;
 		st->lost += h->lost;
+		st->sc_events += h->sc_events;
+		st->sc_lost += h->sc_lost;
+		if (h->sc_lost)
+			sonde_collection__dropped(c, h->sc_lost);
 		if (h->dropped + h->lost)
 			sonde_collection__dropped(c, h->dropped + h->lost);
 	}
@@ -493,17 +506,33 @@ static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 				       "were dropped; calls whose start was dropped count as "
 				       "unmatched exits (a bigger --ring-mib keeps them)",
 				       (unsigned long long)st->dropped);
+	if (st->sc_lost)
+		sonde_collection__note(c,
+				       "%llu system call events found the kernel's ring full and "
+				       "were lost",
+				       (unsigned long long)st->sc_lost);
 	if (st->lost)
 		sonde_collection__note(c,
 				       "%llu events came from threads that found no free ring "
 				       "(1024 threads at once) and were lost",
 				       (unsigned long long)st->lost);
-	rc = sonde_calltrace__engine_stat(
-		st->ct, "python",
-		json_pack("{s:I, s:I, s:I, s:i, s:s}", "events", (json_int_t)st->events,
-			  "dropped_events", (json_int_t)st->dropped, "lost_events",
-			  (json_int_t)st->lost, "runs_without_data", (int)st->empty_runs, "hook",
-			  "C profile function"));
+	if (sonde_collection__param_bool(c, "syscalls") && !st->sc_said)
+		rc = sonde_calltrace__engine_stat(
+			st->ct, "syscalls",
+			json_pack("{s:I, s:I, s:s}", "events", (json_int_t)st->sc_events, "lost",
+				  (json_int_t)st->sc_lost, "source", "perf_event raw_syscalls"));
+	else if (sonde_collection__param_bool(c, "syscalls"))
+		rc = sonde_calltrace__engine_stat(
+			st->ct, "syscalls", json_pack("{s:s}", "not_supported", "see stats.notes"));
+	else
+		rc = 0;
+	rc = rc ? rc
+		: sonde_calltrace__engine_stat(
+			  st->ct, "python",
+			  json_pack("{s:I, s:I, s:I, s:i, s:s}", "events", (json_int_t)st->events,
+				    "dropped_events", (json_int_t)st->dropped, "lost_events",
+				    (json_int_t)st->lost, "runs_without_data", (int)st->empty_runs,
+				    "hook", "C profile function"));
 	return rc ? rc : sonde_calltrace__write(st->ct, p);
 }
 
@@ -532,6 +561,9 @@ static const char *const py_units[] = { "time", "ns", "structure-unit-size", "el
 static const struct sonde_option py_options[] = {
 	{ SONDE_OPT_FLAG, 0, "no-c-calls", NULL, NULL,
 	  "record Python functions only, not their calls into C functions" },
+	{ SONDE_OPT_FLAG, 0, "syscalls", NULL, NULL,
+	  "also every system call, a call of syscall:NAME in the function that made it "
+	  "(perf_event tracepoints: root, or kernel.perf_event_paranoid -1)" },
 	{ SONDE_OPT_STRING, 0, "filter", NULL, "REGEX", "keep only functions whose name matches" },
 	{ SONDE_OPT_STRING, 0, "exclude", NULL, "REGEX", "leave out functions whose name matches" },
 	{ SONDE_OPT_DURATION, 0, "min-time", NULL, NULL,

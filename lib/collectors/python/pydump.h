@@ -9,23 +9,27 @@
  *   nthreads times: struct pydump_thread, then name (no NUL), then n events
  *
  * An event's type is PYD_CALL/PYD_C_CALL (func: an index of the function
- * table), PYD_RETURN/PYD_C_RETURN, or PYD_SIZE (func unused, ts: the size of
- * the innermost open call, from sonde.trace_size()).
+ * table; a system call is a call of "syscall:NAME"), PYD_RETURN/PYD_C_RETURN, or PYD_SIZE (func
+ * unused, ts: the size of the innermost open call, from sonde.trace_size()).
  */
 #ifndef SONDE_PYDUMP_H
 #define SONDE_PYDUMP_H
 
 #include <stdint.h>
 
-#define PYDUMP_MAGIC "SONDEPY1"
+#define PYDUMP_MAGIC "SONDEPY2"
 
 enum { PYD_CALL = 1, PYD_RETURN, PYD_C_CALL, PYD_C_RETURN, PYD_SIZE };
 
+enum { PYD_F_SYSCALLS_WANTED = 1, PYD_F_SYSCALLS = 2 };
+
 struct pydump_head {
 	char magic[8];
-	uint32_t pid, nfns, nthreads, pad;
+	uint32_t pid, nfns, nthreads, flags;
 	uint64_t t0, t1;		/* start and stop, CLOCK_MONOTONIC ns */
 	uint64_t events, dropped, lost; /* recorded, dropped from full rings, no ring */
+	uint64_t sc_events, sc_lost;	/* system calls (entries and exits), lost by the kernel */
+	char note[240];			/* why system calls were not recorded */
 };
 
 struct pydump_fn {
