@@ -2,20 +2,25 @@
 # python-cpu-overhead.sh - the cost of recording every Python call: fib(25) and
 # a loop of small calls (about 3.5 M calls), each run in a fresh interpreter,
 # interleaved: plain, under sonde.CpuCollector (every call and return into
-# per-thread rings, merged at stop), under cProfile (the peer: aggregates only)
-# and under a pure-Python sys.setprofile recorder. Each figure is the median
-# over ROUNDS of the time from starting the recorder to having its result
-# (sonde: stop() merged the rings; cProfile: create_stats()). Target: sonde
-# <= 100 ns per call over plain.
+# per-thread rings, read at stop; Python calls only through the frame
+# evaluator, and with C calls through the profile hook), under cProfile (the
+# peer: aggregates only) and under a pure-Python sys.setprofile recorder. Each
+# figure is the median over ROUNDS of the time from starting the recorder to
+# having its result (sonde: stop() read the rings; cProfile: create_stats()).
+# Then the whole command, as a user runs it: `python3 work.py`, `sonde collect
+# python [--no-c-calls] -- python3 work.py` (profile written) and `python3 -m
+# cProfile -o FILE work.py`. Target: sonde <= 100 ns per call over plain.
 # Usage: bench/python-cpu-overhead.sh [BUILD] [ROUNDS]
 set -eu
 BUILD=${1:-build}
 ROUNDS=${2:-5}
 [ -d "$BUILD/python/sonde" ] || { echo "python-cpu-overhead: $BUILD/python/sonde is not built (python3-dev)"; exit 3; }
-PYTHONPATH=$BUILD/python exec /usr/bin/python3 - "$ROUNDS" <<'PY'
-import statistics, subprocess, sys
+SONDE=$(realpath "$BUILD/src/sonde")
+PYTHONPATH=$BUILD/python exec /usr/bin/python3 - "$ROUNDS" "$SONDE" <<'PY'
+import os, statistics, subprocess, sys, tempfile, time
 
 ROUNDS = int(sys.argv[1])
+SONDE = sys.argv[2]
 WORK = r'''
 import sys, time
 def fib(n):
@@ -36,6 +41,9 @@ RUNNERS = {
     "sonde": ("import sonde\nc = sonde.CpuCollector(buffer=1 << 28, c_calls=False)\n"
               "t = pc(); c.start(); work(); c.stop(); print(pc() - t, CALLS)\n"
               "assert c.results['dropped'] == 0"),
+    "sonde+C": ("import sonde\nc = sonde.CpuCollector(buffer=1 << 28, c_calls=True)\n"
+                "t = pc(); c.start(); work(); c.stop(); print(pc() - t, CALLS)\n"
+                "assert c.results['dropped'] == 0"),
     "cProfile": ("import cProfile\npr = cProfile.Profile()\n"
                  "t = pc(); pr.enable(); work(); pr.disable(); pr.create_stats(); "
                  "print(pc() - t, CALLS)"),
@@ -61,4 +69,35 @@ s = (med["sonde"] - med["plain"]) / calls
 c = (med["cProfile"] - med["plain"]) / calls
 print(f"sonde: {s:.1f} ns per call (target <= 100), {med['sonde'] / med['cProfile']:.2f}x "
       f"cProfile's time (cProfile: {c:.1f} ns per call, aggregates only)")
+
+# the whole command: start, run, profile written
+tmp = tempfile.mkdtemp(prefix="sonde-bench-")
+prog = os.path.join(tmp, "work.py")
+with open(prog, "w") as f:
+    f.write(WORK + "work()\n")
+out = os.path.join(tmp, "out")
+CMDS = {
+    "python3": [sys.executable, prog],
+    "sonde collect python --no-c-calls": [SONDE, "-q", "collect", "python", "--no-c-calls",
+                                          "--ring-mib", "256", "-o", out + ".json", "--",
+                                          sys.executable, prog],
+    "sonde collect python": [SONDE, "-q", "collect", "python", "--ring-mib", "256", "-o",
+                             out + ".json", "--", sys.executable, prog],
+    "python3 -m cProfile -o": [sys.executable, "-m", "cProfile", "-o", out + ".prof", prog],
+}
+wall = {k: [] for k in CMDS}
+for _ in range(ROUNDS):
+    for k, cmd in CMDS.items():
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=tmp)
+        wall[k].append(time.perf_counter() - t)
+w = {k: statistics.median(v) for k, v in wall.items()}
+print(f"whole command, {ROUNDS} interleaved rounds (median wall time, profile written)")
+for k, v in w.items():
+    extra = (v - w["python3"]) * 1e9 / calls
+    print(f"  {k:<34} {v * 1e3:8.1f} ms  {v / w['python3']:5.2f}x"
+          + ("" if k == "python3" else f"  {extra:6.1f} ns per call"))
+for f in os.listdir(tmp):
+    os.unlink(os.path.join(tmp, f))
+os.rmdir(tmp)
 PY
