@@ -60,20 +60,20 @@
 #include <sonde/syscalls.h>
 #include <sonde/sysinfo.h>
 #include <dirent.h>
-#include "collectors/python/pydump.h"
+#include "collectors/python/pyring.h"
 #include "u64map.h"
 #include "_sonde.h"
 
 /* the ring's record types are the dump's event types */
 enum {
-	EV_CALL = PYD_CALL,
-	EV_RETURN = PYD_RETURN,
-	EV_C_CALL = PYD_C_CALL,
-	EV_C_RETURN = PYD_C_RETURN,
-	EV_SIZE = PYD_SIZE,
+	EV_CALL = PYR_CALL,
+	EV_RETURN = PYR_RETURN,
+	EV_C_CALL = PYR_C_CALL,
+	EV_C_RETURN = PYR_C_RETURN,
+	EV_SIZE = PYR_SIZE,
 	EV_SYS_ENTER = 6, /* a system call (func: its function id), from perf_event */
 	EV_SYS_EXIT = 7,
-	EV_BATCH = 16 /* a ring record: a batch of struct bev, filled in place */
+	EV_BATCH = PYR_BATCH /* a ring record: a batch of struct bev, filled in place */
 };
 static const char *const ev_names[] = { "?",	    "call", "return",	     "c_call",
 					"c_return", "size", "syscall_enter", "syscall_exit" };
@@ -85,12 +85,9 @@ struct ev { /* one drained event; hdr: SONDE_RING_REC(type, 16) */
 };
 
 /* One event in a batch record: the ring record is a header word, a pad word, bevs. */
-struct bev {
-	uint32_t type;
-	uint32_t func;
-	uint64_t ts; /* clock ticks (see tick()) */
-};
-#define BATCH_HDR 8u
+/* One event in a batch record (pyring.h): the record is a header word, a pad word, bevs. */
+#define bev	  pyr_ev
+#define BATCH_HDR PYR_BATCH_HDR
 
 struct fn {
 	char *module, *name;
@@ -151,6 +148,10 @@ typedef struct CpuCollector {
 	double ns_per_tick;  /* 0: ticks are ns */
 	uint32_t batch;	     /* events per batch record */
 	bool quiet;	     /* the final drain: the stores keep segments of the rings */
+	char *ring_path;     /* sonde's rings to write into (collect python), or NULL: own */
+	bool ring_tsc;	     /* sonde's rings: stamp with the TSC */
+	struct sonde_ring_writer meta; /* sonde's rings: functions, names, marks */
+	bool meta_claimed;
 	bool want_syscalls;
 	struct sonde_syscalls *sc; /* recording system calls (NULL: not, see sc_why) */
 	struct sonde_strbuf sc_why;
@@ -255,6 +256,11 @@ static void on_fork_child(void)
 
 /* ---- function ids ---------------------------------------------------------------------- */
 
+static void emit_func(CpuCollector *c, uint32_t id, const char *module, uint64_t line,
+		      const char *name);
+static void emit_name(CpuCollector *c, uint32_t tid, const char *name);
+static void emit_mark(CpuCollector *c, uint32_t type, uint32_t tid, uint64_t a, uint64_t b);
+
 static int add_fn(CpuCollector *c, const char *module, uint64_t line, const char *name,
 		  uint32_t *id)
 {
@@ -279,6 +285,8 @@ static int add_fn(CpuCollector *c, const char *module, uint64_t line, const char
 		return -1;
 	}
 	*id = (uint32_t)c->nfns++;
+	if (c->ring_path) /* sonde reads the function from its rings */
+		emit_func(c, *id, f->module, f->line, f->name);
 	return 0;
 }
 
@@ -381,7 +389,8 @@ static bool batch_open(CpuCollector *c, ThreadRec *r)
 
 	batch_close(r);
 	if (!r->claimed) {
-		uint64_t a = c->want_syscalls ? sonde_clock_ns() : 0;
+		uint64_t a = c->want_syscalls ? sonde_clock_ns() : 0,
+			 ta = c->ring_path ? tick() : 0;
 		uint32_t tid = (uint32_t)syscall(SYS_gettid);
 		int rc;
 
@@ -391,6 +400,8 @@ static bool batch_open(CpuCollector *c, ThreadRec *r)
 		if (c->want_syscalls &&
 		    c->nown < c->capown) /* its system calls are not the program's */
 			c->own[c->nown++] = (struct own){ tid, a, sonde_clock_ns() };
+		if (c->ring_path) /* sonde's rings: sonde leaves those system calls out */
+			emit_mark(c, PYR_OWN, tid, ta, tick());
 		if (rc) {
 			r->no_ring = true; /* every ring is taken: this thread's events are lost */
 			goto lost;
@@ -427,6 +438,7 @@ static inline void put(CpuCollector *c, ThreadRec *r, uint32_t type, uint32_t fu
 static PyObject *col_start(struct CpuCollector *c, PyObject *unused);
 static PyObject *col_stop(struct CpuCollector *c, PyObject *unused);
 static PyObject *col_run(struct CpuCollector *c, PyObject *args);
+static PyObject *col_exit(struct CpuCollector *c, PyObject *arg);
 
 /*
  * One of sonde's own C functions, whose call and return are not the program's
@@ -441,7 +453,67 @@ static bool own_cfunc(PyObject *fn)
 		return false;
 	ml = ((PyCFunctionObject *)fn)->m_ml;
 	return ml == &trace_size_def || ml->ml_meth == (PyCFunction)col_start ||
-	       ml->ml_meth == (PyCFunction)col_stop || ml->ml_meth == (PyCFunction)col_run;
+	       ml->ml_meth == (PyCFunction)col_stop || ml->ml_meth == (PyCFunction)col_run ||
+	       ml->ml_meth == (PyCFunction)col_exit;
+}
+
+/* sonde's rings: one metadata record (len: header included, a multiple of 8). */
+static void *meta_reserve(CpuCollector *c, uint32_t type, uint32_t len)
+{
+	if (!c->ring_path || !c->wa || in_child)
+		return NULL;
+	if (!c->meta_claimed) {
+		if (sonde_ring__claim(c->wa, (uint32_t)c->pid, (uint32_t)syscall(SYS_gettid), 1,
+				      &c->meta))
+			return NULL;
+		c->meta_claimed = true;
+	}
+	return sonde_ring__reserve(&c->meta, type, len);
+}
+
+static void emit_mark(CpuCollector *c, uint32_t type, uint32_t tid, uint64_t a, uint64_t b)
+{
+	struct pyr_mark *m = meta_reserve(c, type, sizeof(*m));
+
+	if (m) {
+		m->tid = tid;
+		m->a = a;
+		m->b = b;
+		sonde_ring__commit(&c->meta);
+	}
+}
+
+static void emit_text(CpuCollector *c, uint32_t type, const void *head, size_t head_len,
+		      const char *t1, size_t n1, const char *t2, size_t n2)
+{
+	uint32_t len = (uint32_t)((head_len + n1 + n2 + 7) & ~(size_t)7);
+	uint8_t *r;
+
+	if (len > 65536)
+		return;
+	r = meta_reserve(c, type, len);
+	if (!r)
+		return;
+	memcpy(r + 4, (const uint8_t *)head + 4, head_len - 4); /* the header word is the ring's */
+	memcpy(r + head_len, t1, n1);
+	if (n2)
+		memcpy(r + head_len + n1, t2, n2);
+	sonde_ring__commit(&c->meta);
+}
+
+static void emit_func(CpuCollector *c, uint32_t id, const char *module, uint64_t line,
+		      const char *name)
+{
+	struct pyr_func f = { 0, id, line, (uint32_t)strlen(module), (uint32_t)strlen(name) };
+
+	emit_text(c, PYR_FUNC, &f, sizeof(f), module, f.module_len, name, f.name_len);
+}
+
+static void emit_name(CpuCollector *c, uint32_t tid, const char *name)
+{
+	struct pyr_name n = { 0, tid, (uint32_t)strlen(name), 0 };
+
+	emit_text(c, PYR_NAME, &n, sizeof(n), name, n.name_len, NULL, 0);
 }
 
 static int cpu_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -611,8 +683,15 @@ static void note_names(CpuCollector *c, bool current_only)
 		PyObject *id = PyObject_GetAttrString(t, "native_id");
 		PyObject *nm = PyObject_GetAttrString(t, "name");
 
-		if (id && nm && id != Py_None)
+		if (id && nm && id != Py_None) {
 			PyDict_SetItem(c->names, id, nm);
+			if (c->ring_path && PyUnicode_Check(nm)) {
+				const char *u = PyUnicode_AsUTF8(nm);
+
+				if (u)
+					emit_name(c, (uint32_t)PyLong_AsUnsignedLong(id), u);
+			}
+		}
 		Py_XDECREF(id);
 		Py_XDECREF(nm);
 	}
@@ -919,14 +998,20 @@ static int drain(CpuCollector *c, bool quiet)
 
 static int col_init(CpuCollector *c, PyObject *args, PyObject *kw)
 {
-	static char *kws[] = { "buffer", "c_calls", "syscalls", NULL };
+	static char *kws[] = { "buffer", "c_calls", "syscalls", "_ring", "_tsc", NULL };
 	PyObject *buffer = Py_None;
-	int c_calls = 1, syscalls = 0;
+	const char *ring = NULL;
+	int c_calls = 1, syscalls = 0, tsc = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Opp:CpuCollector", kws, &buffer, &c_calls,
-					 &syscalls))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oppzp:CpuCollector", kws, &buffer, &c_calls,
+					 &syscalls, &ring, &tsc))
 		return -1;
 	c->want_syscalls = syscalls;
+	if (ring && !c->ring_path && !(c->ring_path = strdup(ring))) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	c->ring_tsc = tsc;
 	if (c->state != ST_IDLE || c->area) {
 		PyErr_SetString(SondePy_StateError, "a CpuCollector is initialised once");
 		return -1;
@@ -1135,24 +1220,34 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 				"start: another CpuCollector collects in this thread");
 		return NULL;
 	}
-	/* big rings for the first threads, smaller ones (sparse until used) for more */
-	nbig = 8;
-	rc = sonde_ring_area__create_spill(nbig, c->ring_bytes, 1016,
-					   c->ring_bytes > (4u << 20) ? (4u << 20) : c->ring_bytes,
-					   SONDE_RING_DROP_OLDEST, &c->area);
-	if (rc) {
-		errno = -rc;
-		return PyErr_SetFromErrno(PyExc_OSError);
-	}
-	c->wa = sonde_ring_area__attach(sonde_ring_area__path(c->area));
-	if (!c->wa) {
-		sonde_ring_area__destroy(c->area);
-		c->area = NULL;
-		return PyErr_SetFromErrno(PyExc_OSError);
+	if (c->ring_path) { /* sonde's rings (collect python): sonde reads them */
+		c->wa = sonde_ring_area__attach(c->ring_path);
+		if (!c->wa)
+			return PyErr_SetFromErrnoWithFilename(PyExc_OSError, c->ring_path);
+		use_tsc = c->ring_tsc; /* the clock sonde maps */
+		c->batch = (4096 - BATCH_HDR) / (uint32_t)sizeof(struct bev);
+	} else {
+		/* big rings for the first threads, smaller ones (sparse until used) for more */
+		nbig = 8;
+		rc = sonde_ring_area__create_spill(nbig, c->ring_bytes, 1016,
+						   c->ring_bytes > (4u << 20) ? (4u << 20)
+									      : c->ring_bytes,
+						   SONDE_RING_DROP_OLDEST, &c->area);
+		if (rc) {
+			errno = -rc;
+			return PyErr_SetFromErrno(PyExc_OSError);
+		}
+		c->wa = sonde_ring_area__attach(sonde_ring_area__path(c->area));
+		if (!c->wa) {
+			sonde_ring_area__destroy(c->area);
+			c->area = NULL;
+			return PyErr_SetFromErrno(PyExc_OSError);
+		}
 	}
 	c->gen = next_gen++;
 	c->pid = getpid();
-	start_clock(c);
+	if (!c->ring_path)
+		start_clock(c);
 	threading = PyImport_ImportModule("threading");
 	if (!threading) {
 		release_rings(c, false);
@@ -1186,6 +1281,7 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 		if (c->want_syscalls)
 			syscalls_open(c);
 		c->t0 = sonde_clock_ns();
+		emit_mark(c, PYR_START, 0, tick(), 0);
 		c->state = ST_COLLECTING;
 		active = c;
 		active_gen = c->gen;
@@ -1197,6 +1293,7 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	if (c->want_syscalls)
 		syscalls_open(c);
 	c->t0 = sonde_clock_ns();
+	emit_mark(c, PYR_START, 0, tick(), 0);
 	c->state = ST_COLLECTING;
 	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
 		if (hook(c, ts, ts == me ? &mine : NULL))
@@ -1359,6 +1456,21 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 		if (!res)
 			return NULL;
 		Py_RETURN_NONE;
+	}
+	if (c->ring_path) { /* sonde's rings: published; sonde reads them when the process ends */
+		emit_mark(c, PYR_STOP, 0, tick(), 0);
+		if (c->meta_claimed)
+			sonde_ring__retire(&c->meta);
+		c->meta_claimed = false;
+		release_rings(c, false);
+		if (!res)
+			return NULL;
+		return Py_BuildValue("{s:K,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:O}", "events", 0ULL,
+				     "threads", (Py_ssize_t)PyList_GET_SIZE(c->recs), "functions",
+				     (Py_ssize_t)c->nfns, "dropped", 0ULL, "lost",
+				     (unsigned long long)c->lost, "duration_ns",
+				     (unsigned long long)(c->t1 - c->t0), "syscalls", 0ULL,
+				     "syscalls_lost", 0ULL, "syscalls_not_recorded", Py_None);
 	}
 	if (!res) {
 		release_rings(c, false);
@@ -1608,123 +1720,20 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 	return out;
 }
 
-/* Write all of buf, or -1 with errno. */
-static int write_all(int fd, const void *buf, size_t len)
+/* _exit(status): os._exit for a program recorded into sonde's rings: stop (publish), then exit. */
+static PyObject *col_exit(CpuCollector *c, PyObject *arg)
 {
-	const char *p = buf;
+	int status = (int)PyLong_AsLong(arg);
 
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/*
- * dump(path, thread_names): the recording, for `sonde collect python` (the
- * format of lib/collectors/python/pydump.h). Written to path.tmp and renamed,
- * so a reader finds the whole file or none.
- */
-static PyObject *col_dump(CpuCollector *c, PyObject *args)
-{
-	PyObject *names = NULL;
-	const char *path;
-	char tmp[4096];
-	struct pydump_head h = { .magic = PYDUMP_MAGIC };
-	int fd, bad = 0;
-	size_t i, k;
-
-	if (!PyArg_ParseTuple(args, "s|O:dump", &path, &names))
+	if (status == -1 && PyErr_Occurred())
 		return NULL;
-	if (c->state != ST_FINALIZED) {
-		PyErr_SetString(SondePy_StateError, "dump: stop the collector first");
-		return NULL;
-	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		errno = ENAMETOOLONG;
-		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, tmp);
-	h.pid = (uint32_t)c->pid;
-	h.nfns = (uint32_t)c->nfns;
-	h.nthreads = (uint32_t)c->nts;
-	h.t0 = c->t0;
-	h.t1 = c->t1;
-	h.events = c->events;
-	h.dropped = c->dropped;
-	h.lost = c->lost;
-	h.flags = (c->want_syscalls ? PYD_F_SYSCALLS_WANTED : 0) |
-		  (c->want_syscalls && !c->sc_why.len ? PYD_F_SYSCALLS : 0);
-	h.sc_events = c->sc_events;
-	h.sc_lost = c->sc_lost;
-	snprintf(h.note, sizeof(h.note), "%s", c->sc_why.len ? c->sc_why.buf : "");
-	bad |= write_all(fd, &h, sizeof(h));
-	for (i = 0; i < c->nfns && !bad; i++) {
-		const struct fn *f = &c->fns[i];
-		struct pydump_fn df = { f->line, (uint32_t)strlen(f->module),
-					(uint32_t)strlen(f->name) };
+	if (c->state == ST_COLLECTING && c->pid == getpid()) {
+		PyObject *r = col_stop(c, NULL);
 
-		bad |= write_all(fd, &df, sizeof(df));
-		bad |= write_all(fd, f->module, df.module_len);
-		bad |= write_all(fd, f->name, df.name_len);
+		Py_XDECREF(r);
+		PyErr_Clear();
 	}
-	for (k = 0; k < c->nts && !bad; k++) {
-		const struct tstore *t = &c->ts[k];
-		PyObject *key = PyLong_FromUnsignedLong(t->tid), *nm = NULL;
-		const char *name = "";
-		struct pydump_thread dt = { t->tid, 0, t->n + t->seg_events - t->trim + t->nsc };
-		struct pydump_ev buf[4096];
-		size_t nb = 0;
-		struct ev_it it;
-		struct ev e;
-
-		if (key && names && PyDict_Check(names))
-			nm = PyDict_GetItem(names, key); /* borrowed */
-		if (key && !nm && c->names)
-			nm = PyDict_GetItem(c->names, key);
-		Py_XDECREF(key);
-		if (nm && PyUnicode_Check(nm) && !(name = PyUnicode_AsUTF8(nm))) {
-			PyErr_Clear();
-			name = "";
-		}
-		dt.name_len = (uint32_t)strlen(name);
-		bad |= write_all(fd, &dt, sizeof(dt));
-		bad |= write_all(fd, name, dt.name_len);
-		for (it_init(&it, t); !bad && it_next(c, &it, &e);) {
-			buf[nb].type = SONDE_RING_REC_TYPE(e.hdr);
-			if (buf[nb].type ==
-			    EV_SYS_ENTER) /* a call of a function named syscall:NAME */
-				buf[nb].type = PYD_CALL;
-			else if (buf[nb].type == EV_SYS_EXIT)
-				buf[nb].type = PYD_RETURN;
-			buf[nb].func = e.func;
-			buf[nb++].ts = e.ts;
-			if (nb == sizeof(buf) / sizeof(buf[0])) {
-				bad |= write_all(fd, buf, sizeof(buf));
-				nb = 0;
-			}
-		}
-		if (!bad && nb)
-			bad |= write_all(fd, buf, nb * sizeof(buf[0]));
-	}
-	if (bad || close(fd) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
-
-		if (bad)
-			close(fd);
-		unlink(tmp);
-		errno = e;
-		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
-	}
-	Py_RETURN_NONE;
+	_exit(status);
 }
 
 static PyObject *col_state(CpuCollector *c, void *closure)
@@ -1780,6 +1789,7 @@ static void col_dealloc(CpuCollector *c)
 	}
 	sonde_syscalls__close(c->sc);
 	free(c->own);
+	free(c->ring_path);
 	sonde_strbuf__release(&c->sc_why);
 	u64map__release(&c->sc_ids);
 	free(c->ts);
@@ -1796,10 +1806,10 @@ static PyMethodDef col_methods[] = {
 	{ "get_thread_local_buffer", (PyCFunction)col_thread_buffer, METH_NOARGS,
 	  "The calling thread's events so far, as dicts." },
 	{ "events", (PyCFunction)col_events, METH_NOARGS, "Every event, thread by thread." },
+	{ "_exit", (PyCFunction)col_exit, METH_O,
+	  "_exit(status): stop, then os._exit(status) (the program's, run by sonde.run)." },
 	{ "run", (PyCFunction)col_run, METH_VARARGS,
 	  "run(code, globals): start, then run code (the program) in globals." },
-	{ "dump", (PyCFunction)col_dump, METH_VARARGS,
-	  "dump(path, thread_names): the recording, for `sonde collect python`." },
 	{ "profile_json", (PyCFunction)col_profile_json, METH_VARARGS,
 	  "profile_json(cmd, thread_names): the trace profile of the calls, as JSON." },
 	{ NULL },

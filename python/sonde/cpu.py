@@ -41,8 +41,8 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
     Python (or C) function that made it. Where that is not permitted, a
     warning says why and the calls are recorded without them."""
 
-    def __init__(self, buffer=None, c_calls=True, syscalls=False):
-        super().__init__(buffer=buffer, c_calls=c_calls, syscalls=syscalls)
+    def __init__(self, buffer=None, c_calls=True, syscalls=False, **sonde_rings):
+        super().__init__(buffer=buffer, c_calls=c_calls, syscalls=syscalls, **sonde_rings)
         self.results = None
 
     def stop(self):

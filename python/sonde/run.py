@@ -8,8 +8,9 @@ as `python3 SCRIPT ARGS`. Recording stops when the interpreter exits (after
 the program's threads were joined and its own atexit handlers ran), and the
 trace profile is written: `sonde show calls.json report|graph|flamegraph`.
 
-`sonde collect python -- python3 SCRIPT ARGS` runs this module with --dump:
-the recording goes to sonde, which writes the profile and stores it.
+`sonde collect python -- python3 SCRIPT ARGS` runs this module with
+--to-sonde: the events go into sonde's rings as they happen (what a crash
+leaves is kept), and sonde writes the profile.
 """
 
 import argparse
@@ -22,6 +23,8 @@ import types
 from . import _sonde
 from .cpu import CpuCollector
 
+RING_ENV, TSC_ENV = "SONDE_PYTHON_RING", "SONDE_PYTHON_TSC"  # lib/collectors/python/pyring.h
+
 
 def _parse(argv):
     ap = argparse.ArgumentParser(
@@ -30,7 +33,7 @@ def _parse(argv):
         epilog="The program's own arguments follow its script, module or command.")
     ap.add_argument("-o", "--output", metavar="FILE", default="sonde-python.json",
                     help="the profile to write (default: sonde-python.json; .gz/.zst compress)")
-    ap.add_argument("--dump", metavar="FILE", help=argparse.SUPPRESS)
+    ap.add_argument("--to-sonde", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--cmd", help=argparse.SUPPRESS)
     ap.add_argument("--no-c-calls", action="store_true",
                     help="record Python functions only, not calls into C functions")
@@ -57,7 +60,7 @@ def _parse(argv):
             rest = argv[i:]
             break
         own.append(a)
-        if a in ("-o", "--output", "--dump", "--cmd", "--buffer") and i + 1 < len(argv):
+        if a in ("-o", "--output", "--cmd", "--buffer") and i + 1 < len(argv):
             own.append(argv[i + 1])
             i += 1
         i += 1
@@ -114,34 +117,36 @@ def main(argv=None):
         cmd = os.path.basename(script)
         code = compile(source, script, "exec")
     cmd = o.cmd or cmd
-    col = CpuCollector(buffer=o.buffer, c_calls=not o.no_c_calls, syscalls=o.syscalls)
     pid = os.getpid()
+    if o.to_sonde:
+        # into sonde's rings (sonde records the system calls itself); stop publishes
+        # what is left, from the extension (its stop and _exit are not the program's)
+        col = CpuCollector(c_calls=not o.no_c_calls, _ring=os.environ.get(RING_ENV),
+                           _tsc=os.environ.get(TSC_ENV) == "1")
+        atexit.register(_sonde.CpuCollector.stop, col)
+        os._exit = col._exit
+    else:
+        col = CpuCollector(buffer=o.buffer, c_calls=not o.no_c_calls, syscalls=o.syscalls)
 
-    def write():
-        if os.getpid() != pid or col.state != "finalized":
-            return  # a forked child that exits normally: the recording is the parent's
-        if o.dump:
-            col.dump(o.dump)
-        else:
+        def write():
+            if os.getpid() != pid or col.state != "finalized":
+                return  # a forked child that exits normally: the recording is the parent's
             col.save_profile(o.output, cmd)
             sys.stderr.write(f"sonde: profile written to {o.output}\n")
 
-    # exit handlers run last registered first: stop (the last thing recorded, with
-    # the program's threads joined and its own handlers run), then write
-    # (for sonde, the extension's own stop: what went missing is said in the profile,
-    # not as warnings on the program's stderr)
-    stop = _sonde.CpuCollector.stop if o.dump else CpuCollector.stop
-    atexit.register(write)
-    atexit.register(stop, col)
-    real_exit = os._exit
+        # exit handlers run last registered first: stop (the last thing recorded, with
+        # the program's threads joined and its own handlers run), then write
+        atexit.register(write)
+        atexit.register(col.stop)
+        real_exit = os._exit
 
-    def _exit(status):  # os._exit skips exit handlers: the recording is written first
-        if os.getpid() == pid and col.state == "collecting":
-            stop(col)
-            write()
-        real_exit(status)
+        def _exit(status):  # os._exit skips exit handlers: the recording is written first
+            if os.getpid() == pid and col.state == "collecting":
+                col.stop()
+                write()
+            real_exit(status)
 
-    os._exit = _exit
+        os._exit = _exit
     try:
         col.run(code, main_dict)
     except (SystemExit, KeyboardInterrupt):

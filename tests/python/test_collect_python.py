@@ -133,7 +133,7 @@ def test_the_same_counts_as_cprofile(program, sonde_bin, tmp_path):
     assert peer["fib"] == 465 and peer["leaf"] == 100 and peer["fails"] == 4
     assert peer["gen"] == 11  # a generator's every resumption is a call, for both
     assert calls(p, "worker") == 1 and calls(p, "Shape.area") == 7
-    assert p["stats"]["trace"]["python"]["dropped_events"] == 0
+    assert p["stats"]["dropped_events"] == 0
 
 
 def test_the_program_runs_as_under_python3(program, sonde_bin, tmp_path):
@@ -190,12 +190,20 @@ def test_exceptions_exit_and_os_exit(program, sonde_bin, tmp_path):
     assert "exited with status 4" in r.stderr and calls(p, "h") == 1  # written before _exit
 
 
-def test_crash_is_said_not_hidden(program, sonde_bin, tmp_path):
-    path, env = program
-    r, p = collect(sonde_bin, tmp_path, env, PY, "-c",
-                   "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
-    assert "were not recorded" in r.stderr
-    assert p["stats"]["trace"]["python"]["runs_without_data"] == 1
+def test_a_crash_keeps_what_was_recorded(program, sonde_bin, tmp_path):
+    """The events go to sonde as they happen: a program killed by SIGKILL (no exit
+    handler runs) or by SIGSEGV keeps the calls it made."""
+    _path, env = program
+    for sig in ("SIGKILL", "SIGSEGV"):
+        code = (f"import os, signal, threading\ndef f():\n    return 1\n"
+                f"def g():\n    for _ in range(5):\n        f()\n"
+                f"t = threading.Thread(target=g, name='helper')\nt.start()\nt.join()\n"
+                f"for _ in range(3):\n    f()\nos.kill(os.getpid(), signal.{sig})\n")
+        r, p = collect(sonde_bin, tmp_path, env, PY, "-c", code)
+        assert "signal" in r.stderr, r.stderr  # the program's end is said
+        assert calls(p, "f") == 8 and calls(p, "g") == 1, sig
+        assert "helper" in {t["name"] for t in p["trace"]["threads"]}
+        assert p["stats"]["trace"]["python"]["runs_without_data"] == 0
 
 
 def test_bad_commands_one_line(sonde_bin, tmp_path, program):

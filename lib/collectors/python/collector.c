@@ -8,12 +8,17 @@
  * sys.path[0] and __main__ it would have had. A script whose #! line names
  * python is run by that interpreter the same way.
  *
- * The runner hooks the interpreter's C profile function, records into
- * per-thread rings, and at exit (the program's threads joined, its own exit
- * handlers run) writes what it recorded to a file in a private directory
- * (pydump.h). Each run's file is read here and fed to the trace collector's
- * analysis (sonde_calltrace), one process per run: the profile is the one
- * `collect trace` writes, so every trace view reads it.
+ * The runner records with sonde.CpuCollector (the C profile hook, or the
+ * frame evaluator with --no-c-calls) into rings sonde creates (rt-host.h):
+ * each thread's calls in batch records filled in place, and functions,
+ * thread names and marks in a metadata ring (pyring.h). sonde drains them
+ * into its event log while the program runs, so what a crashed program had
+ * recorded is kept. System calls (--syscalls) come from perf_event on the
+ * raw_syscalls tracepoints, opened by sonde on the target before it runs.
+ * After each run its part of the log is fed to the trace collector's
+ * analysis (sonde_calltrace), merged with the system calls by time, one
+ * process per run: the profile is the one `collect trace` writes, so every
+ * trace view reads it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,14 +33,17 @@
 #include <sonde/calltrace.h>
 #include <sonde/collector.h>
 #include <sonde/runner.h>
+#include <sonde/syscalls.h>
 #include "config.h"
-#include "pydump.h"
+#include "pyring.h"
+#include "../rt-host.h"
 #include "../../runtime-file.h"
+#include "../../u64map.h"
 
 /*
  * The runner's bootstrap, run by `python -c`: the package's directory comes
  * from the environment (so -I, -E and odd paths change nothing); a failed
- * import is said in DUMP.err, and exits 125.
+ * import is said in the file $SONDE_PYTHON_ERR, and exits 125.
  */
 static const char boot[] =
 	"import os, sys\n"
@@ -43,7 +51,7 @@ static const char boot[] =
 	"try:\n"
 	"    from sonde import run\n"
 	"except BaseException as e:\n"
-	"    with open(sys.argv[2] + '.err', 'w') as f:\n"
+	"    with open(os.environ['SONDE_PYTHON_ERR'], 'w') as f:\n"
 	"        f.write('%s %d.%d: %s: %s' % (sys.executable, sys.version_info[0],\n"
 	"                sys.version_info[1], type(e).__name__, e))\n"
 	"    sys.exit(125)\n"
@@ -51,16 +59,27 @@ static const char boot[] =
 	"if status:\n"
 	"    raise SystemExit(status)\n";
 
+/* A system call or a call's event, in ns, for the merge by time. */
+struct tev {
+	uint32_t tid, type; /* PYR_CALL.. (a system call's entry is a call, its exit a return) */
+	uint32_t func;	    /* the calltrace's id */
+	uint64_t ns;
+};
+
 struct py_state {
-	char dir[64];	/* private directory of the runs' files */
-	char dump[96];	/* dir/calls: the current run's recording */
-	char errf[104]; /* dump.err: the runner could not start */
-	char *program;	/* the script, module or "-c": the process's exe */
+	struct rt_host host;
+	char dir[64];  /* private directory: err */
+	char errf[80]; /* the runner could not start: why */
+	char *program; /* the script, module or "-c": the process's exe */
 	struct sonde_calltrace *ct;
-	uint64_t events, dropped, lost, sc_events, sc_lost;
+	struct sonde_syscalls *sc;
+	struct sonde_strbuf sc_why;
+	struct tev *sys; /* the run's system calls */
+	size_t nsys, capsys;
+	struct u64map sc_ids; /* syscall number -> calltrace id + 1 */
+	uint64_t events, sc_events, sc_lost;
 	unsigned runs, empty_runs;
 	bool sc_said; /* why system calls were not recorded: noted once */
-	int err;
 };
 
 /* basename of argv0 names a CPython interpreter: python, python3, python3.11, python3-dbg */
@@ -141,7 +160,7 @@ static void free_words(char **v)
 static int build_argv(struct sonde_collection *c, struct py_state *st)
 {
 	char *const *argv = sonde_collection__argv(c);
-	char **v = NULL, **bang = NULL, num[32], kind = 0;
+	char **v = NULL, **bang = NULL, kind = 0;
 	const char *value = NULL;
 	size_t n = 0, i = 1;
 	int rc = 0;
@@ -226,16 +245,15 @@ static int build_argv(struct sonde_collection *c, struct py_state *st)
 		rc = -ENOMEM;
 	rc = rc ? rc : push(&v, &n, "-c");
 	rc = rc ? rc : push(&v, &n, boot);
-	rc = rc ? rc : push(&v, &n, "--dump");
-	rc = rc ? rc : push(&v, &n, st->dump);
+	rc = rc ? rc : push(&v, &n, "--to-sonde");
 	if (!rc && sonde_collection__param_bool(c, "no-c-calls"))
 		rc = push(&v, &n, "--no-c-calls");
-	if (!rc && sonde_collection__param_bool(c, "syscalls"))
-		rc = push(&v, &n, "--syscalls");
-	snprintf(num, sizeof(num), "%lld",
-		 sonde_collection__param_int(c, "ring-mib", 64) * 1024 * 1024);
-	rc = rc ? rc : push(&v, &n, "--buffer");
-	rc = rc ? rc : push(&v, &n, num);
+	if (!rc) {
+		char *opt = NULL;
+
+		rc = asprintf(&opt, "--cmd=%s", st->program) < 0 ? -ENOMEM : push(&v, &n, opt);
+		free(opt);
+	}
 	rc = rc ? rc : push(&v, &n, "--");
 	if (kind) {
 		char opt[3] = { '-', kind, 0 };
@@ -259,11 +277,22 @@ static int py_before(struct sonde_collection *c)
 	struct py_state *st = calloc(1, sizeof(*st));
 	const char *re[2] = { sonde_collection__param_str(c, "filter", NULL),
 			      sonde_collection__param_str(c, "exclude", NULL) };
+	struct rt_host_spec spec = {
+		.collector = "python",
+		.runtime = NULL, /* nothing to preload: the runner attaches */
+		.ring_env = PYR_ENV_RING,
+		.rings = 64,
+		.ring_bytes = 16u << 20,
+		.spill_rings = RT_SPILL_RINGS,
+		.spill_bytes = RT_SPILL_BYTES,
+		.drop_oldest = sonde_collection__param_bool(c, "drop-oldest"),
+	};
 	char *pkg;
 	int rc;
 
 	if (!st)
 		return -ENOMEM;
+	st->host.log_fd = -1;
 	sonde_collection__set_priv(c, st);
 	for (int k = 0; k < 2; k++) { /* bad regexes are said before anything runs */
 		regex_t r;
@@ -296,9 +325,12 @@ static int py_before(struct sonde_collection *c)
 		st->dir[0] = 0;
 		return -errno;
 	}
-	snprintf(st->dump, sizeof(st->dump), "%s/calls", st->dir);
-	snprintf(st->errf, sizeof(st->errf), "%s.err", st->dump);
-	return build_argv(c, st);
+	snprintf(st->errf, sizeof(st->errf), "%s/err", st->dir);
+	rc = sonde_collection__setenv(c, "SONDE_PYTHON_ERR", st->errf);
+	rc = rc ? rc : rt_host__ring_bytes(c, spec.ring_bytes, &spec.ring_bytes);
+	rc = rc ? rc : rt_host__start(&st->host, c, &spec);
+	rc = rc ? rc : sonde_collection__setenv(c, PYR_ENV_TSC, st->host.tsc ? "1" : "0");
+	return rc ? rc : build_argv(c, st);
 }
 
 /* The whole of a small file, NUL-terminated; NULL when there is none. */
@@ -323,126 +355,375 @@ static char *slurp(const char *path)
 	return s;
 }
 
-/* Cursor over a dump: take(n) bytes, or NULL past the end. */
-struct cur {
-	const uint8_t *p, *end;
-};
-
-static const void *take(struct cur *k, size_t n)
+/* The target exists, not yet exec'ed: its system calls, and its threads' to come. */
+static int py_start(struct sonde_collection *c, pid_t pid)
 {
-	const void *at = k->p;
+	struct py_state *st = sonde_collection__priv(c);
 
-	if ((size_t)(k->end - k->p) < n)
-		return NULL;
-	k->p += n;
-	return at;
+	if (!sonde_collection__param_bool(c, "syscalls") || st->sc_said)
+		return 0;
+	sonde_strbuf__reset(&st->sc_why);
+	if (sonde_syscalls__open(&pid, 1, 0, &st->sc, &st->sc_why) < 0 ||
+	    sonde_syscalls__enable(st->sc, true) < 0) {
+		if (!st->sc_why.len)
+			sonde_strbuf__addf(&st->sc_why, "perf_event: %s", strerror(errno));
+		sonde_collection__note(c, "system calls were not recorded: %s", st->sc_why.buf);
+		sonde_syscalls__close(st->sc);
+		st->sc = NULL;
+		st->sc_said = true;
+	}
+	return 0;
 }
 
-/* Feed one run's recording to the calltrace; -EBADMSG for a damaged file. */
-static int feed(struct sonde_collection *c, struct py_state *st, const void *buf, size_t len,
-		const struct sonde_run_info *ri)
+static int sys_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, bool enter, long nr)
 {
-	struct cur k = { buf, (const uint8_t *)buf + len };
-	const struct pydump_head *h = take(&k, sizeof(*h));
-	uint32_t *ids = NULL;
+	struct py_state *st = ctx;
+	struct tev *t;
+
+	(void)pid;
+	if (st->nsys == st->capsys) {
+		size_t cap = st->capsys ? 2 * st->capsys : 1024;
+		struct tev *g = realloc(st->sys, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		st->sys = g;
+		st->capsys = cap;
+	}
+	t = &st->sys[st->nsys++];
+	t->tid = tid;
+	t->type = enter ? PYR_CALL : PYR_RETURN;
+	t->func = (uint32_t)nr;
+	t->ns = ns;
+	return 0;
+}
+
+static int cmp_tev(const void *a, const void *b)
+{
+	const struct tev *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->ns > y->ns) - (x->ns < y->ns);
+}
+
+/* One run's part of the log, read twice: metadata, then the calls. */
+struct run_read {
+	struct py_state *st;
+	struct sonde_collection *c;
+	const struct sonde_run_info *ri;
+	struct u64map fmap; /* pid << 32 | the runner's id -> calltrace id + 1 */
+	uint64_t t0, t1;    /* the collection's start and stop (ns); t1 0: never stopped */
+	bool started;
+	struct pyr_mark *own;
+	size_t nown, capown;
+	struct tev *ev; /* the calls, when system calls are merged in */
+	size_t nev, capev;
+	uint32_t pid;
+};
+
+typedef int (*rec_fn)(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t type,
+		      const uint8_t *rec, uint32_t len);
+
+/* Every record of the log's chunks. */
+static int walk(struct run_read *rr, const uint8_t *log, size_t len, rec_fn fn)
+{
+	const uint8_t *p = log, *end = log + len;
+
+	while ((size_t)(end - p) >= sizeof(struct sonde_ring_chunk)) {
+		struct sonde_ring_chunk ch;
+		const uint8_t *q, *qend;
+
+		memcpy(&ch, p, sizeof(ch));
+		p += sizeof(ch);
+		if (ch.bytes > (uint64_t)(end - p))
+			return -EINVAL;
+		for (q = p, qend = p + ch.bytes; qend - q >= 8;) {
+			uint32_t h, rlen;
+			int rc;
+
+			memcpy(&h, q, 4);
+			rlen = SONDE_RING_REC_LEN(h);
+			if (rlen < 8 || rlen > (size_t)(qend - q))
+				return -EINVAL;
+			rc = fn(rr, &ch, SONDE_RING_REC_TYPE(h), q, rlen);
+			if (rc < 0)
+				return rc;
+			q += rlen;
+		}
+		p = qend;
+	}
+	return 0;
+}
+
+static uint64_t ns_of(struct run_read *rr, uint64_t tick)
+{
+	return rt_clock__ns(&rr->st->host.clock, tick);
+}
+
+/* Pass 1: functions, names, marks. */
+static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t type,
+		const uint8_t *rec, uint32_t len)
+{
+	struct py_state *st = rr->st;
 	int rc = 0;
 
-	if (!h || memcmp(h->magic, PYDUMP_MAGIC, 8) || h->nfns > len)
-		return -EBADMSG;
+	if (type == PYR_START || type == PYR_STOP || type == PYR_OWN) {
+		struct pyr_mark m;
+
+		if (len < sizeof(m))
+			return -EINVAL;
+		memcpy(&m, rec, sizeof(m));
+		if (type == PYR_START && !rr->started) {
+			rr->started = true;
+			rr->t0 = ns_of(rr, m.a);
+			rr->pid = ch->pid;
+		} else if (type == PYR_STOP) {
+			rr->t1 = ns_of(rr, m.a);
+		} else if (type == PYR_OWN) {
+			if (rr->nown == rr->capown) {
+				size_t cap = rr->capown ? 2 * rr->capown : 64;
+				struct pyr_mark *g = realloc(rr->own, cap * sizeof(*g));
+
+				if (!g)
+					return -ENOMEM;
+				rr->own = g;
+				rr->capown = cap;
+			}
+			m.a = ns_of(rr, m.a);
+			m.b = ns_of(rr, m.b);
+			rr->own[rr->nown++] = m;
+		}
+		return 0;
+	}
+	if (type != PYR_FUNC && type != PYR_NAME)
+		return 0;
 	if (!st->ct) {
-		st->ct = sonde_calltrace__new("python", st->program, h->pid, ri->t0_ns);
+		st->ct = sonde_calltrace__new("python", st->program, ch->pid, rr->ri->t0_ns);
 		if (!st->ct)
 			return -ENOMEM;
 		sonde_calltrace__max_rows(
-			st->ct, (uint64_t)sonde_collection__param_int(c, "max-rows", 10000));
+			st->ct, (uint64_t)sonde_collection__param_int(rr->c, "max-rows", 10000));
 		sonde_calltrace__limits(
-			st->ct, (uint64_t)sonde_collection__param_int(c, "max-slices", 200000),
-			(uint64_t)(sonde_collection__param_double(c, "min-time", 0) * 1e9));
-		rc = sonde_calltrace__filter(st->ct, sonde_collection__param_str(c, "filter", NULL),
-					     sonde_collection__param_str(c, "exclude", NULL));
-	} else {
-		rc = sonde_calltrace__process(st->ct, h->pid, st->program);
+			st->ct, (uint64_t)sonde_collection__param_int(rr->c, "max-slices", 200000),
+			(uint64_t)sonde_collection__param_double(rr->c, "min-time", 0));
+		rc = sonde_calltrace__filter(st->ct,
+					     sonde_collection__param_str(rr->c, "filter", NULL),
+					     sonde_collection__param_str(rr->c, "exclude", NULL));
+		st->runs = 1;
+		rr->pid = ch->pid;
+	} else if (rr->pid != ch->pid) { /* the next run's process */
+		rc = sonde_calltrace__process(st->ct, ch->pid, st->program);
+		rr->pid = ch->pid;
+		st->runs++;
 	}
-	ids = calloc(h->nfns ? h->nfns : 1, sizeof(*ids));
-	if (!rc && !ids)
-		rc = -ENOMEM;
-	for (uint32_t i = 0; i < h->nfns && !rc; i++) {
-		const struct pydump_fn *f = take(&k, sizeof(*f));
-		const char *mod = f ? take(&k, f->module_len) : NULL;
-		const char *name = mod ? take(&k, f->name_len) : NULL;
-		char *m, *nm;
+	if (rc)
+		return rc;
+	if (type == PYR_FUNC) {
+		struct pyr_func f;
+		uint32_t id;
+		char *m, *n;
 
-		if (!name) {
-			rc = -EBADMSG;
-			break;
-		}
-		m = strndup(mod, f->module_len);
-		nm = strndup(name, f->name_len);
-		rc = m && nm ? sonde_calltrace__func(st->ct, m, f->line, nm, &ids[i]) : -ENOMEM;
+		if (len < sizeof(f))
+			return -EINVAL;
+		memcpy(&f, rec, sizeof(f));
+		if ((uint64_t)f.module_len + f.name_len > len - sizeof(f))
+			return -EINVAL;
+		m = strndup((const char *)rec + sizeof(f), f.module_len);
+		n = strndup((const char *)rec + sizeof(f) + f.module_len, f.name_len);
+		rc = m && n ? sonde_calltrace__func(st->ct, m, f.line, n, &id) : -ENOMEM;
 		free(m);
-		free(nm);
-	}
-	for (uint32_t t = 0; t < h->nthreads && !rc; t++) {
-		const struct pydump_thread *th = take(&k, sizeof(*th));
-		const char *name = th ? take(&k, th->name_len) : NULL;
-		const struct pydump_ev *ev;
+		free(n);
+		if (!rc && u64map__put(&rr->fmap, (uint64_t)ch->pid << 32 | f.id, (uint64_t)id + 1))
+			rc = -ENOMEM;
+	} else {
+		struct pyr_name nm;
+		char *n;
 
-		if (!name || th->n > (uint64_t)(k.end - k.p) / sizeof(*ev)) {
-			rc = -EBADMSG;
-			break;
-		}
-		ev = take(&k, th->n * sizeof(*ev));
-		if (th->name_len) {
-			char *nm = strndup(name, th->name_len);
+		if (len < sizeof(nm))
+			return -EINVAL;
+		memcpy(&nm, rec, sizeof(nm));
+		if (nm.name_len > len - sizeof(nm))
+			return -EINVAL;
+		n = strndup((const char *)rec + sizeof(nm), nm.name_len);
+		rc = n ? sonde_calltrace__thread_name(st->ct, nm.tid, n) : -ENOMEM;
+		free(n);
+	}
+	return rc;
+}
 
-			rc = nm ? sonde_calltrace__thread_name(st->ct, th->tid, nm) : -ENOMEM;
-			free(nm);
-		}
-		for (uint64_t i = 0; i < th->n && !rc; i++) {
-			struct pydump_ev e;
+/* One call event, fed now, or kept for the merge with the system calls. */
+static int one(struct run_read *rr, uint32_t tid, uint32_t type, uint32_t func, uint64_t ns)
+{
+	struct py_state *st = rr->st;
 
-			memcpy(&e, &ev[i], sizeof(e));
-			if (e.type == PYD_CALL || e.type == PYD_C_CALL)
-				rc = e.func < h->nfns ? sonde_calltrace__enter(st->ct, th->tid,
-									       ids[e.func], e.ts)
-						      : -EBADMSG;
-			else if (e.type == PYD_RETURN || e.type == PYD_C_RETURN)
-				rc = sonde_calltrace__exit(st->ct, th->tid, e.ts);
-			else if (e.type == PYD_SIZE)
-				rc = sonde_calltrace__size(st->ct, th->tid, e.ts);
-			else
-				rc = -EBADMSG;
+	if (st->nsys) {
+		struct tev *t;
+
+		if (rr->nev == rr->capev) {
+			size_t cap = rr->capev ? 2 * rr->capev : 65536;
+			struct tev *g = realloc(rr->ev, cap * sizeof(*g));
+
+			if (!g)
+				return -ENOMEM;
+			rr->ev = g;
+			rr->capev = cap;
+		}
+		t = &rr->ev[rr->nev++];
+		t->tid = tid;
+		t->type = type;
+		t->func = func;
+		t->ns = ns;
+		return 0;
+	}
+	if (type == PYR_CALL || type == PYR_C_CALL)
+		return sonde_calltrace__enter(st->ct, tid, func, ns);
+	if (type == PYR_SIZE)
+		return sonde_calltrace__size(st->ct, tid, ns);
+	return sonde_calltrace__exit(st->ct, tid, ns);
+}
+
+/* Pass 2: the calls, batch by batch. */
+static int calls(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t type,
+		 const uint8_t *rec, uint32_t len)
+{
+	uint32_t n, k;
+
+	if (type != PYR_BATCH || len < PYR_BATCH_HDR || !rr->st->ct)
+		return 0;
+	n = (len - PYR_BATCH_HDR) / (uint32_t)sizeof(struct pyr_ev);
+	for (k = 0; k < n; k++) {
+		struct pyr_ev e;
+		uint64_t v = 0;
+		int rc;
+
+		memcpy(&e, rec + PYR_BATCH_HDR + k * sizeof(e), sizeof(e));
+		if (e.type == PYR_CALL || e.type == PYR_C_CALL) {
+			if (!u64map__get(&rr->fmap, (uint64_t)ch->pid << 32 | e.func, &v))
+				return -EINVAL; /* a call of a function never described */
+			e.func = (uint32_t)v - 1;
+		} else if (e.type != PYR_RETURN && e.type != PYR_C_RETURN && e.type != PYR_SIZE) {
+			return -EINVAL;
+		}
+		rc = one(rr, ch->tid, e.type, e.func, e.type == PYR_SIZE ? e.ts : ns_of(rr, e.ts));
+		if (rc < 0)
+			return rc;
+		rr->st->events++;
+	}
+	return 0;
+}
+
+/* A system call's function id ("syscall:write"). */
+static int sys_func(struct py_state *st, long nr, uint32_t *id)
+{
+	uint64_t v;
+	char name[64], full[80];
+
+	if (u64map__get(&st->sc_ids, (uint64_t)nr, &v)) {
+		*id = (uint32_t)v - 1;
+		return 0;
+	}
+	sonde_syscall__name(nr, name, sizeof(name));
+	snprintf(full, sizeof(full), "syscall:%s", name);
+	if (sonde_calltrace__func(st->ct, "<kernel>", 0, full, id) ||
+	    u64map__put(&st->sc_ids, (uint64_t)nr, (uint64_t)*id + 1))
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * The calls and the system calls of each thread, merged by time and fed. A
+ * system call counts from the collection's start to its stop, and not while
+ * the thread claimed its ring (sonde's own); an exit without its entry, and
+ * an entry whose exit was lost, are left out.
+ */
+static int merge(struct run_read *rr)
+{
+	struct py_state *st = rr->st;
+	size_t i = 0, j = 0;
+	int rc = 0;
+
+	qsort(rr->ev, rr->nev, sizeof(*rr->ev), cmp_tev); /* stable per thread: ns, then order */
+	qsort(st->sys, st->nsys, sizeof(*st->sys), cmp_tev);
+	while ((i < rr->nev || j < st->nsys) && !rc) {
+		bool take_sys = j < st->nsys &&
+				(i == rr->nev || st->sys[j].tid < rr->ev[i].tid ||
+				 (st->sys[j].tid == rr->ev[i].tid && rr->ev[i].type != PYR_SIZE &&
+				  st->sys[j].ns < rr->ev[i].ns));
+
+		if (!take_sys) {
+			struct tev *e = &rr->ev[i++];
+
+			rc = e->type == PYR_CALL || e->type == PYR_C_CALL
+				     ? sonde_calltrace__enter(st->ct, e->tid, e->func, e->ns)
+			     : e->type == PYR_SIZE ? sonde_calltrace__size(st->ct, e->tid, e->ns)
+						   : sonde_calltrace__exit(st->ct, e->tid, e->ns);
+			continue;
+		}
+		{
+			struct tev *s = &st->sys[j++];
+			struct tev *next = j < st->nsys ? &st->sys[j] : NULL;
+			bool mine = s->ns < rr->t0 || (rr->t1 && s->ns > rr->t1);
+			uint32_t id;
+			size_t k;
+
+			for (k = 0; k < rr->nown && !mine; k++)
+				mine = rr->own[k].tid == s->tid && s->ns >= rr->own[k].a &&
+				       s->ns <= rr->own[k].b;
+			/* an entry, then its exit in the same thread: one call */
+			if (mine || s->type != PYR_CALL || !next || next->tid != s->tid ||
+			    next->type != PYR_RETURN)
+				continue;
+			if (next->ns > rr->t1 && rr->t1)
+				continue;
+			rc = sys_func(st, (long)(int32_t)s->func, &id);
+			if (!rc)
+				rc = sonde_calltrace__enter(st->ct, s->tid, id, s->ns);
+			if (!rc)
+				rc = sonde_calltrace__exit(st->ct, s->tid, next->ns);
+			st->sc_events += 2;
+			j++;
 		}
 	}
-	free(ids);
-	if (!rc && (h->flags & PYD_F_SYSCALLS_WANTED) && !(h->flags & PYD_F_SYSCALLS) &&
-	    !st->sc_said) {
-		sonde_collection__note(c, "system calls were not recorded: %.*s",
-				       (int)strnlen(h->note, sizeof(h->note)), h->note);
-		st->sc_said = true;
+	return rc;
+}
+
+static int analyse(void *ctx, const void *log, size_t len, const struct sonde_run_info *ri)
+{
+	struct run_read *rr = ctx;
+	int rc;
+
+	rr->ri = ri;
+	rc = walk(rr, log, len, meta);
+	if (!rc && !rr->started) {
+		rr->st->empty_runs++;
+		return 0;
 	}
-	if (!rc) {
-		st->events += h->events;
-		st->dropped += h->dropped;
-		st->lost += h->lost;
-		st->sc_events += h->sc_events;
-		st->sc_lost += h->sc_lost;
-		if (h->sc_lost)
-			sonde_collection__dropped(c, h->sc_lost);
-		if (h->dropped + h->lost)
-			sonde_collection__dropped(c, h->dropped + h->lost);
-	}
+	rc = rc ? rc : walk(rr, log, len, calls);
+	if (!rc && rr->st->nsys)
+		rc = merge(rr);
 	return rc;
 }
 
 static int py_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 {
 	struct py_state *st = sonde_collection__priv(c);
+	struct run_read rr = { .st = st, .c = c };
 	char *why = slurp(st->errf);
-	struct stat sb;
-	void *map;
-	int fd, rc;
+	int rc;
 
+	if (st->sc) { /* the run is over: its system calls */
+		sonde_syscalls__enable(st->sc, false);
+		st->nsys = 0;
+		rc = sonde_syscalls__read(st->sc, sys_event, st);
+		st->sc_lost += sonde_syscalls__lost(st->sc);
+		sonde_syscalls__close(st->sc);
+		st->sc = NULL;
+		if (rc < 0)
+			return rc;
+		if (ri->warmup)
+			st->nsys = 0;
+	}
 	if (why) {
 		sonde_collection__fail(c,
 				       "collect python: sonde's runner could not start in %s "
@@ -451,88 +732,55 @@ static int py_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 		free(why);
 		return -ENOTSUP;
 	}
-	fd = open(st->dump, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (!ri->warmup) {
-			st->empty_runs++;
-			sonde_collection__note(
-				c,
-				"run %u: the Python program ended without running its exit "
-				"handlers (os._exit, exec, a fatal signal or a crash): its calls "
-				"were not recorded",
-				ri->index + 1);
-		}
-		return 0;
-	}
-	unlink(st->dump);
-	if (ri->warmup) {
-		close(fd);
-		return 0;
-	}
-	if (fstat(fd, &sb) < 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	map = sb.st_size ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
-	rc = map ? feed(c, st, map, (size_t)sb.st_size, ri) : -EBADMSG;
-	if (map)
-		munmap(map, (size_t)sb.st_size);
-	if (rc == -EBADMSG)
-		sonde_collection__fail(c,
-				       "collect python: run %u: the runner's recording is "
-				       "damaged",
+	rc = rt_host__stop(&st->host, c, ri, analyse, &rr);
+	if (!rc && !ri->warmup && !rr.started)
+		sonde_collection__note(
+			c,
+			"run %u: the Python program recorded nothing: sonde's runner "
+			"never started in it",
+			ri->index + 1);
+	if (rc == -EINVAL)
+		sonde_collection__fail(c, "collect python: run %u: the recording is damaged",
 				       ri->index + 1);
-	st->runs++;
+	u64map__release(&rr.fmap);
+	free(rr.own);
+	free(rr.ev);
 	return rc;
 }
 
 static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 {
 	struct py_state *st = sonde_collection__priv(c);
-	int rc;
+	int rc = 0;
 
 	if (!st->ct) { /* no run recorded anything: an empty profile says so */
 		st->ct = sonde_calltrace__new("python", st->program, 0, sonde_collection__t0_ns(c));
 		if (!st->ct)
 			return -ENOMEM;
 	}
-	if (st->dropped)
-		sonde_collection__note(c,
-				       "%llu events found their thread's ring full and the oldest "
-				       "were dropped; calls whose start was dropped count as "
-				       "unmatched exits (a bigger --ring-mib keeps them)",
-				       (unsigned long long)st->dropped);
-	if (st->sc_lost)
+	if (st->sc_lost) {
 		sonde_collection__note(c,
 				       "%llu system call events found the kernel's ring full and "
 				       "were lost",
 				       (unsigned long long)st->sc_lost);
-	if (st->lost)
-		sonde_collection__note(c,
-				       "%llu events came from threads that found no free ring "
-				       "(1024 threads at once) and were lost",
-				       (unsigned long long)st->lost);
-	if (sonde_collection__param_bool(c, "syscalls") && !st->sc_said)
+		sonde_collection__dropped(c, st->sc_lost);
+	}
+	if (sonde_collection__param_bool(c, "syscalls"))
 		rc = sonde_calltrace__engine_stat(
 			st->ct, "syscalls",
-			json_pack("{s:I, s:I, s:s}", "events", (json_int_t)st->sc_events, "lost",
-				  (json_int_t)st->sc_lost, "source", "perf_event raw_syscalls"));
-	else if (sonde_collection__param_bool(c, "syscalls"))
-		rc = sonde_calltrace__engine_stat(
-			st->ct, "syscalls", json_pack("{s:s}", "not_supported", "see stats.notes"));
-	else
-		rc = 0;
+			st->sc_said
+				? json_pack("{s:s}", "not_supported", st->sc_why.buf)
+				: json_pack("{s:I, s:I, s:s}", "events", (json_int_t)st->sc_events,
+					    "lost", (json_int_t)st->sc_lost, "source",
+					    "perf_event raw_syscalls"));
 	rc = rc ? rc
 		: sonde_calltrace__engine_stat(
 			  st->ct, "python",
-			  json_pack("{s:I, s:I, s:I, s:i, s:s}", "events", (json_int_t)st->events,
-				    "dropped_events", (json_int_t)st->dropped, "lost_events",
-				    (json_int_t)st->lost, "runs_without_data", (int)st->empty_runs,
-				    "hook", "C profile function"));
+			  json_pack("{s:I, s:i, s:s}", "events", (json_int_t)st->events,
+				    "runs_without_data", (int)st->empty_runs, "hook",
+				    sonde_collection__param_bool(c, "no-c-calls")
+					    ? "frame evaluator"
+					    : "C profile function"));
 	return rc ? rc : sonde_calltrace__write(st->ct, p);
 }
 
@@ -543,14 +791,14 @@ static void py_cleanup(struct sonde_collection *c)
 	if (!st)
 		return;
 	if (st->dir[0]) {
-		char tmp[112];
-
-		snprintf(tmp, sizeof(tmp), "%s.tmp", st->dump);
-		unlink(tmp);
-		unlink(st->dump);
 		unlink(st->errf);
 		rmdir(st->dir);
 	}
+	rt_host__release(&st->host);
+	sonde_syscalls__close(st->sc);
+	sonde_strbuf__release(&st->sc_why);
+	u64map__release(&st->sc_ids);
+	free(st->sys);
 	sonde_calltrace__free(st->ct);
 	free(st->program);
 	free(st);
@@ -574,10 +822,9 @@ static const struct sonde_option py_options[] = {
 	  "per-call rows kept per function (10000; 0: all); summaries count every call", 0, 1e12 },
 	{ SONDE_OPT_INT, 0, "max-slices", NULL, "N",
 	  "calls kept for the timeline (export --format perfetto), the first N (200000)", 0, 1e9 },
-	{ SONDE_OPT_INT, 0, "ring-mib", NULL, "N",
-	  "MiB of each thread's event ring (64; a power of two, 16 bytes an event): a full "
-	  "ring drops its oldest events, counted",
-	  1, 1024 },
+	{ SONDE_OPT_FLAG, 0, "drop-oldest", NULL, NULL,
+	  "never slow the program down: drop the oldest events when a ring is full (counted)" },
+	RT_HOST_RING_OPTION("16"),
 	{ .type = SONDE_OPT_END },
 };
 
@@ -589,8 +836,10 @@ const struct sonde_collector sonde_collector_python = {
 	.profile_type = "mixed",
 	.units = py_units,
 	.options = py_options,
-	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_WRAPS_TARGET,
+	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_WRAPS_TARGET |
+		 SONDE_COLLECTOR_NEEDS_BARRIER,
 	.before = py_before,
+	.start = py_start,
 	.stop = py_stop,
 	.after = py_after,
 	.cleanup = py_cleanup,

@@ -1,0 +1,53 @@
+/*
+ * pyring.h - what sonde's Python runtime (python/sonde/_cpu.c) writes into
+ * the rings `sonde collect python` gives it: the records, read back by the
+ * python collector (lib/collectors/python/collector.c). Native byte order;
+ * both ends are the same build. Times are the ring's clock ticks (the TSC
+ * when sonde says so, else CLOCK_MONOTONIC ns), mapped by sonde.
+ *
+ * Every thread writes its calls into its own ring as batch records: a header
+ * word, a pad word, then struct pyr_ev entries, filled in place (an open
+ * record: what a crashed process had filled in is salvaged). The other
+ * records go to one more ring, the metadata ring, as they happen: a function
+ * when first seen, a thread's name, the collection's start and stop, and the
+ * time a thread spent claiming its ring (its system calls are sonde's).
+ */
+#ifndef SONDE_PYRING_H
+#define SONDE_PYRING_H
+
+#include <stdint.h>
+
+/* environment: the ring area's path, and whether to stamp with the TSC ("1") */
+#define PYR_ENV_RING "SONDE_PYTHON_RING"
+#define PYR_ENV_TSC  "SONDE_PYTHON_TSC"
+
+/* an event's type (struct pyr_ev) */
+enum { PYR_CALL = 1, PYR_RETURN, PYR_C_CALL, PYR_C_RETURN, PYR_SIZE };
+
+/* a ring record's type */
+enum { PYR_BATCH = 16, PYR_FUNC, PYR_NAME, PYR_START, PYR_STOP, PYR_OWN };
+
+#define PYR_BATCH_HDR 8u
+
+struct pyr_ev {
+	uint32_t type;
+	uint32_t func; /* CALL, C_CALL: the function's id (a PYR_FUNC record) */
+	uint64_t ts;   /* ticks; SIZE: the size of the innermost open call */
+};
+
+struct pyr_func { /* then module and name, no NUL; padded to 8 bytes */
+	uint32_t hdr, id;
+	uint64_t line;
+	uint32_t module_len, name_len;
+};
+
+struct pyr_name { /* then the name, no NUL; padded */
+	uint32_t hdr, tid, name_len, pad;
+};
+
+struct pyr_mark { /* PYR_START, PYR_STOP: tid 0; PYR_OWN: a thread's [a, b] */
+	uint32_t hdr, tid;
+	uint64_t a, b;
+};
+
+#endif
