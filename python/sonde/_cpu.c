@@ -290,15 +290,31 @@ static int add_fn(CpuCollector *c, const char *module, uint64_t line, const char
 	return 0;
 }
 
+#if SONDE_EVAL_ENGINE
+/* The layout of a code object's extra slots in 3.11 and 3.12 (Objects/codeobject.c). */
+typedef struct {
+	Py_ssize_t ce_size;
+	void *ce_extras[1];
+} code_extra;
+#endif
+
 static int code_id(CpuCollector *c, PyCodeObject *co, uint32_t *id)
 {
 	void *x = NULL;
 	uintptr_t v;
 
+#if SONDE_EVAL_ENGINE
+	{ /* read in place: this runs for every call */
+		const code_extra *e = co->co_extra;
+
+		x = e && extra_index < e->ce_size ? e->ce_extras[extra_index] : NULL;
+	}
+#else
 	if (_PyCode_GetExtra((PyObject *)co, extra_index, &x) < 0) {
 		PyErr_Clear();
 		x = NULL;
 	}
+#endif
 	v = (uintptr_t)x;
 	if (v && (uint32_t)(v >> 32) == c->gen) {
 		*id = (uint32_t)v - 1;
