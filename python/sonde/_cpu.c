@@ -61,6 +61,7 @@
 #include <sonde/sysinfo.h>
 #include <dirent.h>
 #include "collectors/python/pyring.h"
+#include "grow.h"
 #include "u64map.h"
 #include "_sonde.h"
 
@@ -266,15 +267,8 @@ static int add_fn(CpuCollector *c, const char *module, uint64_t line, const char
 {
 	struct fn *f;
 
-	if (c->nfns == c->capfns) {
-		size_t cap = c->capfns ? 2 * c->capfns : 256;
-		struct fn *g = realloc(c->fns, cap * sizeof(*g));
-
-		if (!g)
-			return -1;
-		c->fns = g;
-		c->capfns = cap;
-	}
+	if (sonde_grow((void **)&c->fns, &c->capfns, c->nfns + 1, sizeof(*c->fns)))
+		return -1;
 	f = &c->fns[c->nfns];
 	f->module = strdup(module ? module : "?");
 	f->name = strdup(name ? name : "?");
@@ -833,20 +827,36 @@ static struct tstore *store_of(CpuCollector *c, uint32_t tid)
 
 	if (u64map__get(&c->tindex, tid, &v))
 		return &c->ts[v - 1];
-	if (c->nts == c->capts) {
-		size_t cap = c->capts ? 2 * c->capts : 16;
-		struct tstore *g = realloc(c->ts, cap * sizeof(*g));
-
-		if (!g)
-			return NULL;
-		c->ts = g;
-		c->capts = cap;
-	}
+	if (sonde_grow((void **)&c->ts, &c->capts, c->nts + 1, sizeof(*c->ts)))
+		return NULL;
 	if (u64map__put(&c->tindex, tid, c->nts + 1))
 		return NULL;
 	memset(&c->ts[c->nts], 0, sizeof(c->ts[0]));
 	c->ts[c->nts].tid = tid;
 	return &c->ts[c->nts++];
+}
+
+/*
+ * The next batch record in [*p, end): its events (and their count in *n), *p
+ * past it; NULL at the end or at a damaged record.
+ */
+static const uint8_t *next_batch(const uint8_t **p, const uint8_t *end, uint32_t *n)
+{
+	while (*p + 4 <= end) {
+		const uint8_t *rec = *p;
+		uint32_t h, len;
+
+		memcpy(&h, rec, 4);
+		len = SONDE_RING_REC_LEN(h);
+		if (len < 8 || rec + len > end)
+			return NULL;
+		*p = rec + len;
+		if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR) {
+			*n = (len - BATCH_HDR) / (uint32_t)sizeof(struct bev);
+			return rec + BATCH_HDR;
+		}
+	}
+	return NULL;
 }
 
 static int sink(void *ctx, const struct sonde_ring_chunk *ch, const void *data)
@@ -859,27 +869,12 @@ static int sink(void *ctx, const struct sonde_ring_chunk *ch, const void *data)
 		return -ENOMEM;
 	if (c->quiet) { /* in place: the area stays mapped until the collector goes */
 		uint64_t n = 0;
+		uint32_t k;
 
-		while (p + 4 <= end) {
-			uint32_t h, len;
-
-			memcpy(&h, p, 4);
-			len = SONDE_RING_REC_LEN(h);
-			if (len < 8 || p + len > end)
-				break;
-			if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR)
-				n += (len - BATCH_HDR) / sizeof(struct bev);
-			p += len;
-		}
-		if (s->nsegs == s->capsegs) {
-			size_t cap = s->capsegs ? 2 * s->capsegs : 4;
-			struct seg *g = realloc(s->segs, cap * sizeof(*g));
-
-			if (!g)
-				return -ENOMEM;
-			s->segs = g;
-			s->capsegs = cap;
-		}
+		while (next_batch(&p, end, &k))
+			n += k;
+		if (sonde_grow((void **)&s->segs, &s->capsegs, s->nsegs + 1, sizeof(*s->segs)))
+			return -ENOMEM;
 		s->segs[s->nsegs].p = data;
 		s->segs[s->nsegs++].bytes = ch->bytes;
 		s->seg_events += n;
@@ -896,27 +891,22 @@ static int sink(void *ctx, const struct sonde_ring_chunk *ch, const void *data)
 		s->ev = g;
 		s->cap = cap;
 	}
-	while (p + 4 <= end) {
-		uint32_t h, len, k, n;
+	for (;;) {
+		uint32_t k, n;
+		const uint8_t *b0 = next_batch(&p, end, &n);
 
-		memcpy(&h, p, 4);
-		len = SONDE_RING_REC_LEN(h);
-		if (len < 8 || p + len > end)
+		if (!b0)
 			break;
-		if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR) {
-			n = (len - BATCH_HDR) / (uint32_t)sizeof(struct bev);
-			for (k = 0; k < n && s->n < s->cap; k++) {
-				struct bev b;
-				struct ev *e = &s->ev[s->n++];
+		for (k = 0; k < n && s->n < s->cap; k++) {
+			struct bev b;
+			struct ev *e = &s->ev[s->n++];
 
-				memcpy(&b, p + BATCH_HDR + k * sizeof(b), sizeof(b));
-				e->hdr = SONDE_RING_REC(b.type, sizeof(*e));
-				e->func = b.func;
-				e->ts = b.type == EV_SIZE ? b.ts : to_ns(c, b.ts);
-			}
-			c->events += k;
+			memcpy(&b, b0 + k * sizeof(b), sizeof(b));
+			e->hdr = SONDE_RING_REC(b.type, sizeof(*e));
+			e->func = b.func;
+			e->ts = b.type == EV_SIZE ? b.ts : to_ns(c, b.ts);
 		}
-		p += len;
+		c->events += k;
 	}
 	return 0;
 }
@@ -940,29 +930,20 @@ static bool py_next(const CpuCollector *c, struct ev_it *it, struct ev *e)
 		it->left--;
 		return true;
 	}
-	while (it->bk == it->bn) { /* the next batch record */
-		uint32_t h, len;
+	while (it->bk == it->bn) { /* the next batch record, of this segment or the next */
+		const uint8_t *next = it->rp ? next_batch(&it->rp, it->rend, &it->bn) : NULL;
 
-		if (it->rp + 4 > it->rend) {
-			if (it->seg == s->nsegs)
-				return false;
-			it->rp = s->segs[it->seg].p;
-			it->rend = it->rp + s->segs[it->seg].bytes;
-			it->seg++;
-			continue;
-		}
-		memcpy(&h, it->rp, 4);
-		len = SONDE_RING_REC_LEN(h);
-		if (len < 8 || it->rp + len > it->rend) {
-			it->rp = it->rend;
-			continue;
-		}
-		if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR) {
-			it->b = it->rp + BATCH_HDR;
-			it->bn = (len - BATCH_HDR) / (uint32_t)sizeof(struct bev);
+		if (next) {
+			it->b = next;
 			it->bk = 0;
+			continue;
 		}
-		it->rp += len;
+		it->bn = it->bk = 0;
+		if (it->seg == s->nsegs)
+			return false;
+		it->rp = s->segs[it->seg].p;
+		it->rend = it->rp + s->segs[it->seg].bytes;
+		it->seg++;
 	}
 	memcpy(&b, it->b + (size_t)it->bk++ * sizeof(b), sizeof(b));
 	e->hdr = SONDE_RING_REC(b.type, sizeof(*e));
@@ -1099,15 +1080,8 @@ static int syscall_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, boo
 	s = store_of(c, tid);
 	if (!s)
 		return -ENOMEM;
-	if (s->nsc == s->capsc) {
-		size_t cap = s->capsc ? 2 * s->capsc : 256;
-		struct ev *g = realloc(s->sc, cap * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		s->sc = g;
-		s->capsc = cap;
-	}
+	if (sonde_grow((void **)&s->sc, &s->capsc, s->nsc + 1, sizeof(*s->sc)))
+		return -ENOMEM;
 	s->sc[s->nsc].hdr = SONDE_RING_REC(enter ? EV_SYS_ENTER : EV_SYS_EXIT, sizeof(struct ev));
 	s->sc[s->nsc].func = (uint32_t)nr; /* the number until the calls are matched */
 	s->sc[s->nsc++].ts = ns;
@@ -1395,35 +1369,27 @@ static void release_rings(CpuCollector *c, bool keep_area)
 static void trim_trailing_calls(CpuCollector *c, struct tstore *s)
 {
 	const uint8_t *last[8] = { 0 }; /* the last batch records of the last segment */
-	uint32_t lens[8] = { 0 }, type;
+	uint32_t lens[8] = { 0 }, type; /* lens: events in each */
 	uint64_t run = 0;
 	size_t nl = 0, j, k;
 
 	if (s->nsegs) {
 		const struct seg *g = &s->segs[s->nsegs - 1];
-		const uint8_t *p = g->p, *end = p + g->bytes;
+		const uint8_t *p = g->p, *end = p + g->bytes, *b;
 		bool all_calls = true;
+		uint32_t n;
 
-		while (p + 4 <= end) {
-			uint32_t h, len;
-
-			memcpy(&h, p, 4);
-			len = SONDE_RING_REC_LEN(h);
-			if (len < 8 || p + len > end)
-				break;
-			if (SONDE_RING_REC_TYPE(h) == EV_BATCH && len >= BATCH_HDR) {
-				last[nl % 8] = p;
-				lens[nl % 8] = len;
-				nl++;
-			}
-			p += len;
+		while ((b = next_batch(&p, end, &n))) {
+			last[nl % 8] = b;
+			lens[nl % 8] = n;
+			nl++;
 		}
 		for (j = 0; j < 8 && j < nl && all_calls; j++) {
 			size_t at = (nl - 1 - j) % 8;
-			uint32_t n = (lens[at] - BATCH_HDR) / (uint32_t)sizeof(struct bev);
+			n = lens[at]; /* events of that batch */
 
 			for (k = n; k-- > 0;) {
-				memcpy(&type, last[at] + BATCH_HDR + k * sizeof(struct bev), 4);
+				memcpy(&type, last[at] + k * sizeof(struct bev), 4);
 				if (type != EV_CALL && type != EV_C_CALL) {
 					all_calls = false;
 					break;

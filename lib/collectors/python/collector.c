@@ -37,7 +37,9 @@
 #include "config.h"
 #include "pyring.h"
 #include "../rt-host.h"
+#include "../trace/trace.h"
 #include "../../runtime-file.h"
+#include "../../grow.h"
 #include "../../u64map.h"
 
 /*
@@ -381,15 +383,8 @@ static int sys_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, bool en
 	struct tev *t;
 
 	(void)pid;
-	if (st->nsys == st->capsys) {
-		size_t cap = st->capsys ? 2 * st->capsys : 1024;
-		struct tev *g = realloc(st->sys, cap * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		st->sys = g;
-		st->capsys = cap;
-	}
+	if (sonde_grow((void **)&st->sys, &st->capsys, st->nsys + 1, sizeof(*st->sys)))
+		return -ENOMEM;
 	t = &st->sys[st->nsys++];
 	t->tid = tid;
 	t->type = enter ? PYR_CALL : PYR_RETURN;
@@ -481,15 +476,9 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 		} else if (type == PYR_STOP) {
 			rr->t1 = ns_of(rr, m.a);
 		} else if (type == PYR_OWN) {
-			if (rr->nown == rr->capown) {
-				size_t cap = rr->capown ? 2 * rr->capown : 64;
-				struct pyr_mark *g = realloc(rr->own, cap * sizeof(*g));
-
-				if (!g)
-					return -ENOMEM;
-				rr->own = g;
-				rr->capown = cap;
-			}
+			if (sonde_grow((void **)&rr->own, &rr->capown, rr->nown + 1,
+				       sizeof(*rr->own)))
+				return -ENOMEM;
 			m.a = ns_of(rr, m.a);
 			m.b = ns_of(rr, m.b);
 			rr->own[rr->nown++] = m;
@@ -560,15 +549,8 @@ static int one(struct run_read *rr, uint32_t tid, uint32_t type, uint32_t func, 
 	if (st->nsys) {
 		struct tev *t;
 
-		if (rr->nev == rr->capev) {
-			size_t cap = rr->capev ? 2 * rr->capev : 65536;
-			struct tev *g = realloc(rr->ev, cap * sizeof(*g));
-
-			if (!g)
-				return -ENOMEM;
-			rr->ev = g;
-			rr->capev = cap;
-		}
+		if (sonde_grow((void **)&rr->ev, &rr->capev, rr->nev + 1, sizeof(*rr->ev)))
+			return -ENOMEM;
 		t = &rr->ev[rr->nev++];
 		t->tid = tid;
 		t->type = type;
@@ -812,18 +794,8 @@ static const struct sonde_option py_options[] = {
 	{ SONDE_OPT_FLAG, 0, "syscalls", NULL, NULL,
 	  "also every system call, a call of syscall:NAME in the function that made it "
 	  "(perf_event tracepoints: root, or kernel.perf_event_paranoid -1)" },
-	{ SONDE_OPT_STRING, 0, "filter", NULL, "REGEX", "keep only functions whose name matches" },
-	{ SONDE_OPT_STRING, 0, "exclude", NULL, "REGEX", "leave out functions whose name matches" },
-	{ SONDE_OPT_DURATION, 0, "min-time", NULL, NULL,
-	  "leave out calls shorter than DURATION (500ns, 20us, 1ms; plain: ns); their time "
-	  "stays the caller's",
-	  0, 1e15, .unit_s = 1e-9 },
-	{ SONDE_OPT_INT, 0, "max-rows", NULL, "N",
-	  "per-call rows kept per function (10000; 0: all); summaries count every call", 0, 1e12 },
-	{ SONDE_OPT_INT, 0, "max-slices", NULL, "N",
-	  "calls kept for the timeline (export --format perfetto), the first N (200000)", 0, 1e9 },
-	{ SONDE_OPT_FLAG, 0, "drop-oldest", NULL, NULL,
-	  "never slow the program down: drop the oldest events when a ring is full (counted)" },
+	TR_FILTER_OPTIONS,
+	TR_LIMIT_OPTIONS,
 	RT_HOST_RING_OPTION("16"),
 	{ .type = SONDE_OPT_END },
 };

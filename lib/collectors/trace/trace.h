@@ -127,4 +127,46 @@ uint32_t tr_feed__depth(const struct tr_thread *t);
 /* Ends the calls still open (unfinished) and frees the feed; returns rc or an error. */
 int tr_feed__end(struct tr_feed *f, int rc);
 
+/* Options of every collector whose calls the analysis rebuilds (trace, python). */
+#define TR_FILTER_OPTIONS                                                                          \
+	{ SONDE_OPT_DURATION,                                                                      \
+	  0,                                                                                       \
+	  "min-time",                                                                              \
+	  NULL,                                                                                    \
+	  NULL,                                                                                    \
+	  "leave out calls shorter than DURATION (500ns, 20us, 1ms; plain: ns); their time "       \
+	  "stays the caller's",                                                                    \
+	  0,                                                                                       \
+	  1e15,                                                                                    \
+	  .unit_s = 1e-9 },                                                                        \
+		{ SONDE_OPT_STRING, 0,                                                             \
+		  "filter",	    NULL,                                                          \
+		  "REGEX",	    "keep only functions whose name matches" },                    \
+	{                                                                                          \
+		SONDE_OPT_STRING, 0, "exclude", NULL, "REGEX",                                     \
+			"leave out functions whose name matches"                                   \
+	}
+#define TR_LIMIT_OPTIONS                                                                           \
+	{ SONDE_OPT_INT,                                                                           \
+	  0,                                                                                       \
+	  "max-rows",                                                                              \
+	  NULL,                                                                                    \
+	  "N",                                                                                     \
+	  "per-call rows kept per function (10000; 0: all); summaries count every call",           \
+	  0,                                                                                       \
+	  1e12 },                                                                                  \
+		{ SONDE_OPT_INT,                                                                   \
+		  0,                                                                               \
+		  "max-slices",                                                                    \
+		  NULL,                                                                            \
+		  "N",                                                                             \
+		  "calls kept for the timeline (export --format perfetto), the first N (200000)",  \
+		  0,                                                                               \
+		  1e9 },                                                                           \
+	{                                                                                          \
+		SONDE_OPT_FLAG, 0, "drop-oldest", NULL, NULL,                                      \
+			"never slow the program down: drop the oldest events when a ring is full " \
+			"(counted)"                                                                \
+	}
+
 #endif
