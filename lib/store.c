@@ -106,7 +106,7 @@ static int open_db(const char *root, sqlite3 **db)
 			     ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 			     NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_busy_timeout(*db, 5000);
+		rc = sqlite3_busy_timeout(*db, 60000); /* many writers on a loaded machine wait */
 	if (rc == SQLITE_OK)
 		rc = user_version(*db, &v);
 	if (rc == SQLITE_OK && !ro && v < 2) {

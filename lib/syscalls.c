@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sonde/syscalls.h>
+#include "tracefs.h"
 
 struct sc_ring {    /* one CPU's */
 	int leader; /* the event whose ring it is; -1: none opened on this CPU */
@@ -39,33 +40,27 @@ struct sonde_syscalls {
 };
 
 /*
- * The tracepoint's id from tracefs; -ENOENT when tracefs is not mounted,
- * -EACCES when it is not readable (not root).
+ * The tracepoint's id from tracefs (mounted if need be, as root); -ENOENT when
+ * tracefs is not mounted, -EACCES when it is not readable (not root).
  */
 static long long tp_id(const char *name)
 {
-	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	const char *events = sonde_tracefs_events();
 	char path[160], buf[32];
-	size_t i;
-	int err = ENOENT;
+	FILE *f;
 
-	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/events/raw_syscalls/%s/id", roots[i], name);
-		f = fopen(path, "re");
-		if (!f) {
-			if (errno == EACCES || errno == EPERM)
-				err = EACCES;
-			continue;
-		}
-		if (fgets(buf, sizeof(buf), f)) {
-			fclose(f);
-			return atoll(buf);
-		}
+	if (!events)
+		return errno == EACCES ? -EACCES : -ENOENT;
+	snprintf(path, sizeof(path), "%s/raw_syscalls/%s/id", events, name);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == EACCES || errno == EPERM ? -EACCES : -ENOENT;
+	if (!fgets(buf, sizeof(buf), f)) {
 		fclose(f);
+		return -ENOENT;
 	}
-	return -err;
+	fclose(f);
+	return atoll(buf);
 }
 
 static int open_tp(uint64_t id, pid_t tid, int cpu)

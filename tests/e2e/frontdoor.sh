@@ -196,10 +196,12 @@ run report ex-time.json ex-time.json -o same.html
 check "report: like with like is compared" grep -q 'section id="comparison-1"' same.html
 check "chart titles read as phrases" sh -c '! grep -Eq ">[^<]*( of sum| of mean|amounttimestamp)" ex.html'
 check "the time-per-size axis names the size's unit" grep -q "size (elements)" ex.html
-# (0.98-0.995 on an idle machine; a call preempted on a loaded 2-core CI machine
-# is one outlier among 10 000, so the bar is the curve, not the noise)
-check "make run's example records sizes: a real curve (best R² > 0.8)" \
-	jq_eq ex-trace.json '[.models[] | select(.uid == "merge_sort" and .best) | .r_square > 0.8] | all' true
+# (0.98-0.995 on an idle machine; before sizes were recorded, a constant fit of
+# R² 0. Calls preempted on a loaded 2-core machine under a sanitizer are
+# outliers enough to take it below 0.8 (seen once in CI), so the bar is the
+# curve, not the noise: not constant, R² > 0.5)
+check "make run's example records sizes: a real curve (best not constant, R² > 0.5)" \
+	jq_eq ex-trace.json '[.models[] | select(.uid == "merge_sort" and .best) | .model != "constant" and .r_square > 0.5] | all' true
 run show ex-trace.json scatter -o sc.svg
 check "scatter: one panel per resource and metric" [ "$(grep -c '<g class="panel">' sc.svg)" = 2 ]
 check "scatter: the legend gives each model's formula, coefficients with units and R²" \

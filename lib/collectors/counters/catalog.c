@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/mount.h>
 #include <unistd.h>
 #include <perfmon/pfmlib_perf_event.h>
 #include <sonde/file.h>
+#include "../../tracefs.h"
 #include "../../grow.h"
 #include "../../u64map.h"
 #include "counters.h"
@@ -419,25 +419,15 @@ static void add_pfm_events(void)
 	}
 }
 
-static const char *const tracefs_dirs[] = { "/sys/kernel/tracing/events",
-					    "/sys/kernel/debug/tracing/events", NULL };
 static char tracefs_error[160]; /* why there are no tracepoints; empty: there are */
 
-/*
- * The tracepoints' directory, or NULL (tracefs_error says why). An unmounted
- * tracefs is mounted where the kernel provides for it, as perf does (root).
- */
+/* The tracepoints' directory, or NULL (tracefs_error says why). */
 static const char *tracefs_events(void)
 {
-	size_t i;
+	const char *dir = sonde_tracefs_events();
 
-	for (i = 0; tracefs_dirs[i]; i++)
-		if (access(tracefs_dirs[i], R_OK | X_OK) == 0)
-			return tracefs_dirs[i];
-	if (access("/sys/kernel/tracing", F_OK) == 0 &&
-	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0 &&
-	    access(tracefs_dirs[0], R_OK | X_OK) == 0)
-		return tracefs_dirs[0];
+	if (dir)
+		return dir;
 	snprintf(tracefs_error, sizeof(tracefs_error),
 		 "tracefs is not mounted and could not be (%s): as root, 'mount -t tracefs "
 		 "nodev /sys/kernel/tracing'",
