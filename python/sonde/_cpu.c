@@ -158,7 +158,9 @@ typedef struct CpuCollector {
 	struct sonde_strbuf sc_why;
 	uint64_t sc_events, sc_lost;
 	struct u64map sc_ids; /* syscall number -> function id + 1 */
-	struct own {	      /* a thread's time in sonde's own system calls (its ring's claim) */
+	pthread_key_t gone;   /* its destructor gives an ended thread's ring back */
+	bool have_gone;
+	struct own { /* a thread's time in sonde's own system calls (its ring's claim) */
 		uint32_t tid;
 		uint64_t a, b;
 	} * own;
@@ -185,6 +187,8 @@ static PyMethodDef trace_size_def;
 static Py_ssize_t extra_index = -1;
 static uint32_t next_gen = 1;
 static volatile sig_atomic_t in_child; /* set in a child of fork(): write nothing */
+/* A thread that ends gives its ring back (thread_gone), stop() takes them all: one at a time. */
+static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void no_free(void *p)
 {
@@ -392,6 +396,27 @@ static void batch_close(ThreadRec *r)
 	r->used = r->cap = 0;
 }
 
+/*
+ * A thread that claimed a ring ended (its key's destructor, without the GIL):
+ * its last batch is published and the ring given back, for the reader to
+ * drain and another thread to claim, so a program may start any number of
+ * threads over its life. After stop() the key is gone and this never runs.
+ */
+static void thread_gone(void *v)
+{
+	ThreadRec *r = v;
+
+	pthread_mutex_lock(&retire_lock);
+	if (r->col && r->claimed && !in_child) {
+		batch_close(r);
+		sonde_ring__retire(&r->w);
+		r->claimed = false;
+	}
+	pthread_mutex_unlock(&retire_lock);
+}
+
+static int drain(CpuCollector *c, bool quiet);
+
 /* A new batch (the ring claimed first); false: the event is lost (counted). */
 static bool batch_open(CpuCollector *c, ThreadRec *r)
 {
@@ -407,6 +432,13 @@ static bool batch_open(CpuCollector *c, ThreadRec *r)
 		if (r->no_ring)
 			goto lost;
 		rc = sonde_ring__claim(c->wa, (uint32_t)c->pid, tid, 1, &r->w);
+		if (rc == -EBUSY && c->area && !c->quiet) {
+			/* every ring is taken: drain ours now (copied), which frees the
+			   rings of threads that ended, and try once more */
+			if (drain(c, false) < 0)
+				PyErr_Clear();
+			rc = sonde_ring__claim(c->wa, (uint32_t)c->pid, tid, 1, &r->w);
+		}
 		if (c->want_syscalls &&
 		    c->nown < c->capown) /* its system calls are not the program's */
 			c->own[c->nown++] = (struct own){ tid, a, sonde_clock_ns() };
@@ -417,6 +449,8 @@ static bool batch_open(CpuCollector *c, ThreadRec *r)
 			goto lost;
 		}
 		r->claimed = true;
+		if (c->have_gone)
+			pthread_setspecific(c->gone, r);
 	}
 	rec = sonde_ring__open(&r->w, EV_BATCH,
 			       BATCH_HDR + c->batch * (uint32_t)sizeof(struct bev));
@@ -1236,6 +1270,7 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	}
 	c->gen = next_gen++;
 	c->pid = getpid();
+	c->have_gone = pthread_key_create(&c->gone, thread_gone) == 0;
 	if (!c->ring_path)
 		start_clock(c);
 	threading = PyImport_ImportModule("threading");
@@ -1330,6 +1365,7 @@ static void unhook_all(CpuCollector *c)
 		if (ts->c_profilefunc == cpu_hook && ts->c_profileobj &&
 		    ((ThreadRec *)ts->c_profileobj)->col == c)
 			put_back(ts, (ThreadRec *)ts->c_profileobj);
+	pthread_mutex_lock(&retire_lock); /* no thread gives its ring back meanwhile */
 	for (i = 0; c->recs && i < PyList_GET_SIZE(c->recs); i++) {
 		ThreadRec *r = (ThreadRec *)PyList_GET_ITEM(c->recs, i);
 
@@ -1338,6 +1374,10 @@ static void unhook_all(CpuCollector *c)
 		if (r->claimed && c->pid == getpid())
 			batch_close(r);
 	}
+	if (c->have_gone) /* ending threads no longer call thread_gone */
+		pthread_key_delete(c->gone);
+	c->have_gone = false;
+	pthread_mutex_unlock(&retire_lock);
 }
 
 /* Rings back and the area gone (after the last drain). */

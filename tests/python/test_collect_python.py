@@ -293,3 +293,16 @@ def test_syscalls_counted_as_strace_counts_them(program, sonde_bin, tmp_path):
         mine = {n: calls(p, "syscall:" + n) for n in peer}
         assert mine == peer == {"write": 400, "getppid": 150}, opts
         assert p["stats"]["trace"]["syscalls"]["lost"] == 0
+
+
+def test_threads_beyond_the_rings(program, sonde_bin, tmp_path):
+    """4 200 threads one after another, against 4 096 rings: each gives its ring back
+    when it ends, so every call is recorded."""
+    _path, env = program
+    prog = tmp_path / "threads.py"
+    prog.write_text("import threading\ndef f():\n    return 1\nfor _ in range(4200):\n"
+                    "    t = threading.Thread(target=f)\n    t.start()\n    t.join()\n")
+    r, p = collect(sonde_bin, tmp_path, env, PY, str(prog), opts=("--no-c-calls", "--ring-mib", "1"))
+    assert r.returncode == 0, r.stderr
+    assert calls(p, "f") == 4200 and p["stats"]["dropped_events"] == 0
+    assert len(p["trace"]["threads"]) == 4201

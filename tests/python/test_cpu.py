@@ -317,3 +317,21 @@ def test_syscalls_not_permitted_are_said(tmp_path):
     assert r.returncode == 0, r.stderr
     why, nwarn, events = (x.strip() for x in r.stdout.split("|"))
     assert "root" in why and int(nwarn) == 1 and int(events) >= 2
+
+
+def test_threads_beyond_the_rings_keep_recording():
+    """1 024 rings, 1 200 threads started one after another: an ended thread gives its
+    ring back, and a thread that finds none drains the rings first; nothing is lost."""
+    def f():
+        return 1
+
+    c = sonde.CpuCollector(buffer=1 << 22, c_calls=False)
+    with c:
+        for _ in range(1200):
+            t = threading.Thread(target=f)
+            t.start()
+            t.join()
+    p = c.profile("threads")
+    assert calls(p, "test_threads_beyond_the_rings_keep_recording.<locals>.f") == 1200
+    assert c.results["lost"] == 0 and c.results["dropped"] == 0
+    assert len(p["trace"]["threads"]) == 1201
