@@ -17,7 +17,7 @@ extern const struct sonde_collector sonde_collector_trace;
 extern const struct sonde_collector sonde_collector_counters;
 
 static const struct sonde_collector *const builtins[] = {
-	&sonde_collector_time,	   &sonde_collector_memory,   &sonde_collector_trace,
+	&sonde_collector_time,	   &sonde_collector_memory, &sonde_collector_trace,
 	&sonde_collector_counters, &sonde_collector_python, &sonde_collector_external,
 };
 
