@@ -167,7 +167,6 @@ typedef struct CpuCollector {
 	size_t nown, capown;
 	bool eval_engine; /* Python calls through the frame evaluator (c_calls=False) */
 	pid_t pid;
-	uint32_t stop_tid;
 	int err; /* out of memory on the recording path: stop says so */
 } CpuCollector;
 
@@ -439,9 +438,12 @@ static bool batch_open(CpuCollector *c, ThreadRec *r)
 				PyErr_Clear();
 			rc = sonde_ring__claim(c->wa, (uint32_t)c->pid, tid, 1, &r->w);
 		}
+		/* its system calls are not the program's (no room: out of memory, said at stop) */
 		if (c->want_syscalls &&
-		    c->nown < c->capown) /* its system calls are not the program's */
+		    !sonde_grow((void **)&c->own, &c->capown, c->nown + 1, sizeof(*c->own)))
 			c->own[c->nown++] = (struct own){ tid, a, sonde_clock_ns() };
+		else if (c->want_syscalls)
+			c->err = -ENOMEM;
 		if (c->ring_path) /* sonde's rings: sonde leaves those system calls out */
 			emit_mark(c, PYR_OWN, tid, ta, tick());
 		if (rc) {
@@ -1090,10 +1092,6 @@ static void syscalls_open(CpuCollector *c)
 	if (d)
 		closedir(d);
 	sonde_strbuf__reset(&c->sc_why);
-	c->capown = 4096; /* threads whose claims are told apart; later ones are not */
-	c->own = calloc(c->capown, sizeof(*c->own));
-	if (!c->own)
-		c->capown = 0;
 	rc = sonde_syscalls__open(tids, n, 0, &c->sc, &c->sc_why);
 	if (!rc && sonde_syscalls__enable(c->sc, true) < 0) {
 		sonde_strbuf__addf(&c->sc_why, "perf_event: enabling the tracepoints: %s",
@@ -1224,7 +1222,6 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 {
 	PyThreadState *me = PyThreadState_Get(), *ts;
 	PyObject *threading, *res;
-	ThreadRec *mine = NULL;
 	unsigned nbig;
 	int rc;
 
@@ -1321,9 +1318,8 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	emit_mark(c, PYR_START, 0, tick(), 0);
 	c->state = ST_COLLECTING;
 	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
-		if (hook(c, ts, ts == me ? &mine : NULL))
+		if (hook(c, ts, NULL))
 			return NULL;
-	(void)mine;
 	Py_RETURN_NONE;
 }
 
@@ -1335,7 +1331,6 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 static PyObject *col_run(CpuCollector *c, PyObject *args)
 {
 	PyObject *code, *globals, *o;
-	PyThreadState *me;
 
 	if (!PyArg_ParseTuple(args, "O!O!:run", &PyCode_Type, &code, &PyDict_Type, &globals))
 		return NULL;
@@ -1343,7 +1338,6 @@ static PyObject *col_run(CpuCollector *c, PyObject *args)
 	if (!o)
 		return NULL;
 	Py_DECREF(o);
-	(void)me;
 	return PyEval_EvalCode(code, globals, globals); /* its return: own_cfunc() */
 }
 
@@ -1465,7 +1459,6 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 	unhook_all(c);
 	note_names(c, false);
 	c->state = ST_FINALIZED;
-	c->stop_tid = me;
 	threading = PyImport_ImportModule("threading");
 	res = threading ? PyObject_CallMethod(threading, "setprofile", "O",
 					      c->prev_thread_hook ? c->prev_thread_hook : Py_None)
