@@ -239,6 +239,11 @@ def test_runs_filter_sizes_and_every_view(program, sonde_bin, tmp_path):
     f = tmp_path / "calls.json"
     assert json.loads(f.read_text())["resources"]["sized#0"]["structure-unit-size"][:6] == \
         [10, 20, 40, 80, 160, 320]
+    if os.geteuid() == 0:  # merged with system calls, the sizes stay with their calls
+        r, p2 = collect(sonde_bin, tmp_path, env, PY, str(path), "10", opts=("--syscalls",))
+        assert p2["resources"]["sized#0"]["structure-unit-size"][:6] == [10, 20, 40, 80, 160, 320]
+        assert calls(p2, "fib") == 177 and calls(p2, "syscall:clone3") == 1
+        r, p = collect(sonde_bin, tmp_path, env, PY, str(path), "10", opts=("-r", "2"))
     r = run(sonde_bin, "postprocess", str(f), "regression", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     # time grows linearly with the size given: the linear model fits (the best by R²

@@ -393,6 +393,14 @@ static int sys_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, bool en
 	return 0;
 }
 
+/* System calls: by thread, then time (the CPUs' rings each hold a part). */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static int cmp_tev(const void *a, const void *b)
 {
 	const struct tev *x = a, *y = b;
@@ -400,6 +408,55 @@ static int cmp_tev(const void *a, const void *b)
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return (x->ns > y->ns) - (x->ns < y->ns);
+}
+
+/*
+ * Calls: grouped by thread in ascending tid, each thread's in the order it
+ * wrote them (a size event's ns is a size, not a time: no sort by ns).
+ */
+static int group_by_thread(struct tev **ev, size_t n)
+{
+	struct u64map at = { 0 }; /* tid -> next slot + 1 */
+	uint32_t *tids = NULL;
+	size_t ntids = 0, cap = 0, i, off = 0;
+	struct tev *out = malloc((n ? n : 1) * sizeof(*out));
+	uint64_t v = 0;
+	int rc = out ? 0 : -ENOMEM;
+
+	for (i = 0; i < n && !rc; i++) { /* count per thread */
+		if (u64map__get(&at, (*ev)[i].tid, &v)) {
+			rc = u64map__put(&at, (*ev)[i].tid, v + 1) ? -ENOMEM : 0;
+			continue;
+		}
+		rc = sonde_grow((void **)&tids, &cap, ntids + 1, sizeof(*tids)) ||
+				     u64map__put(&at, (*ev)[i].tid, 1)
+			     ? -ENOMEM
+			     : 0;
+		if (!rc)
+			tids[ntids++] = (*ev)[i].tid;
+	}
+	if (!rc) {
+		qsort(tids, ntids, sizeof(*tids), cmp_u32);
+		for (i = 0; i < ntids && !rc; i++) { /* counts become each thread's first slot */
+			u64map__get(&at, tids[i], &v);
+			rc = u64map__put(&at, tids[i], off + 1) ? -ENOMEM : 0;
+			off += v;
+		}
+	}
+	for (i = 0; i < n && !rc; i++) {
+		u64map__get(&at, (*ev)[i].tid, &v);
+		out[v - 1] = (*ev)[i];
+		rc = u64map__put(&at, (*ev)[i].tid, v + 1) ? -ENOMEM : 0;
+	}
+	u64map__release(&at);
+	free(tids);
+	if (rc) {
+		free(out);
+		return rc;
+	}
+	free(*ev);
+	*ev = out;
+	return 0;
 }
 
 /* One run's part of the log, read twice: metadata, then the calls. */
@@ -625,7 +682,9 @@ static int merge(struct run_read *rr)
 	size_t i = 0, j = 0;
 	int rc = 0;
 
-	qsort(rr->ev, rr->nev, sizeof(*rr->ev), cmp_tev); /* stable per thread: ns, then order */
+	rc = group_by_thread(&rr->ev, rr->nev);
+	if (rc)
+		return rc;
 	qsort(st->sys, st->nsys, sizeof(*st->sys), cmp_tev);
 	while ((i < rr->nev || j < st->nsys) && !rc) {
 		bool take_sys = j < st->nsys &&
