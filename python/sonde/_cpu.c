@@ -1080,19 +1080,29 @@ static void release_rings(CpuCollector *c, bool keep_area);
 /* System calls of every thread of this process (and those started later); a reason if not. */
 static void syscalls_open(CpuCollector *c)
 {
-	pid_t tids[1024];
-	size_t n = 0;
+	pid_t *tids = NULL;
+	size_t n = 0, cap = 0;
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *de;
 	int rc;
 
-	while (d && (de = readdir(d)) && n < sizeof(tids) / sizeof(tids[0]))
-		if (de->d_name[0] != '.')
-			tids[n++] = (pid_t)atoi(de->d_name);
+	while (d && (de = readdir(d))) { /* every thread, however many */
+		if (de->d_name[0] == '.')
+			continue;
+		if (sonde_grow((void **)&tids, &cap, n + 1, sizeof(*tids))) {
+			sonde_strbuf__reset(&c->sc_why);
+			sonde_strbuf__adds(&c->sc_why, "out of memory listing the threads");
+			closedir(d);
+			free(tids);
+			return;
+		}
+		tids[n++] = (pid_t)atoi(de->d_name);
+	}
 	if (d)
 		closedir(d);
 	sonde_strbuf__reset(&c->sc_why);
 	rc = sonde_syscalls__open(tids, n, 0, &c->sc, &c->sc_why);
+	free(tids);
 	if (!rc && sonde_syscalls__enable(c->sc, true) < 0) {
 		sonde_strbuf__addf(&c->sc_why, "perf_event: enabling the tracepoints: %s",
 				   strerror(errno));
@@ -1480,12 +1490,13 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 		release_rings(c, false);
 		if (!res)
 			return NULL;
-		return Py_BuildValue("{s:K,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:O}", "events", 0ULL,
+		/* what sonde counts (events, drops, system calls) is not known here: None */
+		return Py_BuildValue("{s:O,s:n,s:n,s:O,s:K,s:K,s:O,s:O,s:O}", "events", Py_None,
 				     "threads", (Py_ssize_t)PyList_GET_SIZE(c->recs), "functions",
-				     (Py_ssize_t)c->nfns, "dropped", 0ULL, "lost",
+				     (Py_ssize_t)c->nfns, "dropped", Py_None, "lost",
 				     (unsigned long long)c->lost, "duration_ns",
-				     (unsigned long long)(c->t1 - c->t0), "syscalls", 0ULL,
-				     "syscalls_lost", 0ULL, "syscalls_not_recorded", Py_None);
+				     (unsigned long long)(c->t1 - c->t0), "syscalls", Py_None,
+				     "syscalls_lost", Py_None, "syscalls_not_recorded", Py_None);
 	}
 	if (!res) {
 		release_rings(c, false);
