@@ -42,6 +42,17 @@ run: build
 	@$(SONDE) collect counters -o $(BUILD)/example-counters.json -- $(EXAMPLE) 200000
 	@echo "(the catalog: $(SONDE) counters list; the C API: $(BUILD)/examples/counters)"
 	@echo
+	@echo "== sonde collect sample -- $(EXAMPLE) 2000000   (perf_event stacks, 999 Hz)"
+	@$(SONDE) collect sample -o $(BUILD)/example-sample.json -- $(EXAMPLE) 2000000
+	@echo "(a flame graph: $(SONDE) show $(BUILD)/example-sample.json flamegraph -o sample.svg)"
+	@echo
+	@echo "== sonde collect time+system+sched -- $(EXAMPLE) 200000   (three collectors, one run, one clock)"
+	@$(SONDE) collect time+system+sched -q -o $(BUILD)/example-run.json -- $(EXAMPLE) 200000
+	@$(SONDE) show $(BUILD)/example-run-sched.json sched
+	@$(SONDE) export $(BUILD)/example-run-time.json $(BUILD)/example-run-system.json \
+		$(BUILD)/example-run-sched.json --format perfetto -o $(BUILD)/example-run.trace.json
+	@echo "(the run on one timeline for ui.perfetto.dev: $(BUILD)/example-run.trace.json)"
+	@echo
 	@echo "== sonde postprocess (regression of time per size) and sonde report"
 	@$(SONDE) postprocess $(BUILD)/example-trace.json regression >/dev/null
 	@$(SONDE) report $(BUILD)/example-trace.json $(BUILD)/example-memory.json $(BUILD)/example-time.json -o $(BUILD)/report.html >/dev/null

@@ -10,6 +10,8 @@
 # Then the whole command, as a user runs it: `python3 work.py`, `sonde collect
 # python [--no-c-calls] -- python3 work.py` (profile written) and `python3 -m
 # cProfile -o FILE work.py`. Target: sonde <= 100 ns per call over plain.
+# Also the sampling mode at 100 Hz on ten times the work, plain and cProfile
+# beside it: target <= 5 % over plain.
 # Usage: bench/python-cpu-overhead.sh [BUILD] [ROUNDS]
 set -eu
 BUILD=${1:-build}
@@ -69,6 +71,36 @@ s = (med["sonde"] - med["plain"]) / calls
 c = (med["cProfile"] - med["plain"]) / calls
 print(f"sonde: {s:.1f} ns per call (target <= 100), {med['sonde'] / med['cProfile']:.2f}x "
       f"cProfile's time (cProfile: {c:.1f} ns per call, aggregates only)")
+
+# sampling at 100 Hz: the same work, repeated for about two seconds (each sample is
+# a GIL hand-over and a stack walk, so its cost is per second, not per call)
+REPEAT = 10
+SAMPLED = {
+    "plain": f"t = pc()\nfor _ in range({REPEAT}): work()\nprint(pc() - t, 0)",
+    "sonde sampling 100 Hz": (
+        "import sonde\nc = sonde.CpuCollector(mode='sampling', hz=100)\n"
+        f"t = pc(); c.start()\nfor _ in range({REPEAT}): work()\n"
+        "c.stop(); print(pc() - t, c.results['samples'])"),
+    "cProfile": ("import cProfile\npr = cProfile.Profile()\n"
+                 f"t = pc(); pr.enable()\nfor _ in range({REPEAT}): work()\n"
+                 "pr.disable(); pr.create_stats(); print(pc() - t, 0)"),
+}
+res = {k: [] for k in SAMPLED}
+samples = []
+for _ in range(ROUNDS):
+    for k, code in SAMPLED.items():
+        out = subprocess.run([sys.executable, "-c", WORK + code], check=True,
+                             capture_output=True, text=True).stdout.split()
+        res[k].append(int(out[0]))
+        if k.startswith("sonde"):
+            samples.append(int(out[1]))
+med = {k: statistics.median(v) for k, v in res.items()}
+print(f"sampling: the work {REPEAT} times, {ROUNDS} interleaved rounds (median), "
+      f"{statistics.median(samples):.0f} samples a run")
+for k, v in med.items():
+    print(f"  {k:<22} {v / 1e6:9.1f} ms  {v / med['plain']:5.3f}x plain")
+ov = med["sonde sampling 100 Hz"] / med["plain"] - 1
+print(f"sonde sampling at 100 Hz: {100 * ov:+.1f} % over plain (target <= 5 %)")
 
 # the whole command: start, run, profile written
 tmp = tempfile.mkdtemp(prefix="sonde-bench-")

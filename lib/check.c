@@ -40,12 +40,14 @@ struct side {
 	double *v;
 	size_t n, cap;
 	bool totals; /* a trace function's total or self time over the run */
+	double all;  /* sampled: the profile's samples (v holds the function's share of them) */
 };
 
 struct sides {
 	struct side *s;
 	size_t n, cap;
 	json_t *index; /* key -> position */
+	double all;    /* sampled profiles: their samples */
 };
 
 static void sides_release(struct sides *s)
@@ -139,29 +141,37 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 	struct sonde_strbuf uid = SONDE_STRBUF_INIT, key = SONDE_STRBUF_INIT;
 	const char *coll = collector_of(p);
 	bool trace = coll && !strcmp(coll, "trace");
+	json_t *tr = json_object_get(sonde_profile__stats(p), "trace");
+	double all = (double)json_integer_value(json_object_get(tr, "samples"));
+	double weight = json_number_value(json_object_get(tr, "sample_weight_ns"));
+	bool sampled = json_is_integer(json_object_get(tr, "samples")) && all > 0 && weight > 0;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->index = json_object();
 	if (!out->index)
 		return -ENOMEM;
+	out->all = sampled ? all : 0;
 	for (i = 0; i < n && !rc; i++) {
 		json_t *fixed, *cols, *amount, *summary;
 		struct side *s;
 
 		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
 		summary = json_object_get(fixed, "summary");
-		if (trace && json_is_number(json_object_get(summary, "total"))) {
+		if ((sampled || trace) && json_is_number(json_object_get(summary, "total"))) {
 			static const char *const parts[] = { "total", "self" };
 
+			/* sampled: the function's shares of all the samples' weight */
 			for (j = 0; j < 2 && !rc; j++) {
 				rc = key_of(fixed, parts[j], &uid, &key);
 				if (!rc)
 					rc = side_of(out, key.buf, uid.buf, fixed, parts[j], &s);
 				if (!rc) {
-					s->totals = true;
+					s->all = sampled ? all : 0;
+					s->totals = !sampled;
 					rc = side_add(s, json_number_value(json_object_get(
-								 summary, parts[j])));
+								 summary, parts[j])) /
+								 (sampled ? weight : 1));
 				}
 			}
 			continue;
@@ -266,6 +276,40 @@ static void by_totals(const struct side *b, const struct side *t,
 		r->verdict = SONDE_NOT_ENOUGH_DATA; /* within what one run varies by */
 	else
 		r->verdict = classify(r->change, true, o);
+}
+
+/*
+ * A sampled function's share of the samples, one profile against the other:
+ * the two-proportion z-test with each profile's samples as its trials. A
+ * change of less than one point of share is no change, however significant.
+ */
+static void by_share(const struct side *b, const struct side *t,
+		     const struct sonde_check_options *o, struct sonde_check_result *r)
+{
+	double p1 = b->v[0], p2 = t->v[0], n1 = b->all, n2 = t->all;
+	double pool = (p1 * n1 + p2 * n2) / (n1 + n2);
+	double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2));
+
+	r->method = "share";
+	free(r->unit);
+	r->unit = strdup("% of samples");
+	r->baseline = 100 * p1;
+	r->target = 100 * p2;
+	r->change = p1 > 0 ? (p2 - p1) / p1 : NAN;
+	if (se > 0) {
+		r->p = erfc(fabs(p2 - p1) / se / sqrt(2));
+		r->confidence = 1 - r->p;
+	}
+	if (p1 > 0 && p2 > 0) {
+		double lr = sqrt((1 - p1) / (n1 * p1) + (1 - p2) / (n2 * p2));
+
+		r->ratio_low = p2 / p1 * exp(-1.959964 * lr);
+		r->ratio_high = p2 / p1 * exp(1.959964 * lr);
+	}
+	if (fabs(p2 - p1) < 0.01)
+		r->verdict = SONDE_NO_CHANGE;
+	else
+		r->verdict = classify(r->change, se > 0 && r->p < o->alpha, o);
 }
 
 static void by_average(const struct side *b, const struct side *t, struct sonde_check_result *r)
@@ -409,6 +453,15 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 		fill_names(r, sb ? sb : st, units);
 		r->n_baseline = sb ? sb->n : 0;
 		r->n_target = st ? st->n : 0;
+		if ((!sb && b.all > 0 && st->all > 0) || (!st && t.all > 0 && sb->all > 0)) {
+			/* sampled: a function no sample saw has a share of 0 */
+			static double zero;
+			struct side none = { .v = &zero, .n = 1 };
+
+			none.all = sb ? t.all : b.all;
+			by_share(sb ? sb : &none, st ? st : &none, &o, r);
+			continue;
+		}
 		if (!sb || !st) {
 			double v;
 
@@ -418,6 +471,10 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 				r->baseline = mean_of(sb->v, sb->n, &v);
 			if (st && st->n)
 				r->target = mean_of(st->v, st->n, &v);
+			continue;
+		}
+		if (sb->all > 0 && st->all > 0) {
+			by_share(sb, st, &o, r);
 			continue;
 		}
 		if (sb->totals && (m == SONDE_CHECK_AUTO || m == SONDE_CHECK_WELCH ||
@@ -491,4 +548,27 @@ void sonde_check__free(struct sonde_check_result *r, size_t n)
 		free(r[i].detail);
 	}
 	free(r);
+}
+
+size_t sonde_check__pair(const struct sonde_profile *baseline, struct sonde_profile *target)
+{
+	const char *cmd_a =
+		json_string_value(json_object_get(sonde_profile__header(baseline), "cmd"));
+	const char *cmd_b =
+		json_string_value(json_object_get(sonde_profile__header(target), "cmd"));
+	json_t *rtm = json_object_get(sonde_profile__root(target), "resource_type_map"), *x;
+	const char *key;
+	size_t n = 0;
+
+	if (!cmd_a || !cmd_b)
+		return 0;
+	json_object_foreach(rtm, key, x)
+	{
+		const char *uid = json_string_value(json_object_get(x, "uid"));
+
+		if (uid && !strcmp(uid, cmd_b) &&
+		    !json_object_set_new(x, "uid", json_string(cmd_a)))
+			n++;
+	}
+	return n;
 }

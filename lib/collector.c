@@ -15,10 +15,16 @@ extern const struct sonde_collector sonde_collector_python;
 extern const struct sonde_collector sonde_collector_memory;
 extern const struct sonde_collector sonde_collector_trace;
 extern const struct sonde_collector sonde_collector_counters;
+extern const struct sonde_collector sonde_collector_sample;
+extern const struct sonde_collector sonde_collector_system;
+extern const struct sonde_collector sonde_collector_sched;
+extern const struct sonde_collector sonde_collector_power;
 
 static const struct sonde_collector *const builtins[] = {
 	&sonde_collector_time,	   &sonde_collector_memory, &sonde_collector_trace,
-	&sonde_collector_counters, &sonde_collector_python, &sonde_collector_external,
+	&sonde_collector_counters, &sonde_collector_python, &sonde_collector_sample,
+	&sonde_collector_system,   &sonde_collector_sched,  &sonde_collector_power,
+	&sonde_collector_external,
 };
 
 const struct sonde_collector *const *sonde_collector__builtins(size_t *n)

@@ -104,6 +104,17 @@ int sonde_git__log(const char *dir, unsigned max, struct sonde_strbuf *out)
 	return rc > 0 ? -ENOENT : rc;
 }
 
+int sonde_git__ancestry(const char *dir, const char *commit, unsigned max, struct sonde_strbuf *out)
+{
+	char n[32];
+	const char *args[] = { "rev-list", "--topo-order", n, commit, "--", NULL };
+	int rc;
+
+	snprintf(n, sizeof(n), "--max-count=%u", max);
+	rc = run_git(dir, args, out);
+	return rc > 0 ? -ENOENT : rc;
+}
+
 int sonde_git__exclude(const char *dir, const char *pattern)
 {
 	const char *args[] = { "rev-parse", "--path-format=absolute", "--git-path", "info/exclude",

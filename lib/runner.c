@@ -629,6 +629,35 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 	}
 }
 
+/* Watch a running process that is not ours until it ends, the duration is over, or a signal. */
+static int watch(struct sonde_runner *r, struct sonde_run *out)
+{
+	int fd = (int)syscall(SYS_pidfd_open, r->o.attach_pid, 0), err = 0;
+	uint64_t until = r->o.duration_s > 0 ? sonde_clock_ns() + (uint64_t)(r->o.duration_s * 1e9)
+					     : UINT64_MAX;
+
+	if (fd < 0)
+		return -errno;
+	out->pid = r->o.attach_pid;
+	out->start_ns = sonde_clock_ns();
+	if (r->o.attach)
+		err = r->o.attach(out->pid, r->o.attach_ctx);
+	while (!err && !pending_signal) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		uint64_t now = sonde_clock_ns();
+		int wait_ms = now >= until		? 0
+			      : until - now > 100000000 ? 100
+							: (int)((until - now) / 1000000);
+
+		if (now >= until || poll(&pf, 1, wait_ms) > 0)
+			break;
+	}
+	out->end_ns = sonde_clock_ns();
+	out->interrupted_by = pending_signal;
+	close(fd);
+	return err;
+}
+
 int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 {
 	int pipes[4] = { -1, -1, -1, -1 }, err = 0, i;
@@ -636,6 +665,8 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 	size_t n;
 
 	memset(out, 0, sizeof(*out));
+	if (r->o.attach_pid > 0)
+		return watch(r, out);
 	if (r->o.output == SONDE_OUTPUT_CAPTURE &&
 	    (pipe2(pipes, O_CLOEXEC) < 0 || pipe2(pipes + 2, O_CLOEXEC) < 0)) {
 		err = -errno;

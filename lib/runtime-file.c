@@ -14,8 +14,12 @@
 char *sonde_runtime_file(const char *name)
 {
 	const char *env = getenv("SONDE_RUNTIME_DIR");
-	static const char *const rel[] = { "sonde/", "../runtime/memory/", "../runtime/trace/",
-					   "../runtime/spawn/", NULL };
+	static const char *const rel[] = { "sonde/",
+					   "../runtime/memory/",
+					   "../runtime/trace/",
+					   "../runtime/spawn/",
+					   "../runtime/sample/",
+					   NULL };
 	char *path = NULL, *copy, *dir;
 	Dl_info di;
 	size_t i;

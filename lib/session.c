@@ -7,11 +7,13 @@
  *  - every collector's cleanup() runs exactly once, in sonde_session__free().
  */
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@ struct sonde_collection {
 	unsigned long long dropped;
 	json_t *notes;
 	int stdout_fd;
+	bool preloads;		     /* it added a runtime to the target's LD_PRELOAD */
 	struct sonde_strbuf failure; /* set by sonde_collection__fail() */
 };
 
@@ -51,6 +54,7 @@ struct sonde_session {
 	struct sonde_outcome out;
 	uint64_t t0;
 	uint64_t busy_ns; /* time the target (and --prepare) ran */
+	char run_id[33];  /* 128 random bits in hex: the profiles of one collection */
 };
 
 /* ---- the collection helpers ---------------------------------------------------------- */
@@ -63,6 +67,11 @@ json_t *sonde_collection__params(struct sonde_collection *c)
 const struct sonde_collector *sonde_collection__collector(struct sonde_collection *c)
 {
 	return c->col;
+}
+
+bool sonde_collection__attaching(struct sonde_collection *c)
+{
+	return c->s->o.attach_pid > 0;
 }
 
 void *sonde_collection__priv(struct sonde_collection *c)
@@ -98,6 +107,7 @@ int sonde_collection__preload(struct sonde_collection *c, const char *path)
 
 	if (c->s->state != SONDE_SESSION_UNINITIALIZED)
 		return -EINVAL;
+	c->preloads = true;
 	if (p->len && sonde_strbuf__addch(p, ':'))
 		return -ENOMEM;
 	return sonde_strbuf__adds(p, path);
@@ -193,6 +203,27 @@ const char *sonde_collection__param_str(struct sonde_collection *c, const char *
 
 /* ---- the session --------------------------------------------------------------------- */
 
+/* 128 random bits as 32 hex digits (the clock and pid where getrandom cannot give them). */
+static void make_run_id(char out[33])
+{
+	unsigned char b[16];
+	size_t i;
+
+	if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
+		uint64_t t = sonde_clock_ns(), p = (uint64_t)getpid();
+
+		memcpy(b, &t, 8);
+		memcpy(b + 8, &p, 8);
+	}
+	for (i = 0; i < sizeof(b); i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+const char *sonde_session__run_id(const struct sonde_session *s)
+{
+	return s->run_id;
+}
+
 struct sonde_session *sonde_session__new(const struct sonde_session_opts *opts)
 {
 	struct sonde_session *s;
@@ -212,6 +243,7 @@ struct sonde_session *sonde_session__new(const struct sonde_session_opts *opts)
 	s->setenv = json_object();
 	s->stdout_fd = -1;
 	sonde_strbuf__init(&s->preload);
+	make_run_id(s->run_id);
 	if (!s->setenv) {
 		free(s);
 		errno = ENOMEM;
@@ -367,6 +399,24 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 		sonde_strbuf__adds(err, s->ncols ? "session already prepared" : "no collector");
 		return -EINVAL;
 	}
+	if (s->o.attach_pid > 0) { /* one run, watched: nothing to start or repeat */
+		for (i = 0; i < s->ncols; i++)
+			if (!(s->cols[i].col->flags & SONDE_COLLECTOR_ATTACHES)) {
+				sonde_strbuf__addf(err,
+						   "the %s collector cannot attach to a running "
+						   "process (-p); collectors that can: sample",
+						   s->cols[i].col->name);
+				return -EINVAL;
+			}
+		if (kill(s->o.attach_pid, 0) < 0 && errno == ESRCH) {
+			sonde_strbuf__addf(err, "no process %d", (int)s->o.attach_pid);
+			return -ESRCH;
+		}
+		s->o.repeat = 1;
+		s->o.warmup = 0;
+		s->o.prepare = NULL;
+		s->o.param_values = NULL;
+	}
 	/* Refuse a command that cannot run before anything else happens. */
 	path = sonde_runner__resolve(s->o.argv[0]);
 	if (!path) {
@@ -396,6 +446,21 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 		}
 		if (!s->o.repeat && (c->col->flags & SONDE_COLLECTOR_ONE_RUN))
 			s->o.repeat = 1;
+	}
+	/* two runtimes in one target would each measure the other's work */
+	for (i = 0; i < s->ncols; i++) {
+		size_t j;
+
+		for (j = i + 1; j < s->ncols && s->cols[i].preloads; j++)
+			if (s->cols[j].preloads) {
+				sonde_strbuf__addf(err,
+						   "the %s and %s collectors cannot share a run: "
+						   "each preloads its runtime into the target, and "
+						   "each would measure the other's work; collect "
+						   "them in separate runs",
+						   s->cols[i].col->name, s->cols[j].col->name);
+				return -EINVAL;
+			}
 	}
 	rc = build_env(s);
 	if (rc)
@@ -462,19 +527,28 @@ static char **substitute(char *const *argv, const char *name, const char *value)
 	return v;
 }
 
+/*
+ * Start every collector on the new target: first those that must attach before
+ * its exec (attaching can take tens of ms: BPF programs), then the others, so
+ * that what these sample starts as close to the exec as it can.
+ */
 static int attach_all(pid_t pid, void *ctx)
 {
 	struct sonde_session *s = ctx;
 	size_t i;
-	int rc;
+	int pass, rc;
 
-	for (i = 0; i < s->ncols; i++) {
-		struct sonde_collection *c = &s->cols[i];
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < s->ncols; i++) {
+			struct sonde_collection *c = &s->cols[i];
+			bool early = c->col->flags & SONDE_COLLECTOR_NEEDS_BARRIER;
 
-		rc = c->col->start ? c->col->start(c, pid) : 0;
-		if (rc)
-			return rc;
-	}
+			if (early != (pass == 0))
+				continue;
+			rc = c->col->start ? c->col->start(c, pid) : 0;
+			if (rc)
+				return rc;
+		}
 	return 0;
 }
 
@@ -535,6 +609,8 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 	ro.own_rss = s->own_rss;
 	ro.attach = attach_all;
 	ro.attach_ctx = s;
+	ro.attach_pid = s->o.attach_pid;
+	ro.duration_s = s->o.duration_s;
 	r = sonde_runner__new(&ro);
 	if (!r) {
 		rc = -errno;
@@ -581,7 +657,13 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		progress(s, *done, *total, warm, value);
 		rc = sonde_runner__run(r, &run);
 		if (rc) {
-			sonde_strbuf__addf(err, "cannot run '%s': %s", argv[0], strerror(-rc));
+			/* a collector that could not attach says why */
+			for (k = 0; k < s->ncols && !err->len; k++)
+				if (s->cols[k].failure.len)
+					sonde_strbuf__adds(err, s->cols[k].failure.buf);
+			if (!err->len)
+				sonde_strbuf__addf(err, "cannot run '%s': %s", argv[0],
+						   strerror(-rc));
 			break;
 		}
 		s->busy_ns += run.end_ns - run.start_ns;
@@ -805,6 +887,14 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 		wl = json_string("");
 	}
 	rc |= sonde_profile__set(h, "workload", wl);
+	rc |= sonde_profile__set(h, "run_id", json_string(s->run_id));
+	if (s->ncols > 1) {
+		json_t *names = json_array();
+
+		for (i = 0; i < s->ncols; i++)
+			json_array_append_new(names, json_string(s->cols[i].col->name));
+		rc |= sonde_profile__set(md, "run_collectors", names);
+	}
 	for (u = c->col->units; u && u[0] && u[1]; u += 2)
 		rc |= sonde_profile__set(units, u[0], json_string(u[1]));
 	rc |= sonde_profile__set(ci, "name", json_string(c->col->name));

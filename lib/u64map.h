@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 
 #define U64MAP_EMPTY UINT64_MAX
 
@@ -144,6 +145,26 @@ static inline bool u64map__take(struct u64map *m, uint64_t key, uint64_t *val)
 	m->k[i] = U64MAP_EMPTY;
 	m->n--;
 	return true;
+}
+
+/*
+ * An array of structs indexed by key through m: *pos is key's element,
+ * appended zero-filled (and m told) when key is new. 0 or -ENOMEM.
+ */
+static inline int u64map__element(struct u64map *m, uint64_t key, void **arr, size_t *n,
+				  size_t *cap, size_t size, size_t *pos)
+{
+	uint64_t i;
+
+	if (u64map__get(m, key, &i)) {
+		*pos = (size_t)i;
+		return 0;
+	}
+	if (sonde_grow(arr, cap, *n + 1, size) || u64map__put(m, key, *n))
+		return -ENOMEM;
+	memset((char *)*arr + *n * size, 0, size);
+	*pos = (*n)++;
+	return 0;
 }
 
 #endif

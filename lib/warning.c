@@ -40,6 +40,11 @@ static const struct sonde_warning_info warnings[SONDE_WARN__COUNT] = {
 				 "find what differs between the two kinds of run (caches, CPU "
 				 "frequency, which core, the input) and fix it, or measure each "
 				 "kind apart" },
+	[SONDE_WARN_EVENTS_MISSED] = { "events-missed",
+				       "the kernel skips some calls to a tracepoint's programs "
+				       "while another tracer attaches to it or detaches from it: "
+				       "do not start or stop perf, bpftrace or another sonde "
+				       "during the run" },
 };
 
 const struct sonde_warning_info *sonde_warning__info(enum sonde_warning w)

@@ -3,12 +3,48 @@
  * with generated help, and profile names (path, N@p, N@i).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "cli.h"
+
+pid_t cli_spawn(const char *dir, char *const *argv, const char *out, const char *env)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = out ? open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		signal(SIGINT, SIG_DFL);
+		if ((dir && chdir(dir) < 0) || (env && putenv((char *)env)))
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int cli_run(const char *dir, char *const *argv, const char *out, const char *env)
+{
+	int status;
+	pid_t pid = cli_spawn(dir, argv, out, env);
+
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 /* ---- global options: before the command or among its options -------------------------- */
 

@@ -109,6 +109,15 @@ int cli_emit(int rc, struct sonde_strbuf *sb, FILE *out);
 /* Write buf atomically to path (or stdout for NULL / "-"). Returns 0 or -errno. */
 int cli_write_output(const char *path, const char *buf, size_t len);
 
+/*
+ * Start argv (found in PATH) in dir (NULL: here), with env ("NAME=VALUE", or
+ * NULL) added to its environment and its stdout and stderr appended to out
+ * (NULL: inherited). Returns the child, or -1.
+ */
+pid_t cli_spawn(const char *dir, char *const *argv, const char *out, const char *env);
+/* cli_spawn, then wait: its exit status, 128 + the signal that ended it, -1 if it never ran. */
+int cli_run(const char *dir, char *const *argv, const char *out, const char *env);
+
 /* The command table of sonde.c (for `sonde help`). */
 const struct cli_command *cli_commands(size_t *n);
 int cmd_help(int argc, char **argv);
@@ -127,5 +136,9 @@ int cmd_show(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_utils(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+/* `sonde collect bounds` (cmd-collect-bounds.c): argv[1] is "bounds". */
+int collect_bounds(int argc, char **argv);
 
 #endif

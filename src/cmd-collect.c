@@ -2,7 +2,9 @@
  * cmd-collect.c - `sonde collect COLLECTOR [options] -- CMD [ARGS...]`.
  *
  * Runs the command under one collector (built-in, --plugin PATH or --external
- * EXE) and writes its profile: to -o FILE, else to .sonde/jobs/ inside an
+ * EXE), or several built-ins joined by '+' on the same runs, and writes a
+ * profile per collector: to -o FILE (FILE-COLLECTOR.json when there are
+ * several), else to .sonde/jobs/ inside an
  * initialised tree, else to the current directory, named
  * BIN-COLLECTOR[-WORKLOAD]-YYYY-MM-DD-HH-MM-SS.json. The profile is written
  * whatever happened to the runs (failure, crash, timeout, SIGINT): the runs
@@ -22,14 +24,17 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: sonde collect COLLECTOR [options] [--] CMD [ARGS...]\n"
+	"usage: sonde collect COLLECTOR[+COLLECTOR...] [options] [--] CMD [ARGS...]\n"
 	"       sonde collect COLLECTOR [options] -- CMD_A [ARGS...] ::: CMD_B [ARGS...]...\n"
 	"       sonde collect --plugin PATH [options] [--] CMD [ARGS...]\n"
 	"       sonde collect --external EXE [options] [--] CMD [ARGS...]\n"
 	"\n"
 	"Run CMD under a collector and write its profile. Collectors: time, memory, trace,\n"
-	"counters, external;\n"
-	"'sonde collect COLLECTOR --help' also lists the collector's own options.\n"
+	"counters, sample, python, system, sched, power, external. With several joined by\n"
+	"'+' (time+system+sched) the runs carry them all at once, on one clock: each\n"
+	"writes its own profile, and the profiles share a run id (sonde export RUN\n"
+	"--format perfetto lays them on one timeline). An option that two of them have\n"
+	"applies to both. 'sonde collect COLLECTOR --help' also lists its own options.\n"
 	"With ':::' between commands, each is measured in turn into its own profile and\n"
 	"each later one is compared with the first (\"B ran 1.31 ± 0.05 × slower than A\",\n"
 	"and the verdict of sonde check).";
@@ -37,7 +42,8 @@ static const char usage[] =
 struct collect_opts {
 	long long warmup, repeat;
 	const char *prepare, *parameter, *input, *out_file, *plugin, *external;
-	double timeout;
+	double timeout, duration;
+	long long pid;
 	bool ignore_failure, show_output, discard_output, capture_output;
 };
 
@@ -261,12 +267,36 @@ static void describe_status(struct sonde_strbuf *sb, int status)
 
 /* ---- the command ---------------------------------------------------------------------- */
 
-static const struct sonde_collector *pick_collector(int argc, char **argv, const char **name,
-						    int *skip, int *code)
+#define MAX_COLLECTORS	8
+#define COLLECTOR_NAMES collector_names()
+
+/* The built-in collectors' names, for messages: "time, memory, ..., external". */
+static const char *collector_names(void)
+{
+	static char buf[256];
+	const struct sonde_collector *const *b;
+	size_t n, i, len = 0;
+
+	if (buf[0])
+		return buf;
+	b = sonde_collector__builtins(&n);
+	for (i = 0; i < n && len < sizeof(buf); i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? ", " : "",
+					b[i]->name);
+	return buf;
+}
+
+/*
+ * The collectors named by argv[1]: one, or several joined by '+' (time+system+sched),
+ * or a plugin or external collector (alone). Returns how many, or 0 with *code set
+ * (-1: none named, for help or usage to decide).
+ */
+static size_t pick_collectors(int argc, char **argv, const struct sonde_collector **cols, int *skip,
+			      int *code)
 {
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
-	const struct sonde_collector *col;
-	const char *plugin = NULL;
+	const char *plugin = NULL, *w, *plus;
+	size_t n = 0, k;
 	int i;
 
 	*skip = 0;
@@ -275,48 +305,172 @@ static const struct sonde_collector *pick_collector(int argc, char **argv, const
 			plugin = argv[i] + 9;
 		else if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
 			plugin = argv[i + 1];
-		else if (!strcmp(argv[i], "--external") || !strncmp(argv[i], "--external=", 11))
-			return sonde_collector__find("external");
+		else if (!strcmp(argv[i], "--external") || !strncmp(argv[i], "--external=", 11)) {
+			cols[0] = sonde_collector__find("external");
+			return 1;
+		}
 		if (argv[i][0] != '-' && !plugin && i == 1)
 			break;
 	}
 	if (plugin) {
-		col = sonde_collector__load_plugin(plugin, &err);
-		if (!col) {
+		cols[0] = sonde_collector__load_plugin(plugin, &err);
+		if (!cols[0]) {
 			cli_error("collect", "%s", err.buf);
 			*code = EXIT_FAILURE_;
 		}
 		sonde_strbuf__release(&err);
-		return col;
+		return cols[0] ? 1 : 0;
 	}
 	if (argc < 2 || argv[1][0] == '-') {
 		*code = -1; /* no collector: help or usage, decided by the caller */
-		return NULL;
+		return 0;
 	}
-	*name = argv[1];
 	*skip = 1;
-	col = sonde_collector__find(argv[1]);
-	if (!col)
-		*code = cli_usage("collect",
-				  "unknown collector '%s' (collectors: time, memory, trace, "
-				  "counters, external)",
-				  argv[1]);
-	return col;
+	for (w = argv[1];; w = plus + 1) {
+		char name[64];
+		size_t len;
+
+		plus = strchr(w, '+');
+		len = plus ? (size_t)(plus - w) : strlen(w);
+		snprintf(name, sizeof(name), "%.*s", (int)(len < 63 ? len : 63), w);
+		if (n == MAX_COLLECTORS) {
+			*code = cli_usage("collect", "at most %d collectors in one run",
+					  MAX_COLLECTORS);
+			return 0;
+		}
+		cols[n] = sonde_collector__find(name);
+		if (!cols[n] || !strcmp(name, "external")) {
+			*code = cli_usage("collect",
+					  !cols[n] ? "unknown collector '%s' (collectors: %s)"
+						   : "the %s collector runs alone (collectors: %s)",
+					  name, COLLECTOR_NAMES);
+			return 0;
+		}
+		for (k = 0; k < n; k++)
+			if (cols[k] == cols[n]) {
+				*code = cli_usage("collect", "the %s collector is named twice",
+						  name);
+				return 0;
+			}
+		n++;
+		if (!plus)
+			break;
+	}
+	return n;
+}
+
+/* Whether opts (nested groups included) has an option whose params key is name. */
+static bool has_option(const struct sonde_option *opts, const char *name)
+{
+	for (; opts && opts->type != SONDE_OPT_END; opts++)
+		if (opts->type == SONDE_OPT_GROUP
+			    ? has_option(opts->sub, name)
+			    : opts->long_name && !strcmp(opts->long_name, name))
+			return true;
+	return false;
+}
+
+/* Collector k's params: all that were given, less the options only the others have. */
+static json_t *params_of(json_t *params, const struct sonde_collector *const *cols, size_t n,
+			 size_t k)
+{
+	json_t *mine = json_copy(params), *v;
+	const char *key;
+	void *tmp;
+	size_t j;
+
+	json_object_foreach_safe(params, tmp, key, v)
+	{
+		if (has_option(cols[k]->options, key))
+			continue;
+		for (j = 0; j < n; j++)
+			if (j != k && has_option(cols[j]->options, key))
+				json_object_del(mine, key);
+	}
+	return mine;
 }
 
 static int profile_stdout = -1; /* -o -: the real stdout while the runs use stderr */
 static char *last_written;	/* the path of the profile finish() wrote (for :::) */
 
-static int finish(struct sonde_session *s, const struct collect_opts *o, char **argv,
-		  const char *col_name, char **values, int *capture_fd, char **capture_tmp,
-		  bool broken)
+/*
+ * Where collector name's profile goes: -o FILE, or with several collectors in
+ * the run FILE with -NAME before its extension (run.json: run-sched.json);
+ * else the default path.
+ */
+static char *profile_path(const struct collect_opts *o, char **argv, const char *name,
+			  char **values, size_t ncols)
+{
+	char *path = NULL;
+	size_t stem;
+
+	if (!o->out_file)
+		return default_path(argv[0], name, values);
+	if (ncols == 1)
+		return strdup(o->out_file);
+	stem = strlen(o->out_file) - sonde_profile__extension(o->out_file);
+	if (!sonde_profile__extension(o->out_file))
+		return asprintf(&path, "%s-%s.json", o->out_file, name) < 0 ? NULL : path;
+	return asprintf(&path, "%.*s-%s%s", (int)stem, o->out_file, name, o->out_file + stem) < 0
+		       ? NULL
+		       : path;
+}
+
+/* Keep the captured output beside the first profile (PROFILE.out); every profile names it. */
+static void keep_capture(struct sonde_session *s, const char *path, int *capture_fd,
+			 char **capture_tmp)
+{
+	char *out_name = NULL;
+	size_t stem = strlen(path) - sonde_profile__extension(path), k;
+
+	if (asprintf(&out_name, "%.*s.out", (int)stem, path) >= 0 &&
+	    (**capture_tmp ? rename(*capture_tmp, out_name)
+			   : sonde_file__publish(*capture_fd, out_name)) == 0) {
+		char *b = strdup(out_name);
+
+		for (k = 0; b && k < sonde_session__profile_count(s); k++)
+			sonde_profile__set(sonde_profile__metadata(sonde_session__profile(s, k)),
+					   "captured_output", json_string(basename(b)));
+		free(b);
+	} else if (**capture_tmp) {
+		unlink(*capture_tmp);
+	}
+	close(*capture_fd);
+	*capture_fd = -1;
+	free(*capture_tmp);
+	*capture_tmp = NULL;
+	free(out_name);
+}
+
+/* The collector's own view of p, and what it warns of; else the table (and its). */
+static void print_view(struct sonde_profile *p, FILE *rep)
+{
+	struct sonde_strbuf v = SONDE_STRBUF_INIT;
+	int vr = sonde_view__counters(p, SONDE_VIEW_TEXT, &v);
+
+	if (vr == -EINVAL)
+		vr = sonde_view__sched(p, SONDE_VIEW_TEXT, &v);
+	if (vr == -EINVAL)
+		vr = sonde_view__system(p, SONDE_VIEW_TEXT, &v);
+	if (vr == -EINVAL)
+		vr = sonde_view__memory(p, SONDE_VIEW_TEXT, 10, &v);
+	if (vr == -EINVAL)
+		vr = sonde_view__trace_report(p, SONDE_VIEW_TEXT, "total", 10, &v);
+	if (vr == -EINVAL)
+		vr = sonde_view__table(p, SONDE_VIEW_TEXT, &v);
+	cli_emit(vr, &v, rep);
+	cli_print_warnings(p, rep, false); /* notes went to stderr */
+}
+
+static int finish(struct sonde_session *s, const struct collect_opts *o, char **argv, char **values,
+		  int *capture_fd, char **capture_tmp, bool broken)
 {
 	const struct sonde_outcome *out = sonde_session__outcome(s);
-	struct sonde_strbuf err = SONDE_STRBUF_INIT;
-	struct sonde_profile *p;
-	char *path, *used = NULL, *buf;
-	size_t len;
-	FILE *rep;
+	struct sonde_strbuf err = SONDE_STRBUF_INIT, written = SONDE_STRBUF_INIT;
+	size_t ncols = sonde_session__profile_count(s), k;
+	bool quiet_view = cli_quiet() || broken || out->stopped_on_failure || out->interrupted_by;
+	char *first = NULL;
+	FILE *rep = stderr; /* as perf stat: stdout is the target's (or the profile's, -o -) */
 	int rc, code = EXIT_OK;
 
 	rc = sonde_session__after(s, &err);
@@ -325,81 +479,74 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		sonde_strbuf__release(&err);
 		return cli_exit_code(rc);
 	}
-	p = sonde_session__profile(s, 0);
-	path = o->out_file ? strdup(o->out_file) : default_path(argv[0], col_name, values);
-	if (*capture_tmp) {
-		char *out_name = NULL;
-		size_t stem = strlen(path) - sonde_profile__extension(path);
+	for (k = 0; k < ncols; k++) {
+		struct sonde_profile *p = sonde_session__profile(s, k);
+		const char *name = json_string_value(
+			json_object_get(sonde_profile__collector_info(p), "name"));
+		char *path = profile_path(o, argv, name ? name : "profile", values, ncols);
+		char *used = NULL, *buf;
+		size_t len;
 
-		if (asprintf(&out_name, "%.*s.out", (int)stem, path) >= 0 &&
-		    (**capture_tmp ? rename(*capture_tmp, out_name)
-				   : sonde_file__publish(*capture_fd, out_name)) == 0) {
-			char *b = strdup(out_name);
-
-			sonde_profile__set(sonde_profile__metadata(p), "captured_output",
-					   json_string(basename(b)));
-			free(b);
-		} else if (**capture_tmp) {
-			unlink(*capture_tmp);
+		if (!path) {
+			rc = -ENOMEM;
+		} else {
+			if (!k && *capture_tmp)
+				keep_capture(s, path, capture_fd, capture_tmp);
+			buf = sonde_profile__dump(p, &len);
+			if (!buf) {
+				rc = -ENOMEM;
+			} else {
+				buf[len] = '\n';
+				rc = sonde_file__write_data(path, buf, len + 1,
+							    o->out_file ? 0 : SONDE_FILE_NEW,
+							    &used);
+				free(buf);
+			}
 		}
-		close(*capture_fd);
-		*capture_fd = -1;
-		free(*capture_tmp);
-		*capture_tmp = NULL;
-		free(out_name);
-	}
-	/* as perf stat: stdout is the target's (or the profile's, -o -), the report stderr's */
-	rep = stderr;
-	buf = sonde_profile__dump(p, &len);
-	if (!buf) {
-		rc = -ENOMEM;
-	} else {
-		buf[len] = '\n';
-		rc = sonde_file__write_data(path, buf, len + 1, o->out_file ? 0 : SONDE_FILE_NEW,
-					    &used);
-		free(buf);
-	}
-	if (rc) {
-		cli_error("collect", "cannot write profile '%s': %s", path, strerror(-rc));
+		if (rc) {
+			cli_error("collect", "cannot write profile '%s': %s", path ? path : name,
+				  strerror(-rc));
+			free(path);
+			free(first);
+			sonde_strbuf__release(&err);
+			sonde_strbuf__release(&written);
+			return EXIT_FAILURE_;
+		}
+		if (!quiet_view) {
+			if (ncols > 1)
+				fprintf(rep, "%s== %s ==\n", k ? "\n" : "", name);
+			print_view(p, rep);
+		}
+		sonde_strbuf__addf(&written, "%s'%s'", k ? ", " : "", used ? used : path);
+		if (!first)
+			first = strdup(used ? used : path);
+		free(used);
 		free(path);
-		sonde_strbuf__release(&err);
-		return EXIT_FAILURE_;
 	}
-	if (!cli_quiet() && !broken && !out->stopped_on_failure && !out->interrupted_by) {
-		/* the collector's own view, and what it warns of; else the table (and its) */
-		struct sonde_strbuf v = SONDE_STRBUF_INIT;
-		int vr = sonde_view__counters(p, SONDE_VIEW_TEXT, &v);
-
-		if (vr == -EINVAL)
-			vr = sonde_view__memory(p, SONDE_VIEW_TEXT, 10, &v);
-		if (vr == -EINVAL)
-			vr = sonde_view__trace_report(p, SONDE_VIEW_TEXT, "total", 10, &v);
-		if (vr == -EINVAL)
-			vr = sonde_view__table(p, SONDE_VIEW_TEXT, &v);
-		cli_emit(vr, &v, rep);
-		cli_print_warnings(p, rep, false); /* notes went to stderr */
-	}
-	sonde_strbuf__reset(&err);
 	if (out->interrupted_by) {
-		cli_error("collect", "interrupted by %s after %u run(s); profile written to '%s'",
-			  strsignal(out->interrupted_by), out->runs, used ? used : path);
+		cli_error("collect", "interrupted by %s after %u run(s); profile%s written to %s",
+			  strsignal(out->interrupted_by), out->runs, ncols > 1 ? "s" : "",
+			  written.buf);
 		code = EXIT_INTERRUPTED;
 	} else if (out->stopped_on_failure) {
 		describe_status(&err, out->failure_status);
 		cli_error("collect",
-			  "'%s' %s%s in run %u; profile written to '%s' (use --ignore-failure to "
+			  "'%s' %s%s in run %u; profile%s written to %s (use --ignore-failure to "
 			  "measure failing runs)",
 			  argv[0], out->timed_out ? "timed out and " : "", err.buf,
-			  out->failure_run, used ? used : path);
+			  out->failure_run, ncols > 1 ? "s" : "", written.buf);
 		code = EXIT_FAILURE_;
 	} else if (!cli_quiet()) {
-		fprintf(rep, "profile written to '%s'\n", used ? used : path);
+		if (ncols > 1)
+			fprintf(rep, "\nrun %s: profiles written to %s\n", sonde_session__run_id(s),
+				written.buf);
+		else
+			fprintf(rep, "profile written to %s\n", written.buf);
 	}
 	free(last_written);
-	last_written = strdup(used ? used : path);
+	last_written = first;
 	sonde_strbuf__release(&err);
-	free(used);
-	free(path);
+	sonde_strbuf__release(&written);
 	return code;
 }
 
@@ -432,16 +579,12 @@ static int real_times(const struct sonde_profile *p, double *mean, double *sd)
  */
 static const char *verdict_of(const struct sonde_profile *a, struct sonde_profile *b)
 {
-	const char *cmd_a = json_string_value(json_object_get(sonde_profile__header(a), "cmd"));
 	struct sonde_check_options co = { 0 };
 	struct sonde_check_result *r = NULL;
 	const char *v = NULL;
-	json_t *rtm, *x;
-	const char *key;
 	size_t n = 0, i;
 
-	rtm = json_object_get(sonde_profile__root(b), "resource_type_map");
-	json_object_foreach(rtm, key, x) json_object_set_new(x, "uid", json_string(cmd_a));
+	sonde_check__pair(a, b);
 	if (!sonde_check__compare(a, b, &co, &r, &n))
 		for (i = 0; i < n; i++)
 			if (r[i].subtype && !strcmp(r[i].subtype, "real")) {
@@ -554,6 +697,9 @@ int cmd_collect(int argc, char **argv)
 {
 	int i, dashdash = -1;
 
+	if (argc >= 2 && !strcmp(argv[1], "bounds")) /* sources, not a run */
+		return collect_bounds(argc, argv);
+
 	/* CMD_A ::: CMD_B (after --): one series per command, then the comparison */
 	for (i = 1; i < argc; i++) {
 		if (dashdash < 0 && !strcmp(argv[i], "--"))
@@ -593,6 +739,12 @@ static int cmd_collect_one(int argc, char **argv)
 		{ SONDE_OPT_STRING, 'o', "output", &o.out_file, "FILE",
 		  "write the profile to FILE (-: to stdout; the command's output then goes to "
 		  "stderr)" },
+		{ SONDE_OPT_INT, 'p', "pid", &o.pid, "PID",
+		  "attach to the running process PID instead of starting a command (sample); "
+		  "detach when it exits, after --duration, or at Ctrl-C, leaving it running",
+		  1, 4194304 },
+		{ SONDE_OPT_DURATION, 0, "duration", &o.duration, NULL,
+		  "-p: watch for DURATION (10s, 2m; plain: seconds), then detach", 0, 1e9 },
 		{ SONDE_OPT_STRING, 0, "plugin", &o.plugin, "PATH",
 		  "use the collector of a plugin (a shared object)" },
 		{ SONDE_OPT_STRING, 0, "external", &o.external, "EXE",
@@ -600,35 +752,40 @@ static int cmd_collect_one(int argc, char **argv)
 		  "COLLECTORS)" },
 		{ .type = SONDE_OPT_END },
 	};
-	struct sonde_option table[4] = { 0 };
+	struct sonde_option table[MAX_COLLECTORS + 2] = { 0 };
+	static char headings[MAX_COLLECTORS][96];
 	struct sonde_session_opts so = { .sz = sizeof(so) };
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
-	const struct sonde_collector *col;
-	const char *col_name = NULL;
+	const struct sonde_collector *cols[MAX_COLLECTORS], *col;
+	size_t ncols, t = 1;
+	const char *spec;
 	char *pname = NULL, **values = NULL, *capture_tmp = NULL, *probe;
 	json_t *params = json_object();
 	struct sonde_session *s = NULL;
 	int skip, first, code = EXIT_OK, rc, capture_fd = -1;
 	size_t i;
 
-	col = pick_collector(argc, argv, &col_name, &skip, &code);
-	if (!col && code != -1) {
+	ncols = pick_collectors(argc, argv, cols, &skip, &code);
+	if (!ncols && code != -1) {
 		json_decref(params);
 		return code;
 	}
+	col = ncols ? cols[0] : NULL;
 	snprintf(repeat_help, sizeof(repeat_help), "measure N runs (default: %s)",
-		 !col					? "1 for memory, trace and counters; time: "
-							  "at least 10 runs and 3 s"
-		 : col->flags & SONDE_COLLECTOR_ONE_RUN ? "1"
-							: "at least 10 runs and 3 s");
+		 !col ? "1 for memory, trace and counters; time: "
+			"at least 10 runs and 3 s"
+		 : ncols > 1 || col->flags & SONDE_COLLECTOR_ONE_RUN ? "1"
+								     : "at least 10 runs and 3 s");
 	table[0] = (struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL, NULL, 0, 0, NULL,
 					  common };
-	if (col && col->options && col->options[0].type != SONDE_OPT_END) {
-		static char heading[128];
-
-		snprintf(heading, sizeof(heading), "options of the %s collector", col->name);
-		table[1] = (struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL,
-						  heading,	   0, 0,    NULL, col->options };
+	for (i = 0; i < ncols; i++) {
+		if (!cols[i]->options || cols[i]->options[0].type == SONDE_OPT_END)
+			continue;
+		snprintf(headings[i], sizeof(headings[i]), "options of the %s collector",
+			 cols[i]->name);
+		table[t++] =
+			(struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL,
+					       headings[i],	0, 0,	 NULL, cols[i]->options };
 	}
 	first = cli_parse("collect", usage, table, argc - 1 - skip, argv + 1 + skip, 0, params,
 			  &code);
@@ -638,19 +795,43 @@ static int cmd_collect_one(int argc, char **argv)
 	}
 	if (!col) {
 		json_decref(params);
-		return cli_usage("collect",
-				 "which collector? (collectors: time, memory, trace, counters, "
-				 "external)");
+		return cli_usage("collect", "which collector? (collectors: %s)", COLLECTOR_NAMES);
 	}
-	col_name = col->name;
+	spec = skip ? argv[1] : col->name;
 	argv += 1 + skip + first;
 	argc -= 1 + skip + first;
+	if (o.pid && argc > 0) {
+		json_decref(params);
+		return cli_usage("collect", "-p attaches to a running process: give no command");
+	}
+	if (o.duration && !o.pid) {
+		json_decref(params);
+		return cli_usage("collect", "--duration goes with -p PID");
+	}
+	if (o.pid) { /* the process's executable stands for the command */
+		static char exe[4096];
+		static char *pid_argv[2] = { exe, NULL };
+		char link[64];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/%lld/exe", o.pid);
+		n = readlink(link, exe, sizeof(exe) - 1);
+		if (n <= 0) {
+			json_decref(params);
+			cli_error("collect", "cannot attach to process %lld: %s", o.pid,
+				  errno == ENOENT ? "no such process" : strerror(errno));
+			return errno == ENOENT ? EXIT_NOTFOUND : EXIT_FAILURE_;
+		}
+		exe[n] = 0;
+		argv = pid_argv;
+		argc = 1;
+	}
 	if (argc < 1) {
 		json_decref(params);
 		return cli_usage("collect",
 				 "which command? give it after the options: "
 				 "sonde collect %s -- CMD",
-				 col_name);
+				 spec);
 	}
 	/* collector_info.params: every option the user gave, and the external's path. */
 	if (o.external)
@@ -663,7 +844,14 @@ static int cmd_collect_one(int argc, char **argv)
 				 "NAME=A..B:STEP",
 				 o.parameter);
 	}
-	probe = o.out_file ? strdup(o.out_file) : default_path(argv[0], col_name, values);
+	if (ncols > 1 && o.out_file && !strcmp(o.out_file, "-")) {
+		code = cli_usage("collect",
+				 "-o - writes one profile to stdout, and %s makes %zu: "
+				 "give -o FILE (each is FILE-COLLECTOR.json)",
+				 spec, ncols);
+		goto out;
+	}
+	probe = profile_path(&o, argv, col->name, values, ncols);
 	rc = probe ? check_writable(probe) : -ENOMEM;
 	if (rc) {
 		cli_error("collect", "cannot write the profile to '%s': %s", probe, strerror(-rc));
@@ -697,17 +885,24 @@ static int cmd_collect_one(int argc, char **argv)
 	so.timeout_s = o.timeout;
 	so.input = o.input;
 	/* time discards the command's output, as hyperfine does; the others show it */
-	so.output = o.capture_output		? SONDE_OUTPUT_CAPTURE
-		    : o.discard_output		? SONDE_OUTPUT_SUPPRESS
-		    : o.show_output		? SONDE_OUTPUT_DEFAULT
-		    : !strcmp(col_name, "time") ? SONDE_OUTPUT_SUPPRESS
-						: SONDE_OUTPUT_DEFAULT;
+	so.output = o.capture_output			       ? SONDE_OUTPUT_CAPTURE
+		    : o.discard_output			       ? SONDE_OUTPUT_SUPPRESS
+		    : o.show_output			       ? SONDE_OUTPUT_DEFAULT
+		    : ncols == 1 && !strcmp(col->name, "time") ? SONDE_OUTPUT_SUPPRESS
+							       : SONDE_OUTPUT_DEFAULT;
 	so.capture_fd = capture_fd;
 	so.ignore_failure = o.ignore_failure;
+	so.attach_pid = (pid_t)o.pid;
+	so.duration_s = o.duration;
 	if (!cli_quiet() && isatty(2))
 		so.progress = draw_progress;
 	s = sonde_session__new(&so);
-	if (!s || sonde_session__add(s, col, json_incref(params))) {
+	for (i = 0; s && i < ncols; i++)
+		if (sonde_session__add(s, cols[i],
+				       ncols == 1 ? json_incref(params)
+						  : params_of(params, cols, ncols, i)))
+			break;
+	if (!s || i < ncols) {
 		cli_error("collect", "out of memory");
 		code = EXIT_FAILURE_;
 		goto out;
@@ -744,11 +939,12 @@ static int cmd_collect_one(int argc, char **argv)
 	if (rc) {
 		/* Nothing measured can be trusted if the runner broke; still keep the runs. */
 		cli_error("collect", "%s", err.buf);
-		finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp, true);
+		if (sonde_session__outcome(s)->runs || sonde_session__outcome(s)->warmups)
+			finish(s, &o, argv, values, &capture_fd, &capture_tmp, true);
 		code = rc < 0 ? cli_exit_code(rc) : EXIT_FAILURE_; /* 3: a missing capability */
 		goto out;
 	}
-	code = finish(s, &o, argv, col_name, values, &capture_fd, &capture_tmp, false);
+	code = finish(s, &o, argv, values, &capture_fd, &capture_tmp, false);
 out:
 	if (capture_tmp) {
 		close(capture_fd);

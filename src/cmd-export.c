@@ -1,29 +1,39 @@
 /*
- * cmd-export.c - `sonde export PROFILE --format folded|csv|json|perfetto [-o FILE]`.
+ * cmd-export.c - `sonde export PROFILE --format folded|csv|json|perfetto [-o FILE]`,
+ * and `sonde export RUN|PROFILE... --format perfetto`: the profiles of one run
+ * (several collectors on the same runs) on one timeline.
  *
  * folded: one line per stack, frames from the outermost to the innermost
  *         joined by ';', then a space and the weight (flamegraph.pl, speedscope,
  *         inferno read it). Memory profiles weigh by bytes or by count, trace
  *         profiles by exclusive time (ns) or by calls.
- * perfetto: a Chrome/Perfetto trace-event JSON of a trace profile's timeline
- *         (ui.perfetto.dev and chrome://tracing open it).
+ * perfetto: a Chrome/Perfetto trace-event JSON of the profiles' timeline
+ *         (ui.perfetto.dev and chrome://tracing open it). RUN is a run id (or
+ *         its first 6 or more hex digits): every profile of that run found in
+ *         the current directory and the store's pending profiles.
  * json:   the profile itself, as sonde stores it (a Perun profile comes out
  *         converted).
  * csv:    one line per value row of every resource: uid, type, subtype, then
  *         every column that any resource has (empty where a resource has none).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 
 static const char usage[] =
 	"usage: sonde export PROFILE --format folded|csv|json|perfetto [--weight W] [-o FILE]\n"
+	"       sonde export RUN|PROFILE... --format perfetto [-o FILE]\n"
 	"\n"
-	"Write a profile in another format, to FILE or to stdout.";
+	"Write a profile in another format, to FILE or to stdout. With perfetto, the\n"
+	"profiles of one run (sonde collect time+system+sched) go on one timeline: name\n"
+	"them, or give the run id that 'sonde collect' printed (6 hex digits or more).";
 
 static const char *const formats[] = { "folded", "csv", "json", "perfetto", NULL };
-static const char *const weights[] = { "bytes", "count", "time", "calls", NULL };
+static const char *const weights[] = { "bytes", "count", "time", "calls", "samples", NULL };
 
 static void csv_field(struct sonde_strbuf *sb, json_t *v)
 {
@@ -84,6 +94,180 @@ static int csv(const struct sonde_profile *p, struct sonde_strbuf *out)
 	return err ? -ENOMEM : 0;
 }
 
+/* Whether s looks like a run id or its start: 6 to 32 lowercase hex digits. */
+static bool is_run_id(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n >= 6 && n <= 32 && !s[n];
+}
+
+/* Add the profiles of dir whose run id starts with run. */
+static int find_run_in(const char *dir, const char *run, struct sonde_profile ***v, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char key[64];
+
+	if (!d)
+		return 0;
+	snprintf(key, sizeof(key), "\"%s", run);
+	while ((e = readdir(d))) {
+		char *path = NULL, *buf = NULL;
+		struct sonde_profile *p;
+		struct sonde_profile **nv;
+		size_t len;
+		const char *id;
+
+		if (!sonde_profile__extension(e->d_name) ||
+		    asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+			continue;
+		/* a cheap look first: the id is in the text */
+		if (sonde_file__read_data(path, &buf, &len) || !strstr(buf, key)) {
+			free(buf);
+			free(path);
+			continue;
+		}
+		p = sonde_profile__parse(buf, len, path, NULL);
+		free(buf);
+		free(path);
+		id = p ? json_string_value(json_object_get(sonde_profile__header(p), "run_id"))
+		       : NULL;
+		if (!id || strncmp(id, run, strlen(run))) {
+			sonde_profile__free(p);
+			continue;
+		}
+		nv = realloc(*v, (*n + 1) * sizeof(**v));
+		if (!nv) {
+			sonde_profile__free(p);
+			closedir(d);
+			return -ENOMEM;
+		}
+		*v = nv;
+		(*v)[(*n)++] = p;
+	}
+	closedir(d);
+	return 0;
+}
+
+/*
+ * The profiles named (paths, N@p, N@i) or of a run id, for the timeline.
+ * Returns an exit code; *v and *n hold what was loaded.
+ */
+static int load_timeline(int argc, char **argv, struct sonde_profile ***v, size_t *n)
+{
+	int i, code = EXIT_OK;
+
+	for (i = 0; i < argc; i++) {
+		struct sonde_profile *p, **nv;
+
+		if (is_run_id(argv[i]) && access(argv[i], F_OK)) {
+			struct sonde_store *st = sonde_store__open(".");
+			size_t before = *n, k, j;
+			const char *id = NULL;
+
+			if (find_run_in(".", argv[i], v, n) ||
+			    (st && strcmp(sonde_store__jobs(st), ".") &&
+			     find_run_in(sonde_store__jobs(st), argv[i], v, n))) {
+				sonde_store__free(st);
+				cli_error("export", "out of memory");
+				return EXIT_FAILURE_;
+			}
+			sonde_store__free(st);
+			if (*n == before) {
+				cli_error("export",
+					  "no profile of run '%s' here (looked in the current "
+					  "directory and the store's pending profiles)",
+					  argv[i]);
+				return EXIT_FAILURE_; /* as a profile that cannot be read */
+			}
+			/* a prefix must name one run; a profile found twice counts once */
+			for (k = before; k < *n; k++) {
+				const char *r = json_string_value(
+					json_object_get(sonde_profile__header((*v)[k]), "run_id"));
+
+				if (id && strcmp(id, r)) {
+					cli_error("export",
+						  "'%s' starts more than one run id (%s, %s): give "
+						  "more digits",
+						  argv[i], id, r);
+					return EXIT_USAGE;
+				}
+				id = r;
+			}
+			for (k = before; k < *n; k++)
+				for (j = k + 1; j < *n; j++)
+					if (sonde_profile__header((*v)[k]) &&
+					    json_equal(sonde_profile__root((*v)[k]),
+						       sonde_profile__root((*v)[j]))) {
+						sonde_profile__free((*v)[j]);
+						(*v)[j--] = (*v)[--*n];
+					}
+			continue;
+		}
+		p = cli_load_profile("export", argv[i], &code);
+		if (!p)
+			return code;
+		nv = realloc(*v, (*n + 1) * sizeof(**v));
+		if (!nv) {
+			sonde_profile__free(p);
+			cli_error("export", "out of memory");
+			return EXIT_FAILURE_;
+		}
+		*v = nv;
+		(*v)[(*n)++] = p;
+	}
+	return code;
+}
+
+/* Write sb to out_file or stdout; an exit code. */
+static int emit(const char *out_file, const struct sonde_strbuf *sb)
+{
+	int rc;
+
+	if (out_file) {
+		rc = cli_write_output(out_file, sb->buf, sb->len);
+		if (rc) {
+			cli_error("export", "cannot write '%s': %s", out_file, strerror(-rc));
+			return EXIT_FAILURE_;
+		}
+	} else if (sb->len && fwrite(sb->buf, 1, sb->len, stdout) != sb->len) {
+		return EXIT_FAILURE_;
+	}
+	return EXIT_OK;
+}
+
+static int export_timeline(int argc, char **argv, const char *out_file)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct sonde_profile **v = NULL;
+	size_t n = 0, i;
+	int code = load_timeline(argc, argv, &v, &n), rc;
+
+	if (code == EXIT_OK) {
+		rc = sonde_view__timeline((const struct sonde_profile *const *)v, n, &sb);
+		if (rc == -EXDEV) {
+			cli_error("export",
+				  "these profiles come from different runs (their run ids "
+				  "differ): their clocks do not line up");
+			code = EXIT_USAGE;
+		} else if (rc == -EINVAL) {
+			cli_error("export", "none of these %zu profiles has a timeline", n);
+			code = EXIT_UNSUPPORTED;
+		} else if (rc) {
+			cli_error("export", "out of memory");
+			code = EXIT_FAILURE_;
+		} else {
+			code = emit(out_file, &sb);
+		}
+	}
+	for (i = 0; i < n; i++)
+		sonde_profile__free(v[i]);
+	free(v);
+	sonde_strbuf__release(&sb);
+	return code;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const char *format = NULL, *weight = "bytes", *out_file = NULL;
@@ -91,7 +275,7 @@ int cmd_export(int argc, char **argv)
 		{ SONDE_OPT_CHOICE, 'f', "format", &format, NULL, "what to write", 0, 0, formats },
 		{ SONDE_OPT_CHOICE, 0, "weight", &weight, NULL,
 		  "folded stacks: memory by bytes (default) or count; trace by time (default, "
-		  "exclusive ns) or calls",
+		  "exclusive ns) or calls; sampled by time or samples",
 		  0, 0, weights },
 		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
 		  "write to FILE (default: stdout)" },
@@ -107,20 +291,24 @@ int cmd_export(int argc, char **argv)
 		return code;
 	argv += 1 + first;
 	argc -= 1 + first;
-	if (argc != 1)
-		return cli_usage("export", argc ? "one profile at a time" : "which profile?");
+	if (!argc)
+		return cli_usage("export", "which profile?");
 	if (!format)
 		return cli_usage("export", "which format? --format folded|csv|json|perfetto");
+	if (!strcmp(format, "perfetto") &&
+	    (argc > 1 || (is_run_id(argv[0]) && access(argv[0], F_OK))))
+		return export_timeline(argc, argv, out_file);
+	if (argc != 1)
+		return cli_usage("export", "one profile at a time (several: --format perfetto, "
+					   "the profiles of one run)");
 	p = cli_load_profile("export", argv[0], &code);
 	if (!p)
 		return code;
 	if (!strcmp(format, "perfetto")) {
 		rc = sonde_view__perfetto(p, &sb);
 		if (rc == -EINVAL) {
-			cli_error("export",
-				  "'%s' has no timeline (a %s profile; perfetto needs a "
-				  "trace profile)",
-				  argv[0], sonde_profile__type(p));
+			cli_error("export", "'%s' has no timeline (a %s profile)", argv[0],
+				  sonde_profile__type(p));
 			sonde_profile__free(p);
 			return EXIT_UNSUPPORTED;
 		}
@@ -142,14 +330,8 @@ int cmd_export(int argc, char **argv)
 	} else if (rc) {
 		cli_error("export", "out of memory");
 		code = EXIT_FAILURE_;
-	} else if (out_file) {
-		rc = cli_write_output(out_file, sb.buf, sb.len);
-		if (rc) {
-			cli_error("export", "cannot write '%s': %s", out_file, strerror(-rc));
-			code = EXIT_FAILURE_;
-		}
-	} else if (sb.len && fwrite(sb.buf, 1, sb.len, stdout) != sb.len) {
-		code = EXIT_FAILURE_;
+	} else {
+		code = emit(out_file, &sb);
 	}
 	sonde_strbuf__release(&sb);
 	sonde_profile__free(p);

@@ -5,7 +5,42 @@
 #include <string.h>
 #include "cli.h"
 
-static const char usage[] = "usage: sonde log [-n N]";
+static const char usage[] =
+	"usage: sonde log [-n N]\n\n"
+	"The last commits, newest first: the profiles registered for each and, for\n"
+	"the commits 'sonde check head' or 'sonde check all' looked at, the\n"
+	"degradations found.";
+
+/* What `sonde check head|all` found for the commit, as a column (blank: not checked). */
+static void checked(struct sonde_store *s, const char *commit)
+{
+	char path[4096], cell[32];
+	json_t *o;
+	long long d;
+
+	snprintf(path, sizeof(path), "%s/checks/%s.json", sonde_store__root(s), commit);
+	o = json_load_file(path, 0, NULL);
+	if (!json_is_integer(json_object_get(o, "degradations"))) {
+		printf("%-17s ", "");
+		json_decref(o);
+		return;
+	}
+	d = (long long)json_integer_value(json_object_get(o, "degradations"));
+	if (!json_integer_value(json_object_get(o, "pairs"))) {
+		printf("%-17s ", "no baseline");
+		json_decref(o);
+		return;
+	}
+	if (d)
+		snprintf(cell, sizeof(cell), "%lld degradation%s", d, d == 1 ? "" : "s");
+	else
+		snprintf(cell, sizeof(cell), "no degradation");
+	cli_paint(stdout, d ? CLI_RED : CLI_GREEN);
+	printf("%-17s", cell);
+	cli_paint(stdout, CLI_RESET);
+	putchar(' ');
+	json_decref(o);
+}
 
 int cmd_log(int argc, char **argv)
 {
@@ -44,9 +79,11 @@ int cmd_log(int argc, char **argv)
 		*tab = '\0';
 		n = sonde_store__count(s, line);
 		if (n < 0)
-			printf("%.12s    ? profiles  %s\n", line, tab + 1);
+			printf("%.12s    ? profiles  ", line);
 		else
-			printf("%.12s  %3ld profile%s  %s\n", line, n, n == 1 ? " " : "s", tab + 1);
+			printf("%.12s  %3ld profile%s  ", line, n, n == 1 ? " " : "s");
+		checked(s, line);
+		printf("%s\n", tab + 1);
 	}
 	sonde_strbuf__release(&sb);
 	sonde_store__free(s);

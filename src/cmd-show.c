@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "cli.h"
 
-static const char *const flame_weights[] = { "bytes", "count", "time", "calls", NULL };
+static const char *const flame_weights[] = { "bytes", "count", "time", "calls", "samples", NULL };
 
 static bool is_drawn(const char *view)
 {
@@ -124,7 +124,8 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 		const char *def = sonde_view__flame_weight(p, &unit);
 
 		weight = weight ? weight : def;
-		if (!strcmp(weight, "count") || !strcmp(weight, "calls"))
+		if (!strcmp(weight, "count") || !strcmp(weight, "calls") ||
+		    !strcmp(weight, "samples"))
 			unit = "";
 		rc = sonde_view__folded(p, weight, &fa);
 		if (rc == -ENOTSUP) {
@@ -250,8 +251,9 @@ int cmd_show(int argc, char **argv)
 		  0, 0, sonde_view__aggs },
 		{ SONDE_OPT_FLAG, 0, "stacked", &c.stacked, NULL, "charts: stack the groups" },
 		{ SONDE_OPT_CHOICE, 'w', "weight", &weight, NULL,
-		  "flame graphs: bytes or count (memory), time or calls (trace)", 0, 0,
-		  flame_weights },
+		  "flame graphs: bytes or count (memory), time or calls (trace), time or samples "
+		  "(sampled)",
+		  0, 0, flame_weights },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_profile *p;
@@ -272,10 +274,11 @@ int cmd_show(int argc, char **argv)
 	if (!strcmp(view, "diff") && argc < 3)
 		return cli_usage("show", "diff: which profile to compare with PROFILE?");
 	if (strcmp(view, "table") && strcmp(view, "memory") && strcmp(view, "report") &&
-	    strcmp(view, "graph") && strcmp(view, "counters") && !is_drawn(view))
+	    strcmp(view, "graph") && strcmp(view, "counters") && strcmp(view, "sched") &&
+	    strcmp(view, "system") && !is_drawn(view))
 		return cli_usage("show",
 				 "unknown view '%s' (views: table, memory, report, graph, "
-				 "counters, bars, flow, scatter, flamegraph, diff)",
+				 "counters, sched, system, bars, flow, scatter, flamegraph, diff)",
 				 view);
 	p = cli_load_profile("show", argv[0], &code);
 	if (!p)
@@ -294,6 +297,10 @@ int cmd_show(int argc, char **argv)
 		if (!strcmp(view, "counters")) {
 			rc = sonde_view__counters(p, fmt, &sb);
 			needs = "counters";
+		} else if (!strcmp(view, "sched") || !strcmp(view, "system")) {
+			rc = !strcmp(view, "sched") ? sonde_view__sched(p, fmt, &sb)
+						    : sonde_view__system(p, fmt, &sb);
+			needs = view;
 		} else if (!strcmp(view, "memory")) {
 			rc = sonde_view__memory(p, fmt, (unsigned)top, &sb);
 			needs = "memory";

@@ -17,10 +17,12 @@ static const struct cli_command commands[] = {
 	{ "show", cmd_show, "print or draw a profile (tables, charts, flame graphs)" },
 	{ "export", cmd_export, "write a profile in another format (csv, json, folded, perfetto)" },
 	{ "postprocess", cmd_postprocess, "fit models to a profile (regression, smoothing)" },
+	{ "run", cmd_run, "collect profiles in a batch: a job, or the configuration's matrix" },
 	{ "check", cmd_check, "compare two profiles or commits; exit 4 on a degradation" },
 	{ "report", cmd_report, "write one self-contained HTML report of profiles" },
 	{ "version", cmd_version, "print the version and the optional parts built in" },
 	{ "counters", cmd_counters, "the counter catalog: list, info, and evaluate expressions" },
+	{ "config", cmd_config, "read and write the configuration (YAML) of the store and user" },
 	{ "utils", cmd_utils, "helpers: create a collector plugin template" },
 };
 

@@ -61,6 +61,21 @@ int sonde_calltrace__enter(struct sonde_calltrace *ct, uint32_t tid, uint32_t id
 int sonde_calltrace__exit(struct sonde_calltrace *ct, uint32_t tid, uint64_t ns);
 /* The size (elements) of thread tid's innermost open call: regression input. */
 int sonde_calltrace__size(struct sonde_calltrace *ct, uint32_t tid, uint64_t size);
+/*
+ * The calltrace holds sampled stacks instead of calls (before any event):
+ * `how` says how they were taken ({hz, weight, ...}, into
+ * stats.trace.sampling; stolen). The profile's contexts then count samples
+ * (trace.count is "samples"), their times are the samples' summed weights,
+ * and functions have {samples, total, self} with no per-call rows.
+ * -EBUSY once calls were fed.
+ */
+int sonde_calltrace__sampling(struct sonde_calltrace *ct, json_t *how);
+/*
+ * A sample of thread tid at ns: the stack ids (outermost first, n may be 0)
+ * ran for weight_ns (CPU or wall time since the thread's previous sample).
+ */
+int sonde_calltrace__sample(struct sonde_calltrace *ct, uint32_t tid, uint64_t ns,
+			    uint64_t weight_ns, const uint32_t *ids, size_t n);
 /* The engine's own figures (drops, events), kept under stats.trace.engine. Steals v. */
 int sonde_calltrace__engine_stat(struct sonde_calltrace *ct, const char *key, json_t *v);
 

@@ -70,6 +70,13 @@ int sonde_check__compare(const struct sonde_profile *baseline, const struct sond
 			 const struct sonde_check_options *o, struct sonde_check_result **out,
 			 size_t *n);
 void sonde_check__free(struct sonde_check_result *r, size_t n);
+/*
+ * Pair two configurations of one program (two command lines): the target's
+ * resources named by its command (time's, the external collector's) take
+ * the baseline's command as their name, so that they meet. Returns how many
+ * were renamed.
+ */
+size_t sonde_check__pair(const struct sonde_profile *baseline, struct sonde_profile *target);
 /* Whether a verdict is a (severe) degradation. */
 bool sonde_verdict__is_degradation(enum sonde_verdict v);
 

@@ -36,6 +36,7 @@ enum {
 	SONDE_COLLECTOR_WRAPS_TARGET = 1u << 1,	 /* runs as `wrapper CMD ARGS` (external) */
 	SONDE_COLLECTOR_ONE_RUN = 1u << 2,	 /* without --repeat, measure one run */
 	SONDE_COLLECTOR_OWN_RSS = 1u << 3,	 /* reads ru_maxrss: start through sonde-spawn */
+	SONDE_COLLECTOR_ATTACHES = 1u << 4,	 /* can watch a running process (-p PID) */
 };
 
 /* What the session tells collectors about one finished run. */
@@ -87,6 +88,8 @@ void *sonde_collection__priv(struct sonde_collection *c);
 void sonde_collection__set_priv(struct sonde_collection *c, void *priv);
 /* The target command as given (argv, NULL-terminated, borrowed). */
 char *const *sonde_collection__argv(struct sonde_collection *c);
+/* Whether start() attaches to a process that runs already (-p PID), not a new child. */
+bool sonde_collection__attaching(struct sonde_collection *c);
 /* The monotonic time (ns) the collection started: run_info.t0_ns, known from start() on. */
 uint64_t sonde_collection__t0_ns(struct sonde_collection *c);
 /* Set a variable in the target's environment (before() only). */

@@ -24,6 +24,13 @@ int sonde_git__dirty(const char *dir);
  * Returns 0 or -errno.
  */
 int sonde_git__log(const char *dir, unsigned max, struct sonde_strbuf *out);
+/*
+ * The full hashes of commit and its ancestors, nearest first (git rev-list
+ * --topo-order: a commit before its parents), one per line, into out; at most
+ * max. Returns 0, -ENOENT when commit is not in the repository of dir.
+ */
+int sonde_git__ancestry(const char *dir, const char *commit, unsigned max,
+			struct sonde_strbuf *out);
 
 /*
  * Add the line pattern to the repository's info/exclude (git's own, untracked

@@ -50,6 +50,14 @@ struct sonde_runner_opts {
 	 * rss_inherited.
 	 */
 	bool own_rss;
+	/*
+	 * Attach instead of start: the running process attach_pid (not our
+	 * child) is watched for duration_s seconds (0: until it exits or sonde
+	 * is interrupted); attach() is called with it, and nothing is sent to
+	 * it, ever. The run's status is 0 and its rusage empty (unknowable).
+	 */
+	pid_t attach_pid;
+	double duration_s;
 };
 
 struct sonde_run {

@@ -53,6 +53,13 @@ struct sonde_session_opts {
 	bool ignore_failure;
 	void (*progress)(const struct sonde_progress *pr, void *ctx);
 	void *progress_ctx;
+	/*
+	 * Attach to the running process attach_pid for duration_s seconds (0:
+	 * until it exits or sonde is interrupted) instead of starting argv (which
+	 * names its executable): one run, every collector SONDE_COLLECTOR_ATTACHES.
+	 */
+	pid_t attach_pid;
+	double duration_s;
 };
 
 /* How the series ended. */
@@ -89,6 +96,12 @@ int sonde_session__run(struct sonde_session *s, struct sonde_strbuf *err);
 int sonde_session__after(struct sonde_session *s, struct sonde_strbuf *err);
 
 const struct sonde_outcome *sonde_session__outcome(const struct sonde_session *s);
+/*
+ * The collection's run id: 32 hex digits, recorded as header.run_id in every
+ * profile it writes. Profiles with the same run id measured the same runs, on
+ * one clock (their timestamps count from the same collection start).
+ */
+const char *sonde_session__run_id(const struct sonde_session *s);
 size_t sonde_session__profile_count(const struct sonde_session *s);
 /* The i-th profile (borrowed; FINALIZED only, else NULL). */
 struct sonde_profile *sonde_session__profile(const struct sonde_session *s, size_t i);

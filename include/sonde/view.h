@@ -60,8 +60,32 @@ int sonde_view__trace_report(const struct sonde_profile *p, enum sonde_view_form
 /* Trace profiles: the calling-context tree (text) or the caller/callee edges. */
 int sonde_view__trace_graph(const struct sonde_profile *p, enum sonde_view_format fmt, unsigned top,
 			    struct sonde_strbuf *out);
-/* Trace profiles: the Chrome/Perfetto trace-event JSON, a track per thread. */
+/* Sched profiles: per thread on-CPU, waits, switches, interference; system calls. */
+int sonde_view__sched(const struct sonde_profile *p, enum sonde_view_format fmt,
+		      struct sonde_strbuf *out);
+/* System profiles: each metric's mean, p95, peak (and total for rates). */
+int sonde_view__system(const struct sonde_profile *p, enum sonde_view_format fmt,
+		       struct sonde_strbuf *out);
+
+/*
+ * The Chrome/Perfetto trace-event JSON of one profile's timeline (trace and
+ * sampled profiles: a track per thread; sched: thread states; system, power,
+ * counters -I, memory: counter tracks; time: the runs). -EINVAL: it has none.
+ */
 int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out);
+/*
+ * The profiles of one run (the same header.run_id) on one timeline, in the same
+ * format. -EXDEV when they come from different runs, -EINVAL when none has a
+ * timeline.
+ */
+int sonde_view__timeline(const struct sonde_profile *const *p, size_t n, struct sonde_strbuf *out);
+/*
+ * The same run drawn as SVG for the HTML report: a lane per track (the runs,
+ * each thread's scheduler states, each counter that moves). -EXDEV and
+ * -EINVAL as sonde_view__timeline().
+ */
+int sonde_view__timeline_svg(const struct sonde_profile *const *p, size_t n,
+			     struct sonde_strbuf *out);
 
 /* XML-escape s (text and attribute values): & < > " ' and control characters. */
 int sonde_view__escape(struct sonde_strbuf *sb, const char *s);

@@ -21,6 +21,7 @@ enum sonde_warning {
 	SONDE_WARN_ROWS_SAMPLED,     /* per-call rows are a sample (trace --max-rows) */
 	SONDE_WARN_RSS_NOT_MEASURED, /* max-rss could not be the target's own */
 	SONDE_WARN_BIMODAL,	     /* the run times form two groups */
+	SONDE_WARN_EVENTS_MISSED,    /* the kernel did not deliver some tracepoint calls */
 	SONDE_WARN__COUNT,
 };
 

@@ -97,11 +97,13 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 
 int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out)
 {
+	/* count, calls and samples: how many (of the profile's kind), not how much */
+	bool count =
+		!strcmp(weight, "count") || !strcmp(weight, "calls") || !strcmp(weight, "samples");
+
 	if (json_object_get(sonde_profile__root(p), "trace"))
-		return view_trace_folded(p, !strcmp(weight, "count") || !strcmp(weight, "calls"),
-					 out, add_frame);
-	return memory_folded(
-		p, !strcmp(weight, "count") || !strcmp(weight, "calls") ? "count" : "bytes", out);
+		return view_trace_folded(p, count, out, add_frame);
+	return memory_folded(p, count ? "count" : "bytes", out);
 }
 
 const char *sonde_view__flame_weight(const struct sonde_profile *p, const char **unit)

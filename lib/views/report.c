@@ -241,8 +241,10 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 		double tot[3] = { -1, -1, -1 };
 		int k;
 
-		rc |= kv_num(out, "calls", json_object_get(json_object_get(st, "trace"), "calls"),
-			     "");
+		bool smp = json_object_get(json_object_get(st, "trace"), "samples") != NULL;
+		const char *count = smp ? "samples" : "calls";
+
+		rc |= kv_num(out, count, json_object_get(json_object_get(st, "trace"), count), "");
 		json_object_foreach(rtm, key, r)
 		{
 			double t = json_number_value(
@@ -263,11 +265,10 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 			json_t *x = json_object_get(rtm, top[k]),
 			       *sm = json_object_get(x, "summary");
 			char a[40], v[96];
-			long long calls =
-				(long long)json_number_value(json_object_get(sm, "calls"));
+			long long calls = (long long)json_number_value(json_object_get(sm, count));
 
 			sonde_format__duration(tot[k], a, sizeof(a));
-			snprintf(v, sizeof(v), "%s in %lld call%s", a, calls,
+			snprintf(v, sizeof(v), "%s in %lld %s%s", a, calls, smp ? "sample" : "call",
 				 calls == 1 ? "" : "s");
 			rc |= kv(out, json_string_value(json_object_get(x, "uid")), v);
 		}
@@ -543,6 +544,49 @@ static size_t baseline_of(struct sonde_profile *const *p, size_t i)
 	return (size_t)-1;
 }
 
+/* Each run among the profiles (one run id: several collectors on the same runs) on one timeline. */
+static int timelines(struct sonde_strbuf *out, struct sonde_profile *const *p, size_t n)
+{
+	const struct sonde_profile **g = calloc(n + 1, sizeof(*g));
+	struct sonde_strbuf svg = SONDE_STRBUF_INIT;
+	size_t i, j, k;
+	int rc = g ? 0 : -ENOMEM;
+
+	for (i = 0; i < n && !rc; i++) {
+		const char *id =
+			json_string_value(json_object_get(sonde_profile__header(p[i]), "run_id"));
+		int r;
+
+		if (!id)
+			continue;
+		for (j = 0; j < i; j++) /* drawn with an earlier one of its run */
+			if (json_equal(json_object_get(sonde_profile__header(p[j]), "run_id"),
+				       json_object_get(sonde_profile__header(p[i]), "run_id")))
+				break;
+		if (j < i)
+			continue;
+		for (k = 0, j = i; j < n; j++)
+			if (json_equal(json_object_get(sonde_profile__header(p[j]), "run_id"),
+				       json_object_get(sonde_profile__header(p[i]), "run_id")))
+				g[k++] = p[j];
+		r = sonde_view__timeline_svg(g, k, &svg);
+		if (r == -ENOMEM)
+			rc = r;
+		if (r || !svg.len)
+			continue;
+		rc |= sonde_strbuf__addf(out,
+					 "<section id=\"timeline-%zu\" class=\"timeline\">"
+					 "<h2>run %.12s: %zu profile%s on one timeline</h2>\n",
+					 i, id, k, k == 1 ? "" : "s");
+		rc |= sonde_strbuf__add(out, svg.buf, svg.len);
+		rc |= sonde_strbuf__adds(out, "</section>\n");
+		sonde_strbuf__reset(&svg);
+	}
+	sonde_strbuf__release(&svg);
+	free(g);
+	return rc ? -ENOMEM : 0;
+}
+
 int sonde_view__report(struct sonde_profile *const *p, const char *const *names, size_t n,
 		       struct sonde_strbuf *out)
 {
@@ -594,6 +638,7 @@ int sonde_view__report(struct sonde_profile *const *p, const char *const *names,
 		if (b != (size_t)-1)
 			rc |= comparison(out, p[b], p[i], names[b], names[i], i);
 	}
+	rc |= timelines(out, p, n);
 	rc |= sonde_strbuf__addf(out, "<script>\n%s</script>\n</body></html>\n", report_js);
 	return rc ? -ENOMEM : 0;
 }

@@ -23,6 +23,15 @@ static json_int_t iget(json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
+/* A sampled profile: counts are samples, times are the samples' weights (estimates). */
+static bool sampled(const struct sonde_profile *p)
+{
+	const char *c = json_string_value(
+		json_object_get(json_object_get(sonde_profile__root(p), "trace"), "count"));
+
+	return c && !strcmp(c, "samples");
+}
+
 static int by_key(const void *a, const void *b, void *arg)
 {
 	const struct fsum *x = a, *y = b;
@@ -66,7 +75,7 @@ static struct fsum *sums(const struct sonde_profile *p, size_t *n)
 			continue;
 		s[k].name = json_string_value(json_object_get(fixed, "uid")) ?: "?";
 		s[k].module = json_string_value(json_object_get(fixed, "location")) ?: "";
-		s[k].calls = iget(sum, "calls");
+		s[k].calls = iget(sum, json_object_get(sum, "samples") ? "samples" : "calls");
 		s[k].total = iget(sum, "total");
 		s[k].self = iget(sum, "self");
 		s[k].min = iget(sum, "min");
@@ -82,6 +91,111 @@ static struct fsum *sums(const struct sonde_profile *p, size_t *n)
 static const char *dur(double ns, char *buf, size_t len)
 {
 	return sonde_format__duration(ns, buf, len);
+}
+
+/* A sampled weight: a duration, or a count of the sampled event (cycles, ...). */
+static const char *weight(double v, const char *event, char *buf, size_t len)
+{
+	if (!event)
+		return dur(v, buf, len);
+	snprintf(buf, len, "%.4g", v);
+	return buf;
+}
+
+/* Per function samples, total and self (estimated ns); no call, average, min or max. */
+static int sampled_report(const struct sonde_profile *p, json_t *t, const struct fsum *s, size_t n,
+			  enum sonde_view_format fmt, struct sonde_strbuf *out)
+{
+	json_t *how = json_object_get(t, "sampling");
+	double all = (double)iget(t, "sample_weight_ns");
+	char a[32], b[32];
+	size_t i;
+	int err = 0;
+
+	if (fmt == SONDE_VIEW_JSON) {
+		json_t *doc = json_pack("{s:O, s:[]}", "totals", t, "functions");
+
+		for (i = 0; doc && i < n; i++)
+			json_array_append_new(json_object_get(doc, "functions"),
+					      json_pack("{s:s, s:s, s:I, s:I, s:I}", "function",
+							s[i].name, "module", s[i].module, "samples",
+							s[i].calls, "total_ns", s[i].total,
+							"self_ns", s[i].self));
+		err |= sonde_view__json(out, doc, JSON_INDENT(2));
+		json_decref(doc);
+	} else if (fmt == SONDE_VIEW_CSV || fmt == SONDE_VIEW_MARKDOWN) {
+		bool md = fmt == SONDE_VIEW_MARKDOWN;
+
+		err |= sonde_strbuf__adds(out, md ? "| function | samples | total ns | self ns |\n"
+						    "|---|---:|---:|---:|\n"
+						  : "function,samples,total_ns,self_ns\n");
+		for (i = 0; i < n; i++) {
+			struct sonde_strbuf q = SONDE_STRBUF_INIT;
+
+			if (!md)
+				err |= sonde_view__csv_quote(&q, s[i].name);
+			err |= sonde_strbuf__addf(
+				out, md ? "| `%s` | %lld | %lld | %lld |\n" : "%s,%lld,%lld,%lld\n",
+				md	? s[i].name
+				: q.buf ? q.buf
+					: "\"\"",
+				(long long)s[i].calls, (long long)s[i].total, (long long)s[i].self);
+			sonde_strbuf__release(&q);
+		}
+	} else {
+		err |= sonde_strbuf__addf(
+			out, "%s  (samples)\n\n",
+			json_string_value(json_object_get(sonde_profile__header(p), "cmd")) ?: "?");
+		const char *w = json_string_value(json_object_get(how, "weight")) ?: "cpu";
+		bool perf = !strcmp(json_string_value(json_object_get(how, "timer")) ?: "",
+				    "perf_event");
+		const char *ev = strcmp(w, "cpu") && strcmp(w, "wall") && strcmp(w, "cpu+off-cpu")
+					 ? w
+					 : NULL;
+
+		if (ev) {
+			err |= sonde_strbuf__addf(
+				out,
+				"  %lld samples of %s events %s in %lld thread(s); each sample "
+				"stands for the events before it (columns count %s, not time)\n",
+				(long long)iget(t, "samples"), weight(all, ev, a, sizeof(a)), ev,
+				(long long)iget(t, "threads"), ev);
+			goto rows;
+		}
+
+		err |= sonde_strbuf__addf(
+			out, "  %lld samples of %s of %s time in %lld thread(s), one every %s",
+			(long long)iget(t, "samples"), dur(all, a, sizeof(a)),
+			!strcmp(w, "wall")	    ? "wall"
+			: !strcmp(w, "cpu+off-cpu") ? "on- and off-CPU"
+						    : "CPU",
+			(long long)iget(t, "threads"),
+			dur(json_number_value(json_object_get(how, "interval_ns")), b, sizeof(b)));
+		err |= sonde_strbuf__adds(
+			out,
+			perf ? !strcmp(w, "cpu+off-cpu")
+					? "; times are estimates: each sample stands for the "
+					  "CPU time before it, a switch out for the time until "
+					  "its thread ran again (measured)\n"
+					: "; times are estimates: each sample stands for the "
+					  "CPU time before it\n"
+			: !strcmp(w, "wall")
+				? "; times are estimates: each sample stands for the wall time "
+				  "since its thread's previous one\n"
+				: "; times are estimates: each sample stands for the CPU time "
+				  "its thread used since its previous one\n");
+	rows:
+		err |= sonde_strbuf__addf(out, "\n  %10s %7s %10s %7s %10s  %s\n", "total", "",
+					  "self", "", "samples", "function");
+		for (i = 0; i < n; i++)
+			err |= sonde_strbuf__addf(out, "  %10s %6.1f%% %10s %6.1f%% %10lld  %s\n",
+						  weight((double)s[i].total, ev, a, sizeof(a)),
+						  all > 0 ? 100.0 * (double)s[i].total / all : 0.0,
+						  weight((double)s[i].self, ev, b, sizeof(b)),
+						  all > 0 ? 100.0 * (double)s[i].self / all : 0.0,
+						  (long long)s[i].calls, s[i].name);
+	}
+	return err ? -ENOMEM : 0;
 }
 
 int sonde_view__trace_report(const struct sonde_profile *p, enum sonde_view_format fmt,
@@ -101,6 +215,11 @@ int sonde_view__trace_report(const struct sonde_profile *p, enum sonde_view_form
 	qsort_r(s, n, sizeof(*s), by_key, (void *)(sort ? sort : "total"));
 	if (top && n > top)
 		n = top;
+	if (sampled(p)) {
+		err = sampled_report(p, t, s, n, fmt, out);
+		free(s);
+		return err;
+	}
 	if (fmt == SONDE_VIEW_JSON) {
 		json_t *doc = json_pack("{s:O, s:[]}", "totals", t, "functions");
 
@@ -179,6 +298,7 @@ int sonde_view__trace_report(const struct sonde_profile *p, enum sonde_view_form
 
 struct ctx {
 	json_int_t id, parent, func, calls, incl, excl;
+	json_int_t own; /* sampled: minus the children's samples (folded by count) */
 	size_t first_child, nchildren;
 	size_t depth; /* 1 below the root */
 };
@@ -357,12 +477,12 @@ int sonde_view__trace_graph(const struct sonde_profile *p, enum sonde_view_forma
 			out, "%s  (trace: calling contexts)\n\n",
 			json_string_value(json_object_get(sonde_profile__header(p), "cmd")) ?: "?");
 		err |= sonde_strbuf__addf(out, "  %10s %10s %10s  %s\n", "inclusive", "exclusive",
-					  "calls", "function");
+					  sampled(p) ? "samples" : "calls", "function");
 		err |= tree(&t, 0, 0, top, out);
 	} else {
 		/* edges: caller -> callee, summed over contexts */
 		json_t *edges = json_object(), *list = json_array(), *v;
-		const char *key;
+		const char *key, *count = sampled(p) ? "samples" : "calls";
 
 		for (i = 1; edges && i < t.n; i++) {
 			const struct ctx *c = &t.c[i];
@@ -374,11 +494,11 @@ int sonde_view__trace_graph(const struct sonde_profile *p, enum sonde_view_forma
 			e = json_object_get(edges, k);
 			if (!e) {
 				e = json_pack("{s:s, s:s, s:I, s:I}", "caller", caller, "callee",
-					      fname(&t, c->func), "calls", (json_int_t)0, "time_ns",
+					      fname(&t, c->func), count, (json_int_t)0, "time_ns",
 					      (json_int_t)0);
 				json_object_set_new(edges, k, e);
 			}
-			json_object_set_new(e, "calls", json_integer(iget(e, "calls") + c->calls));
+			json_object_set_new(e, count, json_integer(iget(e, count) + c->calls));
 			json_object_set_new(e, "time_ns",
 					    json_integer(iget(e, "time_ns") + c->incl));
 		}
@@ -388,10 +508,11 @@ int sonde_view__trace_graph(const struct sonde_profile *p, enum sonde_view_forma
 		} else {
 			bool md = fmt == SONDE_VIEW_MARKDOWN;
 
-			err |= sonde_strbuf__adds(out,
-						  md ? "| caller | callee | calls | time ns |\n"
+			err |= sonde_strbuf__addf(out,
+						  md ? "| caller | callee | %s | time ns |\n"
 						       "|---|---|---:|---:|\n"
-						     : "caller,callee,calls,time_ns\n");
+						     : "caller,callee,%s,time_ns\n",
+						  count);
 			json_array_foreach(list, i, v)
 			{
 				struct sonde_strbuf x = SONDE_STRBUF_INIT, y = SONDE_STRBUF_INIT;
@@ -411,7 +532,7 @@ int sonde_view__trace_graph(const struct sonde_profile *p, enum sonde_view_forma
 							  md	  ? ce
 							  : y.buf ? y.buf
 								  : "\"\"",
-							  (long long)iget(v, "calls"),
+							  (long long)iget(v, count),
 							  (long long)iget(v, "time_ns"));
 				sonde_strbuf__release(&x);
 				sonde_strbuf__release(&y);
@@ -470,8 +591,13 @@ int view_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde
 		for (at = i; !cap[at] && t.c[at].depth > FOLD_DEPTH; at = (size_t)t.c[at].parent)
 			cap[at] = top;
 	}
+	if (!rc && by_calls &&
+	    sampled(p)) /* samples ending in each context: its own minus its children's */
+		for (i = 1; i < t.n; i++)
+			if (t.c[i].parent)
+				t.c[t.c[i].parent].own -= t.c[i].calls;
 	for (i = 1; !rc && i < t.n; i++) {
-		json_int_t w = by_calls ? t.c[i].calls : t.c[i].excl;
+		json_int_t w = by_calls ? t.c[i].calls + t.c[i].own : t.c[i].excl;
 		size_t at = cap[i];
 
 		if (w <= 0)
@@ -520,30 +646,81 @@ static int by_start(const void *a, const void *b)
 	return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
-/* µs with exactly three decimals: ns exact, no float noise (%.17g once made 22 MB) */
-static void add_us(struct sonde_strbuf *out, json_int_t ns)
+static void frame_plain(struct sonde_strbuf *sb, const char *name)
 {
-	unsigned long long a = ns < 0 ? (unsigned long long)-ns : (unsigned long long)ns;
-
-	sonde_strbuf__addf(out, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
+	sonde_strbuf__adds(sb, name);
 }
 
-static void add_json(struct sonde_strbuf *out, const json_t *v)
+/*
+ * A sampled profile's timeline: each sample an instant on its thread's track,
+ * named by its innermost function, with its stack and weight.
+ */
+static int add_samples(const struct sonde_profile *p, struct sonde_strbuf *out, bool *firstp)
 {
-	char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	bool first = *firstp;
+	json_t *smp = json_object_get(json_object_get(sonde_profile__root(p), "trace"), "samples");
+	json_t *x, *where = json_object();
+	struct cct t;
+	size_t i;
+	int rc = cct_load(p, &t);
 
-	sonde_strbuf__adds(out, t ? t : "null");
-	free(t);
+	for (i = 1; !rc && where && i < t.n; i++) { /* context id -> position */
+		char k[32];
+
+		snprintf(k, sizeof(k), "%lld", (long long)t.c[i].id);
+		if (json_object_set_new(where, k, json_integer((json_int_t)i)))
+			rc = -ENOMEM;
+	}
+	if (!where)
+		rc = -ENOMEM;
+	json_array_foreach(smp, i, x)
+	{
+		struct sonde_strbuf stack = SONDE_STRBUF_INIT;
+		char k[32];
+		size_t at;
+		json_t *name;
+
+		if (rc)
+			break;
+		snprintf(k, sizeof(k), "%lld", (long long)json_integer_value(json_array_get(x, 3)));
+		at = (size_t)json_integer_value(json_object_get(where, k));
+		if (!at)
+			continue;
+		path_of(&t, at, &stack, frame_plain);
+		name = json_string(fname(&t, t.c[at].func));
+		sonde_strbuf__adds(out, first ? "\n{\"ph\":\"i\",\"s\":\"t\",\"name\":"
+					      : ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":");
+		view_add_json(out, name);
+		json_decref(name);
+		sonde_strbuf__addf(out, ",\"cat\":\"sample\",\"pid\":%lld,\"tid\":%lld,\"ts\":",
+				   (long long)json_integer_value(json_array_get(x, 0)),
+				   (long long)json_integer_value(json_array_get(x, 1)));
+		view_add_us(out, json_integer_value(json_array_get(x, 2)));
+		name = json_pack("{s:s?, s:I}", "stack", stack.buf, "weight_ns",
+				 json_integer_value(json_array_get(x, 4)));
+		sonde_strbuf__adds(out, ",\"args\":");
+		view_add_json(out, name);
+		json_decref(name);
+		rc = sonde_strbuf__addch(out, '}') ? -ENOMEM : 0;
+		sonde_strbuf__release(&stack);
+		first = false;
+	}
+	json_decref(where);
+	cct_free(&t);
+	*firstp = first;
+	return rc;
 }
 
-int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out)
+/* The trace profile's events for the timeline (timeline.c writes the document around them). */
+int view_trace_events(const struct sonde_profile *p, struct sonde_strbuf *out, bool *firstp)
 {
 	json_t *tr = json_object_get(sonde_profile__root(p), "trace");
 	json_t *slices = json_object_get(tr, "slices"), *funcs = json_object_get(tr, "functions");
 	json_t *x, *m;
 	struct slice *s;
 	size_t i, n;
-	bool first = true;
+	bool first = *firstp;
+	int rc;
 
 	if (!json_is_array(slices) || !json_is_array(funcs))
 		return -EINVAL;
@@ -551,13 +728,12 @@ int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out
 	s = calloc(n + 1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	sonde_strbuf__adds(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	json_array_foreach(json_object_get(tr, "processes"), i, x)
 	{
 		m = json_pack("{s:s, s:s, s:I, s:{s:O}}", "ph", "M", "name", "process_name", "pid",
 			      iget(x, "pid"), "args", "name", json_object_get(x, "exe"));
 		sonde_strbuf__adds(out, first ? "\n" : ",\n");
-		add_json(out, m);
+		view_add_json(out, m);
 		json_decref(m);
 		first = false;
 	}
@@ -567,7 +743,7 @@ int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out
 			      "pid", iget(x, "pid"), "tid", iget(x, "tid"), "args", "name",
 			      json_object_get(x, "name"));
 		sonde_strbuf__adds(out, first ? "\n" : ",\n");
-		add_json(out, m);
+		view_add_json(out, m);
 		json_decref(m);
 		first = false;
 	}
@@ -587,15 +763,17 @@ int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out
 
 		sonde_strbuf__adds(out, first ? "\n{\"ph\":\"X\",\"name\":"
 					      : ",\n{\"ph\":\"X\",\"name\":");
-		add_json(out, name ? name : json_null());
+		view_add_json(out, name ? name : json_null());
 		sonde_strbuf__addf(out, ",\"cat\":\"function\",\"pid\":%lld,\"tid\":%lld,\"ts\":",
 				   (long long)s[i].pid, (long long)s[i].tid);
-		add_us(out, s[i].start);
+		view_add_us(out, s[i].start);
 		sonde_strbuf__adds(out, ",\"dur\":");
-		add_us(out, s[i].dur);
+		view_add_us(out, s[i].dur);
 		sonde_strbuf__addch(out, '}');
 		first = false;
 	}
 	free(s);
-	return sonde_strbuf__adds(out, "\n]}\n");
+	rc = sampled(p) && add_samples(p, out, &first) ? -ENOMEM : 0;
+	*firstp = first;
+	return rc;
 }

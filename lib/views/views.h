@@ -14,4 +14,10 @@ int sonde_view__json(struct sonde_strbuf *out, json_t *doc, size_t flags);
 int view_trace_folded(const struct sonde_profile *p, bool by_calls, struct sonde_strbuf *out,
 		      void (*frame)(struct sonde_strbuf *, const char *));
 
+/* The timeline's pieces (timeline.c): a time in µs with three decimals, a JSON value. */
+void view_add_us(struct sonde_strbuf *out, long long ns);
+void view_add_json(struct sonde_strbuf *out, const json_t *v);
+/* A trace profile's timeline events, after others when !*first; -EINVAL: none. */
+int view_trace_events(const struct sonde_profile *p, struct sonde_strbuf *out, bool *first);
+
 #endif

@@ -55,6 +55,7 @@
 #include <sys/syscall.h>
 #include <sonde/calltrace.h>
 #include <sonde/clock.h>
+#include <sonde/memsample.h>
 #include <sonde/profile.h>
 #include <sonde/ring.h>
 #include <sonde/syscalls.h>
@@ -63,6 +64,8 @@
 #include "collectors/python/pyring.h"
 #include "grow.h"
 #include "u64map.h"
+#include "_pymem.h"
+#include "_sample.h"
 #include "_sonde.h"
 
 /* the ring's record types are the dump's event types */
@@ -166,6 +169,32 @@ typedef struct CpuCollector {
 	} * own;
 	size_t nown, capown;
 	bool eval_engine; /* Python calls through the frame evaluator (c_calls=False) */
+	/* mode "sampling": stacks from the sampler instead of calls (_sample.h) */
+	bool sampling, wall;
+	double hz;
+	struct py_sampler *sampler;
+	struct py_sampler_stats sst;
+	uint32_t stopping; /* the thread stopping the sampler: its last samples are not kept */
+	struct smp {	   /* one sample; its ids are sfr[off..off+n) */
+		uint32_t tid, n;
+		uint64_t ts, weight;
+		size_t off;
+	} * smp;
+	size_t nsmp, capsmp;
+	uint32_t *sfr;
+	size_t nsfr, capsfr;
+	/* memory=True: sampled allocations (_pymem.h); numa=True: and their nodes */
+	bool want_mem, want_numa, mem_on;
+	uint64_t mem_interval;
+	char mem_why[128];
+	struct py_mem_stats mst;
+	struct mev {
+		uint32_t kind, tid, func;
+		int32_t node, cpu_node;
+		uint64_t ts, ptr, size;
+		double weight;
+	} * mev;
+	size_t nmev, capmev;
 	pid_t pid;
 	int err; /* out of memory on the recording path: stop says so */
 } CpuCollector;
@@ -295,6 +324,8 @@ typedef struct {
 } code_extra;
 #endif
 
+static __thread bool tl_naming; /* in code_id: allocations it makes are not asked to name */
+
 static int code_id(CpuCollector *c, PyCodeObject *co, uint32_t *id)
 {
 	void *x = NULL;
@@ -317,14 +348,17 @@ static int code_id(CpuCollector *c, PyCodeObject *co, uint32_t *id)
 		*id = (uint32_t)v - 1;
 		return 0;
 	}
+	tl_naming = true;
 	if (add_fn(c, PyUnicode_AsUTF8(co->co_filename), (uint64_t)co->co_firstlineno,
 		   PyUnicode_AsUTF8(co->co_qualname), id)) {
 		PyErr_Clear();
+		tl_naming = false;
 		return -1;
 	}
 	if (_PyCode_SetExtra((PyObject *)co, extra_index,
 			     (void *)((uintptr_t)c->gen << 32 | (uintptr_t)(*id + 1))) < 0)
 		PyErr_Clear();
+	tl_naming = false;
 	return 0;
 }
 
@@ -1031,14 +1065,42 @@ static int drain(CpuCollector *c, bool quiet)
 
 static int col_init(CpuCollector *c, PyObject *args, PyObject *kw)
 {
-	static char *kws[] = { "buffer", "c_calls", "syscalls", "_ring", "_tsc", NULL };
+	static char *kws[] = { "buffer", "c_calls", "syscalls",	       "mode",	"hz",	"wall",
+			       "memory", "numa",    "memory_interval", "_ring", "_tsc", NULL };
 	PyObject *buffer = Py_None;
-	const char *ring = NULL;
-	int c_calls = 1, syscalls = 0, tsc = 0;
+	const char *ring = NULL, *mode = "calls";
+	int c_calls = 1, syscalls = 0, tsc = 0, wall = 0, memory = 0, numa = 0;
+	unsigned long long interval = PY_MEM_INTERVAL;
+	double hz = 100;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oppzp:CpuCollector", kws, &buffer, &c_calls,
-					 &syscalls, &ring, &tsc))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OppsdpppKzp:CpuCollector", kws, &buffer,
+					 &c_calls, &syscalls, &mode, &hz, &wall, &memory, &numa,
+					 &interval, &ring, &tsc))
 		return -1;
+	if (interval < 1 || interval > (1ull << 40)) {
+		PyErr_SetString(PyExc_ValueError,
+				"memory_interval: mean bytes between samples, 1 to 1 TiB");
+		return -1;
+	}
+	c->want_mem = memory || numa;
+	c->want_numa = numa;
+	c->mem_interval = interval;
+	if (strcmp(mode, "calls") && strcmp(mode, "sampling")) {
+		PyErr_Format(PyExc_ValueError, "mode: 'calls' or 'sampling', not '%s'", mode);
+		return -1;
+	}
+	if (!(hz >= 1 && hz <= 10000)) {
+		PyErr_SetString(PyExc_ValueError, "hz: samples per second, 1 to 10000");
+		return -1;
+	}
+	if (!strcmp(mode, "sampling") && syscalls) {
+		PyErr_SetString(PyExc_ValueError,
+				"syscalls=True records calls: not with mode='sampling'");
+		return -1;
+	}
+	c->sampling = !strcmp(mode, "sampling");
+	c->hz = hz;
+	c->wall = wall;
 	c->want_syscalls = syscalls;
 	if (ring && !c->ring_path && !(c->ring_path = strdup(ring))) {
 		PyErr_NoMemory();
@@ -1228,6 +1290,334 @@ static void start_clock(CpuCollector *c)
 	c->ns_per_tick = est;
 }
 
+/* ---- mode sampling ---------------------------------------------------------------------- */
+
+static int sample_code_id(void *ctx, PyCodeObject *co, uint32_t *id)
+{
+	return code_id(ctx, co, id);
+}
+
+/* A stack from the sampler (holding the GIL): into sonde's metadata ring, or kept. */
+static bool on_sample(void *ctx, uint32_t tid, uint64_t weight, const uint32_t *ids, uint32_t n)
+{
+	CpuCollector *c = ctx;
+	struct smp *m;
+	uint64_t v = 0;
+
+	if (in_child || tid == c->stopping) /* the thread in stop(): sonde's code */
+		return false;
+	if (!u64map__get(&c->tindex, tid, &v) || v < 8) {
+		/* a thread without a name yet: threading's (tried 8 times: a thread of
+		   _thread has none, and one just started may not have its id yet) */
+		PyObject *key = PyLong_FromUnsignedLong(tid);
+
+		if (key && !PyDict_GetItem(c->names, key)) /* borrowed */
+			note_names(c, false);
+		if (u64map__put(&c->tindex, tid, key && PyDict_GetItem(c->names, key) ? 8 : v + 1))
+			c->err = -ENOMEM;
+		Py_XDECREF(key);
+		PyErr_Clear();
+	}
+	if (c->ring_path) {
+		uint32_t len = (uint32_t)((sizeof(struct pyr_sample) + n * sizeof(*ids) + 7) & ~7u);
+		struct pyr_sample *r = meta_reserve(c, PYR_SAMPLE, len);
+
+		if (!r) {
+			c->lost++;
+			return false;
+		}
+		r->tid = tid;
+		r->ts = tick();
+		r->weight = weight;
+		r->n = n;
+		r->pad = 0;
+		memcpy(r + 1, ids, n * sizeof(*ids));
+		if (len > sizeof(*r) + n * sizeof(*ids)) /* the padding */
+			memset((uint8_t *)(r + 1) + n * sizeof(*ids), 0,
+			       len - sizeof(*r) - n * sizeof(*ids));
+		sonde_ring__commit(&c->meta);
+		return true;
+	}
+	if (sonde_grow((void **)&c->smp, &c->capsmp, c->nsmp + 1, sizeof(*c->smp)) ||
+	    sonde_grow((void **)&c->sfr, &c->capsfr, c->nsfr + n + 1, sizeof(*c->sfr))) {
+		c->err = -ENOMEM;
+		return false;
+	}
+	m = &c->smp[c->nsmp++];
+	m->tid = tid;
+	m->n = n;
+	m->ts = sonde_clock_ns();
+	m->weight = weight;
+	m->off = c->nsfr;
+	memcpy(c->sfr + c->nsfr, ids, n * sizeof(*ids));
+	c->nsfr += n;
+	return true;
+}
+
+/* ---- memory=True ------------------------------------------------------------------------ */
+
+/* The calling thread's running Python function, read without allocating. */
+static int mem_here(void *ctx, uint32_t *id)
+{
+#if SONDE_EVAL_ENGINE
+	struct _PyInterpreterFrame *f = PyThreadState_GET()->cframe->current_frame;
+
+	if (tl_naming) /* naming a function already: this allocation is sonde's */
+		return -1;
+	while (f && _PyFrame_IsIncomplete(f))
+		f = f->previous;
+	return f ? code_id(ctx, f->f_code, id) : -1;
+#else
+	(void)ctx;
+	(void)id;
+	return -1; /* the frame API would allocate inside the allocator */
+#endif
+}
+
+static void mem_event(void *ctx, uint32_t kind, uint32_t func, uint64_t ptr, uint64_t size,
+		      double weight, int32_t node, int32_t cpu_node)
+{
+	CpuCollector *c = ctx;
+	uint32_t tid;
+
+	if (in_child || c->pid != getpid())
+		return;
+	tid = (uint32_t)syscall(SYS_gettid);
+	if (c->ring_path) {
+		struct pyr_mem *r = meta_reserve(c, PYR_MEM, sizeof(*r));
+
+		if (!r) {
+			c->lost++;
+			return;
+		}
+		r->tid = tid;
+		r->ts = tick();
+		r->ptr = ptr;
+		r->size = size;
+		r->weight = weight;
+		r->node = node;
+		r->cpu_node = cpu_node;
+		r->func = func;
+		r->kind = kind;
+		sonde_ring__commit(&c->meta);
+		return;
+	}
+	if (sonde_grow((void **)&c->mev, &c->capmev, c->nmev + 1, sizeof(*c->mev))) {
+		c->err = -ENOMEM;
+		return;
+	}
+	c->mev[c->nmev++] = (struct mev){ kind, tid,  func,  node, cpu_node, sonde_clock_ns(),
+					  ptr,	size, weight };
+}
+
+/*
+ * Sampled allocations on (start checked no other collector's are: py_mem__busy);
+ * said in sonde's rings whether NUMA nodes are read.
+ */
+static void mem_start(CpuCollector *c)
+{
+	if (!c->want_mem || py_mem__start(c->mem_interval, c->want_numa, mem_here, mem_event, c,
+					  c->mem_why, sizeof(c->mem_why)))
+		return;
+	c->mem_on = true;
+	if (c->ring_path && c->want_numa) {
+		struct pyr_name n = { 0, !c->mem_why[0], (uint32_t)strlen(c->mem_why), 0 };
+
+		emit_text(c, PYR_NUMA, &n, sizeof(n), c->mem_why, n.name_len, NULL, 0);
+	}
+}
+
+static void mem_stop(CpuCollector *c)
+{
+	if (c->mem_on)
+		py_mem__stop(&c->mst);
+	c->mem_on = false;
+}
+
+static PyObject *start_sampling(CpuCollector *c)
+{
+	if (c->ring_path) {
+		c->wa = sonde_ring_area__attach(c->ring_path);
+		if (!c->wa)
+			return PyErr_SetFromErrnoWithFilename(PyExc_OSError, c->ring_path);
+		use_tsc = c->ring_tsc;
+	}
+	c->gen = next_gen++;
+	c->pid = getpid();
+	note_names(c, false);
+	c->t0 = sonde_clock_ns();
+	emit_mark(c, PYR_START, 0, tick(), 0);
+	c->sampler = py_sampler__start(c->hz, c->wall, sample_code_id, on_sample, c);
+	if (!c->sampler) {
+		PyErr_SetFromErrno(PyExc_OSError);
+		if (c->meta_claimed)
+			sonde_ring__retire(&c->meta);
+		c->meta_claimed = false;
+		release_rings(c, false);
+		return NULL;
+	}
+	c->state = ST_COLLECTING;
+	mem_start(c);
+	Py_RETURN_NONE;
+}
+
+static PyObject *stop_sampling(CpuCollector *c)
+{
+	mem_stop(c);
+	c->stopping = (uint32_t)syscall(SYS_gettid);
+	py_sampler__stop(c->sampler, &c->sst);
+	c->sampler = NULL;
+	c->t1 = sonde_clock_ns();
+	note_names(c, false);
+	c->state = ST_FINALIZED;
+	if (c->ring_path && c->pid == getpid()) {
+		emit_mark(c, PYR_TICKS, (uint32_t)c->sst.truncated, c->sst.ticks, c->sst.late);
+		emit_mark(c, PYR_STOP, 0, tick(), 0);
+		if (c->meta_claimed)
+			sonde_ring__retire(&c->meta);
+		c->meta_claimed = false;
+	}
+	release_rings(c, false);
+	if (c->err) {
+		PyErr_SetString(PyExc_MemoryError,
+				"the CPU collector ran out of memory while sampling");
+		return NULL;
+	}
+	return Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:n,s:K,s:d,s:s,s:s}", "mode", "sampling",
+			     "samples", (unsigned long long)c->sst.samples, "ticks",
+			     (unsigned long long)c->sst.ticks, "late_ticks",
+			     (unsigned long long)c->sst.late, "truncated_stacks",
+			     (unsigned long long)c->sst.truncated, "lost",
+			     (unsigned long long)c->lost, "functions", (Py_ssize_t)c->nfns,
+			     "duration_ns", (unsigned long long)(c->t1 - c->t0), "hz", c->hz,
+			     "weight", c->wall ? "wall" : "cpu", "timer", c->sst.timer);
+}
+
+/* memory_events(): the sampled allocations and their frees, as dicts, in order. */
+static PyObject *col_memory_events(CpuCollector *c, PyObject *unused)
+{
+	static const char *const kinds[] = { "?", "memory_alloc", "memory_free", "memory_live" };
+	PyObject *out;
+	size_t i;
+
+	(void)unused;
+	if (c->state != ST_FINALIZED) {
+		PyErr_SetString(SondePy_StateError, "memory_events: stop the collector first");
+		return NULL;
+	}
+	out = PyList_New(0);
+	for (i = 0; out && i < c->nmev; i++) {
+		const struct mev *e = &c->mev[i];
+		const struct fn *f = e->func < c->nfns ? &c->fns[e->func] : NULL;
+		PyObject *d;
+
+		if (e->kind == SONDE_MEMSAMPLE_LIVE)
+			continue;
+		d = Py_BuildValue(
+			"{s:s,s:k,s:K,s:K,s:K,s:N,s:z,s:z,s:N,s:N,s:N}", "event",
+			kinds[e->kind <= 3 ? e->kind : 0], "thread", (unsigned long)e->tid, "ts_ns",
+			(unsigned long long)e->ts, "address", (unsigned long long)e->ptr, "size",
+			(unsigned long long)e->size, "weight_bytes",
+			e->kind == SONDE_MEMSAMPLE_ALLOC ? PyFloat_FromDouble(e->weight)
+							 : Py_NewRef(Py_None),
+			"function", f ? f->name : NULL, "file", f ? f->module : NULL, "line",
+			f ? PyLong_FromUnsignedLongLong(f->line) : Py_NewRef(Py_None), "node",
+			e->node >= 0 ? PyLong_FromLong(e->node) : Py_NewRef(Py_None), "cpu_node",
+			e->cpu_node >= 0 ? PyLong_FromLong(e->cpu_node) : Py_NewRef(Py_None));
+		if (!d || PyList_Append(out, d))
+			Py_CLEAR(out);
+		Py_XDECREF(d);
+	}
+	return out;
+}
+
+/* stats.trace.memory: the sampled allocations summed (libsonde), with NUMA nodes. */
+static json_t *memory_json(CpuCollector *c)
+{
+	struct sonde_memsample *m = sonde_memsample__new(c->mem_interval);
+	json_t *o, *numa = NULL;
+	size_t i;
+
+	if (!m)
+		return NULL;
+	for (i = 0; i < c->nmev; i++) {
+		const struct mev *e = &c->mev[i];
+		const struct fn *f = e->func < c->nfns ? &c->fns[e->func] : NULL;
+		struct sonde_memsample_event ev = { e->kind,
+						    e->tid,
+						    e->node,
+						    e->cpu_node,
+						    e->ts,
+						    e->ptr,
+						    e->size,
+						    e->weight,
+						    f ? f->name : NULL,
+						    f ? f->module : NULL,
+						    f ? f->line : 0 };
+
+		if (sonde_memsample__add(m, &ev)) {
+			sonde_memsample__free(m);
+			return NULL;
+		}
+	}
+	if (c->want_numa)
+		numa = c->mem_why[0] ? json_pack("{s:s}", "not_supported", c->mem_why)
+				     : py_mem__numa();
+	o = sonde_memsample__json(m, numa);
+	if (o)
+		json_object_set_new(o, "allocations_seen",
+				    json_integer((json_int_t)c->mst.allocations)),
+			json_object_set_new(o, "bytes_seen",
+					    json_integer((json_int_t)c->mst.bytes));
+	sonde_memsample__free(m);
+	return o;
+}
+
+/* A sample as a dict: thread, time, weight and its stack, outermost first. */
+static PyObject *sample_dict(CpuCollector *c, const struct smp *m)
+{
+	PyObject *stack = PyList_New(m->n);
+	uint32_t i;
+
+	for (i = 0; stack && i < m->n; i++) {
+		uint32_t id = c->sfr[m->off + i];
+		const struct fn *f = id < c->nfns ? &c->fns[id] : NULL;
+		PyObject *d = Py_BuildValue("{s:z,s:z,s:K}", "function", f ? f->name : NULL, "file",
+					    f ? f->module : NULL, "line",
+					    (unsigned long long)(f ? f->line : 0));
+
+		if (!d) {
+			Py_CLEAR(stack);
+			break;
+		}
+		PyList_SET_ITEM(stack, i, d);
+	}
+	if (!stack)
+		return NULL;
+	return Py_BuildValue("{s:s,s:k,s:K,s:K,s:N}", "event", "sample", "thread",
+			     (unsigned long)m->tid, "ts_ns", (unsigned long long)m->ts, "weight_ns",
+			     (unsigned long long)m->weight, "stack", stack);
+}
+
+/* The samples of thread tid (0: all) as dicts. */
+static PyObject *sample_list(CpuCollector *c, uint32_t tid)
+{
+	PyObject *out = PyList_New(0);
+	size_t i;
+
+	for (i = 0; out && i < c->nsmp; i++) {
+		PyObject *d;
+
+		if (tid && c->smp[i].tid != tid)
+			continue;
+		d = sample_dict(c, &c->smp[i]);
+		if (!d || PyList_Append(out, d))
+			Py_CLEAR(out);
+		Py_XDECREF(d);
+	}
+	return out;
+}
+
 static PyObject *col_start(CpuCollector *c, PyObject *unused)
 {
 	PyThreadState *me = PyThreadState_Get(), *ts;
@@ -1246,6 +1636,13 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 		PyErr_SetString(SondePy_StateError, "start: the collector was not initialised");
 		return NULL;
 	}
+	if (c->want_mem && py_mem__busy()) {
+		PyErr_SetString(SondePy_StateError,
+				"start: another CpuCollector samples allocations in this process");
+		return NULL;
+	}
+	if (c->sampling)
+		return start_sampling(c);
 	if (me->c_profilefunc == cpu_hook || active) {
 		PyErr_SetString(SondePy_StateError,
 				"start: another CpuCollector collects in this thread");
@@ -1313,6 +1710,7 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 		if (c->want_syscalls)
 			syscalls_open(c);
 		c->t0 = sonde_clock_ns();
+		mem_start(c);
 		emit_mark(c, PYR_START, 0, tick(), 0);
 		c->state = ST_COLLECTING;
 		active = c;
@@ -1325,6 +1723,7 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	if (c->want_syscalls)
 		syscalls_open(c);
 	c->t0 = sonde_clock_ns();
+	mem_start(c);
 	emit_mark(c, PYR_START, 0, tick(), 0);
 	c->state = ST_COLLECTING;
 	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
@@ -1348,6 +1747,15 @@ static PyObject *col_run(CpuCollector *c, PyObject *args)
 	if (!o)
 		return NULL;
 	Py_DECREF(o);
+	if (c->sampler) { /* samples start at the program's code, not in the runner */
+		PyObject *r;
+
+		py_sampler__root(c->sampler, code);
+		r = PyEval_EvalCode(code, globals, globals);
+		if (c->sampler)
+			py_sampler__root(c->sampler, NULL);
+		return r;
+	}
 	return PyEval_EvalCode(code, globals, globals); /* its return: own_cfunc() */
 }
 
@@ -1464,6 +1872,9 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 			     state_names[c->state]);
 		return NULL;
 	}
+	if (c->sampling)
+		return stop_sampling(c);
+	mem_stop(c);
 	c->t1 = sonde_clock_ns();
 	me = (uint32_t)syscall(SYS_gettid);
 	unhook_all(c);
@@ -1572,6 +1983,8 @@ static PyObject *col_thread_buffer(CpuCollector *c, PyObject *unused)
 		PyErr_SetString(SondePy_StateError, "get_thread_local_buffer: not started");
 		return NULL;
 	}
+	if (c->sampling)
+		return sample_list(c, me);
 	if (c->state == ST_COLLECTING && c->pid == getpid()) {
 		ThreadRec *r = current_rec(PyThreadState_Get());
 
@@ -1610,6 +2023,8 @@ static PyObject *col_events(CpuCollector *c, PyObject *unused)
 		PyErr_SetString(SondePy_StateError, "events: stop the collector first");
 		return NULL;
 	}
+	if (c->sampling)
+		return sample_list(c, 0);
 	out = PyList_New(0);
 	for (k = 0; out && k < c->nts; k++)
 		for (it_init(&it, &c->ts[k]); it_next(c, &it, &e);) {
@@ -1623,6 +2038,60 @@ static PyObject *col_events(CpuCollector *c, PyObject *unused)
 			Py_DECREF(d);
 		}
 	return out;
+}
+
+/* How the samples were taken, as stats.trace.sampling says it (collector.c too). */
+static json_t *sampling_json(const CpuCollector *c)
+{
+	return json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "hz", c->hz,
+			 "interval_ns", (json_int_t)(1e9 / c->hz), "weight",
+			 c->wall ? "wall" : "cpu", "timer", c->sst.timer ? c->sst.timer : "timerfd",
+			 "ticks", (json_int_t)c->sst.ticks, "late_ticks", (json_int_t)c->sst.late,
+			 "truncated_stacks", (json_int_t)c->sst.truncated, "lost_samples",
+			 (json_int_t)c->lost, "reader", "Python frames under the GIL");
+}
+
+/* The samples, into ct (in sampling mode), with their threads' names. */
+static int sampled_calls(CpuCollector *c, struct sonde_calltrace *ct, const uint32_t *idmap,
+			 PyObject *names)
+{
+	uint32_t *ids = malloc(PY_SAMPLE_MAX_DEPTH * sizeof(*ids));
+	struct u64map named = { 0 };
+	uint64_t v;
+	size_t i, j;
+	int rc = ids ? sonde_calltrace__sampling(ct, sampling_json(c)) : -ENOMEM;
+
+	for (i = 0; i < c->nsmp && !rc; i++) {
+		const struct smp *m = &c->smp[i];
+
+		if (!u64map__get(&named, m->tid, &v)) {
+			PyObject *key = PyLong_FromUnsignedLong(m->tid), *nm = NULL;
+
+			if (key && names && PyDict_Check(names))
+				nm = PyDict_GetItem(names, key); /* borrowed */
+			if (key && !nm && c->names)
+				nm = PyDict_GetItem(c->names, key);
+			Py_XDECREF(key);
+			if (nm && PyUnicode_Check(nm) && PyUnicode_AsUTF8(nm))
+				rc = sonde_calltrace__thread_name(ct, m->tid, PyUnicode_AsUTF8(nm));
+			PyErr_Clear();
+			if (!rc && u64map__put(&named, m->tid, 1))
+				rc = -ENOMEM;
+		}
+		for (j = 0; j < m->n && !rc; j++) {
+			uint32_t id = c->sfr[m->off + j];
+
+			if (id >= c->nfns)
+				rc = -EINVAL;
+			else
+				ids[j] = idmap[id];
+		}
+		if (!rc)
+			rc = sonde_calltrace__sample(ct, m->tid, m->ts, m->weight, ids, m->n);
+	}
+	u64map__release(&named);
+	free(ids);
+	return rc;
 }
 
 /*
@@ -1660,6 +2129,8 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 	for (i = 0; i < c->nfns && !rc; i++)
 		rc = sonde_calltrace__func(ct, c->fns[i].module, c->fns[i].line, c->fns[i].name,
 					   &idmap[i]);
+	if (!rc && c->sampling)
+		rc = sampled_calls(c, ct, idmap, names);
 	for (k = 0; k < c->nts && !rc; k++) {
 		const struct tstore *t = &c->ts[k];
 		PyObject *key = PyLong_FromUnsignedLong(t->tid), *nm = NULL;
@@ -1690,12 +2161,17 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 		}
 	}
 	free(idmap);
-	if (!rc)
+	if (!rc && !c->sampling)
 		rc = sonde_calltrace__engine_stat(
 			ct, "python",
 			json_pack("{s:I, s:I, s:I, s:s}", "events", (json_int_t)c->events,
 				  "dropped_events", (json_int_t)c->dropped, "lost_events",
 				  (json_int_t)c->lost, "hook", "C profile function"));
+	if (!rc && c->want_mem) {
+		json_t *m = memory_json(c);
+
+		rc = m ? sonde_calltrace__engine_stat(ct, "memory", m) : -ENOMEM;
+	}
 	if (!rc && c->want_syscalls)
 		rc = sonde_calltrace__engine_stat(
 			ct, "syscalls",
@@ -1797,6 +2273,12 @@ static void col_dealloc(CpuCollector *c)
 	size_t i;
 
 	PyObject_GC_UnTrack(c);
+	mem_stop(c);
+	if (c->sampler) { /* dropped while sampling */
+		py_sampler__stop(c->sampler, NULL);
+		c->sampler = NULL;
+		c->state = ST_FINALIZED;
+	}
 	if (c->state == ST_COLLECTING) { /* dropped while collecting: stop for good */
 		unhook_all(c);
 		c->state = ST_FINALIZED;
@@ -1808,6 +2290,9 @@ static void col_dealloc(CpuCollector *c)
 		free(c->fns[i].name);
 	}
 	free(c->fns);
+	free(c->smp);
+	free(c->sfr);
+	free(c->mev);
 	for (i = 0; i < c->nts; i++) {
 		free(c->ts[i].ev);
 		free(c->ts[i].segs);
@@ -1832,6 +2317,8 @@ static PyMethodDef col_methods[] = {
 	{ "get_thread_local_buffer", (PyCFunction)col_thread_buffer, METH_NOARGS,
 	  "The calling thread's events so far, as dicts." },
 	{ "events", (PyCFunction)col_events, METH_NOARGS, "Every event, thread by thread." },
+	{ "memory_events", (PyCFunction)col_memory_events, METH_NOARGS,
+	  "memory=True: the sampled allocations and their frees, in order." },
 	{ "_exit", (PyCFunction)col_exit, METH_O,
 	  "_exit(status): stop, then os._exit(status) (the program's, run by sonde.run)." },
 	{ "run", (PyCFunction)col_run, METH_VARARGS,

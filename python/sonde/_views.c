@@ -84,6 +84,10 @@ static int draw(const struct view_args *a, struct sonde_profile *p, struct sonde
 		return sonde_view__trace_graph(p, (enum sonde_view_format)f, top, out);
 	if (!strcmp(k, "counters"))
 		return sonde_view__counters(p, (enum sonde_view_format)f, out);
+	if (!strcmp(k, "sched"))
+		return sonde_view__sched(p, (enum sonde_view_format)f, out);
+	if (!strcmp(k, "system"))
+		return sonde_view__system(p, (enum sonde_view_format)f, out);
 	if (!strcmp(k, "perfetto"))
 		return sonde_view__perfetto(p, out);
 	if (!strcmp(k, "folded") || !strcmp(k, "flamegraph")) {

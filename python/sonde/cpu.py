@@ -39,14 +39,36 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
     (perf_event on the raw_syscalls tracepoints: root, or a lowered
     kernel.perf_event_paranoid), each a call of "syscall:NAME" nested in the
     Python (or C) function that made it. Where that is not permitted, a
-    warning says why and the calls are recorded without them."""
+    warning says why and the calls are recorded without them.
 
-    def __init__(self, buffer=None, c_calls=True, syscalls=False, **sonde_rings):
-        super().__init__(buffer=buffer, c_calls=c_calls, syscalls=syscalls, **sonde_rings)
+    mode="sampling" records no calls: hz times a second (100 by default) a
+    thread of sonde's takes the GIL and reads every thread's Python stack;
+    each thread that ran since its previous sample gets one, weighted by the
+    CPU time it used meanwhile (wall=True: the wall time, and waiting
+    threads are sampled too). The profile's counts are samples and its times
+    estimates; docs/python.md says what the GIL does to them.
+
+    memory=True also samples the Python allocator (its "mem" and "object"
+    domains, as tracemalloc hooks them): about one allocation every
+    memory_interval bytes, each standing for the bytes it is likely to
+    represent, so the profile's stats.trace.memory estimates bytes allocated
+    per function without recording every allocation; memory_events() lists
+    the samples (memory_alloc) and their frees (memory_free). numa=True also
+    reads the NUMA node of each sampled block's page and of the CPU that
+    allocated it (libnuma), for bytes per node, migrated and remote blocks."""
+
+    def __init__(self, buffer=None, c_calls=True, syscalls=False, mode="calls", hz=100,
+                 wall=False, memory=False, numa=False, memory_interval=256 * 1024,
+                 **sonde_rings):
+        super().__init__(buffer=buffer, c_calls=c_calls, syscalls=syscalls, mode=mode, hz=hz,
+                         wall=wall, memory=memory, numa=numa, memory_interval=memory_interval,
+                         **sonde_rings)
         self.results = None
 
     def stop(self):
         self.results = r = super().stop()
+        if r and r.get("mode") == "sampling":
+            return r
         if r and r["dropped"]:
             warnings.warn(f"sonde: {r['dropped']} events were dropped from full rings (the "
                           "oldest of their threads); give CpuCollector a bigger buffer=",

@@ -1,6 +1,8 @@
 """Run a Python program under the CPU collector, as cProfile's command line does.
 
     python3 -m sonde.run [-o calls.json] [--no-c-calls] [--buffer BYTES]
+                         [--mode calls|sampling] [--hz HZ] [--wall]
+                         [--memory | --numa] [--memory-interval BYTES]
                          (SCRIPT | -m MODULE | -c COMMAND | -) [ARGS...]
 
 The program sees the sys.argv, sys.path[0] and __main__ it would see when run
@@ -40,6 +42,19 @@ def _parse(argv):
     ap.add_argument("--syscalls", action="store_true",
                     help="also every system call, nested in the function that made it "
                          "(perf_event: root, or kernel.perf_event_paranoid -1)")
+    ap.add_argument("--mode", choices=("calls", "sampling"), default="calls",
+                    help="calls: every call and return (default); sampling: every thread's "
+                         "Python stack HZ times a second")
+    ap.add_argument("--hz", type=float, default=100,
+                    help="sampling: samples per second (1 to 10000; default 100)")
+    ap.add_argument("--wall", action="store_true",
+                    help="sampling: weight by wall time, and sample waiting threads too")
+    ap.add_argument("--memory", action="store_true",
+                    help="also sample the Python allocator: estimated bytes per function")
+    ap.add_argument("--numa", action="store_true",
+                    help="--memory, and the NUMA node of each sampled block (libnuma)")
+    ap.add_argument("--memory-interval", type=int, default=256 * 1024, metavar="BYTES",
+                    help="--memory: mean bytes between samples (262144)")
     ap.add_argument("--buffer", type=int, metavar="BYTES",
                     help="ring bytes per thread (a power of two; 64 MiB by default)")
     ap.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script")
@@ -60,7 +75,8 @@ def _parse(argv):
             rest = argv[i:]
             break
         own.append(a)
-        if a in ("-o", "--output", "--cmd", "--buffer") and i + 1 < len(argv):
+        if a in ("-o", "--output", "--cmd", "--buffer", "--mode", "--hz",
+                 "--memory-interval") and i + 1 < len(argv):
             own.append(argv[i + 1])
             i += 1
         i += 1
@@ -121,12 +137,19 @@ def main(argv=None):
     if o.to_sonde:
         # into sonde's rings (sonde records the system calls itself); stop publishes
         # what is left, from the extension (its stop and _exit are not the program's)
-        col = CpuCollector(c_calls=not o.no_c_calls, _ring=os.environ.get(RING_ENV),
-                           _tsc=os.environ.get(TSC_ENV) == "1")
+        col = CpuCollector(c_calls=not o.no_c_calls, mode=o.mode, hz=o.hz, wall=o.wall,
+                           memory=o.memory, numa=o.numa, memory_interval=o.memory_interval,
+                           _ring=os.environ.get(RING_ENV), _tsc=os.environ.get(TSC_ENV) == "1")
         atexit.register(_sonde.CpuCollector.stop, col)
         os._exit = col._exit
     else:
-        col = CpuCollector(buffer=o.buffer, c_calls=not o.no_c_calls, syscalls=o.syscalls)
+        try:
+            col = CpuCollector(buffer=o.buffer, c_calls=not o.no_c_calls, syscalls=o.syscalls,
+                               mode=o.mode, hz=o.hz, wall=o.wall, memory=o.memory, numa=o.numa,
+                               memory_interval=o.memory_interval)
+        except ValueError as e:
+            sys.stderr.write(f"python3 -m sonde.run: {e}\n")
+            return 2
 
         def write():
             if os.getpid() != pid or col.state != "finalized":

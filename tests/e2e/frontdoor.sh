@@ -177,10 +177,15 @@ check "show: the uid is named" has "$out" "^uid "
 check "show: each row has its unit" has "$out" "  real  *ns "
 # ---- views that answer their question ------------------------------------------------------------
 EX=$BUILD/examples
-"$SONDE" collect trace -q -o ex-trace.json -- "$EX/sort-traced" 5000 >/dev/null
+# the trace's time-per-size curve is timing: on a loaded machine a run can be noise, so
+# three runs at most until its best model is a real curve (checked below)
+for _try in 1 2 3; do
+	"$SONDE" collect trace -q -o ex-trace.json -- "$EX/sort-traced" 5000 >/dev/null
+	"$SONDE" postprocess -q ex-trace.json regression >/dev/null
+	jq_eq ex-trace.json '[.models[] | select(.uid == "merge_sort" and .best) | .model != "constant" and .r_square > 0.5] | all' true && break
+done
 "$SONDE" collect memory -q -o ex-memory.json -- "$EX/sort" 5000 >/dev/null
 "$SONDE" collect time -q -r 3 -o ex-time.json -- "$EX/sort" 5000
-"$SONDE" postprocess -q ex-trace.json regression >/dev/null
 run report ex-trace.json ex-memory.json ex-time.json -o ex.html
 check "report of make run's profiles: exit 0" [ "$rc" = 0 ]
 check "report: no 'not in baseline' rows (unlike profiles are not compared)" sh -c '! grep -q "not in baseline" ex.html'
@@ -222,7 +227,15 @@ run collect time -r 5 -- "$PROGS/s-sleep" 20 ::: "$PROGS/s-sleep" 40
 check "A ::: B: exit 0, two profiles" sh -c '[ "$1" = 0 ] && [ "$(ls s-sleep-time-*.json | wc -l)" = 2 ]' _ "$rc"
 check "A ::: B: B ran about 2× slower than A, with its error" \
 	has "$err" "'$PROGS/s-sleep 40' ran [12]\.[0-9][0-9] ± 0\.[0-9][0-9] × slower than '$PROGS/s-sleep 20'"
-check "A ::: B: check's verdict" has "$err" "check: severe degradation"
+# the verdict is a test over 5 runs of each: on a loaded machine one slow run
+# can leave it unsure ("maybe"); measured again up to twice before it counts
+tries=1
+while ! has "$err" "check: severe degradation" && [ $tries -lt 3 ]; do
+	rm -f s-sleep-time-*.json
+	run collect time -r 5 -- "$PROGS/s-sleep" 20 ::: "$PROGS/s-sleep" 40
+	tries=$((tries + 1))
+done
+check "A ::: B: check's verdict (attempts: $tries)" has "$err" "check: severe degradation"
 cd .. || exit 1
 run collect memory -- true ::: true
 check "::: under another collector: exit 2" [ "$rc" = 2 ]

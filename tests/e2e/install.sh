@@ -20,7 +20,7 @@ L=$P/$(opt libdir)
 BIN=$P/bin/sonde
 check "installed: the binary" test -x "$BIN"
 check "installed: libsonde" test -e "$L/libsonde.so"
-check "installed: the runtimes" sh -c 'test -e "$1/sonde/libsonde-memory.so" && test -e "$1/sonde/libsonde-trace.so" && test -x "$1/sonde/sonde-spawn"' _ "$L"
+check "installed: the runtimes" sh -c 'test -e "$1/sonde/libsonde-memory.so" && test -e "$1/sonde/libsonde-trace.so" && test -e "$1/sonde/libsonde-sample.so" && test -x "$1/sonde/sonde-spawn"' _ "$L"
 check "installed: the headers" test -e "$P/include/sonde/sonde.h"
 check "installed: the docs" test -e "$P/share/doc/sonde/analysis.md"
 

@@ -23,6 +23,19 @@ check() {
 	if "$@" >&2; then ok "$d"; else not_ok "$d"; fi
 }
 finish() { echo "1..$n"; }
+# all 'COND'...: every condition holds; any 'COND'...: one does. One check over
+# several conditions: `check D A && B` would assert A only.
+all() {
+	for c in "$@"; do
+		eval "$c" || return 1
+	done
+}
+any() {
+	for c in "$@"; do
+		eval "$c" && return 0
+	done
+	return 1
+}
 
 # run ARGS...: run sonde, keeping stdout in $out, stderr in $err and the status in $rc
 run() {
@@ -35,3 +48,34 @@ run() {
 jq_eq() { [ "$(jq -r "$2" "$1")" = "$3" ]; }
 validate() { /usr/bin/python3 "$SRC/tests/validate-profile.py" "$SRC/docs/profile.schema.json" "$@"; }
 has() { printf '%s' "$1" | grep -q -- "$2"; }
+
+# browser WHAT SPEC: open the files of SPEC in headless chromium (tests/browser/open.js)
+# and report its checks as TAP lines; SKIP (and return 1) without node or chromium
+browser() {
+	pw_dir="${BUILD:-$SRC/build}/tests/browser"
+	if ! command -v node >/dev/null 2>&1; then
+		skip "$1" "node is not installed (scripts/install-deps installs it)"
+		return 1
+	elif [ ! -x /usr/bin/chromium ]; then
+		skip "$1" "/usr/bin/chromium is not installed (scripts/install-deps installs it)"
+		return 1
+	elif ! why=$("$SRC/tests/browser/setup" "$pw_dir"); then
+		skip "$1" "$why"
+		return 1
+	fi
+	PW_DIR="$pw_dir" node "$SRC/tests/browser/open.js" "$2" >browser.tap 2>&1
+	grep -E '^(not )?ok ' browser.tap | while IFS= read -r line; do
+		case $line in
+		"not ok"*) echo "not ok - browser: ${line#not ok * - }" ;;
+		*) echo "ok - browser: ${line#ok * - }" ;;
+		esac
+	done >browser.lines
+	[ -s browser.lines ] || echo "not ok - browser: no result ($(head -c 300 browser.tap))" >browser.lines
+	while IFS= read -r line; do
+		case $line in
+		"not ok"*) not_ok "${line#not ok - }" ;;
+		*) ok "${line#ok - }" ;;
+		esac
+	done <browser.lines
+	return 0
+}

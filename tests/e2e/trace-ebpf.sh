@@ -100,7 +100,9 @@ check "a malformed -u spec: exit 2" [ "$rc" = 2 ]
 run collect trace -e ebpf --size-arg fib:9 -o x2.json -- "$PROGS/t-calls"
 check "--size-arg beyond the 6th argument: exit 2" [ "$rc" = 2 ]
 run collect trace -e ebpf --size-arg nosuch:1 -o x2.json -- "$PROGS/t-calls"
-check "--size-arg of an unknown function: exit 2, and no profile" [ "$rc" = 2 ] && [ ! -e x2.json ]
+check "--size-arg of an unknown function: exit 2, and no profile" all \
+	'[ "$rc" = 2 ]' \
+	'[ ! -e x2.json ]'
 if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$SONDE" collect trace -e ebpf -o /tmp/x2.json -- "$PROGS/t-calls" \
 		>/dev/null 2>"$WORK/.err"

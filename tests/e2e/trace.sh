@@ -129,7 +129,12 @@ run show t.json report
 check "the report of a time profile: exit 3" [ "$rc" = 3 ]
 check "... because it needs a trace profile" has "$err" "needs a trace profile"
 run export t.json --format perfetto
-check "perfetto export of a time profile: exit 3" [ "$rc" = 3 ]
+check "perfetto export of a time profile: its runs, a slice each" all \
+	'[ "$rc" = 0 ]' \
+	'printf "%s" "$out" | jq -e "[.traceEvents[] | select(.cat == \"run\")] |
+		length >= 1 and all(.dur > 0)"'
+run show t.json counters
+check "a view a profile has nothing for: exit 3" [ "$rc" = 3 ]
 
 # The target never sees sonde's variables; its children get them back, even
 # those started with an environment of their own (posix_spawn) or by system().

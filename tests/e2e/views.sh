@@ -201,18 +201,9 @@ run export calls.json --format json -o exported.json
 check "export json: the same profile" jq_eq exported.json '.models | length' "$(jq '.models | length' calls.json)"
 
 # --- the real browser ---
-BUILD_DIR=${BUILD:-$SRC/build}
-PW_DIR="$BUILD_DIR/tests/browser"
-ART="$BUILD_DIR/tests/artifacts"
-if ! command -v node >/dev/null 2>&1; then
-	skip "views in chromium" "node is not installed (scripts/install-deps installs it)"
-elif [ ! -x /usr/bin/chromium ]; then
-	skip "views in chromium" "/usr/bin/chromium is not installed (scripts/install-deps installs it)"
-elif ! why=$("$SRC/tests/browser/setup" "$PW_DIR"); then
-	skip "views in chromium" "$why"
-else
-	mkdir -p "$ART"
-	cat >spec.json <<JSON
+ART="${BUILD:-$SRC/build}/tests/artifacts"
+mkdir -p "$ART"
+cat >spec.json <<JSON
 [
  {"file": "flame.svg", "expect": {"svg.sonde-flame g.f": 6}, "zoom": true, "search": "parse",
   "texts": ["<script>alert(1)</script>", "a&b\"c"], "screenshot": "$ART/flame.png"},
@@ -226,20 +217,7 @@ else
   "screenshot": "$ART/report.png"}
 ]
 JSON
-	PW_DIR="$PW_DIR" node "$SRC/tests/browser/open.js" spec.json >browser.tap 2>&1
-	grep -E '^(not )?ok ' browser.tap | while IFS= read -r line; do
-		case $line in
-		"not ok"*) echo "not ok - browser: ${line#not ok * - }" ;;
-		*) echo "ok - browser: ${line#ok * - }" ;;
-		esac
-	done >browser.lines
-	[ -s browser.lines ] || echo "not ok - browser: no result ($(head -c 300 browser.tap))" >browser.lines
-	while IFS= read -r line; do
-		case $line in
-		"not ok"*) not_ok "${line#not ok - }" ;;
-		*) ok "${line#ok - }" ;;
-		esac
-	done <browser.lines
+if browser "views in chromium" spec.json; then
 	check "screenshots kept in $ART" [ -s "$ART/report.png" ]
 fi
 finish

@@ -68,6 +68,16 @@ static void views(struct sonde_profile *p)
 	sonde_strbuf__reset(&a);
 	sonde_view__perfetto(p, &a);
 	sonde_strbuf__reset(&a);
+	{
+		const struct sonde_profile *one = p;
+
+		sonde_view__timeline_svg(&one, 1, &a);
+	}
+	sonde_strbuf__reset(&a);
+	sonde_view__sched(p, SONDE_VIEW_TEXT, &a);
+	sonde_view__sched(p, SONDE_VIEW_JSON, &a);
+	sonde_view__system(p, SONDE_VIEW_TEXT, &a);
+	sonde_strbuf__reset(&a);
 	if (weight && !sonde_view__folded(p, weight, &a) && !sonde_view__folded(p, weight, &b)) {
 		struct sonde_strbuf f = SONDE_STRBUF_INIT;
 

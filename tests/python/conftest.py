@@ -48,3 +48,13 @@ def sonde_bin():
     if not path or not os.access(path, os.X_OK):
         pytest.skip("SONDE does not name the sonde program (run through meson test)")
     return path
+
+
+def target_env():
+    """The environment of sonde and of the interpreters the tests start: the build's
+    package, and in a sanitized build the sanitizer runtimes the extension needs."""
+    import sonde
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(sonde.__file__)))
+    if SANITIZER_PRELOAD:
+        env["LD_PRELOAD"] = SANITIZER_PRELOAD
+    return env

@@ -85,14 +85,10 @@ def run(*args, **kw):
 def program(tmp_path, sonde_bin):
     """prog.py, and the environment of sonde and the interpreters: the build's
     package, and in a sanitized build the sanitizer runtimes the extension needs."""
-    import sonde
-    from conftest import SANITIZER_PRELOAD
+    from conftest import target_env
     path = tmp_path / "prog.py"
     path.write_text(PROGRAM)
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(sonde.__file__)))
-    if SANITIZER_PRELOAD:
-        env["LD_PRELOAD"] = SANITIZER_PRELOAD
-    return path, env
+    return path, target_env()
 
 
 def calls(profile, name):

@@ -11,10 +11,13 @@ import sonde
 
 
 def test_timing_collector_precision():
+    a = time.perf_counter_ns()
     with sonde.TimingCollector(precision="ms") as c:
         time.sleep(0.05)
+    outer = (time.perf_counter_ns() - a) / 1e6
     r = c.get_results()
-    assert r["unit"] == "ms" and 50 <= r["wall"] < 60
+    # at least the sleep, no more than the clock around it (a late wake-up is the region's)
+    assert r["unit"] == "ms" and 50 <= r["wall"] <= outer, (r, outer)
     assert r["wall_ns"] >= 50_000_000 and r["cpu_ns"] < r["wall_ns"]
     with pytest.raises(ValueError):
         sonde.TimingCollector(precision="s")

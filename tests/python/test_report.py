@@ -32,7 +32,7 @@ def test_json_report(tmp_path):
     assert r["units"] == {"time": "ms", "memory": "B", "throughput": "1/s"}
     st = r["timing"]["step"]
     assert set(st) >= {"n", "mean", "std", "min", "max", "median", "ci95", "total"}
-    assert st["n"] == 6 and 2.0 <= st["mean"] < 5.0
+    assert st["n"] == 6 and 2.0 <= st["mean"] < 20.0  # ms, whatever the machine's load
     assert r["metrics"]["loss"]["last"] == pytest.approx(1.5)
     tp = r["throughput"]["step"]
     assert tp["iterations_per_sec"] == pytest.approx(6 / (st["total"] / 1000), rel=1e-6)
@@ -61,8 +61,9 @@ def test_csv_parses(tmp_path):
 
 def test_profile_reads_in_sonde_show_and_check(tmp_path, sonde_bin):
     a, b = tmp_path / "a.json", tmp_path / "b.json.gz"
-    sonde.Reporter(_timer(0.002)).save_profile(a)
-    sonde.Reporter(_timer(0.006)).save_profile(b)  # 3x slower, gzip'ed
+    # 5 ms against 30 ms: a severe degradation whatever a loaded machine adds to a sleep
+    sonde.Reporter(_timer(0.005)).save_profile(a)
+    sonde.Reporter(_timer(0.030)).save_profile(b)  # 6x slower, gzip'ed
     with gzip.open(b) as f:
         assert json.load(f)["header"]["type"] == "time"
     show = subprocess.run([sonde_bin, "show", str(a)], capture_output=True, text=True)
@@ -118,8 +119,8 @@ def test_compare_runs_speedup_with_ci():
     assert c.ci95[0] <= c.speedup <= c.ci95[1] and c.ci95[1] - c.ci95[0] < 0.2
     assert c.test == "welch" and c.p < 0.01
     assert "optimization" in c.verdict
-    # and from real regions: a 3x slower sleep is slower, whatever the machine's load
-    real = sonde.compare_runs(_timer(0.006), _timer(0.002))["work"]
+    # and from real regions: a 6x slower sleep is slower, whatever the machine's load
+    real = sonde.compare_runs(_timer(0.030), _timer(0.005))["work"]
     assert real.speedup > 1.5
     same = sonde.compare_runs(fast, fast)["work"]
     assert same.speedup == pytest.approx(1.0) and same.verdict == "no change"
@@ -127,8 +128,8 @@ def test_compare_runs_speedup_with_ci():
 
 def test_compare_runs_reads_profile_files(tmp_path):
     a = tmp_path / "a.json.zst"
-    sonde.Reporter(_timer(0.002)).save_profile(a)
-    c = sonde.compare_runs(a, _timer(0.002))["work"]
+    sonde.Reporter(_timer(0.02)).save_profile(a)
+    c = sonde.compare_runs(a, _timer(0.02))["work"]
     assert 0.7 < c.speedup < 1.4
     with pytest.raises(FileNotFoundError):
         sonde.compare_runs(tmp_path / "missing.json", a)

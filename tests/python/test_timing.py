@@ -10,10 +10,14 @@ import sonde
 
 def test_sleep_region_measures_50ms():
     t = sonde.Timer()
+    a = time.perf_counter_ns()
     with t.measure("sleep"):
         time.sleep(0.05)
+    outer = (time.perf_counter_ns() - a) / 1e6
     ms = t.get_elapsed("sleep")
-    assert 50.0 <= ms < 60.0, ms
+    # at least the sleep, and no more than the clock around it says (a loaded
+    # machine may wake the sleeper late: that is time the region took)
+    assert 50.0 <= ms <= outer, (ms, outer)
 
 
 def test_agrees_with_perf_counter_ns():
@@ -35,10 +39,10 @@ def test_warmup_excluded():
     t = sonde.Timer(warmup=3)
     for i in range(8):
         with t.measure("step"):
-            time.sleep(0.02 if i < 3 else 0.002)  # slow warm-up runs
+            time.sleep(0.1 if i < 3 else 0.002)  # slow warm-up runs
     s = t.stats("step")
     assert s.n == 5 and s.warmup == 3
-    assert s.max < 10.0, s
+    assert s.max < 50.0, s  # none of the 100 ms warm-up runs
     assert len(t.durations("step", include_warmup=True)) == 8
 
 
@@ -172,13 +176,14 @@ def test_metrics_from_threads():
 
 def test_bottlenecks():
     m = sonde.Metrics()
-    for _ in range(5):
+    # 30 ms against 15 ms: far apart beside what a loaded machine adds to a sleep
+    for _ in range(8):
         with m.measure_time("forward"):
-            time.sleep(0.006)
+            time.sleep(0.030)
         with m.measure_time("backward"):
-            time.sleep(0.002)
+            time.sleep(0.010)
             with m.measure_time("inner"):  # nested: not a top-level region
-                time.sleep(0.001)
+                time.sleep(0.005)
     b = m.analyze_bottlenecks()
     assert b["dominant"] == "forward" and b["next"] == "backward"
     assert [r["name"] for r in b["ranking"]] == ["forward", "backward"]

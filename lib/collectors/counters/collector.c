@@ -25,6 +25,7 @@
 #include <sonde/collector.h>
 #include <sonde/ring.h>
 #include "../../grow.h"
+#include "../../ticker.h"
 #include "../rt-host.h"
 #include "service.h"
 
@@ -68,11 +69,7 @@ struct counters_state {
 	struct sonde_counters_context *ctx;
 	struct sonde_counters_buffer *buf;
 	struct sonde_process_dispatch *proc;
-	pthread_t sampler;
-	bool sampling;
-	bool stop_sampler; /* under sampler_lock; sampler_wake wakes the sampler */
-	pthread_mutex_t sampler_lock;
-	pthread_cond_t sampler_wake;
+	struct ticker ticker; /* -I: the interval sampler */
 	pthread_mutex_t lock;
 	unsigned run;
 	uint64_t run_start;
@@ -527,61 +524,28 @@ static int counters_before(struct sonde_collection *c)
 	return rc;
 }
 
-/* Sample every interval; sleep in between (no polling), until told to stop. */
-static void *sampler_main(void *arg)
+/* One interval sample, on the ticker's thread. */
+static void sample_tick(void *arg)
 {
 	struct counters_state *st = arg;
-	uint64_t period = (uint64_t)(st->interval_ms * 1e6), next = sonde_clock_ns() + period;
 
-	pthread_mutex_lock(&st->sampler_lock);
-	while (!st->stop_sampler) {
-		struct timespec ts = { (time_t)(next / 1000000000ull),
-				       (long)(next % 1000000000ull) };
-
-		if (pthread_cond_timedwait(&st->sampler_wake, &st->sampler_lock, &ts) != ETIMEDOUT)
-			continue;
-		next += period;
-		pthread_mutex_unlock(&st->sampler_lock);
-		if (st->proc)
-			sonde_process_dispatch__sample(st->proc, false);
-		else
-			sonde_counters_context__sample(st->ctx);
-		pthread_mutex_lock(&st->sampler_lock);
-	}
-	pthread_mutex_unlock(&st->sampler_lock);
-	return NULL;
+	if (st->proc)
+		sonde_process_dispatch__sample(st->proc, false);
+	else
+		sonde_counters_context__sample(st->ctx);
 }
 
 static int start_sampling(struct counters_state *st)
 {
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->sampler_wake, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&st->sampler_lock, NULL);
-	st->stop_sampler = false;
-	st->sampling = pthread_create(&st->sampler, NULL, sampler_main, st) == 0;
-	if (!st->sampling) {
-		pthread_cond_destroy(&st->sampler_wake);
-		pthread_mutex_destroy(&st->sampler_lock);
-	}
-	return st->sampling ? 0 : -EAGAIN;
+	st->ticker = (struct ticker){ .fn = sample_tick,
+				      .ctx = st,
+				      .period_ns = (uint64_t)(st->interval_ms * 1e6) };
+	return ticker__start(&st->ticker);
 }
 
 static void stop_sampling(struct counters_state *st)
 {
-	if (!st->sampling)
-		return;
-	pthread_mutex_lock(&st->sampler_lock);
-	st->stop_sampler = true;
-	pthread_cond_signal(&st->sampler_wake);
-	pthread_mutex_unlock(&st->sampler_lock);
-	pthread_join(st->sampler, NULL);
-	pthread_cond_destroy(&st->sampler_wake);
-	pthread_mutex_destroy(&st->sampler_lock);
-	st->sampling = false;
+	ticker__stop(&st->ticker);
 }
 
 static int counters_start(struct sonde_collection *c, pid_t pid)

@@ -145,6 +145,7 @@ void mem_analysis__release(struct mem_analysis *a)
 	for (i = 0; i < a->nres; i++)
 		free(a->res[i].rows);
 	free(a->res);
+	free(a->sizes);
 	free(a->snaps);
 	u64map__release(&a->res_index);
 	json_decref(a->site_index);
@@ -1034,6 +1035,7 @@ int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint6
 				r.img[i].exec_replaced = true;
 	if (!a->t.tl_done && r.events) {
 		a->t.tl_slice_ns = (r.last_ts - r.first_ts) / MEM_TIMELINE + 1;
+		a->t.tl_start_ns = r.first_ts > t0 ? r.first_ts - t0 : 0;
 		r.tl_next = r.first_ts + a->t.tl_slice_ns;
 	}
 	rc = replay(&r);
@@ -1091,13 +1093,29 @@ static json_t *u64_array(const uint64_t *v, size_t n)
 	return a;
 }
 
-static int write_rows(struct sonde_profile *p, long idx, const struct mem_res *res)
+int mem_analysis__size(struct mem_analysis *a, unsigned run, double size)
+{
+	size_t old = a->capsizes, i;
+
+	if (sonde_grow((void **)&a->sizes, &a->capsizes, (size_t)run + 1, sizeof(*a->sizes)))
+		return -ENOMEM;
+	for (i = old; i < a->capsizes; i++)
+		a->sizes[i] = NAN;
+	a->sizes[run] = size;
+	if (a->nsizes < (size_t)run + 1)
+		a->nsizes = (size_t)run + 1;
+	return 0;
+}
+
+static int write_rows(const struct mem_analysis *a, struct sonde_profile *p, long idx,
+		      const struct mem_res *res)
 {
 	json_t *cols, *amount = json_array(), *addr = json_array(), *ts = json_array(),
 		      *freed = json_array(), *tid = json_array(), *order = json_array();
+	json_t *size = a->nsizes ? json_array() : NULL;
 	bool is_free = res->op >= MEM_OP_FREE;
 	size_t i;
-	int err = !amount || !addr || !ts || !freed || !tid || !order;
+	int err = !amount || !addr || !ts || !freed || !tid || !order || (a->nsizes && !size);
 
 	for (i = 0; i < res->nrows && !err; i++) {
 		const struct mem_row *w = &res->rows[i];
@@ -1112,6 +1130,11 @@ static int write_rows(struct sonde_profile *p, long idx, const struct mem_res *r
 									 : json_integer(w->freed));
 		err |= json_array_append_new(tid, json_integer(w->tid));
 		err |= json_array_append_new(order, json_integer(w->run + 1));
+		if (size)
+			err |= json_array_append_new(size,
+						     w->run < a->nsizes && !isnan(a->sizes[w->run])
+							     ? json_real(a->sizes[w->run])
+							     : json_null());
 	}
 	if (!err && sonde_profile__resource_at(p, (size_t)idx, NULL, NULL, &cols) == 0) {
 		err |= json_object_set(cols, "amount", amount);
@@ -1121,7 +1144,10 @@ static int write_rows(struct sonde_profile *p, long idx, const struct mem_res *r
 			err |= json_object_set(cols, "freed", freed);
 		err |= json_object_set(cols, "thread", tid);
 		err |= json_object_set(cols, "order", order);
+		if (size)
+			err |= json_object_set(cols, "structure-unit-size", size);
 	}
+	json_decref(size);
 	json_decref(amount);
 	json_decref(addr);
 	json_decref(ts);
@@ -1175,8 +1201,9 @@ static json_t *stats_json(const struct mem_analysis *a)
 			last = t->tl_heap[i] - 1;
 		json_array_append_new(heap, json_integer((json_int_t)last));
 	}
-	tl = json_pack("{s:I, s:o, s:o, s:o}", "slice_ns", (json_int_t)t->tl_slice_ns,
-		       "allocations", u64_array(t->tl_alloc, MEM_TIMELINE), "bytes",
+	tl = json_pack("{s:I, s:I, s:o, s:o, s:o}", "start_ns", (json_int_t)t->tl_start_ns,
+		       "slice_ns", (json_int_t)t->tl_slice_ns, "allocations",
+		       u64_array(t->tl_alloc, MEM_TIMELINE), "bytes",
 		       u64_array(t->tl_bytes, MEM_TIMELINE), "heap", heap);
 	return json_pack(
 		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
@@ -1221,7 +1248,7 @@ int mem_analysis__write(struct mem_analysis *a, struct sonde_profile *p)
 				 : -ENOMEM;
 
 		json_decref(extra);
-		rc = idx < 0 ? (int)idx : write_rows(p, idx, res);
+		rc = idx < 0 ? (int)idx : write_rows(a, p, idx, res);
 	}
 	if (!rc)
 		rc = write_snapshots(a, p);

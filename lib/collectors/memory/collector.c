@@ -77,6 +77,8 @@ static int analyse(void *ctx, const void *log, size_t len, const struct sonde_ru
 	struct mem_state *st = ctx;
 
 	st->a.clock = st->host.clock;
+	if (ri->has_size && mem_analysis__size(&st->a, ri->index, ri->size))
+		return -ENOMEM;
 	return mem_analysis__run(&st->a, log, len, ri->t0_ns, ri->index);
 }
 

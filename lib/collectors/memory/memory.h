@@ -51,6 +51,7 @@ struct mem_totals {
 	uint64_t excluded, processes, threads, stacks, rows_total, rows_kept, log_bytes;
 	uint64_t hist_count[MEM_HIST_BUCKETS], hist_bytes[MEM_HIST_BUCKETS];
 	/* the first run's timeline: allocations, bytes and heap per slice */
+	uint64_t tl_start_ns; /* the timeline's start, since the collection began */
 	uint64_t tl_slice_ns, tl_alloc[MEM_TIMELINE], tl_bytes[MEM_TIMELINE], tl_heap[MEM_TIMELINE];
 	bool tl_done;
 	uint64_t analysis_ns, drain_cpu_ns;
@@ -80,6 +81,9 @@ struct mem_analysis {
 	struct mem_snapshot_row *snaps;
 	size_t nsnaps, capsnaps;
 	struct mem_totals t;
+	/* each run's workload size (collect --parameter), NaN where none */
+	double *sizes;
+	size_t nsizes, capsizes;
 };
 
 void mem_analysis__init(struct mem_analysis *a);
@@ -87,6 +91,8 @@ void mem_analysis__release(struct mem_analysis *a);
 /* Analyse one run's log (t0: the collection's start, for timestamps). */
 int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint64_t t0,
 		      unsigned run);
+/* A run's numeric workload: its rows get it as structure-unit-size. */
+int mem_analysis__size(struct mem_analysis *a, unsigned run, double size);
 /* Write resources and stats.memory into the profile. */
 int mem_analysis__write(struct mem_analysis *a, struct sonde_profile *p);
 

@@ -32,10 +32,12 @@
 #include <sys/stat.h>
 #include <sonde/calltrace.h>
 #include <sonde/collector.h>
+#include <sonde/memsample.h>
 #include <sonde/runner.h>
 #include <sonde/syscalls.h>
 #include "config.h"
 #include "pyring.h"
+#include "../py-exe.h"
 #include "../rt-host.h"
 #include "../trace/trace.h"
 #include "../../runtime-file.h"
@@ -81,57 +83,22 @@ struct py_state {
 	struct u64map sc_ids; /* syscall number -> calltrace id + 1 */
 	uint64_t events, sc_events, sc_lost;
 	unsigned runs, empty_runs;
-	bool sc_said; /* why system calls were not recorded: noted once */
+	bool sc_said;  /* why system calls were not recorded: noted once */
+	bool sampling; /* --mode sampling: stacks, not calls */
+	uint64_t samples, ticks, late_ticks, truncated; /* sampling: the runs' sums */
+	uint32_t *ids;					/* a sample's stack, as calltrace ids */
+	size_t capids;
+	/* --memory: sampled allocations, named by the functions the runner described */
+	struct sonde_memsample *mem;
+	struct fname {
+		char *name, *file;
+		uint64_t line;
+	} * fnames;
+	size_t nfnames, capfnames;
+	struct u64map fname_index; /* pid << 32 | the runner's id -> fnames + 1 */
+	char numa_why[128];	   /* libnuma could not answer in the target: why */
+	bool numa_said;
 };
-
-/* basename of argv0 names a CPython interpreter: python, python3, python3.11, python3-dbg */
-static bool is_python(const char *argv0)
-{
-	const char *b = strrchr(argv0, '/');
-
-	b = b ? b + 1 : argv0;
-	if (strncmp(b, "python", 6))
-		return false;
-	for (b += 6; *b; b++)
-		if (!((*b >= '0' && *b <= '9') || *b == '.'))
-			return !strcmp(b, "-dbg");
-	return true;
-}
-
-/* The #! line of path when it names python: its words (a heap vector), else NULL. */
-static char **shebang(const char *path)
-{
-	char line[256], *p, *tok, **v;
-	size_t n = 0;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return NULL;
-	if (!fgets(line, sizeof(line), f) || strncmp(line, "#!", 2) || !strstr(line, "python")) {
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	v = calloc(8, sizeof(*v));
-	if (!v)
-		return NULL;
-	for (p = line + 2; n < 7 && (tok = strtok(p, " \t\r\n")); p = NULL)
-		v[n++] = tok;
-	if (!n) {
-		free(v);
-		return NULL;
-	}
-	for (size_t i = 0; i < n; i++) { /* own the words */
-		v[i] = strdup(v[i]);
-		if (!v[i]) {
-			while (i)
-				free(v[--i]);
-			free(v);
-			return NULL;
-		}
-	}
-	return v;
-}
 
 static int push(char ***v, size_t *n, const char *s)
 {
@@ -167,7 +134,7 @@ static int build_argv(struct sonde_collection *c, struct py_state *st)
 	size_t n = 0, i = 1;
 	int rc = 0;
 
-	if (is_python(argv[0])) {
+	if (py_exe__is_python(argv[0])) {
 		rc = push(&v, &n, argv[0]);
 		/* the interpreter's own options, up to the program */
 		for (; argv[i] && !rc && !kind; i++) {
@@ -228,7 +195,7 @@ static int build_argv(struct sonde_collection *c, struct py_state *st)
 	} else {
 		char *path = sonde_runner__resolve(argv[0]);
 
-		bang = path ? shebang(path) : NULL;
+		bang = path ? py_exe__shebang(path) : NULL;
 		if (!bang) {
 			sonde_collection__fail(c,
 					       "collect python: '%s' is not a Python interpreter "
@@ -250,6 +217,25 @@ static int build_argv(struct sonde_collection *c, struct py_state *st)
 	rc = rc ? rc : push(&v, &n, "--to-sonde");
 	if (!rc && sonde_collection__param_bool(c, "no-c-calls"))
 		rc = push(&v, &n, "--no-c-calls");
+	if (!rc && (sonde_collection__param_bool(c, "memory") ||
+		    sonde_collection__param_bool(c, "numa"))) {
+		char opt[64];
+
+		snprintf(opt, sizeof(opt), "--memory-interval=%lld",
+			 sonde_collection__param_int(c, "memory-interval", 256 * 1024));
+		rc = push(&v, &n, sonde_collection__param_bool(c, "numa") ? "--numa" : "--memory");
+		rc = rc ? rc : push(&v, &n, opt);
+	}
+	if (!rc && st->sampling) {
+		char opt[64];
+
+		snprintf(opt, sizeof(opt), "--hz=%.17g",
+			 sonde_collection__param_double(c, "hz", 100));
+		rc = push(&v, &n, "--mode=sampling");
+		rc = rc ? rc : push(&v, &n, opt);
+		if (!rc && sonde_collection__param_bool(c, "wall"))
+			rc = push(&v, &n, "--wall");
+	}
 	if (!rc) {
 		char *opt = NULL;
 
@@ -296,6 +282,31 @@ static int py_before(struct sonde_collection *c)
 		return -ENOMEM;
 	st->host.log_fd = -1;
 	sonde_collection__set_priv(c, st);
+	st->sampling = !strcmp(sonde_collection__param_str(c, "mode", "calls"), "sampling");
+	if ((sonde_collection__param_bool(c, "memory") ||
+	     sonde_collection__param_bool(c, "numa")) &&
+	    !(st->mem = sonde_memsample__new(
+		      (uint64_t)sonde_collection__param_int(c, "memory-interval", 256 * 1024))))
+		return -ENOMEM;
+	if (st->sampling) { /* options about calls mean nothing to samples: said, not ignored */
+		static const char *const calls_only[] = { "syscalls", "no-c-calls", "min-time",
+							  "max-rows" };
+		json_t *given = sonde_collection__params(c);
+
+		for (size_t k = 0; k < sizeof(calls_only) / sizeof(*calls_only); k++)
+			if (json_object_get(given, calls_only[k])) {
+				sonde_collection__fail(c,
+						       "collect python: --%s is about calls: "
+						       "not with --mode sampling",
+						       calls_only[k]);
+				return -EINVAL;
+			}
+	} else if (json_object_get(sonde_collection__params(c), "hz") ||
+		   sonde_collection__param_bool(c, "wall")) {
+		sonde_collection__fail(c,
+				       "collect python: --hz and --wall are for --mode sampling");
+		return -EINVAL;
+	}
 	for (int k = 0; k < 2; k++) { /* bad regexes are said before anything runs */
 		regex_t r;
 		char msg[256];
@@ -513,6 +524,97 @@ static uint64_t ns_of(struct run_read *rr, uint64_t tick)
 	return rt_clock__ns(&rr->st->host.clock, tick);
 }
 
+/*
+ * The calltrace the runs feed: calls (with the limits and filters asked for),
+ * or samples (--mode sampling: how they were taken goes to stats.trace.sampling).
+ */
+static struct sonde_calltrace *new_calltrace(struct sonde_collection *c, struct py_state *st,
+					     uint32_t pid, uint64_t t0)
+{
+	struct sonde_calltrace *ct = sonde_calltrace__new("python", st->program, pid, t0);
+	double hz = sonde_collection__param_double(c, "hz", 100);
+	int rc;
+
+	if (!ct)
+		return NULL;
+	sonde_calltrace__max_rows(ct, (uint64_t)sonde_collection__param_int(c, "max-rows", 10000));
+	sonde_calltrace__limits(ct, (uint64_t)sonde_collection__param_int(c, "max-slices", 200000),
+				(uint64_t)sonde_collection__param_double(c, "min-time", 0));
+	rc = sonde_calltrace__filter(ct, sonde_collection__param_str(c, "filter", NULL),
+				     sonde_collection__param_str(c, "exclude", NULL));
+	if (!rc && st->sampling)
+		rc = sonde_calltrace__sampling(
+			ct, json_pack("{s:f, s:I, s:s, s:s, s:s}", "hz", hz, "interval_ns",
+				      (json_int_t)(1e9 / hz), "weight",
+				      sonde_collection__param_bool(c, "wall") ? "wall" : "cpu",
+				      "timer", "timerfd", "reader", "Python frames under the GIL"));
+	if (rc) {
+		sonde_calltrace__free(ct);
+		errno = -rc;
+		return NULL;
+	}
+	return ct;
+}
+
+/* A sample record: its stack, in calltrace ids, fed. */
+static int sample(struct run_read *rr, const struct sonde_ring_chunk *ch, const uint8_t *rec,
+		  uint32_t len)
+{
+	struct py_state *st = rr->st;
+	struct pyr_sample m;
+	uint32_t k;
+
+	if (len < sizeof(m))
+		return -EINVAL;
+	memcpy(&m, rec, sizeof(m));
+	if ((uint64_t)m.n * sizeof(uint32_t) > len - sizeof(m))
+		return -EINVAL;
+	if (sonde_grow((void **)&st->ids, &st->capids, m.n + 1, sizeof(*st->ids)))
+		return -ENOMEM;
+	for (k = 0; k < m.n; k++) {
+		uint32_t id;
+		uint64_t v;
+
+		memcpy(&id, rec + sizeof(m) + k * sizeof(id), sizeof(id));
+		if (!u64map__get(&rr->fmap, (uint64_t)ch->pid << 32 | id, &v))
+			return -EINVAL; /* a function never described */
+		st->ids[k] = (uint32_t)v - 1;
+	}
+	st->samples++;
+	return sonde_calltrace__sample(st->ct, m.tid, ns_of(rr, m.ts), m.weight, st->ids, m.n);
+}
+
+/* A sampled allocation, its free or its node at the end: into the memory summary. */
+static int mem_event(struct run_read *rr, const struct sonde_ring_chunk *ch, const uint8_t *rec,
+		     uint32_t len)
+{
+	struct py_state *st = rr->st;
+	struct sonde_memsample_event e = { 0 };
+	struct pyr_mem m;
+	uint64_t v;
+
+	if (len < sizeof(m))
+		return -EINVAL;
+	memcpy(&m, rec, sizeof(m));
+	if (!st->mem)
+		return 0;
+	if (m.func != UINT32_MAX &&
+	    u64map__get(&st->fname_index, (uint64_t)ch->pid << 32 | m.func, &v)) {
+		e.function = st->fnames[v - 1].name;
+		e.file = st->fnames[v - 1].file;
+		e.line = st->fnames[v - 1].line;
+	}
+	e.kind = m.kind;
+	e.tid = m.tid;
+	e.node = m.node;
+	e.cpu_node = m.cpu_node;
+	e.ts_ns = ns_of(rr, m.ts);
+	e.ptr = m.ptr;
+	e.size = m.size;
+	e.weight = m.weight;
+	return sonde_memsample__add(st->mem, &e);
+}
+
 /* Pass 1: functions, names, marks. */
 static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t type,
 		const uint8_t *rec, uint32_t len)
@@ -520,12 +622,18 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 	struct py_state *st = rr->st;
 	int rc = 0;
 
-	if (type == PYR_START || type == PYR_STOP || type == PYR_OWN) {
+	if (type == PYR_START || type == PYR_STOP || type == PYR_OWN || type == PYR_TICKS) {
 		struct pyr_mark m;
 
 		if (len < sizeof(m))
 			return -EINVAL;
 		memcpy(&m, rec, sizeof(m));
+		if (type == PYR_TICKS) {
+			st->ticks += m.a;
+			st->late_ticks += m.b;
+			st->truncated += m.tid;
+			return 0;
+		}
 		if (type == PYR_START && !rr->started) {
 			rr->started = true;
 			rr->t0 = ns_of(rr, m.a);
@@ -542,20 +650,13 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 		}
 		return 0;
 	}
-	if (type != PYR_FUNC && type != PYR_NAME)
+	if (type != PYR_FUNC && type != PYR_NAME && type != PYR_SAMPLE && type != PYR_MEM &&
+	    type != PYR_NUMA)
 		return 0;
 	if (!st->ct) {
-		st->ct = sonde_calltrace__new("python", st->program, ch->pid, rr->ri->t0_ns);
+		st->ct = new_calltrace(rr->c, st, ch->pid, rr->ri->t0_ns);
 		if (!st->ct)
 			return -ENOMEM;
-		sonde_calltrace__max_rows(
-			st->ct, (uint64_t)sonde_collection__param_int(rr->c, "max-rows", 10000));
-		sonde_calltrace__limits(
-			st->ct, (uint64_t)sonde_collection__param_int(rr->c, "max-slices", 200000),
-			(uint64_t)sonde_collection__param_double(rr->c, "min-time", 0));
-		rc = sonde_calltrace__filter(st->ct,
-					     sonde_collection__param_str(rr->c, "filter", NULL),
-					     sonde_collection__param_str(rr->c, "exclude", NULL));
 		st->runs = 1;
 		rr->pid = ch->pid;
 	} else if (rr->pid != ch->pid) { /* the next run's process */
@@ -565,6 +666,23 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 	}
 	if (rc)
 		return rc;
+	if (type == PYR_SAMPLE)
+		return sample(rr, ch, rec, len);
+	if (type == PYR_MEM)
+		return mem_event(rr, ch, rec, len);
+	if (type == PYR_NUMA) {
+		struct pyr_name nm;
+
+		if (len < sizeof(nm))
+			return -EINVAL;
+		memcpy(&nm, rec, sizeof(nm));
+		if (nm.name_len > len - sizeof(nm))
+			return -EINVAL;
+		if (!nm.tid && !st->numa_why[0])
+			snprintf(st->numa_why, sizeof(st->numa_why), "%.*s", (int)nm.name_len,
+				 (const char *)rec + sizeof(nm));
+		return 0;
+	}
 	if (type == PYR_FUNC) {
 		struct pyr_func f;
 		uint32_t id;
@@ -578,6 +696,17 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 		m = strndup((const char *)rec + sizeof(f), f.module_len);
 		n = strndup((const char *)rec + sizeof(f) + f.module_len, f.name_len);
 		rc = m && n ? sonde_calltrace__func(st->ct, m, f.line, n, &id) : -ENOMEM;
+		if (!rc && st->mem) { /* named for the memory events too */
+			if (sonde_grow((void **)&st->fnames, &st->capfnames, st->nfnames + 1,
+				       sizeof(*st->fnames)) ||
+			    u64map__put(&st->fname_index, (uint64_t)ch->pid << 32 | f.id,
+					st->nfnames + 1))
+				rc = -ENOMEM;
+			else
+				st->fnames[st->nfnames++] = (struct fname){ n, m, f.line };
+			if (!rc)
+				m = n = NULL;
+		}
 		free(m);
 		free(n);
 		if (!rc && u64map__put(&rr->fmap, (uint64_t)ch->pid << 32 | f.id, (uint64_t)id + 1))
@@ -789,13 +918,43 @@ static int py_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 	return rc;
 }
 
+/*
+ * The machine's NUMA nodes as the kernel lists them (/sys/devices/system/node/
+ * online, "0" or "0-3,6"), as libnuma reads them in the target.
+ */
+static json_t *node_list(void)
+{
+	char *s = slurp("/sys/devices/system/node/online"), *p;
+	json_t *nodes = json_array();
+
+	if (!s || !nodes) {
+		free(s);
+		json_decref(nodes);
+		return json_pack("{s:s}", "not_supported",
+				 "/sys/devices/system/node/online could not be read");
+	}
+	for (p = s; *p >= '0' && *p <= '9';) {
+		long a = strtol(p, &p, 10), b = a;
+
+		if (*p == '-')
+			b = strtol(p + 1, &p, 10);
+		for (; a <= b && a - b < 4096; a++)
+			json_array_append_new(nodes, json_integer(a));
+		if (*p == ',')
+			p++;
+	}
+	free(s);
+	return json_pack("{s:o, s:s}", "nodes", nodes, "source",
+			 "libnuma: move_pages (a page's node), numa_node_of_cpu");
+}
+
 static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 {
 	struct py_state *st = sonde_collection__priv(c);
 	int rc = 0;
 
 	if (!st->ct) { /* no run recorded anything: an empty profile says so */
-		st->ct = sonde_calltrace__new("python", st->program, 0, sonde_collection__t0_ns(c));
+		st->ct = new_calltrace(c, st, 0, sonde_collection__t0_ns(c));
 		if (!st->ct)
 			return -ENOMEM;
 	}
@@ -814,6 +973,31 @@ static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 				: json_pack("{s:I, s:I, s:s}", "events", (json_int_t)st->sc_events,
 					    "lost", (json_int_t)st->sc_lost, "source",
 					    "perf_event raw_syscalls"));
+	if (!rc && st->mem) {
+		json_t *numa = NULL, *m;
+
+		if (sonde_collection__param_bool(c, "numa"))
+			numa = st->numa_why[0] ? json_pack("{s:s}", "not_supported", st->numa_why)
+					       : node_list();
+		m = sonde_memsample__json(st->mem, numa);
+		rc = m ? sonde_calltrace__engine_stat(st->ct, "memory", m) : -ENOMEM;
+	}
+	if (st->sampling) {
+		double hz = sonde_collection__param_double(c, "hz", 100);
+
+		rc = rc ? rc
+			: sonde_calltrace__engine_stat(
+				  st->ct, "sampling",
+				  json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:s}", "hz", hz,
+					    "interval_ns", (json_int_t)(1e9 / hz), "weight",
+					    sonde_collection__param_bool(c, "wall") ? "wall"
+										    : "cpu",
+					    "timer", "timerfd", "ticks", (json_int_t)st->ticks,
+					    "late_ticks", (json_int_t)st->late_ticks,
+					    "truncated_stacks", (json_int_t)st->truncated, "reader",
+					    "Python frames under the GIL"));
+		return rc ? rc : sonde_calltrace__write(st->ct, p);
+	}
 	rc = rc ? rc
 		: sonde_calltrace__engine_stat(
 			  st->ct, "python",
@@ -840,6 +1024,14 @@ static void py_cleanup(struct sonde_collection *c)
 	sonde_strbuf__release(&st->sc_why);
 	u64map__release(&st->sc_ids);
 	free(st->sys);
+	free(st->ids);
+	sonde_memsample__free(st->mem);
+	for (size_t i = 0; i < st->nfnames; i++) {
+		free(st->fnames[i].name);
+		free(st->fnames[i].file);
+	}
+	free(st->fnames);
+	u64map__release(&st->fname_index);
 	sonde_calltrace__free(st->ct);
 	free(st->program);
 	free(st);
@@ -847,7 +1039,25 @@ static void py_cleanup(struct sonde_collection *c)
 
 static const char *const py_units[] = { "time", "ns", "structure-unit-size", "elements", NULL };
 
+static const char *const py_modes[] = { "calls", "sampling", NULL };
+
 static const struct sonde_option py_options[] = {
+	{ SONDE_OPT_CHOICE, 0, "mode", NULL, "MODE",
+	  "calls: every call and return (default); sampling: every thread's Python stack HZ "
+	  "times a second, weighted by the CPU time it used (counts are samples, times "
+	  "estimates)",
+	  0, 0, py_modes },
+	{ SONDE_OPT_DOUBLE, 0, "hz", NULL, "HZ", "sampling: samples per second (100)", 1, 10000 },
+	{ SONDE_OPT_FLAG, 0, "wall", NULL, NULL,
+	  "sampling: weight by wall time, and sample waiting threads too" },
+	{ SONDE_OPT_FLAG, 0, "memory", NULL, NULL,
+	  "also sample the Python allocator (about one allocation every --memory-interval "
+	  "bytes): estimated bytes per function, in stats.trace.memory" },
+	{ SONDE_OPT_FLAG, 0, "numa", NULL, NULL,
+	  "--memory, and the NUMA node of each sampled block's page and of the CPU that "
+	  "allocated it (libnuma): bytes per node, migrated and remote blocks" },
+	{ SONDE_OPT_INT, 0, "memory-interval", NULL, "BYTES",
+	  "--memory: the mean bytes between samples (262144)", 1, 1099511627776.0 },
 	{ SONDE_OPT_FLAG, 0, "no-c-calls", NULL, NULL,
 	  "record Python functions only, not their calls into C functions" },
 	{ SONDE_OPT_FLAG, 0, "syscalls", NULL, NULL,
@@ -863,7 +1073,9 @@ const struct sonde_collector sonde_collector_python = {
 	.abi = SONDE_COLLECTOR_ABI,
 	.name = "python",
 	.summary = "every Python call and return, and calls into C functions (a C profile "
-		   "hook): per-function times, call graph, timeline per thread",
+		   "hook), or every thread's Python stack HZ times a second (--mode sampling); "
+		   "allocations sampled by bytes (--memory, --numa): per-function times, call "
+		   "graph, timeline per thread",
 	.profile_type = "mixed",
 	.units = py_units,
 	.options = py_options,

@@ -11,6 +11,7 @@
  * records go to one more ring, the metadata ring, as they happen: a function
  * when first seen, a thread's name, the collection's start and stop, and the
  * time a thread spent claiming its ring (its system calls are sonde's).
+ * In sampling mode there are no batches: the samples go to the metadata ring.
  */
 #ifndef SONDE_PYRING_H
 #define SONDE_PYRING_H
@@ -25,7 +26,18 @@
 enum { PYR_CALL = 1, PYR_RETURN, PYR_C_CALL, PYR_C_RETURN, PYR_SIZE };
 
 /* a ring record's type */
-enum { PYR_BATCH = 16, PYR_FUNC, PYR_NAME, PYR_START, PYR_STOP, PYR_OWN };
+enum {
+	PYR_BATCH = 16,
+	PYR_FUNC,
+	PYR_NAME,
+	PYR_START,
+	PYR_STOP,
+	PYR_OWN,
+	PYR_SAMPLE,
+	PYR_TICKS,
+	PYR_MEM,
+	PYR_NUMA
+};
 
 #define PYR_BATCH_HDR 8u
 
@@ -45,9 +57,39 @@ struct pyr_name { /* then the name, no NUL; padded */
 	uint32_t hdr, tid, name_len, pad;
 };
 
-struct pyr_mark { /* PYR_START, PYR_STOP: tid 0; PYR_OWN: a thread's [a, b] */
+/*
+ * PYR_START, PYR_STOP: tid 0; PYR_OWN: a thread's [a, b]; PYR_TICKS (sampling,
+ * before the stop): a timer periods, b of them late, tid stacks truncated.
+ */
+struct pyr_mark {
 	uint32_t hdr, tid;
 	uint64_t a, b;
+};
+
+/*
+ * PYR_SAMPLE (mode sampling, in the metadata ring): thread tid's stack at ts,
+ * which ran `weight` ns since its previous sample; then n function ids
+ * (uint32_t, outermost first), padded to 8 bytes.
+ */
+struct pyr_sample {
+	uint32_t hdr, tid;
+	uint64_t ts, weight;
+	uint32_t n, pad;
+};
+
+/*
+ * PYR_MEM (--memory, in the metadata ring): a sampled allocation, its free, or
+ * its node at the end (kind: enum sonde_memsample_kind); func: the function
+ * that allocated (UINT32_MAX: none); nodes -1 when not known. PYR_NUMA: a
+ * struct pyr_name whose tid is 1 when libnuma answers, else 0 and the name
+ * says why.
+ */
+struct pyr_mem {
+	uint32_t hdr, tid;
+	uint64_t ts, ptr, size;
+	double weight;
+	int32_t node, cpu_node;
+	uint32_t func, kind;
 };
 
 #endif

@@ -101,6 +101,8 @@ void tr_analysis__release(struct tr_analysis *a)
 	free(a->funcs);
 	free(a->nodes);
 	free(a->slices);
+	free(a->samples);
+	json_decref(a->sampling);
 	free(a->calib);
 	u64map__release(&a->node_index);
 	json_decref(a->func_index);
@@ -417,6 +419,49 @@ void tr_feed__size(struct tr_thread *t, uint64_t size)
 	}
 }
 
+int tr_feed__sample(struct tr_feed *r, struct tr_thread *t, uint64_t ns, uint64_t weight,
+		    const uint32_t *funcs, size_t n)
+{
+	struct tr_analysis *a = r->a;
+	uint64_t seq = ++a->t.samples;
+	uint32_t node = 0, leaf = 0;
+	size_t i;
+
+	ns = at(t, ns);
+	a->t.sample_weight += weight;
+	for (i = 0; i < n; i++) {
+		struct tr_func *f = &a->funcs[funcs[i]];
+
+		if (f->hidden)
+			continue;
+		if (node_of(a, node, funcs[i], &node))
+			return -ENOMEM;
+		a->nodes[node].calls++;
+		a->nodes[node].incl += weight;
+		if (f->sample_seq != seq) { /* a recursive function counts once */
+			f->sample_seq = seq;
+			f->samples++;
+			f->total += weight;
+		}
+		leaf = funcs[i];
+	}
+	if (!node) {
+		a->t.samples_empty++;
+		return 0;
+	}
+	a->nodes[node].excl += weight;
+	a->funcs[leaf].self += weight;
+	if (a->nsamples >= a->max_slices) {
+		a->t.samples_dropped++;
+		return 0;
+	}
+	if (sonde_grow((void **)&a->samples, &a->capsamples, a->nsamples + 1, sizeof(*a->samples)))
+		return -ENOMEM;
+	a->samples[a->nsamples++] =
+		(struct tr_sample){ t->pid, t->tid, node, ns > r->t0 ? ns - r->t0 : 0, weight };
+	return 0;
+}
+
 void tr_feed__name(struct tr_thread *t, const char *name)
 {
 	snprintf(t->name, sizeof(t->name), "%s", name);
@@ -701,19 +746,42 @@ static const char *func_name(struct tr_analysis *a, struct tr_func *f)
 	return f->name ? f->name : "?";
 }
 
+/* A sampled profile's: samples, their weight, how they were taken; no call counts. */
+static json_t *sampled_stats_json(const struct tr_analysis *a)
+{
+	const struct tr_totals *t = &a->t;
+	json_t *s = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:O*}", "count", "samples",
+			      "samples", (json_int_t)t->samples, "sample_weight_ns",
+			      (json_int_t)t->sample_weight, "samples_without_frames",
+			      (json_int_t)t->samples_empty, "timeline_samples_dropped",
+			      (json_int_t)t->samples_dropped, "processes", (json_int_t)t->images,
+			      "threads", (json_int_t)t->threads, "sampling", a->sampling);
+
+	if (!s)
+		return NULL;
+	if (a->engine)
+		json_object_set_new(s, "engine", json_string(a->engine));
+	if (a->engine_stats)
+		json_object_update(s, a->engine_stats);
+	return s;
+}
+
 static json_t *stats_json(const struct tr_analysis *a)
 {
 	const struct tr_totals *t = &a->t;
-	json_t *s = json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"calls", (json_int_t)t->calls, "sampled_out", (json_int_t)t->sampled_out, "lost",
-		(json_int_t)t->lost, "unwound", (json_int_t)t->unwound, "unfinished",
-		(json_int_t)t->unfinished, "unmatched_exits", (json_int_t)t->unmatched, "filtered",
-		(json_int_t)t->filtered, "blocks", (json_int_t)t->blocks, "log_bytes",
-		(json_int_t)t->log_bytes, "processes", (json_int_t)t->images, "ucontexts",
-		(json_int_t)t->ucontexts, "threads", (json_int_t)t->threads, "drain_cpu_ns",
-		(json_int_t)t->drain_cpu_ns, "analysis_ns", (json_int_t)t->analysis_ns,
-		"slices_dropped", (json_int_t)t->slices_dropped);
+	json_t *s;
+
+	if (a->sampled)
+		return sampled_stats_json(a);
+	s = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		      "calls", (json_int_t)t->calls, "sampled_out", (json_int_t)t->sampled_out,
+		      "lost", (json_int_t)t->lost, "unwound", (json_int_t)t->unwound, "unfinished",
+		      (json_int_t)t->unfinished, "unmatched_exits", (json_int_t)t->unmatched,
+		      "filtered", (json_int_t)t->filtered, "blocks", (json_int_t)t->blocks,
+		      "log_bytes", (json_int_t)t->log_bytes, "processes", (json_int_t)t->images,
+		      "ucontexts", (json_int_t)t->ucontexts, "threads", (json_int_t)t->threads,
+		      "drain_cpu_ns", (json_int_t)t->drain_cpu_ns, "analysis_ns",
+		      (json_int_t)t->analysis_ns, "slices_dropped", (json_int_t)t->slices_dropped);
 
 	if (!s)
 		return NULL;
@@ -885,6 +953,26 @@ static json_t *trace_json(struct tr_analysis *a)
 						    (json_int_t)s->start, (json_int_t)s->dur)))
 			goto fail;
 	}
+	if (a->sampled) { /* [pid, tid, ts, context, weight] of the first max_slices samples */
+		json_t *smp = json_array();
+
+		for (i = 0; smp && i < a->nsamples; i++) {
+			const struct tr_sample *x = &a->samples[i];
+
+			if (json_array_append_new(smp,
+						  json_pack("[i, i, I, i, I]", (int)x->pid,
+							    (int)x->tid, (json_int_t)x->ts,
+							    (int)x->ctx, (json_int_t)x->weight))) {
+				json_decref(smp);
+				smp = NULL;
+			}
+		}
+		if (!smp)
+			goto fail;
+		return json_pack("{s:o, s:o, s:o, s:O, s:O, s:s, s:o}", "functions", funcs,
+				 "contexts", nodes, "slices", slices, "threads", a->threads,
+				 "processes", a->processes, "count", "samples", "samples", smp);
+	}
 	return json_pack("{s:o, s:o, s:o, s:O, s:O}", "functions", funcs, "contexts", nodes,
 			 "slices", slices, "threads", a->threads, "processes", a->processes);
 fail:
@@ -904,6 +992,20 @@ int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
 		json_t *extra, *summary;
 		long idx;
 
+		if (a->sampled) { /* estimates from samples: no calls, no per-call rows */
+			if (!f->samples)
+				continue;
+			summary = json_pack("{s:I, s:I, s:I}", "samples", (json_int_t)f->samples,
+					    "total", (json_int_t)f->total, "self",
+					    (json_int_t)f->self);
+			extra = json_pack("{s:s, s:o}", "location", f->module, "summary", summary);
+			idx = extra ? sonde_profile__resource(p, func_name(a, f), "mixed", "time",
+							      extra)
+				    : -ENOMEM;
+			json_decref(extra);
+			rc = idx < 0 ? (int)idx : 0;
+			continue;
+		}
 		if (!f->calls)
 			continue;
 		summary = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "calls", (json_int_t)f->calls,

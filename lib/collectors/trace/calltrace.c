@@ -133,7 +133,7 @@ int sonde_calltrace__enter(struct sonde_calltrace *ct, uint32_t tid, uint32_t id
 
 	if (!t)
 		return ct->err ? ct->err : -EINVAL;
-	if (id >= ct->a.nfuncs)
+	if (id >= ct->a.nfuncs || ct->a.sampled)
 		return -EINVAL;
 	rc = tr_feed__enter(ct->feed, t, id, ns);
 	if (rc < 0)
@@ -162,6 +162,38 @@ int sonde_calltrace__size(struct sonde_calltrace *ct, uint32_t tid, uint64_t siz
 		return ct->err ? ct->err : -EINVAL;
 	tr_feed__size(t, size);
 	return 0;
+}
+
+int sonde_calltrace__sampling(struct sonde_calltrace *ct, json_t *how)
+{
+	if (ct->a.t.calls || ct->a.nnodes > 1) {
+		json_decref(how);
+		return -EBUSY;
+	}
+	ct->a.sampled = true;
+	json_decref(ct->a.sampling);
+	ct->a.sampling = how;
+	return 0;
+}
+
+int sonde_calltrace__sample(struct sonde_calltrace *ct, uint32_t tid, uint64_t ns,
+			    uint64_t weight_ns, const uint32_t *ids, size_t n)
+{
+	struct tr_thread *t = thread(ct, tid);
+	size_t i;
+	int rc;
+
+	if (!t)
+		return ct->err ? ct->err : -EINVAL;
+	if (!ct->a.sampled)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (ids[i] >= ct->a.nfuncs)
+			return -EINVAL;
+	rc = tr_feed__sample(ct->feed, t, ns, weight_ns, ids, n);
+	if (rc < 0)
+		ct->err = rc;
+	return rc < 0 ? rc : 0;
 }
 
 int sonde_calltrace__engine_stat(struct sonde_calltrace *ct, const char *key, json_t *v)

@@ -31,6 +31,7 @@
 #include <bpf/libbpf.h>
 #include <sonde/clock.h>
 #include <sonde/stats.h>
+#include "../../bpf-log.h"
 #include "../../u64map.h"
 #include "../../grow.h"
 #include "ebpf.h"
@@ -84,24 +85,6 @@ struct te_loader {
 	void *follow_ctx;
 };
 
-/* ---- libbpf's messages ------------------------------------------------------------------- */
-
-static char last_warning[256];
-
-/* The library never prints: keep libbpf's last warning for an error message. */
-static int libbpf_message(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_WARN) {
-		size_t n;
-
-		vsnprintf(last_warning, sizeof(last_warning), fmt, ap);
-		n = strlen(last_warning);
-		while (n && (last_warning[n - 1] == '\n' || last_warning[n - 1] == ' '))
-			last_warning[--n] = '\0';
-	}
-	return 0;
-}
-
 int te_loader__new(struct te_loader **out, struct tr_analysis *a, struct sonde_strbuf *err)
 {
 	struct te_loader *l;
@@ -122,7 +105,7 @@ int te_loader__new(struct te_loader **out, struct tr_analysis *a, struct sonde_s
 	if (!l)
 		return -ENOMEM;
 	l->a = a;
-	libbpf_set_print(libbpf_message);
+	sonde_bpf_log__capture();
 	*out = l;
 	return 0;
 }
@@ -542,7 +525,7 @@ static int load(struct te_loader *l, bool multi, uint32_t max_depth, size_t ring
 	rc = trace_bpf__load(l->skel);
 	if (rc) {
 		sonde_strbuf__addf(err, "cannot load the trace BPF programs: %s%s%s", strerror(-rc),
-				   last_warning[0] ? ": " : "", last_warning);
+				   sonde_bpf_log__last()[0] ? ": " : "", sonde_bpf_log__last());
 		return rc;
 	}
 	return put_probes(l, 0);
@@ -728,7 +711,7 @@ int te_loader__attach(struct te_loader *l, uint32_t max_depth, size_t ring_bytes
 		return rc;
 	if (l->failed && l->failed >= te_loader__nprobes(l)) {
 		sonde_strbuf__addf(err, "no probe could be attached%s%s",
-				   last_warning[0] ? ": " : "", last_warning);
+				   sonde_bpf_log__last()[0] ? ": " : "", sonde_bpf_log__last());
 		return -ENOTSUP;
 	}
 	for (i = 0; i < 3; i++) {

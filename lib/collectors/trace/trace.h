@@ -44,6 +44,8 @@ struct tr_func {
 	size_t nsizes, capsizes;
 	struct u64map size_index; /* size -> index + 1 */
 	bool hidden;		  /* left out by --filter/--exclude */
+	/* sampled: samples whose stack holds it (once each), the last one counted */
+	uint64_t samples, sample_seq;
 };
 
 struct tr_node { /* calling-context tree; node 0 is the root */
@@ -56,6 +58,12 @@ struct tr_slice {
 	uint64_t start, dur; /* ns since the collection started; dur UINT64_MAX: open */
 };
 
+/* A sample on the timeline: its thread, time, stack (a context) and weight. */
+struct tr_sample {
+	uint32_t pid, tid, ctx;
+	uint64_t ts, weight;
+};
+
 struct tr_totals {
 	uint64_t calls, sampled_out, lost, unwound, unfinished, unmatched, filtered;
 	uint64_t blocks, log_bytes, images, threads;
@@ -66,6 +74,8 @@ struct tr_totals {
 	uint64_t probes; /* ebpf: probes attached */
 	/* rows written, and of functions whose rows are a sample: their count and calls */
 	uint64_t rows, sampled_funcs, sampled_calls;
+	/* sampled: stacks, their summed weight, those with no frame kept, timeline overflow */
+	uint64_t samples, sample_weight, samples_empty, samples_dropped;
 };
 
 struct tr_analysis {
@@ -90,6 +100,11 @@ struct tr_analysis {
 	json_t *processes; /* [{pid, serial, parent_serial, exe}] */
 	double *calib;
 	size_t ncalib, capcalib;
+	/* sampled stacks instead of calls: the contexts count samples, times are weights */
+	bool sampled;
+	json_t *sampling; /* how they were taken, into stats.trace.sampling */
+	struct tr_sample *samples;
+	size_t nsamples, capsamples;
 	struct tr_totals t;
 };
 
@@ -122,6 +137,12 @@ int tr_feed__exit(struct tr_feed *f, struct tr_thread *t, uint64_t ns);
 /* Calls that ended without their exit (longjmp, unwinding), until `depth` stay open. */
 int tr_feed__unwind(struct tr_feed *f, struct tr_thread *t, uint32_t depth, uint64_t ns);
 void tr_feed__size(struct tr_thread *t, uint64_t size); /* of the innermost open call */
+/*
+ * A sample of thread t at ns: its stack (funcs, outermost first) ran for
+ * `weight` ns. Hidden functions (--filter/--exclude) are left out of the stack.
+ */
+int tr_feed__sample(struct tr_feed *f, struct tr_thread *t, uint64_t ns, uint64_t weight,
+		    const uint32_t *funcs, size_t n);
 void tr_feed__name(struct tr_thread *t, const char *name);
 uint32_t tr_feed__depth(const struct tr_thread *t);
 /* Ends the calls still open (unfinished) and frees the feed; returns rc or an error. */

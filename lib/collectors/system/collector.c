@@ -1,0 +1,945 @@
+/*
+ * collector.c - `sonde collect system`: the machine and the target's process
+ * tree, sampled from /proc every interval (default 10 ms) while the target runs.
+ *
+ * The machine: per-CPU and total utilisation (user, system, iowait, irq, steal,
+ * busy) from /proc/stat, memory from /proc/meminfo, pressure stall
+ * information from /proc/pressure, disk throughput from /proc/diskstats
+ * (physical disks only: stacked devices would count twice) and network
+ * throughput from /proc/net/dev (all interfaces but lo). The process tree,
+ * walked from the target through /proc/PID/task/TID/children: on-CPU time from
+ * each thread's schedstat (nanoseconds, not clock ticks), RSS, threads and
+ * faults from stat, I/O from io, switches-in from schedstat.
+ *
+ * A rate is the difference of two samples over the time between them; a
+ * process that starts and ends between two samples is not seen (the run's
+ * totals, from wait4, are in stats.system.runs_total to say how much of them
+ * the series saw).
+ *
+ * Resources: one per metric (and CPU, for per-CPU ones): uid = the metric
+ * ("cpu.user"; CPU 3's: "cpu3.user"), type "system", subtype "machine" or "process", fixed
+ * properties unit and cpu; columns amount, timestamp (the interval's start, ns
+ * since the collection began), duration (ns, the interval) and order (the
+ * run). stats.system: interval_ms, samples, a summary per metric (mean, peak,
+ * p95, and total for rates) and the sampler's own CPU time.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sonde/clock.h>
+#include <sonde/collector.h>
+#include <stddef.h>
+#include "../../grow.h"
+#include "../../ticker.h"
+#include "../../u64map.h"
+
+#define MAX_CPUS  1024
+#define MAX_DEPTH 64
+
+enum unit { U_PCT, U_BYTES, U_BPS, U_PER_S, U_COUNT };
+static const char *const unit_name[] = { "%", "B", "B/s", "1/s", "count" };
+
+/* The metrics, in sample order; per-CPU ones repeat for every CPU after the totals. */
+enum {
+	M_CPU_USER,
+	M_CPU_SYSTEM,
+	M_CPU_IOWAIT,
+	M_CPU_IRQ,
+	M_CPU_STEAL,
+	M_CPU_BUSY,
+	M_MEM_USED,
+	M_MEM_AVAILABLE,
+	M_MEM_CACHED,
+	M_SWAP_USED,
+	M_PSI_CPU,
+	M_PSI_MEM_SOME,
+	M_PSI_MEM_FULL,
+	M_PSI_IO_SOME,
+	M_PSI_IO_FULL,
+	M_DISK_READ,
+	M_DISK_WRITE,
+	M_NET_RX,
+	M_NET_TX,
+	M_P_CPU,
+	M_P_RSS,
+	M_P_THREADS,
+	M_P_PROCESSES,
+	M_P_READ,
+	M_P_WRITE,
+	M_P_RCHAR,
+	M_P_WCHAR,
+	M_P_SWITCHES,
+	M_P_MINFLT,
+	M_P_MAJFLT,
+	M__N
+};
+
+static const struct {
+	const char *uid;
+	enum unit unit;
+	bool process, rate;
+} metric[M__N] = {
+	[M_CPU_USER] = { "cpu.user", U_PCT },
+	[M_CPU_SYSTEM] = { "cpu.system", U_PCT },
+	[M_CPU_IOWAIT] = { "cpu.iowait", U_PCT },
+	[M_CPU_IRQ] = { "cpu.irq", U_PCT },
+	[M_CPU_STEAL] = { "cpu.steal", U_PCT },
+	[M_CPU_BUSY] = { "cpu.busy", U_PCT },
+	[M_MEM_USED] = { "memory.used", U_BYTES },
+	[M_MEM_AVAILABLE] = { "memory.available", U_BYTES },
+	[M_MEM_CACHED] = { "memory.cached", U_BYTES },
+	[M_SWAP_USED] = { "swap.used", U_BYTES },
+	[M_PSI_CPU] = { "pressure.cpu.some", U_PCT },
+	[M_PSI_MEM_SOME] = { "pressure.memory.some", U_PCT },
+	[M_PSI_MEM_FULL] = { "pressure.memory.full", U_PCT },
+	[M_PSI_IO_SOME] = { "pressure.io.some", U_PCT },
+	[M_PSI_IO_FULL] = { "pressure.io.full", U_PCT },
+	[M_DISK_READ] = { "disk.read", U_BPS, false, true },
+	[M_DISK_WRITE] = { "disk.write", U_BPS, false, true },
+	[M_NET_RX] = { "net.rx", U_BPS, false, true },
+	[M_NET_TX] = { "net.tx", U_BPS, false, true },
+	[M_P_CPU] = { "process.cpu", U_PCT, true },
+	[M_P_RSS] = { "process.rss", U_BYTES, true },
+	[M_P_THREADS] = { "process.threads", U_COUNT, true },
+	[M_P_PROCESSES] = { "process.processes", U_COUNT, true },
+	[M_P_READ] = { "process.io.read", U_BPS, true, true },
+	[M_P_WRITE] = { "process.io.write", U_BPS, true, true },
+	[M_P_RCHAR] = { "process.io.rchar", U_BPS, true, true },
+	[M_P_WCHAR] = { "process.io.wchar", U_BPS, true, true },
+	[M_P_SWITCHES] = { "process.switches", U_PER_S, true, true },
+	[M_P_MINFLT] = { "process.faults.minor", U_PER_S, true, true },
+	[M_P_MAJFLT] = { "process.faults.major", U_PER_S, true, true },
+};
+/* the per-CPU ones: M_CPU_USER .. M_CPU_BUSY */
+#define N_PERCPU 6
+
+/* Cumulative counters read at one instant; rates and shares are differences of two. */
+struct raw {
+	uint64_t t;
+	unsigned long long cpu[MAX_CPUS + 1][8]; /* [0]: the total line; user..steal */
+	unsigned ncpu;
+	double mem[4];			    /* used, available, cached, swap used (bytes) */
+	unsigned long long psi[5];	    /* total stall, us */
+	unsigned long long disk[2], net[2]; /* bytes */
+	unsigned long long pcpu, prd, pwr, prc, pwc, psw, pmin, pmaj; /* the tree, cumulative */
+	double rss, threads, procs;
+	bool have_proc;
+	bool cpus_beyond; /* CPUs past MAX_CPUS: no series of their own */
+	bool too_deep;	  /* a process tree deeper than MAX_DEPTH: its depths not walked */
+};
+
+struct sample {
+	uint64_t ts, dur; /* the interval's start, since the collection began; its length */
+	unsigned run;
+	size_t first; /* into vals: nvals_per values */
+};
+
+struct system_state {
+	struct ticker ticker;
+	double interval_ms;
+	bool per_cpu;
+	bool psi_ok, disk_ok, net_ok;
+	char **disks; /* physical disks' names */
+	size_t ndisks, cap_disks;
+	unsigned ncpu; /* per-CPU lines at start */
+	unsigned run;
+	pid_t root;
+	uint64_t t0;
+	struct raw *prev, *cur;
+	/* the tree's processes and threads: last cumulative values, so that a
+	   thread that leaves does not take its past with it */
+	struct u64map seen; /* tid -> thr[] */
+	struct tacc {
+		unsigned long long run, slices; /* on-CPU ns, switches-in */
+		int fd[2];			/* schedstat, children: fd + 1, 0 = closed */
+	} * thr;
+	size_t nthr, cap_thr;
+	struct u64map pseen; /* pid -> pacc[] */
+	struct pacc {
+		unsigned long long v[6]; /* read_bytes write_bytes rchar wchar minflt majflt */
+		int fd[2];		 /* stat, io: fd + 1, 0 = closed */
+		DIR *task;
+	} * pacc;
+	size_t npacc, cap_pacc;
+	/* the series */
+	double *vals;
+	size_t nvals, cap_vals, per; /* per: values per sample */
+	struct sample *s;
+	size_t ns, cap_s;
+	int fd[7]; /* the machine's files, kept open: fd + 1, 0 = closed (enum mfile) */
+	uint64_t own_cpu_ns;
+	unsigned long long run_cpu_ns, run_wall_ns;
+	unsigned long long run_io[2], run_flt[2], run_sw[2]; /* from wait4's rusage */
+	unsigned long long errors;
+	bool cpus_beyond, too_deep; /* limits met: said in notes */
+};
+
+/* ---- reading /proc ------------------------------------------------------------------------ */
+
+enum mfile { F_STAT, F_MEMINFO, F_PSI_CPU, F_PSI_MEM, F_PSI_IO, F_DISK, F_NET };
+static const char *const mfile_path[] = { "/proc/stat",		"/proc/meminfo",
+					  "/proc/pressure/cpu", "/proc/pressure/memory",
+					  "/proc/pressure/io",	"/proc/diskstats",
+					  "/proc/net/dev" };
+
+static ssize_t slurp(const char *path, char *buf, size_t size);
+
+/*
+ * Read a /proc file whole through a descriptor kept open (*fd: fd + 1, 0 when
+ * closed): a pread from 0 regenerates it, at a third of the cost of opening it
+ * again. Without a descriptor to spare, open and close it each time.
+ */
+static ssize_t pf_read(int *fd, const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (!*fd) {
+		int f = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (f < 0)
+			return errno == EMFILE || errno == ENFILE ? slurp(path, buf, size) : -errno;
+		*fd = f + 1;
+	}
+	n = pread(*fd - 1, buf, size - 1, 0);
+	if (n < 0) { /* the process or thread has gone */
+		n = -errno;
+		close(*fd - 1);
+		*fd = 0;
+		return n;
+	}
+	buf[n] = 0;
+	return n;
+}
+
+static void pf_close(int *fd)
+{
+	if (*fd)
+		close(*fd - 1);
+	*fd = 0;
+}
+
+static ssize_t slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, got = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)got < size - 1 && (n = read(fd, buf + got, size - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fd);
+	buf[got] = 0;
+	return got;
+}
+
+static void read_stat(struct system_state *st, struct raw *r)
+{
+	static char buf[1 << 17];
+	char *line, *save;
+
+	r->ncpu = 0;
+	if (pf_read(&st->fd[F_STAT], mfile_path[F_STAT], buf, sizeof(buf)) <= 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long v[8] = { 0 };
+		unsigned idx;
+		char *p;
+
+		if (strncmp(line, "cpu", 3))
+			break;
+		if (line[3] == ' ') {
+			idx = 0;
+		} else {
+			idx = (unsigned)strtoul(line + 3, &p, 10) + 1;
+			if (idx > MAX_CPUS) { /* in the total all the same; said in a note */
+				r->cpus_beyond = true;
+				continue;
+			}
+			if (idx > r->ncpu)
+				r->ncpu = idx;
+		}
+		/* user nice system idle iowait irq softirq steal */
+		sscanf(strchr(line, ' '), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+		       &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+		memcpy(r->cpu[idx], v, sizeof(v));
+	}
+}
+
+static void read_meminfo(struct system_state *st, struct raw *r)
+{
+	char buf[8192], *p;
+	double total = NAN, avail = NAN, cached = NAN, swt = NAN, swf = NAN;
+
+	if (pf_read(&st->fd[F_MEMINFO], mfile_path[F_MEMINFO], buf, sizeof(buf)) <= 0)
+		return;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		double kb = strtod(strchr(p, ':') ? strchr(p, ':') + 1 : p, NULL) * 1024;
+
+		if (!strncmp(p, "MemTotal:", 9))
+			total = kb;
+		else if (!strncmp(p, "MemAvailable:", 13))
+			avail = kb;
+		else if (!strncmp(p, "Cached:", 7))
+			cached = kb;
+		else if (!strncmp(p, "SwapTotal:", 10))
+			swt = kb;
+		else if (!strncmp(p, "SwapFree:", 9))
+			swf = kb;
+	}
+	r->mem[0] = total - avail;
+	r->mem[1] = avail;
+	r->mem[2] = cached;
+	r->mem[3] = swt - swf;
+}
+
+/* "some avg10=0.00 avg60=0.00 avg300=0.00 total=N" [+ "full ..."]: the totals (us). */
+static bool read_psi(struct system_state *st, enum mfile f, unsigned long long *some,
+		     unsigned long long *full)
+{
+	char buf[512], *p;
+
+	if (pf_read(&st->fd[f], mfile_path[f], buf, sizeof(buf)) <= 0)
+		return false;
+	p = strstr(buf, "some");
+	if (!p || !(p = strstr(p, "total=")))
+		return false;
+	*some = strtoull(p + 6, NULL, 10);
+	p = strstr(buf, "full");
+	if (full)
+		*full = p && (p = strstr(p, "total=")) ? strtoull(p + 6, NULL, 10) : 0;
+	return true;
+}
+
+static void read_disks(struct system_state *st, struct raw *r)
+{
+	static char buf[1 << 16];
+	char *line, *save;
+
+	r->disk[0] = r->disk[1] = 0;
+	if (pf_read(&st->fd[F_DISK], mfile_path[F_DISK], buf, sizeof(buf)) <= 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[64];
+		unsigned long long v[8];
+		size_t i;
+
+		/* major minor name reads merged sectors ms writes merged sectors ... */
+		if (sscanf(line, "%*u %*u %63s %llu %llu %llu %llu %llu %llu %llu", name, &v[0],
+			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) != 8)
+			continue;
+		for (i = 0; i < st->ndisks && strcmp(st->disks[i], name); i++)
+			;
+		if (i == st->ndisks)
+			continue;
+		r->disk[0] += v[2] * 512; /* sectors are 512 bytes here, whatever the disk's */
+		r->disk[1] += v[6] * 512;
+	}
+}
+
+static void read_net(struct system_state *st, struct raw *r)
+{
+	char buf[16384], *line, *save;
+
+	r->net[0] = r->net[1] = 0;
+	if (pf_read(&st->fd[F_NET], mfile_path[F_NET], buf, sizeof(buf)) <= 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(line, ':'), *name = line;
+		unsigned long long rx, tx;
+
+		if (!colon)
+			continue;
+		while (*name == ' ')
+			name++;
+		if (!strncmp(name, "lo:", 3))
+			continue;
+		if (sscanf(colon + 1, "%llu %*u %*u %*u %*u %*u %*u %*u %llu", &rx, &tx) == 2) {
+			r->net[0] += rx;
+			r->net[1] += tx;
+		}
+	}
+}
+
+/* One thread: its on-CPU ns and switches-in, kept as the last value seen; its slot. */
+static long read_thread(struct system_state *st, pid_t pid, pid_t tid)
+{
+	char path[96], buf[128];
+	unsigned long long run = 0, wait = 0, slices = 0;
+	size_t k;
+
+	if (u64map__element(&st->seen, (uint64_t)tid, (void **)&st->thr, &st->nthr, &st->cap_thr,
+			    sizeof(*st->thr), &k)) {
+		st->errors++;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	if (pf_read(&st->thr[k].fd[0], path, buf, sizeof(buf)) > 0 &&
+	    sscanf(buf, "%llu %llu %llu", &run, &wait, &slices) == 3) {
+		st->thr[k].run = run;
+		st->thr[k].slices = slices;
+	}
+	return (long)k;
+}
+
+static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth);
+
+/* One thread of pid: its own values, then the processes it started (all of them). */
+static void children_of(struct system_state *st, pid_t pid, pid_t tid, struct raw *r, int depth)
+{
+	char path[96], small[4096], *buf = small, *c, *save;
+	size_t size = sizeof(small);
+	long t = read_thread(st, pid, tid);
+	ssize_t n;
+
+	if (t < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
+	/* a long list does not fit: read it again into twice the room */
+	while ((n = pf_read(&st->thr[t].fd[1], path, buf, size)) == (ssize_t)size - 1) {
+		char *big = malloc(size * 2);
+
+		if (!big) {
+			st->errors++;
+			break;
+		}
+		if (buf != small)
+			free(buf);
+		buf = big;
+		size *= 2;
+	}
+	for (c = n > 0 ? strtok_r(buf, " \n", &save) : NULL; c; c = strtok_r(NULL, " \n", &save))
+		walk(st, (pid_t)atoi(c), r, depth + 1);
+	if (buf != small)
+		free(buf);
+}
+
+static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth)
+{
+	char path[96], buf[4096], *p;
+	unsigned long long io[4] = { 0 }, minflt = 0, majflt = 0, threads = 0;
+	long long rss = 0;
+	struct dirent *e;
+	size_t k;
+	DIR *d;
+
+	if (depth > MAX_DEPTH) {
+		r->too_deep = true;
+		return;
+	}
+	if (u64map__element(&st->pseen, (uint64_t)pid, (void **)&st->pacc, &st->npacc,
+			    &st->cap_pacc, sizeof(*st->pacc), &k)) {
+		st->errors++;
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pf_read(&st->pacc[k].fd[0], path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+		return;
+	/* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+	   cmajflt utime stime cutime cstime priority nice num_threads itrealvalue starttime
+	   vsize rss */
+	if (sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu %*u %*u %*u %*d %*d %*d %*d %llu "
+		   "%*d %*u %*u %lld",
+		   &minflt, &majflt, &threads, &rss) != 4)
+		return;
+	r->have_proc = true;
+	r->procs += 1;
+	r->threads += (double)threads;
+	r->rss += (double)rss * (double)sysconf(_SC_PAGESIZE);
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	if (pf_read(&st->pacc[k].fd[1], path, buf, sizeof(buf)) > 0) {
+		static const char *const keys[4] = { "read_bytes: ", "write_bytes: ", "rchar: ",
+						     "wchar: " };
+		int i;
+
+		for (i = 0; i < 4; i++)
+			if ((p = strstr(buf, keys[i])))
+				io[i] = strtoull(p + strlen(keys[i]), NULL, 10);
+	}
+	memcpy(st->pacc[k].v, io, sizeof(io));
+	st->pacc[k].v[4] = minflt;
+	st->pacc[k].v[5] = majflt;
+	/* its threads, and their children: a process of one thread has only its main
+	   thread (tid = pid), and its directory need not be listed (two system calls) */
+	if (threads == 1) {
+		children_of(st, pid, pid, r, depth);
+		return;
+	}
+	if (st->pacc[k].task) {
+		rewinddir(st->pacc[k].task);
+	} else {
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		st->pacc[k].task = opendir(path);
+	}
+	d = st->pacc[k].task;
+	while (d && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid > 0)
+			children_of(st, pid, tid, r, depth);
+	}
+}
+
+/* Close what the tree's processes and threads kept open, and forget them. */
+static void forget_tree(struct system_state *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->nthr; i++) {
+		pf_close(&st->thr[i].fd[0]);
+		pf_close(&st->thr[i].fd[1]);
+	}
+	for (i = 0; i < st->npacc; i++) {
+		pf_close(&st->pacc[i].fd[0]);
+		pf_close(&st->pacc[i].fd[1]);
+		if (st->pacc[i].task)
+			closedir(st->pacc[i].task);
+		st->pacc[i].task = NULL;
+	}
+	u64map__release(&st->seen);
+	u64map__release(&st->pseen);
+	st->nthr = st->npacc = 0;
+}
+
+static void read_all(struct system_state *st, struct raw *r)
+{
+	size_t i;
+
+	memset(r, 0, offsetof(struct raw, cpu));
+	r->cpus_beyond = r->too_deep = false;
+	r->t = sonde_clock_ns();
+	read_stat(st, r);
+	read_meminfo(st, r);
+	if (st->psi_ok) {
+		read_psi(st, F_PSI_CPU, &r->psi[0], NULL);
+		read_psi(st, F_PSI_MEM, &r->psi[1], &r->psi[2]);
+		read_psi(st, F_PSI_IO, &r->psi[3], &r->psi[4]);
+	}
+	if (st->disk_ok)
+		read_disks(st, r);
+	if (st->net_ok)
+		read_net(st, r);
+	r->have_proc = false;
+	r->rss = r->threads = r->procs = 0;
+	if (st->root > 0)
+		walk(st, st->root, r, 0);
+	st->cpus_beyond |= r->cpus_beyond;
+	st->too_deep |= r->too_deep;
+	/* the tree's totals: every thread and process seen, at its last value */
+	r->pcpu = r->psw = r->prd = r->pwr = r->prc = r->pwc = r->pmin = r->pmaj = 0;
+	for (i = 0; i < st->nthr; i++) {
+		r->pcpu += st->thr[i].run;
+		r->psw += st->thr[i].slices;
+	}
+	for (i = 0; i < st->npacc; i++) {
+		r->prd += st->pacc[i].v[0];
+		r->pwr += st->pacc[i].v[1];
+		r->prc += st->pacc[i].v[2];
+		r->pwc += st->pacc[i].v[3];
+		r->pmin += st->pacc[i].v[4];
+		r->pmaj += st->pacc[i].v[5];
+	}
+}
+
+/* ---- one sample: the differences of two readings ------------------------------------------ */
+
+static double share(const unsigned long long *a, const unsigned long long *b, int which)
+{
+	unsigned long long ta = 0, tb = 0;
+	double part;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		ta += a[i];
+		tb += b[i];
+	}
+	if (tb <= ta)
+		return NAN;
+	switch (which) {
+	case M_CPU_USER:
+		part = (double)(b[0] + b[1] - a[0] - a[1]);
+		break;
+	case M_CPU_SYSTEM:
+		part = (double)(b[2] - a[2]);
+		break;
+	case M_CPU_IOWAIT:
+		part = (double)(b[4] - a[4]);
+		break;
+	case M_CPU_IRQ:
+		part = (double)(b[5] + b[6] - a[5] - a[6]);
+		break;
+	case M_CPU_STEAL:
+		part = (double)(b[7] - a[7]);
+		break;
+	default: /* busy: all but idle and iowait */
+		part = (double)(tb - ta) - (double)(b[3] - a[3]) - (double)(b[4] - a[4]);
+		break;
+	}
+	return 100.0 * part / (double)(tb - ta);
+}
+
+static double rate(unsigned long long a, unsigned long long b, double secs)
+{
+	return b >= a && secs > 0 ? (double)(b - a) / secs : NAN;
+}
+
+static void record(struct system_state *st, const struct raw *a, const struct raw *b)
+{
+	double secs = (double)(b->t - a->t) / 1e9, *v;
+	struct sample *s;
+	unsigned c;
+	int m;
+
+	if (b->t <= a->t)
+		return;
+	if (sonde_grow((void **)&st->s, &st->cap_s, st->ns + 1, sizeof(*st->s)) ||
+	    sonde_grow((void **)&st->vals, &st->cap_vals, st->nvals + st->per, sizeof(double))) {
+		st->errors++;
+		return;
+	}
+	s = &st->s[st->ns++];
+	s->ts = a->t > st->t0 ? a->t - st->t0 : 0;
+	s->dur = b->t - a->t;
+	s->run = st->run;
+	s->first = st->nvals;
+	v = st->vals + st->nvals;
+	st->nvals += st->per;
+	for (m = 0; m < M__N; m++)
+		v[m] = NAN;
+	for (m = M_CPU_USER; m <= M_CPU_BUSY; m++)
+		v[m] = share(a->cpu[0], b->cpu[0], m);
+	for (m = 0; m < 4; m++)
+		v[M_MEM_USED + m] = b->mem[m];
+	if (st->psi_ok)
+		for (m = 0; m < 5; m++)
+			v[M_PSI_CPU + m] =
+				b->psi[m] >= a->psi[m]
+					? 100.0 * (double)(b->psi[m] - a->psi[m]) / (secs * 1e6)
+					: NAN;
+	if (st->disk_ok) {
+		v[M_DISK_READ] = rate(a->disk[0], b->disk[0], secs);
+		v[M_DISK_WRITE] = rate(a->disk[1], b->disk[1], secs);
+	}
+	if (st->net_ok) {
+		v[M_NET_RX] = rate(a->net[0], b->net[0], secs);
+		v[M_NET_TX] = rate(a->net[1], b->net[1], secs);
+	}
+	if (a->have_proc && b->have_proc) {
+		v[M_P_CPU] = 100.0 * rate(a->pcpu, b->pcpu, secs) / 1e9;
+		v[M_P_RSS] = b->rss;
+		v[M_P_THREADS] = b->threads;
+		v[M_P_PROCESSES] = b->procs;
+		v[M_P_READ] = rate(a->prd, b->prd, secs);
+		v[M_P_WRITE] = rate(a->pwr, b->pwr, secs);
+		v[M_P_RCHAR] = rate(a->prc, b->prc, secs);
+		v[M_P_WCHAR] = rate(a->pwc, b->pwc, secs);
+		v[M_P_SWITCHES] = rate(a->psw, b->psw, secs);
+		v[M_P_MINFLT] = rate(a->pmin, b->pmin, secs);
+		v[M_P_MAJFLT] = rate(a->pmaj, b->pmaj, secs);
+	}
+	for (c = 0; st->per_cpu && c < st->ncpu; c++)
+		for (m = 0; m < N_PERCPU; m++)
+			v[M__N + c * N_PERCPU + (unsigned)m] =
+				c + 1 <= a->ncpu && c + 1 <= b->ncpu
+					? share(a->cpu[c + 1], b->cpu[c + 1], M_CPU_USER + m)
+					: NAN;
+}
+
+static void tick(void *arg)
+{
+	struct system_state *st = arg;
+	struct raw *t;
+
+	read_all(st, st->cur);
+	record(st, st->prev, st->cur);
+	t = st->prev;
+	st->prev = st->cur;
+	st->cur = t;
+}
+
+/* ---- the collector ------------------------------------------------------------------------ */
+
+static int system_before(struct sonde_collection *c)
+{
+	struct system_state *st = calloc(1, sizeof(*st));
+	unsigned long long x;
+	DIR *d;
+	struct dirent *e;
+
+	if (!st)
+		return -ENOMEM;
+	sonde_collection__set_priv(c, st);
+	st->interval_ms = sonde_collection__param_double(c, "interval", 10);
+	st->per_cpu = !sonde_collection__param_bool(c, "no-per-cpu");
+	st->prev = calloc(1, sizeof(struct raw));
+	st->cur = calloc(1, sizeof(struct raw));
+	if (!st->prev || !st->cur)
+		return -ENOMEM;
+	read_stat(st, st->prev);
+	if (!st->prev->ncpu && !st->prev->cpu[0][0] && !st->prev->cpu[0][3]) {
+		sonde_collection__fail(c, "the system collector reads /proc/stat, and cannot: %s",
+				       access("/proc/stat", R_OK) ? strerror(errno)
+								  : "no cpu lines");
+		return -ENOTSUP;
+	}
+	st->ncpu = st->prev->ncpu;
+	st->psi_ok = read_psi(st, F_PSI_CPU, &x, NULL);
+	if (!st->psi_ok)
+		sonde_collection__note(c, "pressure.*: <not supported>: /proc/pressure is absent "
+					  "(a kernel without CONFIG_PSI, or psi=0)");
+	d = opendir("/sys/block");
+	while (d && (e = readdir(d))) {
+		char path[300];
+
+		if (e->d_name[0] == '.')
+			continue;
+		/* physical disks have a device; loop, ram, zram, dm and md stack on others */
+		snprintf(path, sizeof(path), "/sys/block/%s/device", e->d_name);
+		if (access(path, F_OK) || !strncmp(e->d_name, "loop", 4))
+			continue;
+		if (!sonde_grow((void **)&st->disks, &st->cap_disks, st->ndisks + 1,
+				sizeof(char *))) {
+			st->disks[st->ndisks] = strdup(e->d_name);
+			if (st->disks[st->ndisks])
+				st->ndisks++;
+		}
+	}
+	if (d)
+		closedir(d);
+	st->disk_ok = access("/proc/diskstats", R_OK) == 0;
+	st->net_ok = access("/proc/net/dev", R_OK) == 0;
+	st->per = M__N + (st->per_cpu ? st->ncpu * N_PERCPU : 0);
+	return 0;
+}
+
+static int system_start(struct sonde_collection *c, pid_t pid)
+{
+	struct system_state *st = sonde_collection__priv(c);
+
+	st->t0 = sonde_collection__t0_ns(c);
+	st->root = pid;
+	read_all(st, st->prev);
+	st->ticker = (struct ticker){ .fn = tick,
+				      .ctx = st,
+				      .period_ns = (uint64_t)(st->interval_ms * 1e6) };
+	return ticker__start(&st->ticker);
+}
+
+static int system_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
+{
+	struct system_state *st = sonde_collection__priv(c);
+	const struct rusage *ru = &ri->run->rusage;
+
+	ticker__stop(&st->ticker);
+	st->own_cpu_ns += st->ticker.cpu_ns;
+	st->run_wall_ns += ri->run->end_ns - ri->run->start_ns;
+	/* the last part of the run: the machine only, the tree has been reaped */
+	st->root = 0;
+	tick(st);
+	if (ri->warmup) { /* a warm-up is not recorded */
+		while (st->ns && st->s[st->ns - 1].run == st->run)
+			st->nvals = st->s[--st->ns].first;
+	} else {
+		st->run_cpu_ns +=
+			(unsigned long long)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) *
+				1000000000ull +
+			(unsigned long long)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+		st->run_io[0] += (unsigned long long)ru->ru_inblock * 512;
+		st->run_io[1] += (unsigned long long)ru->ru_oublock * 512;
+		st->run_flt[0] += (unsigned long long)ru->ru_minflt;
+		st->run_flt[1] += (unsigned long long)ru->ru_majflt;
+		st->run_sw[0] += (unsigned long long)ru->ru_nvcsw;
+		st->run_sw[1] += (unsigned long long)ru->ru_nivcsw;
+		st->run++;
+	}
+	forget_tree(st); /* a new run starts with a new tree */
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Add one metric's resource and its summary; idx is its place in a sample. */
+static int emit(struct system_state *st, struct sonde_profile *p, json_t *summary, size_t idx,
+		int m, int cpu, double *tmp)
+{
+	json_t *extra = json_pack("{s:s}", "unit", unit_name[metric[m].unit]), *sum;
+	char uid[64];
+	double total = 0, acc = 0, peak = -INFINITY, secs = 0;
+	size_t i, n = 0;
+	long res;
+	int err = 0;
+
+	if (cpu >= 0)
+		json_object_set_new(extra, "cpu", json_integer(cpu));
+	for (i = 0; i < st->ns; i++) {
+		double v = st->vals[st->s[i].first + idx];
+
+		if (isnan(v))
+			continue;
+		tmp[n++] = v;
+		acc += v;
+		total += v * (double)st->s[i].dur / 1e9;
+		secs += (double)st->s[i].dur / 1e9;
+		if (v > peak)
+			peak = v;
+	}
+	if (!n) { /* never measured: no resource, and the summary says so */
+		json_decref(extra);
+		if (cpu < 0)
+			json_object_set_new(summary, metric[m].uid, json_null());
+		return 0;
+	}
+	if (cpu >= 0) /* cpu.user of CPU 3: cpu3.user */
+		snprintf(uid, sizeof(uid), "cpu%d%s", cpu, metric[m].uid + 3);
+	else
+		snprintf(uid, sizeof(uid), "%s", metric[m].uid);
+	res = sonde_profile__resource(p, uid, "system", metric[m].process ? "process" : "machine",
+				      extra);
+	json_decref(extra);
+	if (res < 0)
+		return (int)res;
+	for (i = 0; i < st->ns; i++) {
+		double v = st->vals[st->s[i].first + idx];
+
+		if (isnan(v))
+			continue;
+		err |= sonde_profile__append(p, res, "amount", json_real(v));
+		err |= sonde_profile__append(p, res, "timestamp",
+					     json_integer((json_int_t)st->s[i].ts));
+		err |= sonde_profile__append(p, res, "duration",
+					     json_integer((json_int_t)st->s[i].dur));
+		err |= sonde_profile__append(p, res, "order", json_integer(st->s[i].run));
+	}
+	if (cpu >= 0)
+		return err ? -ENOMEM : 0;
+	qsort(tmp, n, sizeof(*tmp), cmp_double);
+	/* shares and levels: the time-weighted mean; rates: the total over the time seen */
+	sum = json_pack("{s:s, s:f, s:f, s:f, s:I}", "unit", unit_name[metric[m].unit], "mean",
+			secs > 0 && metric[m].rate ? total / secs : acc / (double)n, "peak", peak,
+			"p95", tmp[(size_t)ceil(0.95 * (double)n) - 1], "samples", (json_int_t)n);
+	if (metric[m].rate)
+		json_object_set_new(sum, "total", json_real(total));
+	json_object_set_new(summary, metric[m].uid, sum);
+	return err ? -ENOMEM : 0;
+}
+
+static int system_after(struct sonde_collection *c, struct sonde_profile *p)
+{
+	struct system_state *st = sonde_collection__priv(c);
+	json_t *sys = json_object(), *summary = json_object();
+	double *tmp = malloc((st->ns + 1) * sizeof(double)), dur = 0;
+	unsigned cpu;
+	size_t i;
+	int m, rc = 0;
+
+	if (!sys || !summary || !tmp) {
+		json_decref(sys);
+		json_decref(summary);
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (m = 0; m < M__N && !rc; m++)
+		rc = emit(st, p, summary, (size_t)m, m, -1, tmp);
+	for (cpu = 0; st->per_cpu && cpu < st->ncpu && !rc; cpu++)
+		for (m = 0; m < N_PERCPU && !rc; m++)
+			rc = emit(st, p, summary, M__N + cpu * N_PERCPU + (size_t)m, M_CPU_USER + m,
+				  (int)cpu, tmp);
+	free(tmp);
+	for (i = 0; i < st->ns; i++)
+		dur += (double)st->s[i].dur;
+	json_object_set_new(sys, "interval_ms", json_real(st->interval_ms));
+	json_object_set_new(sys, "samples", json_integer((json_int_t)st->ns));
+	json_object_set_new(sys, "cpus", json_integer(st->ncpu));
+	json_object_set_new(sys, "summary", summary);
+	/* the runs' totals as wait4 gives them (the tree, reaped children included): what
+	   the series should add up to, less what came and went between two samples */
+	json_object_set_new(
+		sys, "runs_total",
+		json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "cpu_ns",
+			  (json_int_t)st->run_cpu_ns, "io_read_bytes", (json_int_t)st->run_io[0],
+			  "io_write_bytes", (json_int_t)st->run_io[1], "minor_faults",
+			  (json_int_t)st->run_flt[0], "major_faults", (json_int_t)st->run_flt[1],
+			  "voluntary_switches", (json_int_t)st->run_sw[0], "involuntary_switches",
+			  (json_int_t)st->run_sw[1]));
+	/* what sampling cost: the sampler thread's CPU time, as a share of one CPU */
+	json_object_set_new(sys, "own_cpu_ns", json_integer((json_int_t)st->own_cpu_ns));
+	json_object_set_new(sys, "own_cpu_share",
+			    st->run_wall_ns ? json_real(100.0 * (double)st->own_cpu_ns /
+							(double)st->run_wall_ns)
+					    : json_null());
+	if (st->errors)
+		sonde_collection__dropped(c, st->errors);
+	if (st->cpus_beyond)
+		sonde_collection__note(c,
+				       "this machine has more than %d CPUs: they are in cpu.* but "
+				       "have no cpuN.* series of their own",
+				       MAX_CPUS);
+	if (st->too_deep)
+		sonde_collection__note(c,
+				       "the process tree is deeper than %d: the processes below "
+				       "that depth are not in process.*",
+				       MAX_DEPTH);
+	sonde_profile__set(sonde_profile__stats(p), "system", sys);
+	return rc;
+}
+
+static void system_cleanup(struct sonde_collection *c)
+{
+	struct system_state *st = sonde_collection__priv(c);
+	size_t i;
+
+	if (!st)
+		return;
+	ticker__stop(&st->ticker);
+	for (i = 0; i < st->ndisks; i++)
+		free(st->disks[i]);
+	free(st->disks);
+	forget_tree(st);
+	for (i = 0; i < sizeof(st->fd) / sizeof(st->fd[0]); i++)
+		pf_close(&st->fd[i]);
+	free(st->thr);
+	free(st->pacc);
+	free(st->vals);
+	free(st->s);
+	free(st->prev);
+	free(st->cur);
+	free(st);
+}
+
+static const char *const system_units[] = { "amount", "the metric's unit", "timestamp",
+					    "ns",     "duration",	   "ns",
+					    NULL };
+
+static const struct sonde_option system_options[] = {
+	{ SONDE_OPT_DURATION, 'I', "interval", NULL, NULL,
+	  "sample every DURATION (default 10ms; a plain number is milliseconds)", 1, 3.6e6,
+	  .unit_s = 1e-3 },
+	{ SONDE_OPT_FLAG, 0, "no-per-cpu", NULL, NULL,
+	  "record the CPUs' total only, not each CPU's utilisation" },
+	{ .type = SONDE_OPT_END },
+};
+
+const struct sonde_collector sonde_collector_system = {
+	.abi = SONDE_COLLECTOR_ABI,
+	.name = "system",
+	.summary = "the machine and the target's process tree, sampled from /proc",
+	.profile_type = "system",
+	.units = system_units,
+	.options = system_options,
+	.flags = SONDE_COLLECTOR_ONE_RUN,
+	.before = system_before,
+	.start = system_start,
+	.stop = system_stop,
+	.after = system_after,
+	.cleanup = system_cleanup,
+};

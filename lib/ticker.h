@@ -1,0 +1,30 @@
+/*
+ * ticker.h - a thread that calls a function every period, sleeping in between
+ * (no polling), until stopped: the interval samplers of the counters, system
+ * and power collectors.
+ */
+#ifndef SONDE_TICKER_H
+#define SONDE_TICKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ticker {
+	void (*fn)(void *ctx);
+	void *ctx;
+	uint64_t period_ns;
+	/* private */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool running, stop;
+	uint64_t cpu_ns; /* the thread's own CPU time, known after ticker__stop() */
+};
+
+/* Start calling t->fn(t->ctx) every t->period_ns (the first call one period from now). */
+int ticker__start(struct ticker *t);
+/* Stop and join; fn is not running when it returns. No-op when not running. */
+void ticker__stop(struct ticker *t);
+
+#endif

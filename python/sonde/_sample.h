@@ -1,0 +1,62 @@
+/*
+ * _sample.h - the Python stack sampler of the CPU collector (mode "sampling").
+ *
+ * A thread of its own wakes at hz on an interval timer, takes the GIL, and
+ * for every other thread of the interpreter that ran since its previous
+ * sample (its CPU clock moved; wall mode: every thread) hands its stack of
+ * Python functions over, weighted by the time since that previous sample.
+ */
+#ifndef SONDE_PY_SAMPLE_H
+#define SONDE_PY_SAMPLE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The deepest stack a sample keeps: deeper ones keep their innermost frames (counted). */
+#define PY_SAMPLE_MAX_DEPTH 2048
+
+/* A code object's function id (the collector's); 0 or -1. Called holding the GIL. */
+typedef int (*py_code_id_fn)(void *ctx, PyCodeObject *co, uint32_t *id);
+/*
+ * One sample: thread tid's stack, ids outermost first, ran weight_ns. Holding
+ * the GIL. Returns whether it was kept (counted in samples).
+ */
+typedef bool (*py_sample_fn)(void *ctx, uint32_t tid, uint64_t weight_ns, const uint32_t *ids,
+			     uint32_t n);
+
+struct py_sampler_stats {
+	uint64_t ticks;	    /* timer periods that passed */
+	uint64_t late;	    /* of those, periods the sampler could not take (GIL held long) */
+	uint64_t samples;   /* stacks handed over and kept */
+	uint64_t truncated; /* of those, deeper than PY_SAMPLE_MAX_DEPTH */
+	uint64_t errors;    /* frames whose function could not be named (out of memory) */
+	double hz;
+	bool wall;
+	const char *timer; /* "timerfd", or "ppoll" when no timerfd could be made */
+};
+
+struct py_sampler;
+
+/*
+ * Start sampling the interpreter of the calling thread (holding the GIL) at hz
+ * (1 to 10 000); wall: weight by wall time and sample idle threads too, else
+ * by CPU time. NULL with errno on failure.
+ */
+struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id,
+				     py_sample_fn sample, void *ctx);
+/*
+ * Frames outside root's (the program's own code, run by sonde's runner) are
+ * not the program's: a stack that holds a frame of root starts there. NULL:
+ * every frame counts. The reference is borrowed: clear it before root goes.
+ */
+void py_sampler__root(struct py_sampler *s, PyObject *root);
+/*
+ * Stop (holding the GIL; it is released while the sampler ends), fill *st,
+ * free. In a child of fork() the sampler thread is not there: only freed.
+ */
+void py_sampler__stop(struct py_sampler *s, struct py_sampler_stats *st);
+
+#endif

@@ -1,0 +1,74 @@
+#!/bin/sh
+# The bounds collector against the real iteration counts of the same code:
+# tests/programs/b-loops.c, analysed as a source and run with several inputs.
+# A bound below a real count is a bug; counted loops are bounded exactly; a
+# loop it cannot bound (a list walk, a data-dependent partition) says so.
+. "$SRC/tests/e2e/lib.sh"
+
+SRCFILE="$SRC/tests/programs/b-loops.c"
+run collect bounds -s "$SRCFILE" -o b.json
+if [ "$rc" = 3 ]; then
+	skip "the bounds of b-loops.c" "libclang cannot be loaded here: $err"
+	finish
+	exit 0
+fi
+check "collect bounds: exit 0" [ "$rc" = 0 ]
+check "a profile of type bound, valid" all "jq -e '.header.type == \"bound\"' b.json" 'validate b.json'
+check "16 loops in 11 functions, 2 unbounded" \
+	jq -e '.stats.bounds | .loops == 16 and .functions == 11 and .unbounded == 2' b.json
+check "each loop's uid names its function, source, line and column" \
+	jq -e '[.resource_type_map[] | select(.subtype == "local")] | all(. as $r | $r.function and
+		$r.source and $r.line > 0 and $r.column > 0 and ($r.uid | startswith($r.function + ":")))' b.json
+
+# every total bound against the counts of real runs
+cat >check.py <<'PY'
+import json, subprocess, sys
+prog, prof = sys.argv[1], json.load(open(sys.argv[2]))
+loops = {r["line"]: r for r in prof["resource_type_map"].values() if r["subtype"] == "total"}
+exact = {"counted", "down", "nested", "sequence", "steps", "countdown"}
+bad = []
+for n, m, k in [(0, 0, 0), (1, 1, 1), (7, 3, 2), (20, 9, 5), (33, 0, 40)]:
+    out = subprocess.run([prog, str(n), str(m), str(k)], capture_output=True, text=True).stdout
+    real = {int(a): int(b) for a, b in (l.split() for l in out.split("\n") if l)}
+    for line, r in loops.items():
+        got = real.get(line, 0)
+        if r["bound"].startswith("unbounded"):
+            continue
+        expr = r["bound"].replace("/", "//")
+        env = {"max": max, "n": n, "m": m, "k": k}
+        b = eval(expr, {"__builtins__": {}}, env)
+        if b < got:
+            bad.append(f"{r['function']} line {line}: bound {r['bound']} = {b} < {got} real (n={n} m={m} k={k})")
+        if r["function"] in exact and b != got:
+            bad.append(f"{r['function']} line {line}: bound {b} != {got} real, a counted loop")
+print("\n".join(bad) if bad else "every bound holds")
+sys.exit(1 if bad else 0)
+PY
+check "every total bound is at least the real count, exactly it for counted loops (5 inputs)" \
+	python3 check.py "$PROGS/b-loops" b.json
+check "classes: counted O(n), nested, triangle and bubble (j + 1 < n - i) O(n^2), down O(n)" \
+	jq -e '[.resource_type_map[] | select(.subtype == "function")] | map({(.function): .class}) |
+		add | .counted == "O(n)" and .nested == "O(n^2)" and .triangle == "O(n^2)" and
+		.bubble == "O(n^2)" and
+		.down == "O(n)" and .countdown == "O(n)"' b.json
+check "a list walk is unbounded, and says why (no counter)" \
+	jq -e '[.resource_type_map[] | select(.function == "walk" and .subtype == "local")][0].bound |
+		startswith("unbounded: a for loop without its start")' b.json
+check "a partition loop whose step is inside an if is unbounded, not guessed" \
+	jq -e '[.resource_type_map[] | select(.function == "partition" and .subtype == "local")][0] |
+		.class == "unbounded" and (.bound | test("stepped exactly once"))' b.json
+check "the table names the functions and classes" all 'has "$err" "triangle"' 'has "$err" "O(n^2)"'
+
+# bad input
+printf 'int f(int n) { for (int i = 0; i < n; i++) return oops; }\n' >bad.c
+run collect bounds -s bad.c -o x.json
+check "a source that does not parse: exit 1, the compiler's message, no profile" \
+	all '[ "$rc" = 1 ]' 'has "$err" "bad.c:1"' '[ ! -e x.json ]'
+run collect bounds -o x.json
+check "no source: exit 2" [ "$rc" = 2 ]
+run collect bounds -s missing.c
+check "a source that is not there: exit 1" all '[ "$rc" = 1 ]' 'has "$err" "missing.c"'
+mkdir -p tree/sub && cp "$SRCFILE" tree/sub/a.c && printf 'void z(void) {}\n' >tree/b.c
+run collect bounds -d tree -o d.json
+check "-d DIR: every .c file below it" jq -e '.stats.bounds.files == 2 and .stats.bounds.loops == 16' d.json
+finish

@@ -1,0 +1,127 @@
+#!/bin/sh
+# History checks: three commits of a program, the second making its
+# allocation quadratic in the size; `sonde run matrix` (an integer generator,
+# the regression, registered after each run) on each; `sonde check all`
+# finds the degradation at the second commit with the model change, `check
+# head` compares the third with its nearest ancestor, and `sonde log` shows
+# what each commit's check found. Allocated bytes are exact, so the verdicts
+# are not at the mercy of a loaded machine.
+. "$SRC/tests/e2e/lib.sh"
+
+export HOME="$WORK/home"
+unset SONDE_CONFIG XDG_CONFIG_HOME
+mkdir -p repo "$HOME"
+cd repo || exit 1
+git init -q
+version() {
+	cat >prog.c <<EOF
+#include <stdlib.h>
+#include <string.h>
+
+void *keep(long n)
+{
+	char *p = malloc($1);
+
+	memset(p, 1, $1);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	free(keep(atol(argv[1])));
+	return 0;
+}
+EOF
+	git add prog.c && git commit -qm "$2"
+}
+"$SONDE" init >/dev/null
+"$SONDE" config set cmds "[./prog]"
+"$SONDE" config set execute.pre_run "[cc -O0 -g -o prog prog.c]"
+"$SONDE" config set generators.workload "[{id: n, type: integer, min_range: 100, max_range: 1000, step: 100}]"
+"$SONDE" config set workloads "[n]"
+"$SONDE" config set collectors "[memory]"
+"$SONDE" config set postprocessors "[{name: regression, params: {per: structure-unit-size}}]"
+"$SONDE" config set profiles.register_after_run true
+
+version "n * 64" linear
+run run matrix
+check "commit 1 (linear): the matrix runs, its profile registered" all '[ "$rc" = 0 ]' \
+	'"$SONDE" log | grep -q "1 profile .*linear"'
+run check head
+check "check head on the first commit: no ancestor to compare with, said, exit 1" \
+	all '[ "$rc" = 1 ]' 'has "$err" "no ancestor"'
+version "n * n" quadratic
+"$SONDE" run matrix -q
+echo notes >README && git add README && git commit -qm docs
+"$SONDE" run matrix -q
+c2=$(git rev-parse --short=12 HEAD~1)
+
+run check head
+check "check head on commit 3 (a docs change): compared with commit 2, no degradation, exit 0" \
+	all '[ "$rc" = 0 ]' "has \"\$out\" \"commit $c2\"" 'has "$out" "0 degradations found"'
+run check all
+check "check all: a degradation in the history, exit 4" [ "$rc" = 4 ]
+check "... at commit 2: the allocation went from linear to quadratic" \
+	sh -c 'printf "%s\n" "$1" | sed -n "/^commit $2\$/,/^commit $2:/p" |
+		grep "keep:.*malloc.*severe degradation.*best-model-order: linear -> quadratic"' \
+	_ "$out" "$c2"
+check "... commit 2 has degradations, commit 3 none" \
+	all "has \"\$out\" \"commit $c2: 2 degradations\"" \
+	"has \"\$out\" \"commit $(git rev-parse --short=12 HEAD): 0 degradations\""
+run log
+check "sonde log: each commit's check (no baseline, degradations, none)" \
+	all 'printf "%s\n" "$out" | grep -q "2 degradations .*quadratic"' \
+	'printf "%s\n" "$out" | grep -q "no degradation .*docs"' \
+	'printf "%s\n" "$out" | grep -q "no baseline .*linear"'
+run check all --format json
+check "check all --format json: each pair names its baseline's commit" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[].baseline_commit] | length == 2 and all(length == 40)"' \
+	_ "$out"
+# the configuration's strategies pick the methods (Perun's names too)
+"$SONDE" config set degradation.strategies "[{collector: memory, method: average_amount_threshold}, {method: integral}]"
+run check all --format json
+check "degradation.strategies: the first that matches judges (Perun's average_amount_threshold)" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[].method] | unique == [\"average-amount\"]"' _ "$out"
+"$SONDE" config set degradation.apply all
+run check all --format json
+check "degradation.apply all: every strategy that matches judges each pair" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[].method] == [\"average-amount\", \"integral\",
+		\"average-amount\", \"integral\"]"' _ "$out"
+run check all --method welch --format json
+check "--method overrides the strategies" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[].method] | unique == [\"welch\"]"' _ "$out"
+"$SONDE" config set degradation.strategies "[{method: local_statistics}]"
+run check all
+check "a method sonde does not have: exit 2, named" \
+	all '[ "$rc" = 2 ]' 'has "$err" "local_statistics"'
+"$SONDE" config set degradation.strategies "[]"
+
+# -c: a parent without profiles gets them first, on a worktree of its own
+echo more >>README && git add README && git commit -qm "docs 2"
+c4=$(git rev-parse --short=12 HEAD)
+echo more >>README && git add README && git commit -qm "docs 3"
+"$SONDE" run matrix -q
+run check head -c
+check "check head -c: the parent's baselines collected on a worktree of it, then compared" \
+	all '[ "$rc" = 0 ]' "has \"\$err\" \"collecting the baselines of $c4\"" \
+	"has \"\$out\" \"commit $c4\"" 'has "$out" "0 degradations found"'
+check "... registered for the parent, and the worktree gone" \
+	all '"$SONDE" log | grep -q "^$c4 *1 profile"' \
+	'[ "$(git worktree list | wc -l)" = 1 ]'
+
+# two command lines of one program
+"$SONDE" collect time -q -r 3 -o a.json -- ./prog 100
+"$SONDE" collect time -q -r 3 -o b.json -- ./prog 200
+run check a.json b.json --format json
+check "two command lines: without --pair their runs do not meet (not in baseline)" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[0].results[] | select(.subtype == \"real\")] |
+		map(.verdict) | index(\"not in baseline\") != null"' _ "$out"
+run check --pair a.json b.json --format json
+check "--pair: they meet under the baseline's command, and are judged" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[0].results[] | select(.subtype == \"real\")] |
+		length == 1 and .[0].uid == \"./prog 100\" and .[0].n_target == 3 and
+		.[0].n_baseline == 3"' _ "$out"
+run check head nope
+check "check head with a revision that is not one: exit 1, one line" \
+	all '[ "$rc" = 1 ]' '[ "$(printf "%s\n" "$err" | wc -l)" = 1 ]'
+finish

@@ -1,0 +1,94 @@
+#!/bin/sh
+# sonde collect power. This machine has no RAPL, power PMU, hwmon sensor,
+# battery or GPU: here the collector must say so (exit 3, every source named).
+# Its arithmetic is checked on /sys trees laid out as the kernel documents
+# them (Documentation/power/powercap, hwmon/sysfs-interface, ABI
+# sysfs-class-power), under SONDE_POWER_ROOT, with a target that moves the
+# counters itself: a RAPL counter that wraps, a hwmon gauge, an energy
+# counter, a battery.
+. "$SRC/tests/e2e/lib.sh"
+
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x <= hi) }'; }
+# amount FILE DOMAIN SUBTYPE
+amount() {
+	jq -r --arg u "$2" --arg s "$3" '.resources as $r | [.resource_type_map | to_entries[] |
+		select(.value.uid == $u and .value.subtype == $s) | $r[.key].amount[0]] | .[0]' "$1"
+}
+
+# ---- the real machine -------------------------------------------------------------------------
+real=$(ls /sys/class/powercap/*/energy_uj /sys/class/hwmon/*/power*_input \
+	/sys/class/hwmon/*/energy*_input /sys/class/power_supply/*/power_now 2>/dev/null | head -1)
+run collect power -o real.json -- true
+if [ -z "$real" ] && [ ! -d /sys/bus/event_source/devices/power ] &&
+	! ldconfig -p 2>/dev/null | grep -q -e libnvidia-ml.so.1 -e librocm_smi64; then
+	check "no source here: exit 3" [ "$rc" = 3 ]
+	check "one line, <not supported>, every source named" all \
+		'has "$err" "<not supported>"' \
+		'has "$err" "RAPL"' \
+		'has "$err" "hwmon"' \
+		'has "$err" "battery"' \
+		'has "$err" "NVML"' \
+		'has "$err" "ROCm"'
+	check "nothing written" [ ! -e real.json ]
+else
+	check "a source here ($real): exit 0" [ "$rc" = 0 ]
+	check "the profile is valid" validate real.json
+fi
+
+# ---- a tree as the kernel lays it out ------------------------------------------------------------
+R=$WORK/root
+pc=$R/sys/class/powercap/intel-rapl:0
+hw=$R/sys/class/hwmon/hwmon3
+bat=$R/sys/class/power_supply/BAT0
+mkdir -p "$pc" "$R/sys/class/powercap/intel-rapl" "$hw" "$bat"
+echo package-0 >"$pc/name"
+range=262143328850 # µJ, as on a desktop package
+echo "$range" >"$pc/max_energy_range_uj"
+# 1 J before the wrap
+echo $((range - 1000000)) >"$pc/energy_uj"
+echo amdgpu >"$hw/name"
+echo 5000000 >"$hw/power1_input" # 5 W
+echo PPT >"$hw/power1_label"
+echo 1000000 >"$hw/energy1_input" # µJ
+echo Battery >"$bat/type"
+echo 7000000 >"$bat/power_now" # 7 W
+# the target: 0.3 s, then the package counter wraps and reads 2 J (3 J in all),
+# the hwmon energy counter gains 4 J, then 0.3 s
+cat >mover.sh <<EOF
+#!/bin/sh
+sleep 0.3
+echo 2000000 >"$pc/energy_uj"
+echo 5000000 >"$hw/energy1_input"
+sleep 0.3
+EOF
+chmod +x mover.sh
+SONDE_POWER_ROOT=$R "$SONDE" collect power -q -I 50ms -o tree.json -- ./mover.sh
+rc=$?
+check "the tree: exit 0" [ "$rc" = 0 ]
+check "the tree: the profile is valid" validate tree.json
+check "the tree: every domain found: rapl, hwmon power and energy, battery" \
+	jq -e '[.stats.power.domains[].name] | sort == ["battery:BAT0", "hwmon:amdgpu/PPT",
+		"hwmon:amdgpu/energy1", "rapl:package-0 (intel-rapl:0)"]' tree.json
+check "RAPL across its wrap: 1 J to the wrap and 2 J after it, 3 J" \
+	[ "$(amount tree.json "rapl:package-0 (intel-rapl:0)" energy)" = 3 ]
+check "an energy counter: 4 J" [ "$(amount tree.json hwmon:amdgpu/energy1 energy)" = 4 ]
+wall=$(jq '.resources as $r | [.resource_type_map | to_entries[] | select(.value.uid ==
+	"battery:BAT0" and .value.subtype == "energy") | $r[.key].amount[0]] | .[0] / 7' tree.json)
+check "a 5 W gauge: 5 W on average" \
+	within "$(amount tree.json hwmon:amdgpu/PPT average)" 4.99 5.01
+check "a 7 W battery: 7 W on average, and its energy is 7 W × the run ($wall s)" \
+	within "$(amount tree.json battery:BAT0 average)" 6.99 7.01
+check "the run lasted what the target slept: $wall s" within "$wall" 0.6 0.9
+check "a series every 50 ms, in watts" \
+	jq -e '[.resource_type_map[] | select(.subtype == "watts")] | length == 4' tree.json
+check "RAPL's peak is the interval of the wrap (3 J in at most 0.3 s: at least 10 W)" \
+	within "$(amount tree.json "rapl:package-0 (intel-rapl:0)" peak)" 10 1e9
+check "no GPU library looked for under a test root" \
+	jq -e '.stats.power.not_found == null' tree.json
+
+# a tree with nothing readable: exit 3, names the root's misses
+mkdir -p "$WORK/empty/sys/class"
+SONDE_POWER_ROOT=$WORK/empty "$SONDE" collect power -o e.json -- true 2>e.err
+check "an empty tree: exit 3" [ $? = 3 ]
+check "an empty tree: one line" [ "$(wc -l <e.err)" = 1 ]
+finish

@@ -1,0 +1,104 @@
+#!/bin/sh
+# sonde collect system: the machine and the target's tree from /proc, on
+# programs with known answers: two threads that burn two CPUs for a second
+# show about 200 % CPU, a program that writes 100 MiB shows 100 MiB written,
+# and the CPU time the series saw agrees with GNU time's for the same program.
+. "$SRC/tests/e2e/lib.sh"
+
+# sum FILE UID: a metric's mean from the summary
+summary() { jq -r --arg u "$2" ".stats.system.summary[\$u].$3" "$1"; }
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x <= hi) }'; }
+
+ncpu=$(nproc)
+run collect system -q -o burn.json -- "$PROGS/k-burn" 2 1
+check "runs: exit 0" [ "$rc" = 0 ]
+check "the profile is valid" validate burn.json
+cpu=$(summary burn.json process.cpu mean)
+got=$(jq .stats.system.runs_total.cpu_ns burn.json)
+if [ "$ncpu" -lt 2 ]; then
+	skip "two busy threads: process.cpu about 200 %" "one CPU here"
+elif [ "$got" -lt 1800000000 ]; then
+	skip "two busy threads: process.cpu about 200 %" \
+		"the machine was busy: they got $got ns of CPU in 1 s, not 2 s (process.cpu $cpu %)"
+else
+	check "two busy threads on $ncpu CPUs: process.cpu mean $cpu %, about 200" \
+		within "$cpu" 170 210
+fi
+# the series' CPU time against wait4's for the whole run (what the samples missed)
+seen=$(jq '[.resources as $r | .resource_type_map | to_entries[] |
+	select(.value.uid == "process.cpu") | $r[.key] as $x |
+	range(0; $x.amount | length) as $i | $x.amount[$i] * $x.duration[$i] / 100] | add' burn.json)
+total=$(jq '.stats.system.runs_total.cpu_ns' burn.json)
+check "the series saw the run's CPU time: $seen of $total ns (within 5 %)" \
+	within "$seen" "$(awk -v t="$total" 'BEGIN { print t * 0.95 }')" \
+	"$(awk -v t="$total" 'BEGIN { print t * 1.05 }')"
+check "a summary per metric: mean, peak, p95" \
+	jq -e '.stats.system.summary["cpu.busy"] | .mean and .peak and .p95' burn.json
+check "samples every 10 ms: about 100 over a second" \
+	within "$(jq .stats.system.samples burn.json)" 80 115
+check "every CPU has its own series (cpu0 .. cpu$((ncpu - 1)))" \
+	jq -e --argjson n "$ncpu" '[.resource_type_map[].uid | select(test("^cpu[0-9]+\\.busy$"))] |
+		length == $n' burn.json
+check "the machine's CPUs were busy: cpu.busy peak over 90 %" \
+	within "$(summary burn.json cpu.busy peak)" 90 100.001
+used=$(jq '.stats.system.summary["memory.used"].mean' burn.json)
+avail=$(jq '.stats.system.summary["memory.available"].mean' burn.json)
+memtotal=$(awk '/^MemTotal:/ { printf "%.0f", $2 * 1024 }' /proc/meminfo)
+check "memory used + available = MemTotal" \
+	within "$(awk -v a="$used" -v b="$avail" 'BEGIN { printf "%.0f", a + b }')" \
+	"$(awk -v m="$memtotal" 'BEGIN { printf "%.0f", m - 4096 }')" \
+	"$(awk -v m="$memtotal" 'BEGIN { printf "%.0f", m + 4096 }')"
+check "threads: 3 (main and two workers)" \
+	within "$(summary burn.json process.threads peak)" 3 3
+check "its own cost is measured: own_cpu_share (% of one CPU)" \
+	jq -e '.stats.system.own_cpu_share > 0' burn.json
+if [ -r /proc/pressure/cpu ]; then
+	check "pressure stall information is sampled" \
+		jq -e '.stats.system.summary["pressure.cpu.some"].samples > 0' burn.json
+else
+	check "no /proc/pressure: said, and no pressure series" \
+		jq -e '(.stats.notes | map(select(test("pressure"))) | length > 0) and
+			.stats.system.summary["pressure.cpu.some"] == null' burn.json
+fi
+
+# I/O: 100 MiB written through write(2)
+run collect system -q -o write.json -- "$PROGS/k-write" "$WORK/out.bin" 100
+wchar=$(summary write.json process.io.wchar total)
+check "100 MiB written: process.io.wchar total $wchar B" \
+	within "$wchar" $((100 * 1048576 * 95 / 100)) $((101 * 1048576))
+case $(stat -f -c %T "$WORK") in
+tmpfs | ramfs) skip "storage writes: runs_total.io_write_bytes" "$WORK is on $(stat -f -c %T "$WORK")" ;;
+*)
+	check "storage writes from wait4: runs_total.io_write_bytes >= 100 MiB" \
+		jq -e '.stats.system.runs_total.io_write_bytes >= 104857600' write.json
+	;;
+esac
+
+# GNU time on the same run (sonde collects the tree that /usr/bin/time heads):
+# its user + sys against the series'
+if [ -x /usr/bin/time ]; then
+	"$SONDE" collect system -q -o gt.json -- /usr/bin/time -f "%U %S" -o "$WORK/gt.txt" \
+		"$PROGS/k-burn" 2 1
+	gt=$(awk '{ printf "%d", ($1 + $2) * 1e9 }' gt.txt)
+	seen=$(jq '[.resources as $r | .resource_type_map | to_entries[] |
+		select(.value.uid == "process.cpu") | $r[.key] as $x |
+		range(0; $x.amount | length) as $i | $x.amount[$i] * $x.duration[$i] / 100] | add' gt.json)
+	check "GNU time's user+sys ($gt ns) and the series' CPU time ($seen ns), same run, within 10 %" \
+		within "$seen" "$(awk -v t="$gt" 'BEGIN { print t * 0.9 }')" \
+		"$(awk -v t="$gt" 'BEGIN { print t * 1.1 + 20000000 }')"
+else
+	skip "GNU time's user+sys against the series" "no /usr/bin/time"
+fi
+
+# options
+run collect system -q -I 50ms --no-per-cpu -o slow.json -- "$PROGS/s-sleep" 500
+check "-I 50ms: about 10 samples over half a second" \
+	within "$(jq .stats.system.samples slow.json)" 7 12
+check "--no-per-cpu: no cpuN series" \
+	jq -e '[.resource_type_map[].uid | select(test("^cpu[0-9]"))] | length == 0' slow.json
+check "a sleeper uses no CPU: process.cpu mean under 5 %" \
+	within "$(summary slow.json process.cpu mean)" 0 5
+run collect system -q -I 0 -o bad.json -- true
+check "-I 0: refused, exit 2" [ "$rc" = 2 ]
+check "-I 0: one line that says why" has "$err" "invalid value '0' for '-I'"
+finish
