@@ -114,11 +114,19 @@ void cli_paint(FILE *f, const char *sgr)
 	sonde_file__write_all(fd, sgr, strlen(sgr));
 }
 
+/*
+ * One fprintf for the whole line: stderr is unbuffered, so each call is one
+ * write, and the lines of sondes sharing a log file do not interleave.
+ */
 static void verror(const char *cmd, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "sonde: %s%s", cmd ? cmd : "", cmd ? ": " : "");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	fprintf(stderr, "sonde: %s%s%s\n", cmd ? cmd : "", cmd ? ": " : "",
+		msg ? msg : "(out of memory formatting an error)");
+	free(msg);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
