@@ -16,6 +16,7 @@
 #include <sonde/check.h>
 #include <sonde/postprocess.h>
 #include <sonde/stats.h>
+#include "check-methods.h"
 #include "grow.h"
 
 const char *const sonde_verdict_names[] = {
@@ -25,23 +26,24 @@ const char *const sonde_verdict_names[] = {
 };
 
 const char *const sonde_check_methods[] = {
-	"auto", "welch", "mann-whitney", "average-amount", "best-model-order", "integral", NULL,
+	"auto",
+	"welch",
+	"mann-whitney",
+	"average-amount",
+	"best-model-order",
+	"integral",
+	"linear-regression",
+	"polynomial-regression",
+	"local-statistics",
+	"exclusive-time-outliers",
+	"fast-check",
+	NULL,
 };
 
 bool sonde_verdict__is_degradation(enum sonde_verdict v)
 {
 	return v == SONDE_DEGRADATION || v == SONDE_SEVERE_DEGRADATION;
 }
-
-/* The amounts of one resource key of one profile. */
-struct side {
-	char *key, *uid, *type, *subtype, *workload;
-	char *msubtype; /* the subtype of its models (a trace side's subtype says total or self) */
-	double *v;
-	size_t n, cap;
-	bool totals; /* a trace function's total or self time over the run */
-	double all;  /* sampled: the profile's samples (v holds the function's share of them) */
-};
 
 struct sides {
 	struct side *s;
@@ -61,6 +63,7 @@ static void sides_release(struct sides *s)
 		free(s->s[i].subtype);
 		free(s->s[i].workload);
 		free(s->s[i].msubtype);
+		free(s->s[i].location);
 		free(s->s[i].v);
 	}
 	free(s->s);
@@ -108,6 +111,7 @@ static int side_of(struct sides *out, const char *key, const char *uid, json_t *
 	s->subtype = dup0(subtype);
 	s->msubtype = dup0(json_string_value(json_object_get(fixed, "subtype")));
 	s->workload = dup0(json_string_value(json_object_get(fixed, "workload")));
+	s->location = dup0(json_string_value(json_object_get(fixed, "location")));
 	*sp = s;
 	return 0;
 }
@@ -411,7 +415,8 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 	struct sides b, t;
 	struct sonde_check_result *res = NULL;
 	json_t *units = json_object_get(sonde_profile__header(pt), "units");
-	size_t i, n = 0, cap = 0;
+	size_t i, n = 0, cap = 0, neto = 0, eto_cap = 0;
+	struct check_eto_row *eto = NULL;
 	int rc;
 
 	o.alpha = o.alpha > 0 ? o.alpha : 0.05;
@@ -446,6 +451,10 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 				continue; /* compared with its baseline above */
 			sb = NULL;
 		}
+		/* exclusive-time-outliers judges a function by its exclusive time only */
+		if (m == SONDE_CHECK_EXCLUSIVE_TIME_OUTLIERS && (sb ? sb : st)->totals &&
+		    strcmp((sb ? sb : st)->subtype, "self"))
+			continue;
 		rc = sonde_grow((void **)&res, &cap, n + 1, sizeof(*res));
 		if (rc)
 			break;
@@ -460,6 +469,24 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 
 			none.all = sb ? t.all : b.all;
 			by_share(sb ? sb : &none, st ? st : &none, &o, r);
+			continue;
+		}
+		if (m == SONDE_CHECK_EXCLUSIVE_TIME_OUTLIERS && (sb ? sb : st)->totals) {
+			double v;
+
+			/* judged together once every function is here */
+			rc = sonde_grow((void **)&eto, &eto_cap, neto + 1, sizeof(*eto));
+			if (rc)
+				break;
+			eto[neto].row = n - 1;
+			eto[neto++].location = (sb ? sb : st)->location;
+			r->method = "exclusive-time-outliers";
+			if (!r->unit)
+				r->unit = strdup("ns");
+			if (sb && sb->n)
+				r->baseline = mean_of(sb->v, sb->n, &v);
+			if (st && st->n)
+				r->target = mean_of(st->v, st->n, &v);
 			continue;
 		}
 		if (!sb || !st) {
@@ -509,6 +536,25 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 			if (by_models(pb, pt, sb, m == SONDE_CHECK_BEST_MODEL_ORDER, r))
 				r->method = "none"; /* no models on one side: no verdict */
 			break;
+		case SONDE_CHECK_LINEAR_REGRESSION:
+		case SONDE_CHECK_POLYNOMIAL_REGRESSION:
+		case SONDE_CHECK_FAST_CHECK:
+			rc = check_regression(pb, pt, sb, m, r);
+			if (rc == -ENOENT) {
+				rc = 0;
+				r->method = "none"; /* no best or linear model on one side */
+			}
+			break;
+		case SONDE_CHECK_LOCAL_STATISTICS:
+			rc = check_local(pb, pt, sb, r);
+			if (rc == -ENOENT) {
+				rc = 0;
+				r->method = "none";
+			}
+			break;
+		case SONDE_CHECK_EXCLUSIVE_TIME_OUTLIERS:
+			r->method = "none"; /* not a trace profile's function */
+			break;
 		default:
 			if (sb->n && st->n) {
 				by_average(sb, st, r);
@@ -524,6 +570,9 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 			}
 		}
 	}
+	if (!rc)
+		rc = check_eto(&res, &n, &cap, eto, neto, &o);
+	free(eto);
 	sides_release(&b);
 	sides_release(&t);
 	if (rc) {

@@ -576,9 +576,19 @@ static int method_named(const char *name)
 	} alias[] = { { "average_amount_threshold", SONDE_CHECK_AVERAGE_AMOUNT },
 		      { "best_model_order_equality", SONDE_CHECK_BEST_MODEL_ORDER },
 		      { "integral_comparison", SONDE_CHECK_INTEGRAL },
+		      { "linear_regression", SONDE_CHECK_LINEAR_REGRESSION },
+		      { "polynomial_regression", SONDE_CHECK_POLYNOMIAL_REGRESSION },
+		      { "local_statistics", SONDE_CHECK_LOCAL_STATISTICS },
+		      { "exclusive_time_outliers", SONDE_CHECK_EXCLUSIVE_TIME_OUTLIERS },
+		      { "fast_check", SONDE_CHECK_FAST_CHECK },
+		      { "fast", SONDE_CHECK_FAST_CHECK },
 		      { "bmoe", SONDE_CHECK_BEST_MODEL_ORDER },
 		      { "aat", SONDE_CHECK_AVERAGE_AMOUNT },
-		      { "int", SONDE_CHECK_INTEGRAL } };
+		      { "int", SONDE_CHECK_INTEGRAL },
+		      { "lreg", SONDE_CHECK_LINEAR_REGRESSION },
+		      { "preg", SONDE_CHECK_POLYNOMIAL_REGRESSION },
+		      { "loc", SONDE_CHECK_LOCAL_STATISTICS },
+		      { "eto", SONDE_CHECK_EXCLUSIVE_TIME_OUTLIERS } };
 	size_t i;
 
 	for (i = 0; sonde_check_methods[i]; i++)
@@ -609,10 +619,12 @@ static int load_strategies(json_t *cfg)
 		if (k < 0)
 			return cli_usage("check",
 					 "degradation.strategies: method '%s' is not one sonde has "
-					 "(auto, welch, mann-whitney, average-amount, "
-					 "best-model-order, integral, or Perun's "
+					 "(see 'sonde check --help', or Perun's names: "
 					 "average_amount_threshold, best_model_order_equality, "
-					 "integral_comparison)",
+					 "integral_comparison, linear_regression, "
+					 "polynomial_regression, local_statistics, "
+					 "exclusive_time_outliers, fast_check, or aat, bmoe, int, "
+					 "lreg, preg, loc, eto, fast)",
 					 m ? m : "(none)");
 		if (nstrategies == sizeof(strategies) / sizeof(strategies[0]))
 			break;
@@ -725,14 +737,20 @@ static int compare_with(const struct pair *pr, const struct sonde_profile *pb,
 int cmd_check(int argc, char **argv)
 {
 	const char *method = NULL, *format = "text";
-	double alpha = 0.05, threshold = 0.05, severe = 0.25;
+	double alpha = 0.05, threshold = 0.05, severe = 0.25, cutoff = -1;
 	bool strict = false;
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_CHOICE, 'm', "method", &method, NULL,
 		  "auto (a test where both sides have samples, else models, else averages), "
-		  "welch, mann-whitney, average-amount, best-model-order, integral (default: "
-		  "the configuration's degradation.strategies, else auto)",
+		  "welch, mann-whitney, average-amount, best-model-order, integral, "
+		  "linear-regression, polynomial-regression, local-statistics, "
+		  "exclusive-time-outliers, fast-check (default: the configuration's "
+		  "degradation.strategies, else auto)",
 		  0, 0, sonde_check_methods },
+		{ SONDE_OPT_DOUBLE, 0, "cutoff", &cutoff, "PCT",
+		  "exclusive-time-outliers: changes under PCT % of the target's exclusive time "
+		  "are no change (default: degradation.cutoff, else 0)",
+		  0, 100 },
 		{ SONDE_OPT_DOUBLE, 0, "threshold", &threshold, "X",
 		  "smallest relative change that counts (0.05)", 1e-9, 1e9 },
 		{ SONDE_OPT_DOUBLE, 0, "severe", &severe, "X",
@@ -779,17 +797,26 @@ int cmd_check(int argc, char **argv)
 	}
 	/* --method decides alone; without it, the configuration's strategies, else auto */
 	nstrategies = 0;
-	if (!method) {
+	{
 		struct sonde_strbuf err = SONDE_STRBUF_INIT;
-		json_t *cfg = NULL;
+		json_t *cfg = NULL, *c;
 
 		if (sonde_config__load(SONDE_CONFIG_MERGED, ".", &cfg, &err)) {
 			cli_error("check", "%s", err.buf);
 			code = EXIT_USAGE;
-		} else {
+		} else if (!method) {
 			code = load_strategies(cfg);
 		}
 		sonde_strbuf__release(&err);
+		c = sonde_config__get(cfg, "degradation.cutoff");
+		if (code == EXIT_OK && cutoff < 0 && c) {
+			cutoff = json_is_number(c) ? json_number_value(c) : -1;
+			if (!(cutoff >= 0 && cutoff <= 100))
+				code = cli_usage("check",
+						 "degradation.cutoff: a share of the target's "
+						 "exclusive time from 0 to 100 (%%), not '%s'",
+						 json_is_string(c) ? json_string_value(c) : "that");
+		}
 		if (code != EXIT_OK) {
 			json_decref(cfg);
 			goto done;
@@ -799,7 +826,7 @@ int cmd_check(int argc, char **argv)
 	for (i = 0; method && sonde_check_methods[i] && strcmp(sonde_check_methods[i], method); i++)
 		;
 	o = (struct sonde_check_options){ method ? (enum sonde_check_method)i : SONDE_CHECK_AUTO,
-					  alpha, threshold, severe };
+					  alpha, threshold, severe, cutoff > 0 ? cutoff : 0 };
 	if (history) {
 		code = history_rounds(argv[0], argc == 2 ? argv[1] : "HEAD", &rounds, &nrounds,
 				      &lone);

@@ -32,9 +32,15 @@ enum sonde_check_method {
 	SONDE_CHECK_AUTO,	  /* per resource: welch with samples, else models, else average */
 	SONDE_CHECK_WELCH,	  /* Welch's t-test on the amounts */
 	SONDE_CHECK_MANN_WHITNEY, /* Mann-Whitney U on the amounts */
-	SONDE_CHECK_AVERAGE_AMOUNT,   /* Perun: ratio of the averages against 2.0 and 0.5 */
-	SONDE_CHECK_BEST_MODEL_ORDER, /* Perun: the order of the best regression models */
-	SONDE_CHECK_INTEGRAL,	      /* Perun: the integrals of the best models */
+	SONDE_CHECK_AVERAGE_AMOUNT,    /* Perun: ratio of the averages against 2.0 and 0.5 */
+	SONDE_CHECK_BEST_MODEL_ORDER,  /* Perun: the order of the best regression models */
+	SONDE_CHECK_INTEGRAL,	       /* Perun: the integrals of the best models */
+	SONDE_CHECK_LINEAR_REGRESSION, /* Perun: best and linear models, linear fit of the change */
+	SONDE_CHECK_POLYNOMIAL_REGRESSION, /* Perun: the same, polynomial fit of the change */
+	SONDE_CHECK_LOCAL_STATISTICS,	   /* Perun: statistics of the best models on 20 windows */
+	SONDE_CHECK_EXCLUSIVE_TIME_OUTLIERS, /* Perun: outliers among functions' self-time changes
+					      */
+	SONDE_CHECK_FAST_CHECK, /* Perun: best and linear models, best model of the change */
 };
 extern const char *const sonde_check_methods[]; /* "auto", "welch", ... NULL-terminated */
 
@@ -43,6 +49,7 @@ struct sonde_check_options {
 	double alpha;	  /* significance level (0: 0.05) */
 	double threshold; /* smallest relative change that counts (0: 0.05) */
 	double severe;	  /* relative change that is severe (0: 0.25) */
+	double cutoff;	  /* exclusive-time-outliers: smallest share (%) of the target's time */
 };
 
 struct sonde_check_result {

@@ -176,6 +176,13 @@ int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postpro
  */
 int sonde_postprocess__best(const struct sonde_profile *p, const char *uid, const char *type,
 			    const char *subtype, struct sonde_fit *out);
+/*
+ * The stored regression model of one kind (-1: the best) of a uid/type/subtype:
+ * of several (piecewise methods), the one fitted on most points; in Perun's
+ * profiles, the one of highest R^2. Returns 0 or -ENOENT.
+ */
+int sonde_postprocess__model(const struct sonde_profile *p, const char *uid, const char *type,
+			     const char *subtype, int kind, struct sonde_fit *out);
 /* A stored model (an element of `models`) as a fit. -EINVAL: not a regression model. */
 int sonde_fit__from_json(json_t *model, struct sonde_fit *out);
 

@@ -446,6 +446,12 @@ int sonde_fit__from_json(json_t *m, struct sonde_fit *out)
 int sonde_postprocess__best(const struct sonde_profile *p, const char *uid, const char *type,
 			    const char *subtype, struct sonde_fit *out)
 {
+	return sonde_postprocess__model(p, uid, type, subtype, -1, out);
+}
+
+int sonde_postprocess__model(const struct sonde_profile *p, const char *uid, const char *type,
+			     const char *subtype, int kind, struct sonde_fit *out)
+{
 	json_t *models = json_object_get(sonde_profile__root(p), "models"), *m;
 	struct sonde_fit f;
 	bool found = false;
@@ -460,7 +466,8 @@ int sonde_postprocess__best(const struct sonde_profile *p, const char *uid, cons
 
 		if ((pp && !same(m, "postprocessor", "regression") &&
 		     !same(m, "postprocessor", "regression_analysis")) ||
-		    !same(m, "uid", uid) || (best && !json_is_true(best)))
+		    !same(m, "uid", uid) || (kind < 0 && best && !json_is_true(best)) ||
+		    (kind >= 0 && !same(m, "model", sonde_model_names[kind])))
 			continue;
 		if (!perun && ((type && !same(m, "type", type)) || (!s) != (!subtype) ||
 			       (s && strcmp(s, subtype))))

@@ -91,9 +91,15 @@ run check all --method welch --format json
 check "--method overrides the strategies" \
 	sh -c 'printf "%s" "$1" | jq -e "[.pairs[].method] | unique == [\"welch\"]"' _ "$out"
 "$SONDE" config set degradation.strategies "[{method: local_statistics}]"
+run check all --format json
+check "Perun's local_statistics by name: every interval of commit 2 changed" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[].method] | unique == [\"local-statistics\"]" &&
+		printf "%s" "$1" | jq -e "[.pairs[].results[] | select(.detail // \"\" |
+		test(\"20 of 20 intervals changed\"))] | length == 2"' _ "$out"
+"$SONDE" config set degradation.strategies "[{method: cachegrind_regression}]"
 run check all
 check "a method sonde does not have: exit 2, named" \
-	all '[ "$rc" = 2 ]' 'has "$err" "local_statistics"'
+	all '[ "$rc" = 2 ]' 'has "$err" "cachegrind_regression"'
 "$SONDE" config set degradation.strategies "[]"
 
 # -c: a parent without profiles gets them first, on a worktree of its own
