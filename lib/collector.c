@@ -74,8 +74,10 @@ const struct sonde_collector *sonde_collector__load_plugin(const char *path,
 		return NULL;
 	}
 	col = entry(SONDE_COLLECTOR_ABI);
-	if (!col || col->abi != SONDE_COLLECTOR_ABI) {
-		sonde_strbuf__addf(err, "plugin '%s' does not speak collector ABI %d", path,
+	if (!col) /* a plugin built for ABI 1 (without exited()) */
+		col = entry(1);
+	if (!col || col->abi < 1 || col->abi > SONDE_COLLECTOR_ABI) {
+		sonde_strbuf__addf(err, "plugin '%s' does not speak collector ABI 1 to %d", path,
 				   SONDE_COLLECTOR_ABI);
 		dlclose(h);
 		errno = EPROTO;

@@ -148,14 +148,16 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 	struct sonde_runner *r;
 	sigset_t none, def;
 
-	if (!opts || opts->sz < sizeof(*opts) || !opts->argv || !opts->argv[0]) {
+	if (!opts || opts->sz < offsetof(struct sonde_runner_opts, exited) || !opts->argv ||
+	    !opts->argv[0]) {
 		errno = EINVAL;
 		return NULL;
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
-	r->o = *opts;
+	/* a caller built before the last members passes fewer bytes: they stay 0 */
+	memcpy(&r->o, opts, opts->sz < sizeof(*opts) ? opts->sz : sizeof(*opts));
 	r->envp = opts->envp ? opts->envp : environ;
 	r->path = sonde_runner__resolve(opts->argv[0]);
 	/* every target starts through the helper when it is there (own_rss, and a
@@ -305,6 +307,27 @@ static void reap(pid_t pid, struct sonde_run *out)
 	while (wait4(pid, &out->status, 0, &out->rusage) < 0 && errno == EINTR)
 		;
 	out->end_ns = sonde_clock_ns();
+}
+
+/*
+ * Reap the target once it has exited; the exited() hook first, while its /proc
+ * entries hold its final counts. The run ends when it exited, not after the hook.
+ */
+static void reap_target(struct sonde_runner *r, pid_t pid, struct sonde_run *out)
+{
+	siginfo_t si;
+	uint64_t end;
+
+	if (!r->o.exited) {
+		reap(pid, out);
+		return;
+	}
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	end = sonde_clock_ns();
+	r->o.exited(pid, r->o.exited_ctx);
+	reap(pid, out);
+	out->end_ns = end;
 }
 
 /* Kill what the target left in its group and reap it (orphans are ours: subreaper). */
@@ -554,7 +577,7 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 	int pidfd;
 
 	if (!deadline && !out_open && !err_open) {
-		reap(pid, out);
+		reap_target(r, pid, out);
 		return;
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -605,7 +628,10 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 	}
 	if (pidfd >= 0)
 		close(pidfd);
-	reap(pid, out);
+	if (exited)
+		reap_target(r, pid, out);
+	else
+		reap(pid, out);
 	/* Copy what is left; the group is killed first so no writer remains. */
 	reap_group(pid, out);
 	while (out_open || err_open) {
@@ -708,7 +734,7 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 	if (pending_signal)
 		kill(-out->pid, pending_signal);
 	if (pipes[0] < 0 && !(r->o.timeout_s > 0)) {
-		reap(out->pid, out);
+		reap_target(r, out->pid, out);
 		reap_group(out->pid, out);
 	} else {
 		wait_target(r, out->pid, pipes[0], pipes[2], out);

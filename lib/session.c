@@ -552,6 +552,20 @@ static int attach_all(pid_t pid, void *ctx)
 	return 0;
 }
 
+/* The target exited, not reaped yet: collectors read its final counts. */
+static void exited_all(pid_t pid, void *ctx)
+{
+	struct sonde_session *s = ctx;
+	size_t i;
+
+	for (i = 0; i < s->ncols; i++) {
+		struct sonde_collection *c = &s->cols[i];
+
+		if (c->col->abi >= 2 && c->col->exited)
+			c->col->exited(c, pid);
+	}
+}
+
 static bool run_failed(const struct sonde_run *r)
 {
 	return r->timed_out || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0;
@@ -609,6 +623,8 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 	ro.own_rss = s->own_rss;
 	ro.attach = attach_all;
 	ro.attach_ctx = s;
+	ro.exited = exited_all;
+	ro.exited_ctx = s;
 	ro.attach_pid = s->o.attach_pid;
 	ro.duration_s = s->o.duration_s;
 	r = sonde_runner__new(&ro);
@@ -624,6 +640,7 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		po.barrier = false;
 		po.own_rss = false;
 		po.attach = NULL;
+		po.exited = NULL;
 		po.stdout_fd = -1;
 		prep = sonde_runner__new(&po);
 		if (!prep) {

@@ -26,7 +26,8 @@
 #include <sonde/runner.h>
 #include <sonde/strbuf.h>
 
-#define SONDE_COLLECTOR_ABI	   1
+/* 2 added exited(); a plugin of ABI 1 still loads, and is not told */
+#define SONDE_COLLECTOR_ABI	   2
 #define SONDE_COLLECTOR_ENTRY_NAME "sonde_collector_entry"
 
 struct sonde_collection;
@@ -64,6 +65,11 @@ struct sonde_collector {
 	int (*stop)(struct sonde_collection *c, const struct sonde_run_info *run);
 	int (*after)(struct sonde_collection *c, struct sonde_profile *p);
 	void (*cleanup)(struct sonde_collection *c); /* free private state; always called */
+	/*
+	 * ABI 2: the target exited and is not reaped yet, so that its /proc
+	 * entries hold its final counts; stop() follows. May be NULL.
+	 */
+	int (*exited)(struct sonde_collection *c, pid_t pid);
 };
 
 typedef const struct sonde_collector *(*sonde_collector_entry_fn)(unsigned abi);

@@ -58,6 +58,13 @@ struct sonde_runner_opts {
 	 */
 	pid_t attach_pid;
 	double duration_s;
+	/*
+	 * Called once the target has exited and before it is reaped: its /proc
+	 * entries still hold its final counts (a zombie's). Not for attach_pid.
+	 * Callers built before it pass a smaller sz: none is called.
+	 */
+	void (*exited)(pid_t pid, void *ctx);
+	void *exited_ctx;
 };
 
 struct sonde_run {
