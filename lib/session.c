@@ -122,6 +122,7 @@ int sonde_collection__set_stdout(struct sonde_collection *c, int fd)
 }
 
 static void free_strv(char **v);
+static int tuple_columns(struct sonde_session *s, struct sonde_profile *p);
 
 int sonde_collection__wrap_argv(struct sonde_collection *c, char *const *argv)
 {
@@ -496,11 +497,54 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 	return 0;
 }
 
-/* argv with every "{NAME}" replaced by value; strings are owned by the result. */
+/*
+ * A string of n letters and digits, the same for the same n (a xorshift
+ * generator seeded by n): Perun's string workloads, reproducible.
+ */
+static int string_of(struct sonde_strbuf *sb, const char *value)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz"
+				       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	char *end;
+	long long n = strtoll(value, &end, 10);
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+	long long i;
+
+	if (end == value || *end || n < 0 || n > (1 << 24))
+		return sonde_strbuf__adds(sb, value); /* not a length: the value itself */
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (sonde_strbuf__add(sb, &alphabet[x % (sizeof(alphabet) - 1)], 1))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * argv with every "{NAME}" replaced by value, and every "{NAME:string}" by a
+ * string of value characters; strings are owned by the result. Several names
+ * ("w,h") take the parts of a value "10:5" in order.
+ */
 static char **substitute(char *const *argv, const char *name, const char *value)
 {
+	const char *comma = name ? strchr(name, ',') : NULL;
 	size_t n = 0, i;
-	char **v, pat[128];
+	char **v, pat[128], spat[136];
+
+	if (comma && value) { /* one name at a time, each with its part */
+		const char *colon = strchr(value, ':');
+		char *first = strndup(name, (size_t)(comma - name));
+		char *part = strndup(value, colon ? (size_t)(colon - value) : strlen(value));
+		char **once = first && part ? substitute(argv, first, part) : NULL;
+
+		v = once ? substitute(once, comma + 1, colon ? colon + 1 : "") : NULL;
+		free_strv(once);
+		free(first);
+		free(part);
+		return v;
+	}
 
 	while (argv[n])
 		n++;
@@ -508,11 +552,19 @@ static char **substitute(char *const *argv, const char *name, const char *value)
 	if (!v)
 		return NULL;
 	snprintf(pat, sizeof(pat), "{%s}", name ? name : "");
+	snprintf(spat, sizeof(spat), "{%s:string}", name ? name : "");
 	for (i = 0; i < n; i++) {
 		struct sonde_strbuf sb = SONDE_STRBUF_INIT;
-		const char *p = argv[i], *hit;
+		const char *p = argv[i], *hit, *shit;
 
-		while (name && (hit = strstr(p, pat))) {
+		while (name && ((hit = strstr(p, pat)) || strstr(p, spat))) {
+			shit = strstr(p, spat);
+			if (shit && (!hit || shit < hit)) {
+				sonde_strbuf__add(&sb, p, (size_t)(shit - p));
+				string_of(&sb, value);
+				p = shit + strlen(spat);
+				continue;
+			}
 			sonde_strbuf__add(&sb, p, (size_t)(hit - p));
 			sonde_strbuf__adds(&sb, value);
 			p = hit + strlen(pat);
@@ -609,7 +661,10 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		char *end;
 
 		size = strtod(value, &end);
-		has_size = *value && !*end;
+		/* a tuple "10:5" of several names: its first part is the size */
+		has_size =
+			*value &&
+			(!*end || (*end == ':' && s->o.param_name && strchr(s->o.param_name, ',')));
 	}
 	ro.sz = sizeof(ro);
 	ro.argv = argv;
@@ -940,9 +995,63 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 	if (rc)
 		return -ENOMEM;
 	rc = c->col->after ? c->col->after(c, p) : 0;
+	if (!rc)
+		rc = tuple_columns(s, p);
 	if (rc)
 		return rc;
 	common_warnings(s, c, p, json_is_true(json_object_get(md, "dirty")));
+	return 0;
+}
+
+/*
+ * Several parameter names ("w,h", values "10:5"): each row of a resource of
+ * one value gets a column per name, that part of the value (a number, or the
+ * text), as Perun's external workloads give each resource their fields.
+ */
+static int tuple_columns(struct sonde_session *s, struct sonde_profile *p)
+{
+	const char *names = s->o.param_name;
+	size_t i, n = sonde_profile__resource_count(p);
+
+	if (!names || !strchr(names, ',') || !s->o.param_values)
+		return 0;
+	for (i = 0; i < n; i++) {
+		json_t *fixed, *cols, *col;
+		const char *w, *key, *np = names, *vp;
+		size_t rows = 0;
+
+		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		w = json_string_value(json_object_get(fixed, "workload"));
+		if (!w || !json_is_object(cols))
+			continue;
+		json_object_foreach(cols, key, col) if (json_array_size(col) > rows) rows =
+			json_array_size(col);
+		for (vp = w; np && vp;) {
+			const char *nc = strchr(np, ','), *vc = strchr(vp, ':');
+			char *name = strndup(np, nc ? (size_t)(nc - np) : strlen(np));
+			char *part = strndup(vp, vc ? (size_t)(vc - vp) : strlen(vp)), *end;
+			double num = part ? strtod(part, &end) : 0;
+			json_t *arr = json_array();
+			size_t r;
+
+			if (!name || !part || !arr) {
+				free(name);
+				free(part);
+				json_decref(arr);
+				return -ENOMEM;
+			}
+			for (r = 0; r < rows; r++)
+				json_array_append_new(arr, *part && !*end ? json_real(num)
+									  : json_string(part));
+			if (!json_object_get(cols, name)) /* a collector's own column stays */
+				json_object_set(cols, name, arr);
+			json_decref(arr);
+			free(name);
+			free(part);
+			np = nc ? nc + 1 : NULL;
+			vp = vc ? vc + 1 : NULL;
+		}
+	}
 	return 0;
 }
 

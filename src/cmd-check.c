@@ -436,7 +436,13 @@ static int collect_baseline(struct sonde_store *st, const char *parent)
 	rc = sonde_config__load(SONDE_CONFIG_MERGED, top, &cfg, &err);
 	sonde_strbuf__release(&err);
 	if (!rc) { /* the store's configuration, run where there is no store */
+		char wd[PATH_MAX + 16];
+
 		sonde_config__set(cfg, "profiles.register_after_run", json_false());
+		/* generated files where the repository's runs found them: the same
+		   command lines, so that the baselines pair with its profiles */
+		snprintf(wd, sizeof(wd), "%s/.sonde/workloads", top);
+		sonde_config__set(cfg, "generators.workload_dir", json_string(wd));
 		rc = sonde_config__write(cfgpath, cfg);
 	}
 	json_decref(cfg);

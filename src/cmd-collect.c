@@ -55,18 +55,28 @@ static int parse_parameter(const char *spec, char **name, char ***values)
 	char *list, *tok, *save, *dots;
 	size_t i;
 
+	size_t names = 1;
+
 	if (!eq || eq == spec)
 		return -EINVAL;
-	for (i = 0; spec + i < eq; i++)
+	/* NAME, or NAME,NAME... whose values are tuples A:B... */
+	for (i = 0; spec + i < eq; i++) {
+		bool start = !i || spec[i - 1] == ',';
+
+		if (spec[i] == ',' && !start && spec + i + 1 < eq) {
+			names++;
+			continue;
+		}
 		if (!(spec[i] == '_' || (spec[i] >= 'a' && spec[i] <= 'z') ||
 		      (spec[i] >= 'A' && spec[i] <= 'Z') ||
-		      (i && spec[i] >= '0' && spec[i] <= '9')))
+		      (!start && spec[i] >= '0' && spec[i] <= '9')))
 			return -EINVAL;
+	}
 	*name = strndup(spec, (size_t)(eq - spec));
 	list = strdup(eq + 1);
 	if (!*name || !list)
 		return -ENOMEM;
-	dots = strstr(list, "..");
+	dots = names > 1 ? NULL : strstr(list, "..");
 	if (dots) {
 		char *end, *colon = strchr(dots, ':');
 		double a, b, step = 1;
@@ -96,8 +106,16 @@ static int parse_parameter(const char *spec, char **name, char ***values)
 			sonde_strlist__push(&l, strdup(buf));
 		}
 	} else {
-		for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			size_t parts = 1;
+			const char *c;
+
+			for (c = tok; *c; c++)
+				parts += *c == ':';
+			if (names > 1 && parts != names)
+				goto bad; /* a tuple has one part per name */
 			sonde_strlist__push(&l, strdup(tok));
+		}
 		if (!l.n)
 			goto bad;
 	}
@@ -722,7 +740,9 @@ static int cmd_collect_one(int argc, char **argv)
 		{ SONDE_OPT_STRING, 0, "prepare", &o.prepare, "CMD",
 		  "shell command run before every run (not measured)" },
 		{ SONDE_OPT_STRING, 0, "parameter", &o.parameter, "NAME=LIST|A..B:STEP",
-		  "run once per value, with {NAME} replaced in the arguments" },
+		  "run once per value, with {NAME} replaced in the arguments ({NAME:string}: a "
+		  "string of that length); N1,N2=A1:A2,... runs once per tuple, {N1} and {N2} "
+		  "replaced, N1's the size, each a column of the rows" },
 		{ SONDE_OPT_DURATION, 't', "timeout", &o.timeout, NULL,
 		  "kill a run (its whole process group) after DURATION (30s, 2m; plain: seconds)",
 		  0, 1e9 },
@@ -840,8 +860,8 @@ static int cmd_collect_one(int argc, char **argv)
 		json_decref(params);
 		free(pname);
 		return cli_usage("collect",
-				 "invalid value '%s' for '--parameter': expected NAME=V1,V2,... or "
-				 "NAME=A..B:STEP",
+				 "invalid value '%s' for '--parameter': expected NAME=V1,V2,..., "
+				 "NAME=A..B:STEP or N1,N2=A1:A2,B1:B2,...",
 				 o.parameter);
 	}
 	if (ncols > 1 && o.out_file && !strcmp(o.out_file, "-")) {

@@ -6,9 +6,9 @@
  * collectors (docs/config.md). Each job is a `sonde collect` of its own (a
  * child process, so that a job that fails or crashes loses nothing of the
  * others), then its postprocessors, then, with profiles.register_after_run,
- * `sonde add`. A workload that names a generator of integers becomes one
- * job over all its sizes (collect --parameter: one profile whose
- * structure-unit-size is the size), or one job per size with
+ * `sonde add`. A workload that names a generator of integers (or strings,
+ * text files) becomes one job over all its sizes (collect --parameter: one
+ * profile whose structure-unit-size is the size), or one job per size with
  * profile_for_each_workload.
  *
  * --jobs N runs N jobs at a time, except the jobs of collectors that measure
@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 #include <wordexp.h>
 #include <sonde/config.h>
+#include <sonde/file.h>
 #include <sonde/store.h>
 #include "cli.h"
 
@@ -244,9 +246,10 @@ static long long int_key(json_t *g, const char *k, long long def, bool *ok)
  * min_chars..max_chars letters and spaces (the same text every time: a fixed
  * seed). *dir: the directory (heap).
  */
-static int textfiles(struct batch *b, json_t *g, const char *id, long long *lo, long long *hi,
-		     long long *step, char **dir)
+static int textfiles(struct batch *b, json_t *cfg, json_t *g, const char *id, long long *lo,
+		     long long *hi, long long *step, char **dir)
 {
+	const char *wd = json_string_value(sonde_config__get(cfg, "generators.workload_dir"));
 	bool ok = true;
 	long long cmin, cmax, n, i, k;
 	unsigned seed = 1;
@@ -261,6 +264,10 @@ static int textfiles(struct batch *b, json_t *g, const char *id, long long *lo, 
 		return bad("generator '%s' (textfile): integer min_lines <= max_lines, step > 0 "
 			   "(at most 10000 files), 0 <= min_chars <= max_chars",
 			   id);
+	if (!b->gendir && wd && *wd) { /* where the configuration says (check -c: the store's) */
+		if (sonde_file__mkdir_p(wd, 0755) || !(b->gendir = strdup(wd)))
+			return bad("generators.workload_dir: cannot make '%s'", wd);
+	}
 	if (!b->gendir) {
 		/* in the store, at a path that stays: the command line names it, and the
 		   history check pairs profiles by command line */
@@ -322,42 +329,106 @@ static struct job *new_job(struct batch *b, json_t *col, const char *name, const
 	return j;
 }
 
-static int by_value(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * An external generator: its command run once per batch (sh -c, here), then
- * the files of output_dir whose names fit file_format ("input_{size}.txt":
- * one field, a number) are the workloads, the field's value each run's size.
+ * the files of output_dir whose names fit file_format ("img_{w}x{h}.pgm": its
+ * fields between the delimiters, {} by default) are the workloads. Each run
+ * gets a file's path; its fields are the values of collect --parameter
+ * (several: a tuple, each a column of the rows), the first one the size (a
+ * file whose first field is not a number is not a workload).
  */
+struct gen_file {
+	char *tuple; /* "10:5" */
+	double first;
+};
+
+static int by_first(const void *a, const void *b)
+{
+	const struct gen_file *x = a, *y = b;
+
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return strcmp(x->tuple, y->tuple);
+}
+
+/* Split file_format into its fixed parts (k + 1) and field names (k). */
+static int parse_format(const char *fmt, char open_d, char close_d, struct sonde_strlist *fixed,
+			struct sonde_strlist *fields)
+{
+	const char *p = fmt;
+
+	for (;;) {
+		const char *o = strchr(p, open_d), *c = o ? strchr(o + 1, close_d) : NULL;
+
+		if (!o) {
+			sonde_strlist__push(fixed, strdup(p));
+			break;
+		}
+		if (!c || c == o + 1 || memchr(o + 1, open_d, (size_t)(c - o - 1)))
+			return -EINVAL;
+		sonde_strlist__push(fixed, strndup(p, (size_t)(o - p)));
+		sonde_strlist__push(fields, strndup(o + 1, (size_t)(c - o - 1)));
+		p = c + 1;
+	}
+	for (size_t i = 1; i + 1 < fixed->n; i++)
+		if (!*fixed->items[i])
+			return -EINVAL; /* two fields side by side cannot be told apart */
+	return fields->n ? 0 : -EINVAL;
+}
+
+/* A file name's fields as a tuple "A:B" (heap), or NULL when it does not fit. */
+static char *match_format(const char *name, const struct sonde_strlist *fixed, size_t k)
+{
+	struct sonde_strbuf t = SONDE_STRBUF_INIT;
+	const char *p = name, *last = fixed->items[k];
+	size_t i, ln = strlen(name), ll = strlen(last);
+
+	if (strncmp(p, fixed->items[0], strlen(fixed->items[0])) || ln < ll ||
+	    strcmp(name + ln - ll, last))
+		return NULL;
+	p += strlen(fixed->items[0]);
+	for (i = 0; i < k; i++) {
+		const char *end = i + 1 < k ? strstr(p, fixed->items[i + 1]) : name + ln - ll;
+
+		if (!end || end <= p || memchr(p, ':', (size_t)(end - p)) ||
+		    memchr(p, ',', (size_t)(end - p))) {
+			sonde_strbuf__release(&t);
+			return NULL;
+		}
+		sonde_strbuf__addf(&t, "%s%.*s", i ? ":" : "", (int)(end - p), p);
+		p = end + (i + 1 < k ? strlen(fixed->items[i + 1]) : 0);
+	}
+	return sonde_strbuf__detach(&t, NULL);
+}
+
 static int external_jobs(struct batch *b, json_t *g, const char *id, json_t *col, const char *name,
 			 const char *cmd, const char *args, json_t *posts, bool each)
 {
 	const char *gen = json_string_value(json_object_get(g, "generator"));
 	const char *dir = json_string_value(json_object_get(g, "output_dir"));
 	const char *fmt = json_string_value(json_object_get(g, "file_format"));
-	const char *open_b = fmt ? strchr(fmt, '{') : NULL;
-	const char *close_b = open_b ? strchr(open_b, '}') : NULL;
-	char field[64], prefix[256], suffix[256];
-	long long *vals = NULL;
-	size_t nv = 0, i;
+	const char *delim = json_string_value(json_object_get(g, "delimiters"));
+	struct sonde_strlist fixed = { 0 }, fields = { 0 };
+	struct sonde_strbuf names = SONDE_STRBUF_INIT, tmpl = SONDE_STRBUF_INIT;
+	struct gen_file *files = NULL;
+	size_t nf = 0, cap = 0, i, k;
 	struct dirent *e;
+	struct job *j = NULL;
+	int rc = 0;
 	DIR *d;
-	struct job *j;
 
-	if (!gen || !dir || !fmt || !open_b || !close_b || strchr(close_b + 1, '{') ||
-	    (size_t)(close_b - open_b - 1) >= sizeof(field) || close_b == open_b + 1 ||
-	    (size_t)(open_b - fmt) >= sizeof(prefix) || strlen(close_b + 1) >= sizeof(suffix))
-		return bad("generator '%s' (external) needs generator (a command), output_dir and "
-			   "file_format with one {FIELD}",
-			   id);
-	snprintf(field, sizeof(field), "%.*s", (int)(close_b - open_b - 1), open_b + 1);
-	snprintf(prefix, sizeof(prefix), "%.*s", (int)(open_b - fmt), fmt);
-	snprintf(suffix, sizeof(suffix), "%s", close_b + 1);
+	if (!gen) /* Perun's name for it */
+		gen = json_string_value(json_object_get(g, "external_generator"));
+	if (!delim)
+		delim = "{}";
+	if (!gen || !dir || !fmt || strlen(delim) != 2 ||
+	    parse_format(fmt, delim[0], delim[1], &fixed, &fields)) {
+		rc = bad("generator '%s' (external) needs generator (a command), output_dir and "
+			 "file_format with {FIELD}s between fixed text",
+			 id);
+		goto out;
+	}
+	k = fields.n;
 	if (!json_is_true(json_object_get(g, "_ran"))) { /* once per batch */
 		char *const sh[] = { "/bin/sh", "-c", (char *)gen, NULL };
 
@@ -365,60 +436,78 @@ static int external_jobs(struct batch *b, json_t *g, const char *id, json_t *col
 			fprintf(stderr, "sonde: run: generator '%s': %s\n", id, gen);
 		if (cli_run(NULL, sh, NULL, NULL)) {
 			cli_error("run", "generator '%s' failed: '%s'", id, gen);
-			return EXIT_FAILURE_;
+			rc = EXIT_FAILURE_;
+			goto out;
 		}
 		json_object_set_new(g, "_ran", json_true());
 	}
 	d = opendir(dir);
 	while (d && (e = readdir(d))) {
-		size_t len = strlen(e->d_name), lp = strlen(prefix), ls = strlen(suffix);
-		char *end;
-		long long v;
+		char *tuple = match_format(e->d_name, &fixed, k), *end;
+		double first = tuple ? strtod(tuple, &end) : 0;
 
-		if (len <= lp + ls || strncmp(e->d_name, prefix, lp) ||
-		    strcmp(e->d_name + len - ls, suffix))
+		if (!tuple || end == tuple || (*end && *end != ':')) {
+			free(tuple); /* the first field is the size: a number */
 			continue;
-		v = strtoll(e->d_name + lp, &end, 10);
-		if (end != e->d_name + len - ls || end == e->d_name + lp)
-			continue; /* the field is not a number */
-		if (!(nv & 15)) {
-			long long *n = realloc(vals, (nv + 16) * sizeof(*n));
-
-			if (!n)
-				break;
-			vals = n;
 		}
-		vals[nv++] = v;
+		if (nf == cap) {
+			struct gen_file *more =
+				realloc(files, (cap = cap ? 2 * cap : 16) * sizeof(*files));
+
+			if (!more) {
+				free(tuple);
+				break;
+			}
+			files = more;
+		}
+		files[nf].tuple = tuple;
+		files[nf].first = first;
+		nf++;
 	}
 	if (d)
 		closedir(d);
-	if (!nv) {
-		free(vals);
+	if (!nf) {
 		cli_error("run", "generator '%s' made no file in '%s' named as '%s'", id, dir, fmt);
-		return EXIT_FAILURE_;
+		rc = EXIT_FAILURE_;
+		goto out;
 	}
-	qsort(vals, nv, sizeof(*vals), by_value);
-	for (i = 0; i < nv; i++) {
+	qsort(files, nf, sizeof(*files), by_first);
+	for (i = 0; i < k; i++)
+		sonde_strbuf__addf(&names, "%s%s", i ? "," : "", fields.items[i]);
+	/* the argument: output_dir/file_format with the fields as {NAME} */
+	sonde_strbuf__addf(&tmpl, "%s/", dir);
+	for (i = 0; i < k; i++)
+		sonde_strbuf__addf(&tmpl, "%s{%s}", fixed.items[i], fields.items[i]);
+	sonde_strbuf__adds(&tmpl, fixed.items[k]);
+	for (i = 0; i < nf; i++) {
 		struct sonde_strbuf list = SONDE_STRBUF_INIT;
-		size_t k;
+		size_t m;
 
-		if (!(j = new_job(b, col, name, cmd, args, posts)))
+		if (!(j = new_job(b, col, name, cmd, args, posts))) {
+			rc = -ENOMEM;
 			break;
-		for (k = each ? i : 0; k < (each ? i + 1 : nv); k++)
-			sonde_strbuf__addf(&list, "%s%lld", list.len ? "," : "", vals[k]);
-		if (asprintf(&j->parameter, "%s=%s", field, list.buf) < 0)
+		}
+		for (m = each ? i : 0; m < (each ? i + 1 : nf); m++)
+			sonde_strbuf__addf(&list, "%s%s", list.len ? "," : "", files[m].tuple);
+		if (asprintf(&j->parameter, "%s=%s", names.buf, list.buf) < 0)
 			j->parameter = NULL;
-		if (each ? asprintf(&j->workload, "%lld", vals[i]) < 0
-			 : asprintf(&j->workload, "%s (%zu files)", id, nv) < 0)
+		if (each ? !(j->workload = strdup(files[i].tuple))
+			 : asprintf(&j->workload, "%s (%zu files)", id, nf) < 0)
 			j->workload = NULL;
-		if (asprintf(&j->value, "%s/%s", dir, fmt) < 0)
-			j->value = NULL;
+		j->value = strdup(tmpl.buf);
 		sonde_strbuf__release(&list);
 		if (!each)
 			break;
 	}
-	free(vals);
-	return j ? 0 : -ENOMEM;
+out:
+	for (i = 0; i < nf; i++)
+		free(files[i].tuple);
+	free(files);
+	sonde_strlist__release(&fixed);
+	sonde_strlist__release(&fields);
+	sonde_strbuf__release(&names);
+	sonde_strbuf__release(&tmpl);
+	return rc;
 }
 
 /* The jobs of one collector, command, args and workload (a generator's expanded). */
@@ -451,16 +540,31 @@ static int add_jobs(struct batch *b, json_t *cfg, json_t *col, const char *cmd, 
 			return bad("generator '%s' (integer): min_range <= max_range, step > 0, "
 				   "and at most 100000 sizes",
 				   wl);
+	} else if (g && !strcmp(type, "string")) {
+		json_t *a = json_object_get(g, "min_len"), *z = json_object_get(g, "max_len"),
+		       *s = json_object_get(g, "step");
+
+		if (!json_is_integer(a) || !json_is_integer(z) || (s && !json_is_integer(s)))
+			return bad("generator '%s' (string) needs integer min_len and max_len "
+				   "(and step)",
+				   wl);
+		lo = json_integer_value(a);
+		hi = json_integer_value(z);
+		step = s ? json_integer_value(s) : 1;
+		if (lo < 0 || step <= 0 || hi < lo || hi > (1 << 20) || (hi - lo) / step > 100000)
+			return bad("generator '%s' (string): 0 <= min_len <= max_len <= 1048576, "
+				   "step > 0, and at most 100000 lengths",
+				   wl);
 	} else if (g && !strcmp(type, "textfile")) {
-		int rc = textfiles(b, g, wl, &lo, &hi, &step, &dir);
+		int rc = textfiles(b, cfg, g, wl, &lo, &hi, &step, &dir);
 
 		if (rc)
 			return rc;
 	} else if (g && !strcmp(type, "external")) {
 		return external_jobs(b, g, wl, col, name, cmd, args, posts, each);
 	} else if (g && strcmp(type, "singleton")) {
-		return bad("generator type '%s': sonde knows integer, textfile, external and "
-			   "singleton",
+		return bad("generator type '%s': sonde knows integer, string, textfile, external "
+			   "and singleton",
 			   type);
 	}
 	for (v = lo; v <= hi; v += step) {
@@ -491,6 +595,20 @@ static int add_jobs(struct batch *b, json_t *cfg, json_t *col, const char *cmd, 
 				j->workload = NULL;
 			if (asprintf(&j->value, "%s/{lines}.txt", dir) < 0)
 				j->value = NULL;
+			if (!each)
+				break;
+			continue;
+		}
+		if (!strcmp(type, "string")) { /* the argument: a string of that length */
+			if (each ? asprintf(&j->parameter, "length=%lld", v) < 0
+				 : asprintf(&j->parameter, "length=%lld..%lld:%lld", lo, hi, step) <
+					    0)
+				j->parameter = NULL;
+			if (each ? asprintf(&j->workload, "%lld", v) < 0
+				 : asprintf(&j->workload, "%s (%lld..%lld characters)", wl, lo,
+					    hi) < 0)
+				j->workload = NULL;
+			j->value = strdup("{length:string}");
 			if (!each)
 				break;
 			continue;

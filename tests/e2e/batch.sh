@@ -143,6 +143,16 @@ check "... the files in the store's workloads/, as many lines as their names say
 	all '[ "$(wc -l <.sonde/workloads/lines/200.txt)" = 200 ]' \
 	'[ "$(wc -l <.sonde/workloads/lines/100.txt)" = 100 ]' \
 	'[ "$(wc -L <.sonde/workloads/lines/300.txt)" -le 50 ]'
+"$SONDE" config set generators.workload "[{id: str, type: string, min_len: 5, max_len: 15, step: 5}]"
+rm -f .sonde/jobs/* lens.txt
+run run job -b sh -a "-c 'printf \"%s %s\\n\" \"\${#0}\" \"\$0\" >>lens.txt'" -w str -c time --cp repeat=1
+check "a string generator: one profile, each run's size the length of the string the command got" \
+	all '[ "$rc" = 0 ]' \
+	"jq -e '.header.workload == \"5,10,15\" and
+		([.resources[].\"structure-unit-size\"[]] | unique == [5, 10, 15])' .sonde/jobs/*.json" \
+	'[ "$(cut -d" " -f1 lens.txt | sort -nu | tr "\n" ,)" = "5,10,15," ]' \
+	'[ "$(sort -u lens.txt | wc -l)" = 3 ]' \
+	'! grep -qv "^[0-9]* [A-Za-z0-9]*$" lens.txt'
 cat >gen.sh <<'EOF'
 #!/bin/sh
 mkdir -p inputs
@@ -157,6 +167,21 @@ check "an external generator: run once, its files (in_10, in_20, in_40) one prof
 	all '[ "$rc" = 0 ]' 'has "$err" "generator .ext.: ./gen.sh"' \
 	"jq -e '.header.workload == \"10,20,40\" and
 		([.resources[].\"structure-unit-size\"[]] | unique == [10, 20, 40])' .sonde/jobs/*.json"
+cat >gen2.sh <<'EOF'
+#!/bin/sh
+mkdir -p imgs
+for w in 10 20; do for h in 3 5; do seq $((w * h)) >"imgs/img_${w}x${h}.txt"; done; done
+EOF
+chmod +x gen2.sh
+"$SONDE" config set generators.workload "[{id: img, type: external, external_generator: ./gen2.sh, output_dir: imgs, file_format: 'img_<w>x<h>.txt', delimiters: '<>'}]"
+rm -f .sonde/jobs/*
+run run job -b wc -a -l -w img -c time --cp repeat=1
+check "an external generator of two fields (Perun's keys): one profile, a run per file, each row with its w and h" \
+	all '[ "$rc" = 0 ]' \
+	"jq -e '.header.workload == \"10:3,10:5,20:3,20:5\" and
+		([.resources[] | [.\"structure-unit-size\"[0], .w[0], .h[0]]] | unique ==
+		 [[10, 10, 3], [10, 10, 5], [20, 20, 3], [20, 20, 5]])' .sonde/jobs/*.json"
+check "... the profile is valid" validate .sonde/jobs/*.json
 "$SONDE" config set generators.workload "[{id: ext, type: external, generator: 'true', output_dir: inputs, file_format: 'none_{n}.txt'}]"
 run run job -b wc -w ext -c time
 check "an external generator that makes no file of its format: exit 1, said" \

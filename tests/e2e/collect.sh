@@ -52,6 +52,17 @@ check "parameter: header workload" jq_eq par.json .header.workload "1,3"
 run collect time -q -r 1 --parameter n=2..6:2 -o range.json -- "$PROGS/s-spin" "{n}"
 check "parameter range 2..6:2" jq_eq range.json .header.workload "2,4,6"
 check "parameter profile matches the schema" validate par.json range.json
+# several names: tuples, each name replaced by its part, each a column
+run collect time -q -r 1 --parameter n,tag=2:a,4:b -o tup.json -- sh -c 'echo "$1" >>tup.txt' x "{n}-{tag}"
+check "parameter n,tag=2:a,4:b: each run got its parts, the sizes the first, a column each" \
+	all '[ "$rc" = 0 ]' '[ "$(sort -u tup.txt | tr "\n" " ")" = "2-a 4-b " ]' \
+	"jq -e '[.resources[] | [.\"structure-unit-size\"[0], .n[0], .tag[0]]] | unique ==
+		[[2, 2, \"a\"], [4, 4, \"b\"]]' tup.json"
+run collect time -q -r 1 --parameter n,tag=2:a,4 -- /bin/true
+check "a tuple without a part for each name: exit 2" [ "$rc" = 2 ]
+run collect time -q -r 1 --parameter 'n=3' -o str.json -- sh -c 'printf %s "$1" >str.txt' x '{n:string}'
+check "{n:string}: a string of n letters and digits" \
+	all '[ "$rc" = 0 ]' '[ "$(wc -c <str.txt)" = 3 ]' '! grep -q "[^A-Za-z0-9]" str.txt' 
 
 # output handling
 run collect time -q -r 2 --discard-output -o s.json -- "$PROGS/s-echo" hi

@@ -115,6 +115,24 @@ check "... registered for the parent, and the worktree gone" \
 	all '"$SONDE" log | grep -q "^$c4 *1 profile"' \
 	'[ "$(git worktree list | wc -l)" = 1 ]'
 
+# -c with a textfile generator: the worktree's runs read the repository's
+# files, so their command lines are the repository's and pair
+"$SONDE" config set cmds "[wc]"
+"$SONDE" config set args "[-l]"
+"$SONDE" config set generators.workload "[{id: lines, type: textfile, min_lines: 100, max_lines: 300, step: 100}]"
+"$SONDE" config set workloads "[lines]"
+"$SONDE" config set postprocessors "[]"
+echo more >>README && git add README && git commit -qm "docs 4"
+c5=$(git rev-parse --short=12 HEAD)
+echo more >>README && git add README && git commit -qm "docs 5"
+"$SONDE" run matrix -q
+run check head -c
+check "check head -c, textfile workloads: the parent's baselines pair with the commit's profiles" \
+	all '[ "$rc" = 0 ]' "has \"\$out\" \"commit $c5\"" '! has "$err" "no ancestor"' \
+	"\"\$SONDE\" log | grep -q \"^$c5 *1 profile\""
+"$SONDE" config set cmds "[./prog]"
+"$SONDE" config set args "[]"
+
 # two command lines of one program
 "$SONDE" collect time -q -r 3 -o a.json -- ./prog 100
 "$SONDE" collect time -q -r 3 -o b.json -- ./prog 200
