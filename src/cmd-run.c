@@ -503,6 +503,10 @@ out:
 	for (i = 0; i < nf; i++)
 		free(files[i].tuple);
 	free(files);
+	for (i = 0; i < fixed.n; i++) /* the lists own their strings here */
+		free((char *)fixed.items[i]);
+	for (i = 0; i < fields.n; i++)
+		free((char *)fields.items[i]);
 	sonde_strlist__release(&fixed);
 	sonde_strlist__release(&fields);
 	sonde_strbuf__release(&names);
