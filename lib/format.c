@@ -88,6 +88,30 @@ char *sonde_format__value(double v, const char *unit, char *buf, size_t len)
 	return buf;
 }
 
+char *sonde_format__duration_in(double ns, const char *unit, char *buf, size_t len)
+{
+	static const struct {
+		const char *name, *shown;
+		double scale;
+		int decimals;
+	} units[] = { { "ns", "ns", 1, 0 },
+		      { "us", "µs", 1e3, 3 },
+		      { "ms", "ms", 1e6, 3 },
+		      { "s", "s", 1e9, 6 } };
+	size_t i;
+
+	for (i = 0; unit && i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(unit, units[i].name)) {
+			if (isnan(ns))
+				snprintf(buf, len, "-");
+			else
+				snprintf(buf, len, "%.*f %s", units[i].decimals,
+					 ns / units[i].scale, units[i].shown);
+			return buf;
+		}
+	return sonde_format__duration(ns, buf, len);
+}
+
 int sonde_format__parse_duration(const char *s, double plain_s, double *seconds)
 {
 	static const struct {

@@ -286,6 +286,7 @@ static void describe_status(struct sonde_strbuf *sb, int status)
 /* ---- the command ---------------------------------------------------------------------- */
 
 #define MAX_COLLECTORS	8
+#define MAX_OPTIONS	64 /* of one collector */
 #define COLLECTOR_NAMES collector_names()
 
 /* The built-in collectors' names, for messages: "time, memory, ..., external". */
@@ -386,6 +387,37 @@ static bool has_option(const struct sonde_option *opts, const char *name)
 			    : opts->long_name && !strcmp(opts->long_name, name))
 			return true;
 	return false;
+}
+
+/*
+ * Collector k's options, for a run of several: a short letter two of them use
+ * for different long options (counters' -g is --metrics, sample's
+ * --call-graph) is dropped from both, so that only the long names work there.
+ * copy has room for the options; returns the table to use.
+ */
+static const struct sonde_option *unshared_shorts(const struct sonde_collector *const *cols,
+						  size_t ncols, size_t k, struct sonde_option *copy)
+{
+	const struct sonde_option *o = cols[k]->options;
+	size_t n, j;
+	bool changed = false;
+
+	for (n = 0; o[n].type != SONDE_OPT_END && n + 1 < MAX_OPTIONS; n++) {
+		copy[n] = o[n];
+		for (j = 0; o[n].short_name && j < ncols; j++) {
+			const struct sonde_option *x = cols[j]->options;
+
+			for (; j != k && x && x->type != SONDE_OPT_END; x++)
+				if (x->short_name == o[n].short_name &&
+				    strcmp(x->long_name ? x->long_name : "",
+					   o[n].long_name ? o[n].long_name : "")) {
+					copy[n].short_name = 0;
+					changed = true;
+				}
+		}
+	}
+	copy[n] = (struct sonde_option){ .type = SONDE_OPT_END };
+	return changed ? copy : o;
 }
 
 /* Collector k's params: all that were given, less the options only the others have. */
@@ -773,6 +805,7 @@ static int cmd_collect_one(int argc, char **argv)
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_option table[MAX_COLLECTORS + 2] = { 0 };
+	static struct sonde_option own[MAX_COLLECTORS][MAX_OPTIONS];
 	static char headings[MAX_COLLECTORS][96];
 	struct sonde_session_opts so = { .sz = sizeof(so) };
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
@@ -803,9 +836,10 @@ static int cmd_collect_one(int argc, char **argv)
 			continue;
 		snprintf(headings[i], sizeof(headings[i]), "options of the %s collector",
 			 cols[i]->name);
-		table[t++] =
-			(struct sonde_option){ SONDE_OPT_GROUP, 0, NULL, NULL, NULL,
-					       headings[i],	0, 0,	 NULL, cols[i]->options };
+		table[t++] = (struct sonde_option){
+			SONDE_OPT_GROUP, 0, NULL, NULL, NULL,
+			headings[i],	 0, 0,	  NULL, unshared_shorts(cols, ncols, i, own[i])
+		};
 	}
 	first = cli_parse("collect", usage, table, argc - 1 - skip, argv + 1 + skip, 0, params,
 			  &code);

@@ -12,7 +12,8 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: sonde counters list [--derived] [--tracepoints] [--agent N] [--defs FILE]\n"
+	"usage: sonde counters list [--derived] [--tracepoints] [--groups] [--agent N] [--defs "
+	"FILE]\n"
 	"       sonde counters info NAME [--agent N] [--defs FILE]\n"
 	"       sonde counters eval EXPR [--set NAME=V[,V...]]... [--defs FILE]\n"
 	"\n"
@@ -143,6 +144,75 @@ static int do_list(long long agent, bool derived, bool tracepoints, const char *
 			       "them\n");
 		else if (sonde_counters__tracepoint_error())
 			printf("\nno tracepoints: %s\n", sonde_counters__tracepoint_error());
+		if (note)
+			printf("note: %s\n", note);
+	}
+	return EXIT_OK;
+}
+
+/*
+ * The groups: each with its counters, and whether they can all be counted
+ * here (yes), some (partly: the others print <not supported>), or none.
+ */
+static int do_groups(long long agent, const char *format)
+{
+	enum sonde_view_format fmt = sonde_view__format_of(format);
+	const struct sonde_counter_group *const *g;
+	json_t *all = fmt == SONDE_VIEW_JSON ? json_array() : NULL;
+	const char *note = sonde_counters__note();
+	size_t n, i, k;
+	int rc = sonde_counters__groups(&g, &n);
+
+	if (rc) {
+		json_decref(all);
+		cli_error("counters", "cannot list the groups: %s", strerror(-rc));
+		return cli_exit_code(rc);
+	}
+	if (fmt == SONDE_VIEW_CSV)
+		printf("group,supported,counters,description\n");
+	else if (!all)
+		printf("%-10s %-10s %s\n", "GROUP", "SUPPORTED", "DESCRIPTION / COUNTERS");
+	for (i = 0; i < n; i++) {
+		struct sonde_strbuf names = SONDE_STRBUF_INIT;
+		json_t *members = json_array();
+		size_t ok = 0;
+		const char *sup;
+
+		for (k = 0; k < g[i]->n; k++) {
+			struct sonde_counter_info in;
+			uint32_t id;
+			bool yes = !sonde_counters__find(g[i]->counters[k], &id) &&
+				   !sonde_counters__info((uint32_t)agent, id, &in) && in.supported;
+
+			ok += yes;
+			sonde_strbuf__addf(&names, "%s%s",
+					   k ? (fmt == SONDE_VIEW_CSV ? " " : ", ") : "",
+					   g[i]->counters[k]);
+			json_array_append_new(members,
+					      json_pack("{s:s, s:b}", "name", g[i]->counters[k],
+							"supported", yes));
+		}
+		sup = ok == g[i]->n ? "yes" : ok ? "partly" : "no";
+		if (all)
+			json_array_append_new(all,
+					      json_pack("{s:s, s:s, s:s, s:o}", "name", g[i]->name,
+							"supported", sup, "description",
+							g[i]->description, "counters", members));
+		else
+			json_decref(members);
+		if (fmt == SONDE_VIEW_CSV)
+			printf("%s,%s,%s,\"%s\"\n", g[i]->name, sup, names.buf, g[i]->description);
+		else if (!all)
+			printf("%-10s %-10s %s\n%-21s %s\n", g[i]->name, sup, g[i]->description, "",
+			       names.buf);
+		sonde_strbuf__release(&names);
+	}
+	if (all) {
+		json_dumpf(all, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(all);
+	} else if (fmt == SONDE_VIEW_TEXT) {
+		printf("\ncount one: sonde collect counters -g GROUP -- CMD\n");
 		if (note)
 			printf("note: %s\n", note);
 	}
@@ -300,7 +370,7 @@ out:
 
 int cmd_counters(int argc, char **argv)
 {
-	bool derived = false, tracepoints = false;
+	bool derived = false, tracepoints = false, groups = false;
 	long long agent = 0;
 	const char *defs = NULL, *format = "text";
 	struct sonde_strlist sets = { 0 };
@@ -308,6 +378,8 @@ int cmd_counters(int argc, char **argv)
 		{ SONDE_OPT_FLAG, 0, "derived", &derived, NULL, "list: only derived metrics" },
 		{ SONDE_OPT_FLAG, 0, "tracepoints", &tracepoints, NULL,
 		  "list: tracepoints too (from tracefs)" },
+		{ SONDE_OPT_FLAG, 0, "groups", &groups, NULL,
+		  "list: the groups of counters (collect counters -g GROUP) instead" },
 		{ SONDE_OPT_INT, 0, "agent", &agent, "N", "the agent (CPU) to ask (default 0)", 0,
 		  1e6 },
 		{ SONDE_OPT_LIST, 0, "set", &sets, "NAME=V[,V...]",
@@ -341,7 +413,9 @@ int cmd_counters(int argc, char **argv)
 		sonde_strlist__release(&sets);
 		return code;
 	}
-	if (!strcmp(sub, "list") && argc == 1)
+	if (!strcmp(sub, "list") && argc == 1 && groups)
+		code = do_groups(agent, format);
+	else if (!strcmp(sub, "list") && argc == 1)
 		code = do_list(agent, derived, tracepoints, format);
 	else if (!strcmp(sub, "info") && argc == 2)
 		code = do_info(argv[1], agent);

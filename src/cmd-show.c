@@ -224,8 +224,9 @@ static const char usage[] =
 
 int cmd_show(int argc, char **argv)
 {
+	static const char *const time_units[] = { "ns", "us", "ms", "s", NULL };
 	const char *format = "text", *sort = "total", *out_file = NULL, *func = "sum",
-		   *weight = NULL;
+		   *weight = NULL, *time_unit = NULL;
 	struct sonde_chart_opts c = { 0 };
 	long long top = 20;
 	struct sonde_option opts[] = {
@@ -254,6 +255,10 @@ int cmd_show(int argc, char **argv)
 		  "flame graphs: bytes or count (memory), time or calls (trace), time or samples "
 		  "(sampled)",
 		  0, 0, flame_weights },
+		{ SONDE_OPT_CHOICE, 0, "time-unit", &time_unit, "UNIT",
+		  "table: print times in ns, us, ms or s (default: the unit the profile was "
+		  "collected with, else one that fits each)",
+		  0, 0, time_units },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_profile *p;
@@ -283,6 +288,14 @@ int cmd_show(int argc, char **argv)
 	p = cli_load_profile("show", argv[0], &code);
 	if (!p)
 		return code;
+	if (time_unit) { /* the view reads it where collect time --time-unit put it */
+		json_t *ci = sonde_profile__collector_info(p);
+
+		if (!json_is_object(json_object_get(ci, "params")))
+			json_object_set_new(ci, "params", json_object());
+		json_object_set_new(json_object_get(ci, "params"), "time-unit",
+				    json_string(time_unit));
+	}
 	if (is_drawn(view)) {
 		for (c.func = 0; strcmp(sonde_view__aggs[c.func], func); c.func++)
 			;

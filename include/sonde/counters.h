@@ -134,6 +134,20 @@ int sonde_counters__iterate(uint32_t agent, bool with_tracepoints, sonde_counter
 int sonde_counters__info(uint32_t agent, uint32_t id, struct sonde_counter_info *out);
 /* Find a counter by name ('-' and '_' match each other). 0, or -ENOENT. */
 int sonde_counters__find(const char *name, uint32_t *id);
+/*
+ * A group of counters (counter_defs.yaml's groups:): events and derived
+ * metrics counted together, as LIKWID's performance groups and perf stat -M.
+ * The definitions are this machine's architecture's, else "generic".
+ */
+struct sonde_counter_group {
+	const char *name, *description;
+	const char *const *counters;
+	size_t n;
+};
+/* The groups defined here (sorted by name; *out borrowed, stable). -errno: a bad definition. */
+int sonde_counters__groups(const struct sonde_counter_group *const **out, size_t *n);
+/* One group by name (case does not matter). 0, -ENOENT, or -EINVAL (a bad definition). */
+int sonde_counters__group(const char *name, const struct sonde_counter_group **out);
 /* A note about the catalog on this machine ("no hardware PMU: ..."), or NULL. */
 const char *sonde_counters__note(void);
 /*

@@ -8,6 +8,11 @@
 
 /* "812 ns", "12.3 µs", "4.56 ms", "1.234 s". NaN prints "-". Returns buf. */
 char *sonde_format__duration(double ns, char *buf, size_t len);
+/*
+ * A duration in one unit ("ns", "us", "ms", "s"): "4560.123 µs". Another
+ * unit, or NULL: as sonde_format__duration. Returns buf.
+ */
+char *sonde_format__duration_in(double ns, const char *unit, char *buf, size_t len);
 /* "512 B", "1.5 KiB", "12.0 MiB", ... Returns buf. */
 char *sonde_format__bytes(double bytes, char *buf, size_t len);
 /* A value in unit ("ns", "B", or anything else: a plain number). Returns buf. */

@@ -8,6 +8,11 @@
  * Resources: one per (metric, workload), uid = the command line, with columns
  * amount, order (1-based run number), timestamp (ns since the collection began)
  * and, for numeric parameter values, structure-unit-size.
+ *
+ * --clock picks the clock of `real`: monotonic (the runner's), boottime or
+ * realtime (the monotonic interval plus what that clock gained on it during
+ * the run: a suspend, a step of the wall clock), or process-cpu (the target's
+ * user + sys). --time-unit is how views print times; the profile keeps ns.
  */
 #include <errno.h>
 #include <math.h>
@@ -15,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <sonde/collector.h>
 #include <sonde/format.h>
 #include <sonde/stats.h>
@@ -62,7 +68,26 @@ struct time_state {
 	unsigned order;
 	const char *last_workload;
 	bool rss_inherited; /* a run's ru_maxrss may be sonde's: max-rss is not recorded */
+	const char *clock;  /* of real: monotonic, boottime, realtime, process-cpu */
+	clockid_t alt;	    /* boottime, realtime: the clock read against monotonic */
+	long long off0;	    /* alt - monotonic at the run's start */
 };
+
+static const char *const clocks[] = { "monotonic", "boottime", "realtime", "process-cpu", NULL };
+static const char *const time_units_shown[] = { "ns", "us", "ms", "s", NULL };
+
+/* How far a clock is ahead of CLOCK_MONOTONIC, in ns (read back to back). */
+static long long offset_of(clockid_t id)
+{
+	struct timespec m, a, m2;
+
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(id, &a);
+	clock_gettime(CLOCK_MONOTONIC, &m2);
+	return (long long)a.tv_sec * 1000000000LL + a.tv_nsec -
+	       ((long long)m.tv_sec * 1000000000LL + m.tv_nsec +
+		((long long)(m2.tv_sec - m.tv_sec) * 1000000000LL + (m2.tv_nsec - m.tv_nsec)) / 2);
+}
 
 static long long tv_ns(const struct timeval *tv)
 {
@@ -76,6 +101,20 @@ static int time_before(struct sonde_collection *c)
 	if (!st)
 		return -ENOMEM;
 	sonde_collection__set_priv(c, st);
+	st->clock = sonde_collection__param_str(c, "clock", "monotonic");
+	st->alt = !strcmp(st->clock, "boottime")   ? CLOCK_BOOTTIME
+		  : !strcmp(st->clock, "realtime") ? CLOCK_REALTIME
+						   : CLOCK_MONOTONIC;
+	return 0;
+}
+
+static int time_start(struct sonde_collection *c, pid_t pid)
+{
+	struct time_state *st = sonde_collection__priv(c);
+
+	(void)pid;
+	if (st->alt != CLOCK_MONOTONIC)
+		st->off0 = offset_of(st->alt);
 	return 0;
 }
 
@@ -103,8 +142,12 @@ static int time_stop(struct sonde_collection *c, const struct sonde_run_info *ri
 	st->last_workload = ri->workload;
 	x = &st->s[st->n++];
 	x->v[M_REAL] = (long long)(r->end_ns - r->start_ns);
+	if (st->alt != CLOCK_MONOTONIC) /* what that clock gained on monotonic meanwhile */
+		x->v[M_REAL] += offset_of(st->alt) - st->off0;
 	x->v[M_USER] = tv_ns(&ru->ru_utime);
 	x->v[M_SYS] = tv_ns(&ru->ru_stime);
+	if (!strcmp(st->clock, "process-cpu"))
+		x->v[M_REAL] = x->v[M_USER] + x->v[M_SYS];
 	x->v[M_MAXRSS] = (long long)ru->ru_maxrss * 1024;
 	st->rss_inherited |= r->rss_inherited;
 	x->v[M_MINFLT] = ru->ru_minflt;
@@ -188,6 +231,11 @@ static int time_after(struct sonde_collection *c, struct sonde_profile *p)
 	size_t i, from = 0;
 	int m, err = 0;
 
+	/* which clock real is on, given or not */
+	if (json_is_object(json_object_get(sonde_profile__collector_info(p), "params")))
+		err |= json_object_set_new(
+			json_object_get(sonde_profile__collector_info(p), "params"), "clock",
+			json_string(st->clock));
 	if (st->rss_inherited && st->n)
 		sonde_profile__add_warning(
 			p, sonde_warning__info(SONDE_WARN_RSS_NOT_MEASURED)->code,
@@ -241,6 +289,12 @@ static const char *const time_units[] = { "time",   "ns",     "memory", "B", "co
 					  "events", "status", "code",	NULL };
 
 static const struct sonde_option time_options[] = {
+	{ SONDE_OPT_CHOICE, 0, "clock", NULL, "CLOCK",
+	  "the clock of real: monotonic (default), boottime (counts a suspend), realtime "
+	  "(the wall clock, steps included) or process-cpu (the target's user + sys)",
+	  0, 0, clocks },
+	{ SONDE_OPT_CHOICE, 0, "time-unit", NULL, "UNIT",
+	  "print times in ns, us, ms or s (the profile keeps ns)", 0, 0, time_units_shown },
 	{ .type = SONDE_OPT_END },
 };
 
@@ -253,6 +307,7 @@ const struct sonde_collector sonde_collector_time = {
 	.options = time_options,
 	.flags = SONDE_COLLECTOR_OWN_RSS,
 	.before = time_before,
+	.start = time_start,
 	.stop = time_stop,
 	.after = time_after,
 	.cleanup = time_cleanup,

@@ -90,10 +90,21 @@ int sonde_view__warnings(const struct sonde_profile *p, const char *prefix, bool
 	return err ? -ENOMEM : 0;
 }
 
+/* A value in its unit; times in ns in the unit the time collector was asked for. */
+static void show(double v, const char *unit, const char *time_unit, char *buf, size_t len)
+{
+	if (time_unit && unit && !strcmp(unit, "ns"))
+		sonde_format__duration_in(v, time_unit, buf, len);
+	else
+		sonde_format__value(v, unit, buf, len);
+}
+
 int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 		      struct sonde_strbuf *out)
 {
 	json_t *h = sonde_profile__header(p), *st = sonde_profile__stats(p);
+	const char *tu = json_string_value(json_object_get(
+		json_object_get(sonde_profile__collector_info(p), "params"), "time-unit"));
 	struct sonde_table_row *rows;
 	size_t n, i;
 	int rc = sonde_table__rows(p, &rows, &n);
@@ -210,13 +221,13 @@ int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 			const struct sonde_table_row *r = &rows[i];
 			char ms[96], ci[96];
 
-			sonde_format__value(r->s.mean, r->unit, a, sizeof(a));
-			sonde_format__value(r->s.stddev, r->unit, b, sizeof(b));
-			sonde_format__value(r->s.median, r->unit, c, sizeof(c));
-			sonde_format__value(r->s.min, r->unit, d, sizeof(d));
-			sonde_format__value(r->s.max, r->unit, e, sizeof(e));
-			sonde_format__value(r->s.ci_low, r->unit, f, sizeof(f));
-			sonde_format__value(r->s.ci_high, r->unit, g, sizeof(g));
+			show(r->s.mean, r->unit, tu, a, sizeof(a));
+			show(r->s.stddev, r->unit, tu, b, sizeof(b));
+			show(r->s.median, r->unit, tu, c, sizeof(c));
+			show(r->s.min, r->unit, tu, d, sizeof(d));
+			show(r->s.max, r->unit, tu, e, sizeof(e));
+			show(r->s.ci_low, r->unit, tu, f, sizeof(f));
+			show(r->s.ci_high, r->unit, tu, g, sizeof(g));
 			if (isnan(r->s.ci_low))
 				snprintf(ci, sizeof(ci), "-");
 			else

@@ -572,7 +572,43 @@ done:
 	return res;
 }
 
+/* {name: {"description": str, "counters": [names]}} of the catalog's groups. */
+static PyObject *py_groups(PyObject *m, PyObject *unused)
+{
+	const struct sonde_counter_group *const *g;
+	PyObject *d;
+	size_t n, i, k;
+	int rc;
+
+	(void)m;
+	(void)unused;
+	rc = sonde_counters__groups(&g, &n);
+	if (rc) {
+		PyErr_Format(PyExc_RuntimeError, "the counter catalog: %s", strerror(-rc));
+		return NULL;
+	}
+	d = PyDict_New();
+	for (i = 0; d && i < n; i++) {
+		PyObject *names = PyList_New((Py_ssize_t)g[i]->n), *one;
+
+		for (k = 0; names && k < g[i]->n; k++)
+			PyList_SET_ITEM(names, (Py_ssize_t)k,
+					PyUnicode_FromString(g[i]->counters[k]));
+		one = names ? Py_BuildValue("{s:s, s:N}", "description", g[i]->description,
+					    "counters", names)
+			    : NULL;
+		if (!one || PyDict_SetItemString(d, g[i]->name, one)) {
+			Py_XDECREF(one);
+			Py_CLEAR(d);
+			break;
+		}
+		Py_DECREF(one);
+	}
+	return d;
+}
+
 static PyMethodDef counters_methods[] = {
+	{ "counters_groups", (PyCFunction)py_groups, METH_NOARGS, "the counter groups" },
 	{ "counters_agents", (PyCFunction)py_agents, METH_NOARGS, "the agents" },
 	{ "counters_list", (PyCFunction)(void (*)(void))py_counters, METH_VARARGS | METH_KEYWORDS,
 	  "the counters an agent supports" },

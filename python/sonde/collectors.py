@@ -228,12 +228,17 @@ class CounterCollector(BaseCollector):
     profile_type = "counters"
     units = {}
 
-    def __init__(self, counters=("task-clock", "page-faults", "context-switches"), agent=0):
+    def __init__(self, counters=None, agent=0, group=None):
         super().__init__()
         from . import counters as _c
 
         self._counters = _c
-        self.config = _c.Config(list(counters), agent=agent)
+        names = list(counters) if counters is not None else []
+        for g in ([group] if isinstance(group, str) else list(group or ())):
+            names += [n for n in _c.group(g) if n not in names]
+        if not names:
+            names = ["task-clock", "page-faults", "context-switches"]
+        self.config = _c.Config(names, agent=agent)
 
     def _start(self):
         if self.target_pid != os.getpid():

@@ -27,6 +27,20 @@ def catalog(agent=0, tracepoints=False):
     return _sonde.counters_list(agent=agent, tracepoints=tracepoints)
 
 
+def groups():
+    """The groups of counters (``sonde counters list --groups``):
+    {name: {"description": ..., "counters": [names]}}."""
+    return _sonde.counters_groups()
+
+
+def group(name):
+    """One group's counters, a list of names (KeyError when there is no such group here)."""
+    for g, v in groups().items():
+        if g.lower() == name.lower():
+            return list(v["counters"])
+    raise KeyError(f"no counter group {name!r} here (sonde.counters.groups() lists them)")
+
+
 def info(name, agent=0):
     """One counter's info (KeyError when there is none of that name)."""
     return _sonde.counter_info(name, agent)

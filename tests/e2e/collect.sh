@@ -52,6 +52,29 @@ check "parameter: header workload" jq_eq par.json .header.workload "1,3"
 run collect time -q -r 1 --parameter n=2..6:2 -o range.json -- "$PROGS/s-spin" "{n}"
 check "parameter range 2..6:2" jq_eq range.json .header.workload "2,4,6"
 check "parameter profile matches the schema" validate par.json range.json
+# --clock: which clock real is on, recorded; process-cpu is the target's user + sys
+run collect time -q -r 3 --clock process-cpu -o pcpu.json -- "$PROGS/s-spin" 20
+check "--clock process-cpu: real is user + sys, run by run, and the profile says which clock" \
+	all '[ "$rc" = 0 ]' "jq -e '.collector_info.params.clock == \"process-cpu\"' pcpu.json" \
+	"jq -e '(.resource_type_map | to_entries | map({(.value.subtype): .key}) | add) as \$k |
+		[.resources[\$k.real].amount, .resources[\$k.user].amount,
+		 .resources[\$k.sys].amount] | transpose | all(.[0] == .[1] + .[2])' pcpu.json"
+for clk in boottime realtime; do
+	run collect time -q -r 2 --clock $clk -o clk.json -- "$PROGS/s-sleep" 200
+	check "--clock $clk: a 200 ms sleep reads 200 to 400 ms, the clock recorded" \
+		all '[ "$rc" = 0 ]' "jq -e '.collector_info.params.clock == \"$clk\"' clk.json" \
+		"jq -e '[.resources[] | select(.amount[0] > 1e8) | .amount[]] | length == 2 and
+			all(. >= 2e8 and . < 4e8)' clk.json"
+done
+check "the default clock, monotonic, is recorded too" jq -e '.collector_info.params.clock == "monotonic"' par.json
+# --time-unit: the table prints every time in that unit, the profile keeps ns
+run collect time -r 2 --time-unit ms -o tu.json -- "$PROGS/s-sleep" 20
+check "--time-unit ms: collect's table in ms (x.xxx ms), the profile in ns" \
+	all '[ "$rc" = 0 ]' 'printf "%s\n" "$err" | grep -E -q "real +ns +[0-9]+\.[0-9]{3} ms ± [0-9]+\.[0-9]{3} ms"' \
+	"jq -e '[.resources[] | .amount[] | select(. > 1.5e7)] | length >= 2' tu.json"
+run show tu.json --time-unit us
+check "show --time-unit us: the same profile in µs" \
+	printf "%s\n" "$out" | grep -E -q "real +ns +[0-9]+\.[0-9]{3} µs"
 # several names: tuples, each name replaced by its part, each a column
 run collect time -q -r 1 --parameter n,tag=2:a,4:b -o tup.json -- sh -c 'echo "$1" >>tup.txt' x "{n}-{tag}"
 check "parameter n,tag=2:a,4:b: each run got its parts, the sizes the first, a column each" \

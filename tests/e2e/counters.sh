@@ -289,4 +289,49 @@ check "... shows the eval synopsis" has "$out" "sonde counters eval"
 run collect counters -q -e task-clock -o crash.json -- "$PROGS/s-segv"
 check "a crashing target keeps its counts" [ "$(amt '.uid == "task-clock"' crash.json)" != null ]
 
+# groups: listed with what can be counted here, expanded by -g into their
+# events and derived metrics
+run counters list --groups --format json
+check "counters list --groups: sched, memory and cpu, every member countable here" \
+	sh -c 'printf "%s" "$1" | jq -e "map(select(.name == (\"sched\", \"memory\", \"cpu\"))) |
+		length == 3 and all(.supported == \"yes\" and (.counters | length) >= 3)"' _ "$out"
+run collect counters -q -g sched -o grp.json -- "$PROGS/s-spin" 20
+cs=$(amt '.uid == "context-switches"' grp.json)
+tc=$(amt '.uid == "task-clock"' grp.json)
+rate=$(amt '.uid == "CS_PER_SEC"' grp.json)
+check "-g sched: its events and derived metrics, CS_PER_SEC = switches / task-clock ($cs / $tc ns = $rate /s)" \
+	all '[ "$rc" = 0 ]' '[ -n "$cs" ] && [ "$cs" != null ]' \
+	"awk -v r=\"$rate\" -v c=\"$cs\" -v t=\"$tc\" 'BEGIN { e = 1e9 * c / t; exit !(r - e < 1e-6 * e + 1e-9 && e - r < 1e-6 * e + 1e-9) }'" \
+	"jq -e '[.resource_type_map[].uid] | index(\"MIGRATIONS_PER_SEC\") != null' grp.json"
+if [ "$(jq -r '.stats.counters.not_supported | has("cycles")' hw.json)" = true ]; then
+	run collect counters -q -g ipc -o ipc.json -- "$PROGS/s-spin" 5
+	check "-g ipc without a PMU: IPC is <not supported> with the reason, task-clock is counted" \
+		all '[ "$rc" = 0 ]' "jq -e '.stats.counters.not_supported.IPC | test(\"PMU\")' ipc.json" \
+		"[ \"\$(amt '.uid == \"task-clock\"' ipc.json)\" -gt 0 ]"
+else
+	skip "-g ipc without a PMU" "this machine counts cycles"
+fi
+run collect counters -q -g nope -- /bin/true
+check "-g with a group sonde does not have: exit 2, one line naming it" \
+	all '[ "$rc" = 2 ]' 'has "$err" "no counter group .nope."' '[ "$(printf "%s\n" "$err" | wc -l)" = 1 ]'
+cat >groups.yaml <<'EOF'
+groups:
+  mine:
+    description: two software events
+    architectures:
+      generic:
+        counters: [page-faults, task-clock]
+  broken:
+    description: a counter that does not exist
+    architectures:
+      generic:
+        counters: [no-such-event]
+EOF
+run counters list --groups --defs groups.yaml
+check "a group naming an unknown counter: refused with the file and the name" \
+	all '[ "$rc" != 0 ]' 'has "$err" "groups.yaml: group broken: unknown counter .no-such-event."'
+sed -i '/broken:/,$d' groups.yaml
+run collect counters -q -g mine --defs groups.yaml -o mine.json -- "$PROGS/s-spin" 5
+check "a group of one's own (--defs): counted by -g" \
+	all '[ "$rc" = 0 ]' "[ \"\$(jq '[.resource_type_map[].uid] | sort' -c mine.json)\" = '[\"page-faults\",\"task-clock\"]' ]"
 finish

@@ -100,3 +100,25 @@ def test_counter_collector_profile(tmp_path, sonde_bin):
     show = subprocess.run([sonde_bin, "show", path], capture_output=True, text=True)
     assert show.returncode == 0 and "page-faults" in show.stdout, show.stderr
     assert json.load(open(path))["header"]["type"] == "counters"
+
+
+def test_groups_and_collector_by_group(sonde_bin):
+    """The groups are `sonde counters list --groups`'s, and group= counts one."""
+    g = counters.groups()
+    listed = json.loads(subprocess.run([sonde_bin, "counters", "list", "--groups",
+                                        "--format", "json"], capture_output=True,
+                                       text=True, check=True).stdout)
+    assert {x["name"]: [c["name"] for c in x["counters"]] for x in listed} == \
+        {k: v["counters"] for k, v in g.items()}
+    assert counters.group("MEMORY") == g["memory"]["counters"]
+    with pytest.raises(KeyError):
+        counters.group("no-such-group")
+    c = sonde.CounterCollector(group="memory")
+    assert list(c.config.counters) == g["memory"]["counters"]
+    with c:
+        b = mmap.mmap(-1, 256 * PAGE)
+        for i in range(0, 256 * PAGE, PAGE):
+            b[i] = 1
+    r = c.get_results()
+    assert r["values"]["page-faults"] >= 256
+    assert r["values"]["FAULT_BYTES"] == r["values"]["page-faults"] * PAGE

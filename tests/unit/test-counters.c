@@ -293,12 +293,13 @@ static void test_defs(void **state)
 	int count = 0;
 
 	(void)state;
-	assert_int_equal(cnt_defs__parse(ok, strlen(ok), "t", "skl", count_defs, &count, &err), 0);
+	assert_int_equal(
+		cnt_defs__parse(ok, strlen(ok), "t", "skl", count_defs, NULL, &count, &err), 0);
 	assert_int_equal(count, 2); /* ONLY has no entry for skl or generic */
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sonde_strbuf__reset(&err);
 		if (cnt_defs__parse(bad[i].yaml, strlen(bad[i].yaml), "t", "generic", count_defs,
-				    &count, &err) != -EINVAL ||
+				    NULL, &count, &err) != -EINVAL ||
 		    !strstr(err.buf, bad[i].msg))
 			fail_msg("case %zu: got '%s'", i, err.buf ? err.buf : "(nothing)");
 	}

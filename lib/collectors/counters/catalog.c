@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <perfmon/pfmlib_perf_event.h>
@@ -214,6 +215,8 @@ static pthread_mutex_t cat_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cnt_entry **cat;
 static size_t ncat, cat_cap;
 static bool cat_built, defs_loaded_by_user;
+static struct sonde_counter_group **groups; /* each allocated once, never moved */
+static size_t ngroups;
 static char *cat_error; /* a bad $SONDE_COUNTER_DEFS, reported on use */
 static char cat_note[256];
 static bool pfm_ok;
@@ -469,6 +472,64 @@ static struct cnt_entry *add_tracepoint_locked(const char *name)
 }
 
 /* ---- definitions ---------------------------------------------------------------------- */
+
+/* A group of the definitions: new, or replacing one of that name. */
+static int add_group(void *ctx, const struct cnt_group *g, struct sonde_strbuf *err)
+{
+	struct sonde_counter_group *x = NULL, **more;
+	char **names;
+	size_t i;
+
+	(void)ctx;
+	(void)err;
+	for (i = 0; i < ngroups && !x; i++)
+		if (!strcasecmp(groups[i]->name, g->name))
+			x = groups[i];
+	names = calloc(g->n + 1, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (i = 0; i < g->n; i++)
+		if (!(names[i] = strdup(g->counters[i])))
+			return -ENOMEM;
+	if (!x) {
+		more = realloc(groups, (ngroups + 1) * sizeof(*groups));
+		if (!more || !(x = calloc(1, sizeof(*x))))
+			return -ENOMEM;
+		groups = more;
+		groups[ngroups++] = x;
+		x->name = strdup(g->name);
+	} else { /* the later file's group replaces it (definitions load before any use) */
+		for (i = 0; i < x->n; i++)
+			free((char *)x->counters[i]);
+		free((void *)x->counters);
+		free((char *)x->description);
+	}
+	x->description = strdup(g->description ? g->description : "");
+	x->counters = (const char *const *)names;
+	x->n = g->n;
+	return x->name && x->description ? 0 : -ENOMEM;
+}
+
+/* Every group's counters are counters of the catalog. */
+static int check_groups(const char *file, struct sonde_strbuf *err)
+{
+	size_t i, k;
+
+	for (i = 0; i < ngroups; i++)
+		for (k = 0; k < groups[i]->n; k++)
+			if (!find_locked(groups[i]->counters[k])) {
+				sonde_strbuf__addf(err, "%s: group %s: unknown counter '%s'", file,
+						   groups[i]->name, groups[i]->counters[k]);
+				return -EINVAL;
+			}
+	return 0;
+}
+
+static int by_group_name(const void *a, const void *b)
+{
+	return strcasecmp((*(struct sonde_counter_group *const *)a)->name,
+			  (*(struct sonde_counter_group *const *)b)->name);
+}
 
 static int add_def(void *ctx, const struct cnt_def *d, struct sonde_strbuf *err)
 {
@@ -746,7 +807,7 @@ static int validate_defs(const char *buf, size_t len, const char *file, bool use
 {
 	struct vcheck v = { .file = file, .use_catalog = use_catalog, .err = err };
 	size_t i;
-	int rc = cnt_defs__parse(buf, len, file, NULL, collect_def, &v, err);
+	int rc = cnt_defs__parse(buf, len, file, NULL, collect_def, NULL, &v, err);
 
 	for (i = 0; !rc && i <= v.n; i++) {
 		/* the architectures: "generic", then each name of each key */
@@ -787,8 +848,15 @@ static int load_defs_locked(const char *buf, size_t len, const char *file, struc
 	int rc = validate_defs(buf, len, file, true, err);
 
 	if (!rc)
-		rc = cnt_defs__parse(buf, len, file, cnt_arch(), add_def, (void *)file, err);
-	return rc ? rc : check_all_derived(file, err);
+		rc = cnt_defs__parse(buf, len, file, cnt_arch(), add_def, add_group, (void *)file,
+				     err);
+	if (!rc)
+		rc = check_all_derived(file, err);
+	if (!rc)
+		rc = check_groups(file, err);
+	if (!rc)
+		qsort(groups, ngroups, sizeof(*groups), by_group_name);
+	return rc;
 }
 
 static int load_file_locked(const char *path, struct sonde_strbuf *err)
@@ -866,9 +934,38 @@ static int check_def(void *ctx, const struct cnt_def *d, struct sonde_strbuf *er
 int sonde_counters__check_defs(const char *yaml, size_t len, const char *name,
 			       struct sonde_strbuf *err)
 {
-	int rc = cnt_defs__parse(yaml, len, name, "generic", check_def, NULL, err);
+	int rc = cnt_defs__parse(yaml, len, name, "generic", check_def, NULL, NULL, err);
 
 	return rc ? rc : validate_defs(yaml, len, name, false, err);
+}
+
+static int catalog_ready(void);
+
+int sonde_counters__groups(const struct sonde_counter_group *const **out, size_t *n)
+{
+	int rc = catalog_ready();
+
+	pthread_mutex_lock(&cat_lock);
+	*out = (const struct sonde_counter_group *const *)groups;
+	*n = ngroups;
+	pthread_mutex_unlock(&cat_lock);
+	return rc;
+}
+
+int sonde_counters__group(const char *name, const struct sonde_counter_group **out)
+{
+	int rc = catalog_ready();
+	size_t i;
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&cat_lock);
+	for (i = 0; i < ngroups && !*out; i++)
+		if (!strcasecmp(groups[i]->name, name))
+			*out = groups[i];
+	pthread_mutex_unlock(&cat_lock);
+	return *out ? 0 : -ENOENT;
 }
 
 static int catalog_ready(void)

@@ -381,6 +381,35 @@ static int add_ids(struct sonde_collection *c, struct counters_state *st, const 
 	return rc;
 }
 
+/* The counters of the groups in list (comma-separated), after -e's. */
+static int add_groups(struct sonde_collection *c, struct counters_state *st, const char *list)
+{
+	char *copy = strdup(list), *tok, *save;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+		const struct sonde_counter_group *g;
+		size_t k;
+
+		while (*tok == ' ')
+			tok++;
+		if (sonde_counters__group(tok, &g)) {
+			sonde_collection__fail(c,
+					       "no counter group '%s' here (sonde counters list "
+					       "--groups lists this machine's)",
+					       tok);
+			rc = -EINVAL;
+			break;
+		}
+		for (k = 0; k < g->n && !rc; k++)
+			rc = add_ids(c, st, g->counters[k]);
+	}
+	free(copy);
+	return rc;
+}
+
 static int counters_before(struct sonde_collection *c)
 {
 	struct counters_state *st = calloc(1, sizeof(*st));
@@ -443,9 +472,17 @@ static int counters_before(struct sonde_collection *c)
 			rc = add_ids(c, st, json_string_value(json_array_get(ev, i)));
 	} else if (json_is_string(ev)) {
 		rc = add_ids(c, st, json_string_value(ev));
-	} else {
-		rc = add_ids(c, st, default_events);
 	}
+	{
+		json_t *gs = json_object_get(params, "metrics");
+
+		for (i = 0; json_is_array(gs) && i < json_array_size(gs) && !rc; i++)
+			rc = add_groups(c, st, json_string_value(json_array_get(gs, i)));
+		if (json_is_string(gs) && !rc)
+			rc = add_groups(c, st, json_string_value(gs));
+	}
+	if (!rc && !st->nshown) /* neither -e nor -g: perf stat's set */
+		rc = add_ids(c, st, default_events);
 	if (rc)
 		return rc;
 	/* the config counts what is shown and every input of it */
@@ -806,6 +843,10 @@ static const struct sonde_option counters_options[] = {
 	{ SONDE_OPT_LIST, 'e', "events", NULL, "LIST",
 	  "counters and metrics to count, comma-separated (default: perf stat's set and "
 	  "CPU_UTIL, IPC); see 'sonde counters list'" },
+	{ SONDE_OPT_LIST, 'g', "metrics", NULL, "GROUP",
+	  "count a group of counters and its derived metrics (cpu, sched, memory, ipc, "
+	  "branches, caches, tlb, topdown; comma-separated, after -e's; see 'sonde counters "
+	  "list --groups')" },
 	{ SONDE_OPT_FLAG, 'a', "all-cpus", NULL, NULL,
 	  "count every CPU system-wide over each run (needs root or CAP_PERFMON)" },
 	{ SONDE_OPT_FLAG, 0, "per-cpu", NULL, NULL, "one value per CPU instead of a total" },

@@ -53,14 +53,24 @@ struct cnt_def {
 	const char *block, *event, *expression, *arch;
 	int line, col, expr_line, expr_col; /* where, for messages */
 };
+/* A group of counters (the groups: key), as one architecture's entry has it. */
+#define CNT_GROUP_MAX 64
+struct cnt_group {
+	const char *name, *description, *arch;
+	const char *counters[CNT_GROUP_MAX];
+	size_t n;
+	int line;
+};
 /*
  * Parse a counter_defs document; fn is called per counter with the entry for
  * arch (or "generic"); counters with no entry for either are skipped. arch NULL:
  * fn is called for every entry of every counter, d->arch its key as written
- * ("a1/a2"). Errors go to err as "name:line:col: message".
+ * ("a1/a2"). gfn (may be NULL) likewise per group. Errors go to err as
+ * "name:line:col: message".
  */
 int cnt_defs__parse(const char *yaml, size_t len, const char *file, const char *arch,
 		    int (*fn)(void *ctx, const struct cnt_def *d, struct sonde_strbuf *err),
+		    int (*gfn)(void *ctx, const struct cnt_group *g, struct sonde_strbuf *err),
 		    void *ctx, struct sonde_strbuf *err);
 /* Whether the '/'-separated architectures key names arch. */
 bool cnt_defs__arch_listed(const char *keys, const char *arch);

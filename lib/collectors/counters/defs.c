@@ -12,6 +12,15 @@
  *     description: TEXT
  *     unit: UNIT            # optional (sonde's addition): "ns", "%", "/s", ...
  *
+ * and one top-level key for groups (sonde's addition):
+ *
+ *   groups:
+ *     NAME:
+ *       description: TEXT
+ *       architectures:
+ *         ARCH[/ARCH...]:
+ *           counters: [COUNTER, ...]   # events and derived metrics
+ *
  * Every entry is checked, whichever architecture it is for; the one handed
  * over is the entry for arch, else the one for "generic". The walk only
  * follows the schema's fixed depth, so aliases cannot make it explode.
@@ -219,8 +228,132 @@ static int read_counter(struct walk *w, yaml_node_t *key, yaml_node_t *val, cons
 	return fn(ctx, &d, w->err);
 }
 
+/* One group's entry for an architecture: its counters, a sequence of names. */
+static int read_group_entry(struct walk *w, const char *name, yaml_node_t *key, yaml_node_t *val,
+			    struct cnt_group *g)
+{
+	yaml_node_pair_t *pr;
+	yaml_node_item_t *it;
+	yaml_node_t *list = NULL;
+
+	if (!scalar(key) || !*scalar(key))
+		return bad(w, key, "group %s: an architecture name must be a non-empty string",
+			   name);
+	if (val->type != YAML_MAPPING_NODE)
+		return bad(w, val, "group %s: architecture '%s' must map counters", name,
+			   scalar(key));
+	for (pr = val->data.mapping.pairs.start; pr < val->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(w->doc, pr->key);
+
+		if (!scalar(k) || strcmp(scalar(k), "counters"))
+			return bad(w, k, "group %s: unknown key '%s' (expected counters)", name,
+				   scalar(k) ? scalar(k) : "(not a string)");
+		list = yaml_document_get_node(w->doc, pr->value);
+	}
+	if (!list || list->type != YAML_SEQUENCE_NODE ||
+	    list->data.sequence.items.start == list->data.sequence.items.top)
+		return bad(w, val, "group %s: counters must be a list of counter names", name);
+	g->n = 0;
+	for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+		yaml_node_t *c = yaml_document_get_node(w->doc, *it);
+
+		if (!valid_name(scalar(c)))
+			return bad(w, c, "group %s: '%s' is not a counter name", name,
+				   scalar(c) ? scalar(c) : "(not a string)");
+		if (g->n == CNT_GROUP_MAX)
+			return bad(w, c, "group %s: more than %d counters", name, CNT_GROUP_MAX);
+		g->counters[g->n++] = scalar(c);
+	}
+	return 0;
+}
+
+/* The groups: key: each group's entry for arch (else "generic") goes to fn. */
+static int read_groups(struct walk *w, yaml_node_t *val, const char *arch,
+		       int (*fn)(void *, const struct cnt_group *, struct sonde_strbuf *),
+		       void *ctx)
+{
+	yaml_node_pair_t *pr, *ar;
+
+	if (val->type != YAML_MAPPING_NODE)
+		return bad(w, val, "groups: expected a mapping of group names to groups");
+	for (pr = val->data.mapping.pairs.start; pr < val->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(w->doc, pr->key);
+		yaml_node_t *v = yaml_document_get_node(w->doc, pr->value);
+		yaml_node_t *archs = NULL, *chosen_k = NULL, *chosen_v = NULL, *generic_k = NULL,
+			    *generic_v = NULL;
+		struct cnt_group g = { 0 }, tmp;
+		yaml_node_pair_t *q;
+		int rc;
+
+		g.name = scalar(k);
+		if (!valid_name(g.name))
+			return bad(w, k, "'%s' is not a group name",
+				   g.name ? g.name : "(not a string)");
+		g.line = (int)k->start_mark.line + 1;
+		if (v->type != YAML_MAPPING_NODE)
+			return bad(w, v, "group %s: expected description and architectures",
+				   g.name);
+		for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+			yaml_node_t *qk = yaml_document_get_node(w->doc, q->key);
+			yaml_node_t *qv = yaml_document_get_node(w->doc, q->value);
+			const char *ks = scalar(qk);
+
+			if (ks && !strcmp(ks, "description") && scalar(qv))
+				g.description = scalar(qv);
+			else if (ks && !strcmp(ks, "architectures") &&
+				 qv->type == YAML_MAPPING_NODE)
+				archs = qv;
+			else
+				return bad(w, qk,
+					   "group %s: unknown or malformed key '%s' (expected "
+					   "description, architectures)",
+					   g.name, ks ? ks : "(not a string)");
+		}
+		if (!archs || archs->data.mapping.pairs.start == archs->data.mapping.pairs.top)
+			return bad(w, v, "group %s: no architectures", g.name);
+		for (ar = archs->data.mapping.pairs.start; ar < archs->data.mapping.pairs.top;
+		     ar++) {
+			yaml_node_t *ak = yaml_document_get_node(w->doc, ar->key);
+			yaml_node_t *av = yaml_document_get_node(w->doc, ar->value);
+
+			tmp = g;
+			rc = read_group_entry(w, g.name, ak, av, &tmp);
+			if (rc)
+				return rc;
+			if (!arch) {
+				tmp.arch = scalar(ak);
+				rc = fn ? fn(ctx, &tmp, w->err) : 0;
+				if (rc)
+					return rc;
+				continue;
+			}
+			if (!chosen_k && cnt_defs__arch_listed(scalar(ak), arch)) {
+				chosen_k = ak;
+				chosen_v = av;
+			}
+			if (!generic_k && cnt_defs__arch_listed(scalar(ak), "generic")) {
+				generic_k = ak;
+				generic_v = av;
+			}
+		}
+		if (!chosen_k) {
+			chosen_k = generic_k;
+			chosen_v = generic_v;
+		}
+		if (!arch || !chosen_k || !fn)
+			continue;
+		read_group_entry(w, g.name, chosen_k, chosen_v, &g);
+		g.arch = cnt_defs__arch_listed(scalar(chosen_k), arch) ? arch : "generic";
+		rc = fn(ctx, &g, w->err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int cnt_defs__parse(const char *yaml, size_t len, const char *file, const char *arch,
 		    int (*fn)(void *ctx, const struct cnt_def *d, struct sonde_strbuf *err),
+		    int (*gfn)(void *ctx, const struct cnt_group *g, struct sonde_strbuf *err),
 		    void *ctx, struct sonde_strbuf *err)
 {
 	yaml_parser_t parser;
@@ -248,9 +381,15 @@ int cnt_defs__parse(const char *yaml, size_t len, const char *file, const char *
 	if (root && root->type != YAML_MAPPING_NODE)
 		rc = bad(&w, root, "the top level must map counter names to definitions");
 	for (pr = root && !rc ? root->data.mapping.pairs.start : NULL;
-	     pr && !rc && pr < root->data.mapping.pairs.top; pr++)
-		rc = read_counter(&w, yaml_document_get_node(&doc, pr->key),
-				  yaml_document_get_node(&doc, pr->value), arch, fn, ctx);
+	     pr && !rc && pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+		yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
+
+		if (scalar(k) && !strcmp(scalar(k), "groups"))
+			rc = read_groups(&w, v, arch, gfn, ctx);
+		else
+			rc = read_counter(&w, k, v, arch, fn, ctx);
+	}
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	return rc;
