@@ -49,7 +49,8 @@ struct sonde_session {
 	char **argv;	  /* the target as run (a wrapper may come first) */
 	char **wrap_argv; /* a collector's own command line for the target (owned) */
 	bool barrier;
-	bool own_rss; /* a collector reads the target's ru_maxrss */
+	bool ran_once; /* a run was started: the next ones reset the collectors first */
+	bool own_rss;  /* a collector reads the target's ru_maxrss */
 	int stdout_fd;
 	struct sonde_outcome out;
 	uint64_t t0;
@@ -727,6 +728,18 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 				break;
 		}
 		progress(s, *done, *total, warm, value);
+		/* every run after the first: collectors clear what the last one left */
+		for (k = 0; s->ran_once && k < s->ncols && !rc; k++) {
+			struct sonde_collection *c = &s->cols[k];
+
+			if (c->col->abi >= 2 && c->col->reset && (rc = c->col->reset(c)))
+				sonde_strbuf__addf(err, "%s",
+						   c->failure.len ? c->failure.buf
+								  : "a collector's reset failed");
+		}
+		if (rc)
+			break;
+		s->ran_once = true;
 		rc = sonde_runner__run(r, &run);
 		if (rc) {
 			/* a collector that could not attach says why */

@@ -137,6 +137,9 @@ int cmd_version(int argc, char **argv);
 int cmd_utils(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_collector(int argc, char **argv);
+/* The entry of a collector registered by name (sonde collector add), or NULL; *cfg to free. */
+json_t *cli_registered_collector(const char *name, json_t **cfg);
 int cmd_run(int argc, char **argv);
 /* `sonde collect bounds` (cmd-collect-bounds.c): argv[1] is "bounds". */
 int collect_bounds(int argc, char **argv);

@@ -289,12 +289,14 @@ static void describe_status(struct sonde_strbuf *sb, int status)
 #define MAX_OPTIONS	64 /* of one collector */
 #define COLLECTOR_NAMES collector_names()
 
-/* The built-in collectors' names, for messages: "time, memory, ..., external". */
+/* The collectors' names, for messages: "time, memory, ..., external", then the registered. */
 static const char *collector_names(void)
 {
-	static char buf[256];
+	static char buf[1024];
 	const struct sonde_collector *const *b;
 	size_t n, i, len = 0;
+	json_t *cfg = NULL, *e;
+	const char *name;
 
 	if (buf[0])
 		return buf;
@@ -302,6 +304,36 @@ static const char *collector_names(void)
 	for (i = 0; i < n && len < sizeof(buf); i++)
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? ", " : "",
 					b[i]->name);
+	cli_registered_collector("", &cfg);
+	json_object_foreach(json_object_get(cfg, "registered_collectors"), name, e)
+	{
+		if (len < sizeof(buf))
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s (registered)",
+						", ", name);
+	}
+	json_decref(cfg);
+	return buf;
+}
+
+/* The usage, and the registered collectors when there are some (for --help). */
+static const char *usage_with_registered(void)
+{
+	static char buf[sizeof(usage) + 1024];
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	json_t *cfg = NULL, *e;
+	const char *name;
+
+	cli_registered_collector("", &cfg);
+	json_object_foreach(json_object_get(cfg, "registered_collectors"), name, e)
+	{
+		sonde_strbuf__addf(&sb, "%s%s (%s)", sb.len ? ", " : "", name,
+				   json_object_get(e, "plugin") ? "plugin" : "external");
+	}
+	json_decref(cfg);
+	if (!sb.len)
+		return usage;
+	snprintf(buf, sizeof(buf), "%s\nRegistered (sonde collector add): %s.", usage, sb.buf);
+	sonde_strbuf__release(&sb);
 	return buf;
 }
 
@@ -311,7 +343,7 @@ static const char *collector_names(void)
  * (-1: none named, for help or usage to decide).
  */
 static size_t pick_collectors(int argc, char **argv, const struct sonde_collector **cols, int *skip,
-			      int *code)
+			      int *code, char **external)
 {
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
 	const char *plugin = NULL, *w, *plus;
@@ -358,6 +390,25 @@ static size_t pick_collectors(int argc, char **argv, const struct sonde_collecto
 			return 0;
 		}
 		cols[n] = sonde_collector__find(name);
+		if (!cols[n] && !n && !plus) { /* one registered by `sonde collector add` */
+			json_t *cfg, *e = cli_registered_collector(name, &cfg);
+			const char *p = json_string_value(json_object_get(e, "plugin"));
+			const char *x = json_string_value(json_object_get(e, "external"));
+
+			if (p)
+				cols[0] = sonde_collector__load_plugin(p, &err);
+			else if (x && (*external = strdup(x)))
+				cols[0] = sonde_collector__find("external");
+			if (e && !cols[0]) {
+				cli_error("collect", "registered collector '%s': %s", name,
+					  err.len ? err.buf : "no plugin or external in its entry");
+				*code = EXIT_FAILURE_;
+			}
+			json_decref(cfg);
+			sonde_strbuf__release(&err);
+			if (e)
+				return cols[0] ? 1 : 0;
+		}
 		if (!cols[n] || !strcmp(name, "external")) {
 			*code = cli_usage("collect",
 					  !cols[n] ? "unknown collector '%s' (collectors: %s)"
@@ -813,12 +864,13 @@ static int cmd_collect_one(int argc, char **argv)
 	size_t ncols, t = 1;
 	const char *spec;
 	char *pname = NULL, **values = NULL, *capture_tmp = NULL, *probe;
+	static char *registered_exe; /* the external of a registered name */
 	json_t *params = json_object();
 	struct sonde_session *s = NULL;
 	int skip, first, code = EXIT_OK, rc, capture_fd = -1;
 	size_t i;
 
-	ncols = pick_collectors(argc, argv, cols, &skip, &code);
+	ncols = pick_collectors(argc, argv, cols, &skip, &code, &registered_exe);
 	if (!ncols && code != -1) {
 		json_decref(params);
 		return code;
@@ -841,8 +893,8 @@ static int cmd_collect_one(int argc, char **argv)
 			headings[i],	 0, 0,	  NULL, unshared_shorts(cols, ncols, i, own[i])
 		};
 	}
-	first = cli_parse("collect", usage, table, argc - 1 - skip, argv + 1 + skip, 0, params,
-			  &code);
+	first = cli_parse("collect", usage_with_registered(), table, argc - 1 - skip,
+			  argv + 1 + skip, 0, params, &code);
 	if (first < 0) {
 		json_decref(params);
 		return code;
@@ -888,6 +940,8 @@ static int cmd_collect_one(int argc, char **argv)
 				 spec);
 	}
 	/* collector_info.params: every option the user gave, and the external's path. */
+	if (!o.external && registered_exe)
+		o.external = registered_exe; /* sonde collector add NAME --external EXE */
 	if (o.external)
 		json_object_set_new(params, "exe", json_string(o.external));
 	if (o.parameter && parse_parameter(o.parameter, &pname, &values)) {

@@ -23,6 +23,7 @@ static const struct cli_command commands[] = {
 	{ "version", cmd_version, "print the version and the optional parts built in" },
 	{ "counters", cmd_counters, "the counter catalog: list, info, and evaluate expressions" },
 	{ "config", cmd_config, "read and write the configuration (YAML) of the store and user" },
+	{ "collector", cmd_collector, "register a plugin or external collector by name" },
 	{ "utils", cmd_utils, "helpers: create a collector plugin template" },
 };
 

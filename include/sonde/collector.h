@@ -26,7 +26,7 @@
 #include <sonde/runner.h>
 #include <sonde/strbuf.h>
 
-/* 2 added exited(); a plugin of ABI 1 still loads, and is not told */
+/* 2 added exited() and reset(); a plugin of ABI 1 still loads, and is not told */
 #define SONDE_COLLECTOR_ABI	   2
 #define SONDE_COLLECTOR_ENTRY_NAME "sonde_collector_entry"
 
@@ -70,6 +70,11 @@ struct sonde_collector {
 	 * entries hold its final counts; stop() follows. May be NULL.
 	 */
 	int (*exited)(struct sonde_collection *c, pid_t pid);
+	/*
+	 * ABI 2: before every run after the first, clear what the last run left
+	 * (before() is not called again). May be NULL.
+	 */
+	int (*reset)(struct sonde_collection *c);
 };
 
 typedef const struct sonde_collector *(*sonde_collector_entry_fn)(unsigned abi);
