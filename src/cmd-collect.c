@@ -323,6 +323,8 @@ static const char *usage_with_registered(void)
 	json_t *cfg = NULL, *e;
 	const char *name;
 
+	if (cli_describing) /* man pages and completion: the same on every machine */
+		return usage;
 	cli_registered_collector("", &cfg);
 	json_object_foreach(json_object_get(cfg, "registered_collectors"), name, e)
 	{

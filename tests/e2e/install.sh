@@ -49,8 +49,10 @@ check "sonde(1) lists the commands and exit codes" sh -c 'grep -q "sonde-check(1
 # completion
 B=$P/share/bash-completion/completions/sonde
 complete_words() { bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _sonde; printf "%s\n" "${COMPREPLY[@]}"' "$B" "$@"; }
-check "bash: 'sonde col' completes to collect" [ "$(complete_words sonde col)" = collect ]
-check "bash: 'sonde -v col' too" [ "$(complete_words sonde -v col)" = collect ]
+check "bash: 'sonde coll' offers collect and collector" \
+	[ "$(complete_words sonde coll | tr '\n' ' ')" = "collect collector " ]
+check "bash: 'sonde -v colle' too" [ "$(complete_words sonde -v colle | tr '\n' ' ')" = "collect collector " ]
+check "bash: 'sonde pos' completes to postprocess" [ "$(complete_words sonde pos)" = postprocess ]
 check "bash: 'sonde collect ti' completes to time" [ "$(complete_words sonde collect ti)" = time ]
 check "bash: 'sonde collect memory --samp' completes the collector's option" \
 	[ "$(complete_words sonde collect memory --samp)" = --sampling ]
