@@ -21,7 +21,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <sonde/callgraph.h>
 #include "cli.h"
+
+static const char *const output_handlings[] = { "default", "capture", "suppress", NULL };
 
 static const char usage[] =
 	"usage: sonde collect COLLECTOR[+COLLECTOR...] [options] [--] CMD [ARGS...]\n"
@@ -45,6 +48,7 @@ struct collect_opts {
 	double timeout, duration;
 	long long pid;
 	bool ignore_failure, show_output, discard_output, capture_output;
+	const char *output_handling; /* Perun's spelling: default, capture, suppress */
 };
 
 /* Parse NAME=V1,V2,... or NAME=A..B[:STEP] into a NULL-terminated list. */
@@ -313,6 +317,43 @@ static const char *collector_names(void)
 	}
 	json_decref(cfg);
 	return buf;
+}
+
+/*
+ * trace --only-extract-cg (Perun's -cg): the binary's static call graph, one
+ * "caller -> callee" line per edge, and nothing run.
+ */
+static int print_call_graph(const char *binary, const char *cmd)
+{
+	char *path = binary ? realpath(binary, NULL) : sonde_runner__resolve(cmd);
+	struct sonde_call_edge *e = NULL;
+	size_t n = 0, indirect = 0, i;
+	int rc;
+
+	if (!path) {
+		cli_error("collect", "cannot find '%s': %s", binary ? binary : cmd,
+			  strerror(errno));
+		return EXIT_NOTFOUND;
+	}
+	rc = sonde_callgraph__static(path, &e, &n, &indirect);
+	if (rc) {
+		cli_error("collect", "cannot read the call graph of '%s': %s", path,
+			  rc == -ENOTSUP   ? "only x86-64 files, with capstone (libcapstone-dev)"
+			  : rc == -ENOEXEC ? "not an ELF file"
+					   : strerror(-rc));
+		free(path);
+		return rc == -ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
+	}
+	for (i = 0; i < n; i++)
+		printf("%s -> %s\n", e[i].caller, e[i].callee);
+	if (!cli_quiet())
+		fprintf(stderr,
+			"sonde: %zu edges in the static call graph of '%s' (direct calls; %zu "
+			"indirect calls have no static target); nothing was run\n",
+			n, path, indirect);
+	sonde_callgraph__free(e, n);
+	free(path);
+	return EXIT_OK;
 }
 
 /* The usage, and the registered collectors when there are some (for --help). */
@@ -835,6 +876,10 @@ static int cmd_collect_one(int argc, char **argv)
 		  "show the command's output (the default, but for time)" },
 		{ SONDE_OPT_FLAG, 0, "discard-output", &o.discard_output, NULL,
 		  "discard the command's output (the default of time, as hyperfine's)" },
+		{ SONDE_OPT_CHOICE, 0, "output-handling", &o.output_handling, "HOW",
+		  "Perun's spelling of the three: default (the collector's), capture "
+		  "(--capture-output) or suppress (--discard-output)",
+		  0, 0, output_handlings },
 		{ SONDE_OPT_FLAG, 0, "capture-output", &o.capture_output, NULL,
 		  "show the command's output and keep it beside the profile (PROFILE.out)" },
 		{ SONDE_OPT_STRING, 0, "input", &o.input, "FILE",
@@ -941,6 +986,12 @@ static int cmd_collect_one(int argc, char **argv)
 				 "sonde collect %s -- CMD",
 				 spec);
 	}
+	if (json_is_true(json_object_get(params, "only-extract-cg"))) {
+		code = print_call_graph(json_string_value(json_object_get(params, "binary")),
+					argv[0]);
+		json_decref(params);
+		return code;
+	}
 	/* collector_info.params: every option the user gave, and the external's path. */
 	if (!o.external && registered_exe)
 		o.external = registered_exe; /* sonde collector add NAME --external EXE */
@@ -969,6 +1020,10 @@ static int cmd_collect_one(int argc, char **argv)
 		free(probe);
 		goto out;
 	}
+	if (o.output_handling && !strcmp(o.output_handling, "capture"))
+		o.capture_output = true;
+	else if (o.output_handling && !strcmp(o.output_handling, "suppress"))
+		o.discard_output = true;
 	if (o.show_output + o.discard_output + o.capture_output > 1) {
 		code = cli_usage("collect", "--show-output, --discard-output and --capture-output "
 					    "exclude each other");

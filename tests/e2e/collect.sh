@@ -95,6 +95,14 @@ check "capture: shown on stdout" has "$out" "out hi"
 check "capture: shown on stderr" has "$err" "err hi"
 check "capture: kept beside the profile" [ "$(grep -c 'hi' c.out)" = 4 ]
 check "capture: named in metadata" jq_eq c.json .metadata.captured_output c.out
+run collect time -q -r 2 --output-handling capture -o oh.json -- "$PROGS/s-echo" hi
+check "--output-handling capture (Perun's spelling): kept beside the profile" \
+	all '[ "$rc" = 0 ]' '[ "$(grep -c hi oh.out)" = 4 ]'
+run collect time -q -r 2 --output-handling suppress -o ohs.json -- "$PROGS/s-echo" hi
+check "--output-handling suppress: nothing from the command" \
+	all '[ "$rc" = 0 ]' '! has "$out" "out hi"'
+run collect time -q -r 1 --output-handling capture --discard-output -- "$PROGS/s-echo" hi
+check "--output-handling capture with --discard-output: exit 2" [ "$rc" = 2 ]
 run collect time -q -r 1 --show-output --input /etc/hostname -o in.json -- /bin/cat
 check "--input feeds stdin" has "$out" "$(cat /etc/hostname)"
 

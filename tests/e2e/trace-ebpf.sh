@@ -116,4 +116,44 @@ fi
 run collect trace -o x2.json -- "$PROGS/s-exit" 0
 check "a program without the hooks is traced with uprobes" \
 	[ "$rc,$(jq -r .stats.trace.engine x2.json),$(calls x2.json main)" = "0,ebpf,1" ]
+# ---- --with-usdt: every marker of the binary, paired as -u pairs them ---------------------
+run collect trace -e ebpf -s custom --with-usdt -o wu.json -- "$PROGS/t-usdt"
+check "--with-usdt: work (paired with work_end) 5, load 3, loaded 3, tick 4, and no work_end of its own" \
+	all '[ "$rc" = 0 ]' \
+	"[ \"\$(calls wu.json sonde:work),\$(calls wu.json sonde:load),\$(calls wu.json sonde:loaded),\$(calls wu.json sonde:tick),\$(calls wu.json sonde:work_end)\" = 5,3,3,4,0 ]"
+run collect trace -e ebpf --with-usdt --no-usdt -o x6.json -- "$PROGS/t-usdt"
+check "--with-usdt with --no-usdt: exit 2" [ "$rc" = 2 ]
+
+# ---- -d: a probe on one instruction (Perun's dynamic probes) ------------------------------
+# fib's second instruction, as objdump (the peer) decodes the program, runs once
+# a call: 1973 hits; an offset inside that instruction is refused
+if command -v objdump >/dev/null 2>&1 && "$SONDE" version --features | grep -q '^capstone yes'; then
+	insns=$(objdump -d --no-show-raw-insn "$PROGS/t-calls" |
+		sed -n '/^[0-9a-f]* <fib>:$/,/^$/p' | sed -n 's/^ *\([0-9a-f]*\):.*/\1/p')
+	first=$(echo "$insns" | sed -n 1p)
+	second=$(echo "$insns" | sed -n 2p)
+	third=$(echo "$insns" | sed -n 3p)
+	off=$((0x$second - 0x$first))
+	run collect trace -e ebpf -s custom -d "fib+$off" -o dyn.json -- "$PROGS/t-calls"
+	check "-d fib+$off (objdump's second instruction): 1973 hits, one a call of fib" \
+		all '[ "$rc" = 0 ]' "[ \"\$(calls dyn.json probe:fib+$(printf 0x%x $off))\" = 1973 ]"
+	run collect trace -e ebpf -s custom -d "0x$second#10" -o dyn10.json -- "$PROGS/t-calls"
+	check "-d 0xADDRESS#10: the same instruction, every 10th hit (198 of 1973)" \
+		all '[ "$rc" = 0 ]' "[ \"\$(calls dyn10.json probe:fib+$(printf 0x%x $off))\" = 198 ]"
+	if [ $((0x$third - 0x$second)) -gt 1 ]; then
+		run collect trace -e ebpf -s custom -d "fib+$((off + 1))" -o x3.json -- "$PROGS/t-calls"
+		check "-d inside an instruction: refused (exit 2), nothing run" \
+			all '[ "$rc" = 2 ]' 'has "$err" "not the start of an instruction"' '[ ! -e x3.json ]'
+	else
+		skip "-d inside an instruction" "fib's second instruction is one byte long"
+	fi
+else
+	skip "-d probes" "objdump (binutils) or capstone (libcapstone-dev) is missing"
+fi
+run collect trace -e ebpf -s custom -d nosuchfunc -o x4.json -- "$PROGS/t-calls"
+check "-d on a function that does not exist: exit 2, named" \
+	all '[ "$rc" = 2 ]' 'has "$err" "no function named nosuchfunc"'
+run collect trace -d fib -o x5.json -- "$PROGS/t-calls"
+check "-d with the instrument engine: refused, exit 3, says to use -e ebpf" \
+	all '[ "$rc" != 0 ]' 'has "$err" "needs the ebpf engine"'
 finish

@@ -178,4 +178,28 @@ run collect trace -s all -o dlname.json -- "$PROGS/t-dlname"
 check "dlopen by name through the program's RUNPATH: loads (exit 0)" \
 	sh -c '[ "$1" = 0 ] && printf "%s" "$2" | grep -q "loaded by name"' _ "$rc" "$out"
 check "... and its functions are named (libb_fn 1)" [ "$(calls dlname.json libb_fn)" = 1 ]
+# --only-extract-cg (Perun's -cg): the static call graph, nothing run; the
+# edges of the program's own functions are objdump's (the peer's decoding)
+if "$SONDE" version --features | grep -q '^capstone yes' && command -v objdump >/dev/null 2>&1; then
+	run collect trace --only-extract-cg -o cg.json -- "$PROGS/t-calls"
+	own='^(fib|is_even|is_odd|leaf|sized|main) '
+	printf '%s\n' "$out" | grep -E "$own" | sort -u >cg.sonde
+	objdump -d --no-show-raw-insn "$PROGS/t-calls" | awk '
+		/^[0-9a-f]+ <.*>:$/ { f = $2; gsub(/[<>:]/, "", f) }
+		/\tcall +[0-9a-f]+ </ { t = $NF; gsub(/[<>]/, "", t); sub(/\+0x[0-9a-f]+$/, "", t); print f " -> " t }' |
+		grep -E "$own" | sort -u >cg.objdump
+	check "--only-extract-cg: the edges of t-calls' own functions are objdump's ($(wc -l <cg.objdump) edges)" \
+		all '[ "$rc" = 0 ]' '[ -s cg.objdump ]' 'cmp -s cg.sonde cg.objdump' \
+		'grep -q "^fib -> fib$" cg.sonde' 'grep -q "^is_even -> is_odd$" cg.sonde' \
+		'grep -q "^main -> printf@plt$" cg.sonde'
+	diff cg.objdump cg.sonde | sed 's/^/# /'
+	check "... and nothing was run (no profile written)" all '[ ! -e cg.json ]' 'has "$err" "nothing was run"'
+else
+	skip "--only-extract-cg" "capstone (libcapstone-dev) or objdump (binutils) is missing"
+fi
+# Perun's options for what sonde does not have: accepted, each with a note
+run collect trace --stap-cache-off --watchdog --max-simultaneous-threads 8 -o noop.json -- "$PROGS/t-calls"
+check "Perun's --stap-cache-off, --watchdog, --max-simultaneous-threads: accepted, a note says why each does nothing" \
+	all '[ "$rc" = 0 ]' \
+	"jq -e '[.stats.notes[] | select(test(\"^--(stap-cache-off|watchdog|max-simultaneous-threads) does nothing here: \"))] | length == 3' noop.json"
 finish

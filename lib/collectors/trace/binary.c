@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "config.h"
+#if SONDE_HAVE_CAPSTONE
+#include <capstone/capstone.h>
+#endif
 #include "binary.h"
 
 static Elf *elf_open(const char *path, int *fd)
@@ -376,4 +380,112 @@ bool tr_segs__offset(const struct tr_segs *segs, uint64_t vaddr, uint64_t *off)
 			return true;
 		}
 	return false;
+}
+
+/* ---- dynamic probes: the function around an address, and its instructions ------------------ */
+
+struct around {
+	const char *name; /* wanted by name; NULL: by address */
+	uint64_t vaddr, start, size;
+	char *found;
+};
+
+static int around_fn(void *ctx, const char *name, uint64_t addr, uint64_t size)
+{
+	struct around *a = ctx;
+
+	if (a->name ? !strcmp(name, a->name) : a->vaddr >= addr && a->vaddr - addr < size) {
+		a->start = addr;
+		a->size = size;
+		a->found = strdup(name);
+		return 1;
+	}
+	return 0;
+}
+
+int tr_elf_function_of(const char *path, const char *name, uint64_t vaddr, uint64_t *start,
+		       uint64_t *size, char **found)
+{
+	struct around a = { name, vaddr, 0, 0, NULL };
+	int rc = tr_elf_functions(path, around_fn, &a);
+
+	if (rc < 0)
+		return rc;
+	if (!a.found)
+		return -ENOENT;
+	*start = a.start;
+	*size = a.size;
+	if (found)
+		*found = a.found;
+	else
+		free(a.found);
+	return 0;
+}
+
+int tr_elf_insn_boundary(const char *path, uint64_t start, uint64_t size, uint64_t vaddr)
+{
+	struct tr_segs segs;
+	uint64_t off;
+	unsigned char *code;
+	int fd, rc;
+	Elf *e;
+	GElf_Ehdr eh;
+	unsigned machine;
+
+	if (vaddr == start)
+		return 1; /* a function's first byte is an instruction's */
+	if (vaddr < start || vaddr - start >= size)
+		return 0;
+	e = elf_open(path, &fd);
+	if (!e)
+		return -errno;
+	machine = gelf_getehdr(e, &eh) ? eh.e_machine : 0;
+	elf_close(e, fd);
+	if (machine == EM_AARCH64)
+		return (vaddr - start) % 4 == 0; /* fixed-width instructions */
+	if (machine != EM_X86_64)
+		return -ENOTSUP;
+#if SONDE_HAVE_CAPSTONE
+	rc = tr_elf_segs(path, &segs);
+	if (rc)
+		return rc;
+	if (!tr_segs__offset(&segs, start, &off))
+		return -ERANGE;
+	code = malloc(size);
+	if (!code)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	rc = fd < 0 ? -errno : pread(fd, code, size, (off_t)off) == (ssize_t)size ? 0 : -EIO;
+	if (fd >= 0)
+		close(fd);
+	if (!rc) {
+		csh h;
+		cs_insn *insn;
+		const uint8_t *p = code;
+		size_t left = size;
+		uint64_t at = start;
+
+		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
+			free(code);
+			return -ENOTSUP;
+		}
+		insn = cs_malloc(h);
+		rc = 0;
+		/* walk the instructions from the function's start: the address must begin one */
+		while (insn && at < vaddr && cs_disasm_iter(h, &p, &left, &at, insn))
+			;
+		rc = at == vaddr;
+		if (insn)
+			cs_free(insn, 1);
+		cs_close(&h);
+	}
+	free(code);
+	return rc;
+#else
+	(void)segs;
+	(void)off;
+	(void)code;
+	(void)rc;
+	return -ENOTSUP; /* no decoder built in: only a function's entry is sure */
+#endif
 }

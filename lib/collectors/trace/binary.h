@@ -51,4 +51,18 @@ int tr_elf_segs(const char *path, struct tr_segs *segs);
 /* The file offset of an ELF address; false when no segment holds it. */
 bool tr_segs__offset(const struct tr_segs *segs, uint64_t vaddr, uint64_t *off);
 
+/*
+ * The function of an ELF file named name (or, name NULL, the one holding the
+ * ELF address vaddr): its start and size, and *found its name (malloc'ed;
+ * found may be NULL). 0, -ENOENT, or -errno.
+ */
+int tr_elf_function_of(const char *path, const char *name, uint64_t vaddr, uint64_t *start,
+		       uint64_t *size, char **found);
+/*
+ * Whether vaddr begins an instruction of the function [start, start + size):
+ * decoded from the start (x86-64, with capstone; aarch64: every fourth byte).
+ * 1 yes, 0 no, -ENOTSUP when it cannot be told here, -errno.
+ */
+int tr_elf_insn_boundary(const char *path, uint64_t start, uint64_t size, uint64_t vaddr);
+
 #endif

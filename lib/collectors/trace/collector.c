@@ -463,6 +463,146 @@ static int add_usdt_spec(struct sonde_collection *c, struct te_loader *l, const 
 	return rc;
 }
 
+/*
+ * -d [LIB#]LOCATION[#N] (Perun's dynamic probes): a probe of no duration on
+ * one instruction, FUNC, FUNC+OFFSET or an ELF address 0xADDR, every Nth hit
+ * recorded. It must begin an instruction (a uprobe inside one would break the
+ * program): the function is decoded from its start to the offset.
+ */
+static int add_dynamic_spec(struct sonde_collection *c, struct te_loader *l, const char *binary,
+			    const char *spec, uint32_t every)
+{
+	char *copy = strdup(spec), *part[4], *path = NULL, *func = NULL, *end, *plus;
+	const char *lib = NULL, *loc;
+	uint64_t vaddr = 0, start = 0, size = 0, off = 0;
+	struct tr_usdt site = { "probe", "", 0, 0 };
+	uint32_t idx;
+	int n, k = 0, rc;
+
+	if (!copy)
+		return -ENOMEM;
+	n = split_spec(copy, part, 4);
+	if (n > 1 && looks_like_lib(part[0])) {
+		lib = part[0];
+		k = 1;
+	}
+	if (n - k == 2 && all_digits(part[n - 1])) {
+		every = (uint32_t)strtoul(part[n - 1], NULL, 10);
+		n--;
+	}
+	if (n < 0 || n - k != 1 || !*part[k] || every == 0) {
+		sonde_collection__fail(c,
+				       "bad -d probe '%s' (expected [LIB#]LOCATION[#SAMPLING], "
+				       "LOCATION a function, FUNC+OFFSET or 0xADDRESS)",
+				       spec);
+		free(copy);
+		return -EINVAL;
+	}
+	loc = part[k];
+	path = lib ? tr_find_lib_of(binary, lib) : strdup(binary);
+	if (!path) {
+		sonde_collection__fail(c, "-d probe '%s': cannot find library '%s'", spec, lib);
+		free(copy);
+		return -EINVAL;
+	}
+	rc = 0;
+	if (!strncmp(loc, "0x", 2)) { /* an ELF address: the function around it */
+		vaddr = strtoull(loc, &end, 16);
+		if (*end || end == loc + 2)
+			rc = -EINVAL;
+		else if (tr_elf_function_of(path, NULL, vaddr, &start, &size, &func))
+			rc = -ENOENT;
+	} else {
+		plus = strchr(loc, '+');
+		func = plus ? strndup(loc, (size_t)(plus - loc)) : strdup(loc);
+		if (plus) {
+			off = strtoull(plus + 1, &end, 0);
+			if (*end || !plus[1])
+				rc = -EINVAL;
+		}
+		if (!rc && (!func || tr_elf_function_of(path, func, 0, &start, &size, NULL)))
+			rc = -ENOENT;
+		vaddr = start + off;
+	}
+	if (rc == -EINVAL)
+		sonde_collection__fail(
+			c, "-d probe '%s': '%s' is not FUNC, FUNC+OFFSET or 0xADDRESS", spec, loc);
+	else if (rc)
+		sonde_collection__fail(c, "-d probe '%s': %s has no function %s%s", spec, path,
+				       strncmp(loc, "0x", 2) ? "named " : "holding ", loc);
+	if (rc)
+		rc = -EINVAL; /* a bad option value: exit 2 */
+	if (!rc) {
+		int b = tr_elf_insn_boundary(path, start, size, vaddr);
+
+		if (b == 0) {
+			sonde_collection__fail(c,
+					       "-d probe '%s': %s+0x%llx is not the start of an "
+					       "instruction of %s (a probe there would break the "
+					       "program); objdump -d shows where they start",
+					       spec, func, (unsigned long long)(vaddr - start),
+					       path);
+			rc = -EINVAL;
+		} else if (b < 0 && vaddr != start) {
+			sonde_collection__fail(
+				c,
+				"-d probe '%s': cannot tell whether %s+0x%llx starts an "
+				"instruction here (%s); probe the function's entry",
+				spec, func, (unsigned long long)(vaddr - start),
+				b == -ENOTSUP ? "no instruction decoder for this file"
+					      : strerror(-b));
+			rc = -EINVAL;
+		}
+	}
+	if (!rc) {
+		snprintf(site.name, sizeof(site.name), "%s+0x%llx", func,
+			 (unsigned long long)(vaddr - start));
+		site.pc = vaddr;
+		rc = te_loader__usdt(l, path, &site, TE_PK_USDT_POINT, UINT32_MAX, every, &idx);
+	}
+	free(func);
+	free(path);
+	free(copy);
+	return rc;
+}
+
+/*
+ * --with-usdt (Perun's): every USDT probe of the binary as a -u spec would
+ * trace it, each pairing with its _end/_END/_exit when it has one; the ends
+ * themselves are not probes of their own.
+ */
+static int add_all_usdt(struct sonde_collection *c, struct te_loader *l, const char *binary,
+			uint32_t every)
+{
+	static const char *const ends[] = { "_end", "_END", "_exit", NULL };
+	struct tr_usdt *u = NULL;
+	size_t nu = 0, i, j, k;
+	int rc = tr_elf_usdt(binary, &u, &nu);
+
+	for (i = 0; !rc && i < nu; i++) {
+		char full[160], end[160];
+		bool is_end = false, seen = false;
+
+		for (k = 0; ends[k] && !is_end; k++) { /* NAME_end of a NAME the file has */
+			size_t ln = strlen(u[i].name), le = strlen(ends[k]);
+
+			if (ln > le && !strcmp(u[i].name + ln - le, ends[k])) {
+				snprintf(end, sizeof(end), "%.*s", (int)(ln - le), u[i].name);
+				is_end = usdt_find(u, nu, end, 0) != NULL;
+			}
+		}
+		for (j = 0; j < i && !seen; j++) /* one spec per probe, however many sites */
+			seen = !strcmp(u[j].provider, u[i].provider) &&
+			       !strcmp(u[j].name, u[i].name);
+		if (is_end || seen)
+			continue;
+		snprintf(full, sizeof(full), "%s:%s", u[i].provider, u[i].name);
+		rc = add_usdt_spec(c, l, binary, full, every);
+	}
+	free(u);
+	return rc;
+}
+
 /* sonde_trace_size(n), wherever the program has it, sets sizes. */
 static int add_size_probes(struct tr_state *st, const char *binary, char **libs)
 {
@@ -515,6 +655,7 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 {
 	json_t *libs = json_object_get(sonde_collection__params(c), "lib");
 	json_t *usdt = json_object_get(sonde_collection__params(c), "usdt");
+	json_t *dyn = json_object_get(sonde_collection__params(c), "dynamic");
 	const char *size_arg = sonde_collection__param_str(c, "size-arg", NULL);
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
 	char **needed = tr_elf_needed(binary);
@@ -573,6 +714,11 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 	for (i = 0; !rc && json_is_array(usdt) && i < json_array_size(usdt); i++)
 		rc = add_usdt_spec(c, st->bpf, binary, json_string_value(json_array_get(usdt, i)),
 				   every);
+	if (!rc && sonde_collection__param_bool(c, "with-usdt"))
+		rc = add_all_usdt(c, st->bpf, binary, every);
+	for (i = 0; !rc && json_is_array(dyn) && i < json_array_size(dyn); i++)
+		rc = add_dynamic_spec(c, st->bpf, binary, json_string_value(json_array_get(dyn, i)),
+				      every);
 	if (!rc && size_arg)
 		rc = add_size_arg(c, st, binary, size_arg, every);
 	if (!rc)
@@ -581,7 +727,8 @@ static int ebpf_before(struct sonde_collection *c, struct tr_state *st, const st
 		goto out;
 	if (!te_loader__nprobes(st->bpf)) {
 		sonde_collection__fail(c, "nothing to trace in %s: no function%s to probe", binary,
-				       json_is_array(usdt) ? " or USDT probe" : "");
+				       json_is_array(usdt) || json_is_array(dyn) ? " or probe"
+										 : "");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -642,6 +789,32 @@ static int compile(struct sonde_collection *c, regex_t *re, bool *has, const cha
 }
 
 /* "500ns", "20us", "1.5ms", "2s", or a number of ns. -1: not a duration. */
+/*
+ * Perun's options for what sonde's engines do not have: accepted, and a note
+ * says why each does nothing (never silently).
+ */
+static void perun_noops(struct sonde_collection *c)
+{
+	static const struct {
+		const char *name, *why;
+	} noops[] = {
+		{ "stap-cache-off", "sonde compiles no SystemTap script (its BPF programs are "
+				    "built in)" },
+		{ "watchdog", "sonde logs its steps with --debug=DOMAINS (-vv: all)" },
+		{ "no-ds-update", "sonde keeps no dynamic statistics between runs" },
+		{ "max-simultaneous-threads", "sonde's rings have no limit of threads (a thread "
+					      "that ends gives its ring back)" },
+	};
+	json_t *params = sonde_collection__params(c);
+	size_t i;
+
+	for (i = 0; i < sizeof(noops) / sizeof(noops[0]); i++)
+		if (json_object_get(params, noops[i].name) &&
+		    !json_is_false(json_object_get(params, noops[i].name)))
+			sonde_collection__note(c, "--%s does nothing here: %s", noops[i].name,
+					       noops[i].why);
+}
+
 static int trace_before(struct sonde_collection *c)
 {
 	struct tr_state *st = calloc(1, sizeof(*st));
@@ -658,6 +831,8 @@ static int trace_before(struct sonde_collection *c)
 	const char *engine = sonde_collection__param_str(c, "engine", NULL);
 	const char *strategy = sonde_collection__param_str(c, "strategy", "userspace");
 	json_t *min_time = json_object_get(sonde_collection__params(c), "min-time");
+
+	perun_noops(c);
 	const char *bin_opt = sonde_collection__param_str(c, "binary", NULL);
 	json_t *funcs = json_object_get(sonde_collection__params(c), "func");
 	json_t *libs = json_object_get(sonde_collection__params(c), "lib");
@@ -735,6 +910,20 @@ static int trace_before(struct sonde_collection *c)
 	}
 	if (!ebpf && json_is_array(usdt) && json_array_size(usdt)) {
 		sonde_collection__fail(c, "-u (USDT probes) needs the ebpf engine (-e ebpf)");
+		return -ENOTSUP;
+	}
+	if (sonde_collection__param_bool(c, "with-usdt") &&
+	    sonde_collection__param_bool(c, "no-usdt")) {
+		sonde_collection__fail(c, "--with-usdt and --no-usdt: give one of them");
+		return -EINVAL;
+	}
+	if (!ebpf && sonde_collection__param_bool(c, "with-usdt")) {
+		sonde_collection__fail(c, "--with-usdt probes USDT markers with the ebpf engine "
+					  "(-e ebpf)");
+		return -ENOTSUP;
+	}
+	if (!ebpf && json_is_array(json_object_get(sonde_collection__params(c), "dynamic"))) {
+		sonde_collection__fail(c, "-d (dynamic probes) needs the ebpf engine (-e ebpf)");
 		return -ENOTSUP;
 	}
 	if (!ebpf && sonde_collection__param_str(c, "size-arg", NULL)) {
@@ -960,6 +1149,25 @@ static const struct sonde_option trace_options[] = {
 	  "trace FUNC (in LIB), every Nth call (repeatable)" },
 	{ SONDE_OPT_LIST, 'u', "usdt", NULL, "[LIB#]NAME[#END][#N]",
 	  "trace USDT probe NAME to NAME_end/_END/_exit or END (ebpf engine; repeatable)" },
+	{ SONDE_OPT_FLAG, 0, "only-extract-cg", NULL, NULL,
+	  "print the binary's static call graph (its direct calls, caller -> callee) and run "
+	  "nothing (Perun's -cg)" },
+	{ SONDE_OPT_FLAG, 0, "stap-cache-off", NULL, NULL,
+	  "Perun's (SystemTap): accepted, does nothing here (a note says why)" },
+	{ SONDE_OPT_FLAG, 0, "watchdog", NULL, NULL,
+	  "Perun's: accepted, does nothing here (sonde's --debug=DOMAINS logs its steps)" },
+	{ SONDE_OPT_FLAG, 0, "no-ds-update", NULL, NULL,
+	  "Perun's: accepted, does nothing here (a note says why)" },
+	{ SONDE_OPT_INT, 0, "max-simultaneous-threads", NULL, "N",
+	  "Perun's: accepted, does nothing here (sonde's rings have no thread limit)", 1, 1e9 },
+	{ SONDE_OPT_FLAG, 0, "with-usdt", NULL, NULL,
+	  "also trace every USDT probe of the binary, paired with its _end as -u does (ebpf "
+	  "engine)" },
+	{ SONDE_OPT_FLAG, 0, "no-usdt", NULL, NULL,
+	  "trace no USDT probe but those of -u (the default)" },
+	{ SONDE_OPT_LIST, 'd', "dynamic", NULL, "[LIB#]LOCATION[#N]",
+	  "count hits of one instruction: FUNC, FUNC+OFFSET or 0xADDRESS (it must start an "
+	  "instruction), every Nth hit (ebpf engine; repeatable)" },
 	{ SONDE_OPT_INT, 'g', "global-sampling", NULL, "N",
 	  "record every Nth call of each function (rules' own sampling wins)", 1, 1e9 },
 	{ SONDE_OPT_INT, 0, "depth", NULL, "N", "record calls at most N deep", 1, 1e6 },

@@ -318,8 +318,17 @@ int te_usdt(struct pt_regs *ctx)
 		return open_call(ctx, TE_FF_USDT);
 	if (p->kind == TE_PK_USDT_END)
 		return close_call(ctx, ts, true, p->pair);
-	if (traced(id))
-		emit(TE_EV_POINT, p->pair, id, ts, 0, NULL);
+	if (!traced(id))
+		return 0;
+	if (p->every > 1) { /* a point's sampling: every Nth hit */
+		__u64 *n = bpf_map_lookup_elem(&hits, &idx);
+
+		if (n && __sync_fetch_and_add(n, 1) % p->every) {
+			stat(TE_ST_SAMPLED_OUT);
+			return 0;
+		}
+	}
+	emit(TE_EV_POINT, p->pair, id, ts, 0, NULL);
 	return 0;
 }
 
