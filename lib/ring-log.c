@@ -187,7 +187,7 @@ int sonde_ring_log__walk_records(const void *data, size_t bytes, const struct so
 		memcpy(&h, r, 4);
 		l = SONDE_RING_REC_LEN(h);
 		if (l < 8 || (l & 7) || r + l > cend)
-			return -EINVAL;
+			return -EBADMSG; /* the lengths frame the records: the rest is unreadable */
 		if (SONDE_RING_REC_TYPE(h) != SONDE_RING_PAD) {
 			rc = cb(ctx, c, (const uint32_t *)(const void *)r);
 			if (rc)
@@ -212,6 +212,8 @@ int sonde_ring_log__walk(const void *buf, size_t len, sonde_ring_record_fn cb, v
 		if (c->bytes > (size_t)(end - p))
 			return 0; /* a chunk cut short by a crash of sonde: stop there */
 		rc = sonde_ring_log__walk_records(p, c->bytes, c, cb, ctx);
+		if (rc == -EBADMSG) /* a target wrote over its ring: said, and the next chunk */
+			rc = cb(ctx, c, NULL);
 		if (rc)
 			return rc;
 		p += c->bytes;

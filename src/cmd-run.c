@@ -514,6 +514,37 @@ out:
 	return rc;
 }
 
+/*
+ * An integer or string generator's range: integers KEY_MIN to KEY_MAX by step
+ * (1), at most 100000 values; a length (max_value > 0) is 0 to max_value.
+ */
+static int range_of(json_t *g, const char *id, const char *type, const char *kmin, const char *kmax,
+		    long long max_value, long long *lo, long long *hi, long long *step)
+{
+	json_t *a = json_object_get(g, kmin), *z = json_object_get(g, kmax),
+	       *s = json_object_get(g, "step");
+
+	char msg[256];
+
+	if (!json_is_integer(a) || !json_is_integer(z) || (s && !json_is_integer(s))) {
+		snprintf(msg, sizeof(msg), "generator '%s' (%s) needs integer %s and %s (and step)",
+			 id, type, kmin, kmax);
+		return bad("%s", msg);
+	}
+	*lo = json_integer_value(a);
+	*hi = json_integer_value(z);
+	*step = s ? json_integer_value(s) : 1;
+	if (*step <= 0 || *hi < *lo || (*hi - *lo) / *step > 100000 ||
+	    (max_value > 0 && (*lo < 0 || *hi > max_value))) {
+		snprintf(msg, sizeof(msg),
+			 "generator '%s' (%s): %s%s <= %s%s, step > 0, and at most 100000 values",
+			 id, type, max_value > 0 ? "0 <= " : "", kmin, kmax,
+			 max_value > 0 ? " <= 1048576" : "");
+		return bad("%s", msg);
+	}
+	return 0;
+}
+
 /* The jobs of one collector, command, args and workload (a generator's expanded). */
 static int add_jobs(struct batch *b, json_t *cfg, json_t *col, const char *cmd, const char *args,
 		    const char *wl, json_t *posts)
@@ -530,35 +561,15 @@ static int add_jobs(struct batch *b, json_t *cfg, json_t *col, const char *cmd, 
 	if (g && !type)
 		return bad("generator '%s' has no type", wl);
 	if (g && !strcmp(type, "integer")) {
-		json_t *a = json_object_get(g, "min_range"), *z = json_object_get(g, "max_range"),
-		       *s = json_object_get(g, "step");
+		int rc = range_of(g, wl, "integer", "min_range", "max_range", 0, &lo, &hi, &step);
 
-		if (!json_is_integer(a) || !json_is_integer(z) || (s && !json_is_integer(s)))
-			return bad("generator '%s' (integer) needs integer min_range and max_range "
-				   "(and step)",
-				   wl);
-		lo = json_integer_value(a);
-		hi = json_integer_value(z);
-		step = s ? json_integer_value(s) : 1;
-		if (step <= 0 || hi < lo || (hi - lo) / step > 100000)
-			return bad("generator '%s' (integer): min_range <= max_range, step > 0, "
-				   "and at most 100000 sizes",
-				   wl);
+		if (rc)
+			return rc;
 	} else if (g && !strcmp(type, "string")) {
-		json_t *a = json_object_get(g, "min_len"), *z = json_object_get(g, "max_len"),
-		       *s = json_object_get(g, "step");
+		int rc = range_of(g, wl, "string", "min_len", "max_len", 1 << 20, &lo, &hi, &step);
 
-		if (!json_is_integer(a) || !json_is_integer(z) || (s && !json_is_integer(s)))
-			return bad("generator '%s' (string) needs integer min_len and max_len "
-				   "(and step)",
-				   wl);
-		lo = json_integer_value(a);
-		hi = json_integer_value(z);
-		step = s ? json_integer_value(s) : 1;
-		if (lo < 0 || step <= 0 || hi < lo || hi > (1 << 20) || (hi - lo) / step > 100000)
-			return bad("generator '%s' (string): 0 <= min_len <= max_len <= 1048576, "
-				   "step > 0, and at most 100000 lengths",
-				   wl);
+		if (rc)
+			return rc;
 	} else if (g && !strcmp(type, "textfile")) {
 		int rc = textfiles(b, cfg, g, wl, &lo, &hi, &step, &dir);
 

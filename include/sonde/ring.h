@@ -238,13 +238,17 @@ uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d);
 /*
  * Walk a drained log held in memory (8-byte aligned): cb is called per record
  * with the chunk it came from, which lies in buf just before its records
- * (padding is skipped). A truncated tail is ignored. Returns 0, the first
- * non-zero value cb returned, or -EINVAL for a corrupt log.
+ * (padding is skipped). A truncated tail is ignored. A record whose length
+ * does not frame it (the target wrote over its ring) ends its chunk: cb is
+ * called once with rec NULL for the rest of that chunk, and the walk goes on
+ * with the next. Returns 0, the first non-zero value cb returned, or -EINVAL
+ * for a misaligned buffer.
  */
 typedef int (*sonde_ring_record_fn)(void *ctx, const struct sonde_ring_chunk *c,
 				    const uint32_t *rec);
 int sonde_ring_log__walk(const void *buf, size_t len, sonde_ring_record_fn cb, void *ctx);
-/* The records of one chunk's bytes (8-byte aligned), as __walk does. */
+/* The records of one chunk's bytes (8-byte aligned), as __walk does; -EBADMSG where
+   a record's length does not frame it (the records before it were walked). */
 int sonde_ring_log__walk_records(const void *data, size_t bytes, const struct sonde_ring_chunk *c,
 				 sonde_ring_record_fn cb, void *ctx);
 

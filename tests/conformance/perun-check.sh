@@ -50,24 +50,7 @@ cd repo || exit 1
 git init -q
 git config user.name t && git config user.email t@t
 profile() {
-	cat >prog.c <<EOF
-#include <stdlib.h>
-#include <string.h>
-
-void *keep(long n)
-{
-	char *p = malloc($1);
-
-	memset(p, 1, $1);
-	return p;
-}
-
-int main(int argc, char **argv)
-{
-	free(keep(atol(argv[1])));
-	return 0;
-}
-EOF
+	alloc_prog "$1"
 	cc -O0 -g -o prog prog.c && git add prog.c && git commit -qm "$1" &&
 		"$SONDE" run matrix -q && ls .sonde/objects/"$(git rev-parse HEAD)"/*.json
 }

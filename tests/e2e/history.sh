@@ -14,24 +14,7 @@ mkdir -p repo "$HOME"
 cd repo || exit 1
 git init -q
 version() {
-	cat >prog.c <<EOF
-#include <stdlib.h>
-#include <string.h>
-
-void *keep(long n)
-{
-	char *p = malloc($1);
-
-	memset(p, 1, $1);
-	return p;
-}
-
-int main(int argc, char **argv)
-{
-	free(keep(atol(argv[1])));
-	return 0;
-}
-EOF
+	alloc_prog "$1"
 	git add prog.c && git commit -qm "$2"
 }
 "$SONDE" init >/dev/null

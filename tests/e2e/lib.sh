@@ -48,6 +48,28 @@ run() {
 jq_eq() { [ "$(jq -r "$2" "$1")" = "$3" ]; }
 validate() { /usr/bin/python3 "$SRC/tests/validate-profile.py" "$SRC/docs/profile.schema.json" "$@"; }
 has() { printf '%s' "$1" | grep -q -- "$2"; }
+# alloc_prog EXPR: prog.c, whose keep(n) allocates EXPR bytes (n * 64, n * n):
+# exact, known allocations for the history checks and their models
+alloc_prog() {
+	cat >prog.c <<EOF
+#include <stdlib.h>
+#include <string.h>
+
+void *keep(long n)
+{
+	char *p = malloc($1);
+
+	memset(p, 1, $1);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	free(keep(atol(argv[1])));
+	return 0;
+}
+EOF
+}
 
 # browser WHAT SPEC: open the files of SPEC in headless chromium (tests/browser/open.js)
 # and report its checks as TAP lines; SKIP (and return 1) without node or chromium

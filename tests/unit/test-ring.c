@@ -59,9 +59,14 @@ static int check_rec(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 {
 	struct check *k = ctx;
 	const struct rec *r = (const void *)h;
-	uint32_t i, len = SONDE_RING_REC_LEN(h[0]);
+	uint32_t i, len;
 
 	(void)c;
+	if (!h) { /* a chunk whose records do not frame: none is written here */
+		k->bad++;
+		return 0;
+	}
+	len = SONDE_RING_REC_LEN(h[0]);
 	if (SONDE_RING_REC_TYPE(h[0]) != T_REC || r->writer >= 8 || len != rec_len(r->seq)) {
 		k->bad++;
 		return 0;
@@ -88,6 +93,42 @@ static int sink(void *ctx, const struct sonde_ring_chunk *c, const void *data)
 	rc = sonde_ring_log__walk(buf, len, check_rec, ctx);
 	free(buf);
 	return rc;
+}
+
+static int count_rec(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
+{
+	unsigned *n = ctx; /* n[0]: records, n[1]: chunks cut short */
+
+	(void)c;
+	n[rec ? 0 : 1]++;
+	return 0;
+}
+
+/*
+ * A chunk whose records a target wrote over (a length that frames nothing)
+ * ends there, said once with NULL; the next chunk is walked, and the walk
+ * succeeds.
+ */
+static void test_walk_skips_a_scribbled_chunk(void **state)
+{
+	uint64_t buf[16] = { 0 };
+	struct sonde_ring_chunk *c1 = (void *)buf, *c2;
+	uint32_t *r = (uint32_t *)(c1 + 1);
+	unsigned n[2] = { 0, 0 };
+
+	(void)state;
+	c1->bytes = 24;
+	r[0] = SONDE_RING_REC(T_REC, 8); /* a good record */
+	r[2] = SONDE_RING_REC(T_REC, 3); /* a length that is no multiple of 8 */
+	r[4] = SONDE_RING_REC(T_REC, 8); /* unreachable: the lengths frame the records */
+	c2 = (void *)((char *)(c1 + 1) + 24);
+	c2->bytes = 8;
+	((uint32_t *)(c2 + 1))[0] = SONDE_RING_REC(T_REC, 8);
+	assert_int_equal(
+		sonde_ring_log__walk(buf, sizeof(*c1) + 24 + sizeof(*c2) + 8, count_rec, n), 0);
+	assert_int_equal(n[0], 2);
+	assert_int_equal(n[1], 1);
+	assert_int_equal(sonde_ring_log__walk_records(r, 24, c1, count_rec, n), -EBADMSG);
 }
 
 static void test_wrap_around(void **state)
@@ -478,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_drainer_to_file),
 		cmocka_unit_test(test_open_records),
 		cmocka_unit_test(test_close_and_renew),
+		cmocka_unit_test(test_walk_skips_a_scribbled_chunk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,7 @@ struct counters_state {
 	size_t nshown, nids;
 	unsigned flags;
 	bool all_cpus, per_cpu;
+	uint64_t malformed_chunks; /* region records the target wrote over: skipped */
 	double interval_ms;
 	struct sonde_counters_config **cfg; /* one per agent with -a, else one */
 	size_t ncfg;
@@ -625,11 +626,18 @@ static int counters_start(struct sonde_collection *c, pid_t pid)
 static int take_region(void *ctx, const struct sonde_ring_chunk *ch, const uint32_t *rec)
 {
 	struct counters_state *st = ctx;
-	const struct sonde_counters_dispatch *h = (const void *)(rec + 2);
-	const struct sonde_counters_value *v = (const void *)(h + 1);
-	uint32_t len = SONDE_RING_REC_LEN(rec[0]), i;
+	const struct sonde_counters_dispatch *h;
+	const struct sonde_counters_value *v;
+	uint32_t len, i;
 
 	(void)ch;
+	if (!rec) { /* the rest of a chunk the target wrote over: its regions are not counted */
+		st->malformed_chunks++;
+		return 0;
+	}
+	h = (const void *)(rec + 2);
+	v = (const void *)(h + 1);
+	len = SONDE_RING_REC_LEN(rec[0]);
 	if (SONDE_RING_REC_TYPE(rec[0]) != CNT_REC_REGION)
 		return 0;
 	if (len < 8 + sizeof(*h) || len < 8 + sizeof(*h) + (uint64_t)h->nvalues * sizeof(*v) ||
@@ -724,6 +732,11 @@ static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
 	static const char *const dim_names[4] = { "cpu", "core", "package", "numa" };
 	size_t i, j, q;
 
+	if (st->malformed_chunks)
+		sonde_collection__note(c,
+				       "%llu chunks of region records were written over by the "
+				       "target: the regions in them are not counted",
+				       (unsigned long long)st->malformed_chunks);
 	set_run(st, 0);
 	for (q = 0; q < st->nshown; q++) {
 		struct sonde_counter_info info;

@@ -256,14 +256,15 @@ static bool rec_ok(const uint32_t *rec)
 static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
 {
 	struct run *r = ctx;
-	uint32_t type = SONDE_RING_REC_TYPE(rec[0]);
+	uint32_t type;
 	struct image *im;
 	uint64_t ts;
 
-	if (!rec_ok(rec)) {
+	if (!rec || !rec_ok(rec)) { /* NULL: the rest of a chunk the target wrote over */
 		r->a->t.malformed++;
 		return 0;
 	}
+	type = SONDE_RING_REC_TYPE(rec[0]);
 
 	switch (type) {
 	case MEM_REC_PROC: {

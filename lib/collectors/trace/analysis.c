@@ -597,10 +597,17 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 {
 	struct tr_feed *r = ctx;
 	struct tr_analysis *a = r->a;
-	uint32_t type = SONDE_RING_REC_TYPE(rec[0]), len = SONDE_RING_REC_LEN(rec[0]);
-	struct tr_thread *t = tr_feed__thread(r, c->serial, c->pid, c->tid);
+	uint32_t type, len;
+	struct tr_thread *t;
 	struct image *img;
 
+	if (!rec) { /* the rest of a chunk the target wrote over */
+		a->t.malformed++;
+		return 0;
+	}
+	type = SONDE_RING_REC_TYPE(rec[0]);
+	len = SONDE_RING_REC_LEN(rec[0]);
+	t = tr_feed__thread(r, c->serial, c->pid, c->tid);
 	if (!t)
 		return -ENOMEM;
 	img = t->img;
@@ -788,6 +795,7 @@ static json_t *stats_json(const struct tr_analysis *a)
 	if (a->engine)
 		json_object_set_new(s, "engine", json_string(a->engine));
 	json_object_set_new(s, "rows", json_integer((json_int_t)t->rows));
+	json_object_set_new(s, "malformed_chunks", json_integer((json_int_t)t->malformed));
 	if (t->sampled_funcs)
 		json_object_set_new(s, "rows_sampled",
 				    json_pack("{s:I, s:I, s:I}", "functions",

@@ -1088,6 +1088,12 @@ static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 		ebpf_totals(c, st);
 #endif
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
+	if (t->malformed)
+		sonde_collection__note(c,
+				       "%llu chunks of the event log held records the target wrote "
+				       "over: the rest of each was skipped (stats.trace."
+				       "malformed_chunks)",
+				       (unsigned long long)t->malformed);
 	if (!st->bpf && !t->images)
 		sonde_collection__note(c,
 				       "nothing was recorded: the trace runtime never started in "
