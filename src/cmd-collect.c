@@ -631,6 +631,14 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		char *used = NULL, *buf;
 		size_t len;
 
+		if (path && json_is_true(json_object_get(
+				    json_object_get(sonde_profile__collector_info(p), "params"),
+				    "no-profile"))) { /* trace -np: the raw log only */
+			fprintf(rep, "no profile written (--no-profile): '%s' was not written\n",
+				path);
+			free(path);
+			continue;
+		}
 		if (!path) {
 			rc = -ENOMEM;
 		} else {
@@ -680,7 +688,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 			  argv[0], out->timed_out ? "timed out and " : "", err.buf,
 			  out->failure_run, ncols > 1 ? "s" : "", written.buf);
 		code = EXIT_FAILURE_;
-	} else if (!cli_quiet()) {
+	} else if (!cli_quiet() && written.len) {
 		if (ncols > 1)
 			fprintf(rep, "\nrun %s: profiles written to %s\n", sonde_session__run_id(s),
 				written.buf);
@@ -1014,6 +1022,17 @@ static int cmd_collect_one(int argc, char **argv)
 	}
 	probe = profile_path(&o, argv, col->name, values, ncols);
 	rc = probe ? check_writable(probe) : -ENOMEM;
+	if (!rc && ncols == 1 &&
+	    (json_is_true(json_object_get(params, "keep-temps")) ||
+	     json_is_true(json_object_get(params, "zip-temps")) ||
+	     json_is_true(json_object_get(params, "no-profile")))) {
+		/* trace -k/-z/-np: the raw log beside where the profile goes */
+		struct sonde_strbuf kp = SONDE_STRBUF_INIT;
+
+		sonde_strbuf__addf(&kp, "%s.events", strcmp(probe, "-") ? probe : "stdout");
+		json_object_set_new(params, "keep-temps-to", json_string(kp.buf));
+		sonde_strbuf__release(&kp);
+	}
 	if (rc) {
 		cli_error("collect", "cannot write the profile to '%s': %s", probe, strerror(-rc));
 		code = EXIT_FAILURE_;

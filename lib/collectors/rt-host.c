@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <sonde/clock.h>
+#include <sonde/file.h>
 #include <sonde/runner.h>
 #include <sonde/sysinfo.h>
 #include "../runtime-file.h"
@@ -261,6 +262,24 @@ int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct so
 	if (rc2 && !rc)
 		sonde_collection__fail(c, "cannot renew the event rings: %s", strerror(-rc2));
 	return rc ? rc : rc2;
+}
+
+int rt_host__keep_log(struct rt_host *h, const char *path)
+{
+	off_t end = h->log_fd >= 0 ? lseek(h->log_fd, 0, SEEK_END) : -1;
+	void *map;
+	int rc;
+
+	if (end < 0)
+		return h->log_fd >= 0 ? -errno : -EBADF;
+	if (!end)
+		return sonde_file__write_data(path, "", 0, SONDE_FILE_NEW, NULL);
+	map = mmap(NULL, (size_t)end, PROT_READ, MAP_PRIVATE, h->log_fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	rc = sonde_file__write_data(path, map, (size_t)end, SONDE_FILE_NEW, NULL);
+	munmap(map, (size_t)end);
+	return rc;
 }
 
 uint64_t rt_host__drain_cpu_ns(struct rt_host *h)

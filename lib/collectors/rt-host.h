@@ -87,6 +87,12 @@ int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct so
 		  rt_host_analyse_fn fn, void *ctx);
 /* CPU time the drainer used. */
 uint64_t rt_host__drain_cpu_ns(struct rt_host *h);
+/*
+ * Keep the drained event log of every run (the chunks of ring.h's log format)
+ * at path, compressed when it ends in .zst or .gz; never replacing a file.
+ * Returns 0 or -errno.
+ */
+int rt_host__keep_log(struct rt_host *h, const char *path);
 void rt_host__release(struct rt_host *h);
 
 #endif

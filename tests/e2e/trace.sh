@@ -202,4 +202,16 @@ run collect trace --stap-cache-off --watchdog --max-simultaneous-threads 8 -o no
 check "Perun's --stap-cache-off, --watchdog, --max-simultaneous-threads: accepted, a note says why each does nothing" \
 	all '[ "$rc" = 0 ]' \
 	"jq -e '[.stats.notes[] | select(test(\"^--(stap-cache-off|watchdog|max-simultaneous-threads) does nothing here: \"))] | length == 3' noop.json"
+# Perun's -k / -z / --no-profile: the raw event log kept beside the profile
+run collect trace -k -o kt.json -- "$PROGS/t-calls"
+check "-k: the raw event log beside the profile, every byte the analysis read (stats.trace.log_bytes)" \
+	all '[ "$rc" = 0 ]' '[ -s kt.json.events ]' \
+	"[ \"\$(wc -c <kt.json.events)\" = \"\$(jq .stats.trace.log_bytes kt.json)\" ]"
+run collect trace -z -o kz.json -- "$PROGS/t-calls"
+check "-z: kept compressed (zstd), the same bytes once expanded" \
+	all '[ "$rc" = 0 ]' '[ -s kz.json.events.zst ]' \
+	"[ \"\$(zstd -dc kz.json.events.zst | wc -c)\" = \"\$(jq .stats.trace.log_bytes kz.json)\" ]"
+run collect trace --no-profile -o kn.json -- "$PROGS/t-calls"
+check "--no-profile: the raw log only, no profile, said" \
+	all '[ "$rc" = 0 ]' '[ -s kn.json.events ]' '[ ! -e kn.json ]' 'has "$err" "no profile written"'
 finish

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <sonde/collector.h>
 #include <sonde/runner.h>
+#include <sonde/file.h>
 #include <sonde/format.h>
 #include "config.h"
 #include "binary.h"
@@ -1078,6 +1079,48 @@ static void ebpf_totals(struct sonde_collection *c, struct tr_state *st)
 }
 #endif
 
+/*
+ * Perun's -k / -z: the raw event log (and the rules file) kept beside the
+ * profile, at the path collect passes as keep-temps-to; -z compresses them.
+ */
+static void keep_temps(struct sonde_collection *c, struct tr_state *st)
+{
+	const char *to = sonde_collection__param_str(c, "keep-temps-to", NULL);
+	bool zip = sonde_collection__param_bool(c, "zip-temps");
+	char path[PATH_MAX];
+	int rc;
+
+	if (!to)
+		return;
+	if (st->bpf) {
+		sonde_collection__note(c, "--keep-temps: the ebpf engine keeps no raw event log "
+					  "(it analyses the BPF ring buffer as it drains it)");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s%s", to, zip ? ".zst" : "");
+	rc = rt_host__keep_log(&st->host, path);
+	if (rc) {
+		sonde_collection__note(c, "--keep-temps: cannot keep the event log in '%s': %s",
+				       path, strerror(-rc));
+		return;
+	}
+	sonde_collection__note(c,
+			       "the raw event log is kept in '%s' (chunks of records, the "
+			       "format of include/sonde/ring.h)",
+			       path);
+	if (st->rules_path[0]) {
+		char *buf = NULL;
+		size_t len = 0;
+
+		snprintf(path, sizeof(path), "%s.rules%s", to, zip ? ".zst" : "");
+		if (sonde_file__read(st->rules_path, &buf, &len) == 0 &&
+		    sonde_file__write_data(path, buf, len, SONDE_FILE_NEW, NULL) == 0)
+			sonde_collection__note(c, "the rules the runtime read are kept in '%s'",
+					       path);
+		free(buf);
+	}
+}
+
 static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 {
 	struct tr_state *st = sonde_collection__priv(c);
@@ -1088,6 +1131,7 @@ static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 		ebpf_totals(c, st);
 #endif
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
+	keep_temps(c, st);
 	if (t->malformed)
 		sonde_collection__note(c,
 				       "%llu chunks of the event log held records the target wrote "
@@ -1158,6 +1202,13 @@ static const struct sonde_option trace_options[] = {
 	{ SONDE_OPT_FLAG, 0, "only-extract-cg", NULL, NULL,
 	  "print the binary's static call graph (its direct calls, caller -> callee) and run "
 	  "nothing (Perun's -cg)" },
+	{ SONDE_OPT_FLAG, 'k', "keep-temps", NULL, NULL,
+	  "keep the raw event log (and the rules) beside the profile, PROFILE.events "
+	  "(Perun's -k; instrument engine)" },
+	{ SONDE_OPT_FLAG, 'z', "zip-temps", NULL, NULL,
+	  "keep them compressed, PROFILE.events.zst (Perun's -z)" },
+	{ SONDE_OPT_FLAG, 0, "no-profile", NULL, NULL,
+	  "keep the raw event log only, and write no profile (Perun's -np)" },
 	{ SONDE_OPT_FLAG, 0, "stap-cache-off", NULL, NULL,
 	  "Perun's (SystemTap): accepted, does nothing here (a note says why)" },
 	{ SONDE_OPT_FLAG, 0, "watchdog", NULL, NULL,
