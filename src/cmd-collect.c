@@ -1025,6 +1025,7 @@ static int cmd_collect_one(int argc, char **argv)
 	if (!rc && ncols == 1 &&
 	    (json_is_true(json_object_get(params, "keep-temps")) ||
 	     json_is_true(json_object_get(params, "zip-temps")) ||
+	     json_is_true(json_object_get(params, "verbose-trace")) ||
 	     json_is_true(json_object_get(params, "no-profile")))) {
 		/* trace -k/-z/-np: the raw log beside where the profile goes */
 		struct sonde_strbuf kp = SONDE_STRBUF_INIT;

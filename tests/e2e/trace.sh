@@ -214,4 +214,11 @@ check "-z: kept compressed (zstd), the same bytes once expanded" \
 run collect trace --no-profile -o kn.json -- "$PROGS/t-calls"
 check "--no-profile: the raw log only, no profile, said" \
 	all '[ "$rc" = 0 ]' '[ -s kn.json.events ]' '[ ! -e kn.json ]' 'has "$err" "no profile written"'
+run collect trace --verbose-trace -o kv.json -- "$PROGS/t-calls"
+check "--verbose-trace (Perun's -vt): one enter and one exit line per call (stats.trace.calls), and fib's 1973" \
+	all '[ "$rc" = 0 ]' \
+	"[ \"\$(grep -c \" enter \" kv.json.events.txt)\" = \"\$(jq .stats.trace.calls kv.json)\" ]" \
+	"[ \"\$(grep -c \" exit \" kv.json.events.txt)\" = \"\$(jq .stats.trace.calls kv.json)\" ]" \
+	"[ \"\$(grep -c \" exit .*t-calls+0x\$(nm \"\$PROGS/t-calls\" | sed -n 's/^0*\\([0-9a-f]*\\) T fib\$/\\1/p') \" kv.json.events.txt)\" = 1973 ]" \
+	'[ ! -e kv.json.events ]'
 finish

@@ -278,6 +278,11 @@ static int push(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t 
 	memset(f, 0, sizeof(*f));
 	f->func = func;
 	f->t0 = ns;
+	if (a->verbose) /* ns since the start, pid, tid, depth, what, where */
+		fprintf(a->verbose, "%llu %u %u %zu enter %s+0x%llx\n",
+			(unsigned long long)(ns - r->t0), t->pid, t->tid, t->depth - 1,
+			a->funcs[func].module ? a->funcs[func].module : "?",
+			(unsigned long long)a->funcs[func].offset);
 	f->slice = -1;
 	f->outer = t->active[func]++ == 0;
 	if (node_of(a, parent, func, &f->node))
@@ -305,6 +310,11 @@ static int pop(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
 	struct tr_node *node = &a->nodes[f->node];
 	struct tr_row row;
 
+	if (a->verbose) /* ns since the start, pid, tid, depth, what, where, how long */
+		fprintf(a->verbose, "%llu %u %u %zu exit %s+0x%llx %llu\n",
+			(unsigned long long)(ns - r->t0), t->pid, t->tid, t->depth,
+			fn->module ? fn->module : "?", (unsigned long long)fn->offset,
+			(unsigned long long)dur);
 	t->active[f->func]--;
 	a->t.calls++;
 	if (f->slice >= 0)

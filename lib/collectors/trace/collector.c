@@ -38,6 +38,7 @@ struct tr_state {
 	size_t bpf_ring;       /* ebpf: bytes of the BPF ring buffer */
 	uint32_t follow_every; /* ebpf: the sampling of an exec'ed program's functions */
 	char *exe;
+	char verbose_path[PATH_MAX]; /* -vt: the text lines' file */
 };
 
 /* ---- rules ------------------------------------------------------------------------------ */
@@ -856,6 +857,22 @@ static int trace_before(struct sonde_collection *c)
 	tr_analysis__init(&st->a);
 	if (!st->a.sym || !st->a.func_index || !st->a.threads || !st->a.processes)
 		return -ENOMEM;
+	if (sonde_collection__param_bool(c, "verbose-trace")) {
+		/* Perun's -vt: every enter and exit as a line, beside the profile */
+		const char *to = sonde_collection__param_str(c, "keep-temps-to", NULL);
+		int fd;
+
+		snprintf(st->verbose_path, sizeof(st->verbose_path), "%s.txt",
+			 to ? to : "trace.events");
+		fd = open(st->verbose_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 || !(st->a.verbose = fdopen(fd, "w"))) {
+			sonde_collection__fail(c, "--verbose-trace: cannot create '%s': %s",
+					       st->verbose_path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -EINVAL;
+		}
+	}
 	rc = rt_host__ring_bytes(c, spec.ring_bytes, &spec.ring_bytes);
 	if (rc)
 		return rc;
@@ -1090,8 +1107,9 @@ static void keep_temps(struct sonde_collection *c, struct tr_state *st)
 	char path[PATH_MAX];
 	int rc;
 
-	if (!to)
-		return;
+	if (!to || !(zip || sonde_collection__param_bool(c, "keep-temps") ||
+		     sonde_collection__param_bool(c, "no-profile")))
+		return; /* -vt alone keeps its text only */
 	if (st->bpf) {
 		sonde_collection__note(c, "--keep-temps: the ebpf engine keeps no raw event log "
 					  "(it analyses the BPF ring buffer as it drains it)");
@@ -1132,6 +1150,19 @@ static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 #endif
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
 	keep_temps(c, st);
+	if (st->a.verbose) {
+		if (fflush(st->a.verbose))
+			sonde_collection__note(
+				c, "--verbose-trace: '%s' could not be written whole: %s",
+				st->verbose_path, strerror(errno));
+		else
+			sonde_collection__note(
+				c,
+				"every call's enter and exit is in '%s' (ns since the "
+				"start, pid, tid, depth, enter|exit, module+offset, and "
+				"an exit's ns)",
+				st->verbose_path);
+	}
 	if (t->malformed)
 		sonde_collection__note(c,
 				       "%llu chunks of the event log held records the target wrote "
@@ -1177,6 +1208,8 @@ static void trace_cleanup(struct sonde_collection *c)
 	rt_host__release(&st->host);
 	if (st->rules_path[0])
 		close(st->rules_fd);
+	if (st->a.verbose)
+		fclose(st->a.verbose);
 	tr_analysis__release(&st->a);
 	free(st);
 }
@@ -1207,6 +1240,9 @@ static const struct sonde_option trace_options[] = {
 	  "(Perun's -k; instrument engine)" },
 	{ SONDE_OPT_FLAG, 'z', "zip-temps", NULL, NULL,
 	  "keep them compressed, PROFILE.events.zst (Perun's -z)" },
+	{ SONDE_OPT_FLAG, 0, "verbose-trace", NULL, NULL,
+	  "also write every call's enter and exit as a line of text, PROFILE.events.txt "
+	  "(Perun's -vt)" },
 	{ SONDE_OPT_FLAG, 0, "no-profile", NULL, NULL,
 	  "keep the raw event log only, and write no profile (Perun's -np)" },
 	{ SONDE_OPT_FLAG, 0, "stap-cache-off", NULL, NULL,

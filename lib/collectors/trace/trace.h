@@ -7,6 +7,7 @@
 #define SONDE_TRACE_COLLECTOR_H
 
 #include <regex.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -87,6 +88,7 @@ struct tr_analysis {
 	regex_t filter, exclude;
 	bool has_filter, has_exclude;
 	struct rt_clock clock;
+	FILE *verbose; /* -vt: every call's enter and exit, one text line each; or NULL */
 	/* built across runs */
 	struct sonde_symbols *sym;
 	json_t *func_index; /* "module\x01offset" -> index */
