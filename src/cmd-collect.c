@@ -356,6 +356,26 @@ static int print_call_graph(const char *binary, const char *cmd)
 	return EXIT_OK;
 }
 
+/*
+ * Perun's trace collector spells some options with two letters after one
+ * dash (-cg, -np, -vt...): before "--", each becomes the long option it names.
+ */
+static void perun_short_names(int argc, char **argv)
+{
+	static const char *const names[][2] = {
+		{ "-cg", "--only-extract-cg" }, { "-np", "--no-profile" },
+		{ "-vt", "--verbose-trace" },	{ "-sc", "--stap-cache-off" },
+		{ "-nds", "--no-ds-update" },	{ "-mt", "--max-simultaneous-threads" },
+	};
+	int i;
+	size_t k;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (!strcmp(argv[i], names[k][0]))
+				argv[i] = (char *)names[k][1];
+}
+
 /* The usage, and the registered collectors when there are some (for --help). */
 static const char *usage_with_registered(void)
 {
@@ -931,6 +951,9 @@ static int cmd_collect_one(int argc, char **argv)
 		return code;
 	}
 	col = ncols ? cols[0] : NULL;
+	for (i = 0; i < ncols; i++)
+		if (!strcmp(cols[i]->name, "trace"))
+			perun_short_names(argc, argv);
 	snprintf(repeat_help, sizeof(repeat_help), "measure N runs (default: %s)",
 		 !col ? "1 for memory, trace and counters; time: "
 			"at least 10 runs and 3 s"

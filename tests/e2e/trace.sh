@@ -181,7 +181,7 @@ check "... and its functions are named (libb_fn 1)" [ "$(calls dlname.json libb_
 # --only-extract-cg (Perun's -cg): the static call graph, nothing run; the
 # edges of the program's own functions are objdump's (the peer's decoding)
 if "$SONDE" version --features | grep -q '^capstone yes' && command -v objdump >/dev/null 2>&1; then
-	run collect trace --only-extract-cg -o cg.json -- "$PROGS/t-calls"
+	run collect trace -cg -o cg.json -- "$PROGS/t-calls"
 	own='^(fib|is_even|is_odd|leaf|sized|main) '
 	printf '%s\n' "$out" | grep -E "$own" | sort -u >cg.sonde
 	objdump -d --no-show-raw-insn "$PROGS/t-calls" | awk '
@@ -211,8 +211,8 @@ run collect trace -z -o kz.json -- "$PROGS/t-calls"
 check "-z: kept compressed (zstd), the same bytes once expanded" \
 	all '[ "$rc" = 0 ]' '[ -s kz.json.events.zst ]' \
 	"[ \"\$(zstd -dc kz.json.events.zst | wc -c)\" = \"\$(jq .stats.trace.log_bytes kz.json)\" ]"
-run collect trace --no-profile -o kn.json -- "$PROGS/t-calls"
-check "--no-profile: the raw log only, no profile, said" \
+run collect trace -np -o kn.json -- "$PROGS/t-calls"
+check "-np (--no-profile): the raw log only, no profile, said" \
 	all '[ "$rc" = 0 ]' '[ -s kn.json.events ]' '[ ! -e kn.json ]' 'has "$err" "no profile written"'
 run collect trace --verbose-trace -o kv.json -- "$PROGS/t-calls"
 check "--verbose-trace (Perun's -vt): one enter and one exit line per call (stats.trace.calls), and fib's 1973" \
