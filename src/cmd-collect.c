@@ -376,6 +376,17 @@ static void perun_short_names(int argc, char **argv)
 				argv[i] = (char *)names[k][1];
 }
 
+/* Whether -h or --help comes before "--": only then is the registry read for the usage. */
+static bool asks_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
 /* The usage, and the registered collectors when there are some (for --help). */
 static const char *usage_with_registered(void)
 {
@@ -971,8 +982,8 @@ static int cmd_collect_one(int argc, char **argv)
 			headings[i],	 0, 0,	  NULL, unshared_shorts(cols, ncols, i, own[i])
 		};
 	}
-	first = cli_parse("collect", usage_with_registered(), table, argc - 1 - skip,
-			  argv + 1 + skip, 0, params, &code);
+	first = cli_parse("collect", asks_help(argc, argv) ? usage_with_registered() : usage, table,
+			  argc - 1 - skip, argv + 1 + skip, 0, params, &code);
 	if (first < 0) {
 		json_decref(params);
 		return code;
