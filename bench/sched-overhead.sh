@@ -1,15 +1,22 @@
 #!/bin/sh
 # sched-overhead.sh - what watching the scheduler costs a context-switch-heavy
 # program (bench/switchwork: a ping-pong over pipes, which prints its own
-# elapsed time): plain, under `sonde collect sched` (eBPF; and with
-# --no-syscalls, the events perf sched record records), under `perf sched
-# record` and under BCC's runqlat, interleaved. Prints each slowdown and
-# sonde's against the peers'. Needs root.
+# elapsed time): plain, under `sonde collect sched` (eBPF), under `sonde
+# collect sched --syscalls` (system calls too), under `perf sched record` and
+# under BCC's runqlat, interleaved. Needs root.
+#
+# The ping-pong runs twice over: pinned to one CPU, where the two processes
+# switch straight into each other (every round trip is two switches and two
+# wake-ups, nothing else), and free, where each wake-up crosses to the other
+# CPU (in a VM most of a round trip is then the wake-up's interrupt between
+# CPUs). Each prints the best (minimum) and the median of ROUNDS runs: a
+# shared VM only ever adds time, so the minimum is the steadiest estimate of
+# a cost; the ratios are of the slowdowns over plain.
 # Usage: bench/sched-overhead.sh [BUILD] [ROUNDS] [ROUND-TRIPS]
 set -eu
 BUILD=${1:-build}
-ROUNDS=${2:-5}
-N=${3:-200000}
+ROUNDS=${2:-15}
+N=${3:-50000}
 SONDE=$BUILD/src/sonde
 WORK=$BUILD/bench/switchwork
 TMP=$(mktemp -d)
@@ -18,6 +25,7 @@ bcc=""
 command -v perf >/dev/null || { echo "sched-overhead: perf is missing (scripts/install-deps)"; exit 3; }
 [ "$(id -u)" = 0 ] || { echo "sched-overhead: needs root (eBPF, perf sched record)"; exit 3; }
 . "$(dirname "$0")/lib.sh"
+smallest() { sort -n "$1" | head -1; }
 
 # one NAME COMMAND...: the workload's own elapsed ns under COMMAND
 one() {
@@ -29,7 +37,9 @@ one() {
 
 # BCC's runqlat traces the whole machine while it runs: started once it has
 # compiled its program, stopped after the workload
-bcc_run() {
+bcc_run() { # NAME [PIN...]
+	name=$1
+	shift
 	runqlat-bpfcc >"$TMP/bcc.out" 2>&1 &
 	bcc=$!
 	i=0
@@ -41,46 +51,73 @@ bcc_run() {
 		sleep 0.1
 		i=$((i + 1))
 	done
-	"$WORK" "$N" >>"$TMP/bcc.t"
+	"$@" "$WORK" "$N" >>"$TMP/$name.t"
 	kill -INT "$bcc"
 	wait "$bcc" || true
 	bcc=""
 }
 have_bcc=no
-if command -v runqlat-bpfcc >/dev/null 2>&1 && bcc_run; then
+if command -v runqlat-bpfcc >/dev/null 2>&1 && bcc_run probe; then
 	have_bcc=yes
-	: >"$TMP/bcc.t"
 else
 	why=$(grep -m1 -i -e 'kernel headers' -e error "$TMP/bcc.out" 2>/dev/null | cut -c1-100 || true)
 	[ -n "$why" ] || why="bpfcc-tools is not installed"
 fi
 
+# round PLACE [PIN...]: one run of each, the workload under PIN
+round() {
+	p=$1
+	shift
+	one "$p.bare" "$@" "$WORK" "$N"
+	one "$p.sonde" "$SONDE" collect sched -q -o "$TMP/s.json" -- "$@" "$WORK" "$N"
+	one "$p.sys" "$SONDE" collect sched -q --syscalls -o "$TMP/s.json" -- "$@" "$WORK" "$N"
+	one "$p.perf" perf sched record -q -o "$TMP/perf.data" -- "$@" "$WORK" "$N"
+	if [ $have_bcc = yes ]; then bcc_run "$p.bcc" "$@"; fi
+}
+
+cpu=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
 r=0
 while [ $r -lt "$ROUNDS" ]; do
-	one bare "$WORK" "$N"
-	one sonde "$SONDE" collect sched -q -o "$TMP/s.json" -- "$WORK" "$N"
-	one nosys "$SONDE" collect sched -q --no-syscalls -o "$TMP/s.json" -- "$WORK" "$N"
-	one perf perf sched record -q -o "$TMP/perf.data" -- "$WORK" "$N"
-	if [ $have_bcc = yes ]; then bcc_run; fi
+	round pinned taskset -c "$cpu"
+	round free
 	r=$((r + 1))
 done
-bare=$(median "$TMP/bare.t")
-pct() { echo "100 * ($1 - $bare) / $bare" | bc -l; }
+
 ms() { echo "$1 / 1000000" | bc -l; }
-s=$(median "$TMP/sonde.t")
-p=$(median "$TMP/perf.t")
-printf 'workload: %s %s (%.1f ms plain), %s interleaved rounds (medians)\n' "$WORK" "$N" "$(ms "$bare")" "$ROUNDS"
-printf '  sonde collect sched  %8.1f ms  (%+.1f %%)\n' "$(ms "$s")" "$(pct "$s")"
-ns=$(median "$TMP/nosys.t")
-printf '  ... --no-syscalls    %8.1f ms  (%+.1f %%)\n' "$(ms "$ns")" "$(pct "$ns")"
-printf '  perf sched record    %8.1f ms  (%+.1f %%)\n' "$(ms "$p")" "$(pct "$p")"
-printf '  sonde overhead / perf sched record overhead: %.3f (target <= 0.5); without system calls (perf records none): %.3f\n' \
-	"$(echo "($s - $bare) / ($p - $bare)" | bc -l)" "$(echo "($ns - $bare) / ($p - $bare)" | bc -l)"
-if [ $have_bcc = yes ]; then
-	b=$(median "$TMP/bcc.t")
-	printf '  BCC runqlat          %8.1f ms  (%+.1f %%)\n' "$(ms "$b")" "$(pct "$b")"
-	printf '  sonde overhead / BCC runqlat overhead: %.3f (target <= 1)\n' \
-		"$(echo "($s - $bare) / ($b - $bare)" | bc -l)"
-else
-	printf '  BCC runqlat: cannot run here (%s)\n' "$why"
-fi
+# report PLACE TITLE
+report() {
+	p=$1
+	bmin=$(smallest "$TMP/$p.bare.t")
+	bmed=$(median "$TMP/$p.bare.t")
+	printf '%s: %s %s round trips, %s interleaved rounds; plain: best %.1f ms, median %.1f ms\n' \
+		"$2" "$WORK" "$N" "$ROUNDS" "$(ms "$bmin")" "$(ms "$bmed")"
+	for v in sonde sys perf bcc; do
+		[ -s "$TMP/$p.$v.t" ] || continue
+		mn=$(smallest "$TMP/$p.$v.t")
+		md=$(median "$TMP/$p.$v.t")
+		eval "${v}_min=$mn ${v}_med=$md"
+		case $v in
+		sonde) label="sonde collect sched" ;;
+		sys) label="  ... --syscalls" ;;
+		perf) label="perf sched record" ;;
+		bcc) label="BCC runqlat" ;;
+		esac
+		printf '  %-22s best %8.1f ms (%+6.1f %%)   median %8.1f ms (%+6.1f %%)\n' "$label" \
+			"$(ms "$mn")" "$(echo "100 * ($mn - $bmin) / $bmin" | bc -l)" \
+			"$(ms "$md")" "$(echo "100 * ($md - $bmed) / $bmed" | bc -l)"
+	done
+	# ratio A B: A's slowdown over B's, best and median
+	ratio() {
+		eval "a=\$${1}_min b=\$${2}_min c=\$${1}_med d=\$${2}_med"
+		printf '%.3f (median %.3f)' "$(echo "($a - $bmin) / ($b - $bmin)" | bc -l)" \
+			"$(echo "($c - $bmed) / ($d - $bmed)" | bc -l)"
+	}
+	printf '  sonde / perf sched record overhead: %s, target <= 0.5\n' "$(ratio sonde perf)"
+	printf '  with --syscalls (perf records none): %s\n' "$(ratio sys perf)"
+	if [ $have_bcc = yes ]; then
+		printf '  sonde / BCC runqlat overhead: %s, target <= 1\n' "$(ratio sonde bcc)"
+	fi
+}
+report pinned "pinned to CPU $cpu"
+report free "free on $(nproc) CPUs"
+[ $have_bcc = yes ] || printf 'BCC runqlat: cannot run here (%s)\n' "$why"

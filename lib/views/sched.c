@@ -204,6 +204,9 @@ int sonde_view__sched(const struct sonde_profile *p, enum sonde_view_format fmt,
 				   " not measured from /proc: off-CPU time by reason, "
 				   "interrupts, migrations, system calls (%s)\n",
 				   sget(st, "why_proc") ? sget(st, "why_proc") : "");
+	else if (json_is_null(json_object_get(st, "syscall_histograms")))
+		sonde_strbuf__adds(out, " system calls: not traced (sonde collect sched --syscalls "
+					"traces them)\n");
 	h = json_object_get(st, "runqueue_histogram");
 	if (json_array_size(h)) {
 		double most = 1;

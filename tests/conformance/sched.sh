@@ -81,7 +81,7 @@ near "sleeper: perf's wait time against sonde's sleeping (ms, medians of 3)" \
 if command -v strace >/dev/null 2>&1; then
 	strace -f -c -e trace=getppid -o st.txt "$PROGS/k-getppid" 20000 >/dev/null 2>&1
 	peer=$(awk '$NF == "getppid" { print $4 }' st.txt)
-	"$SONDE" collect sched -q -o sys.json -- "$PROGS/k-getppid" 20000
+	"$SONDE" collect sched -q --syscalls -o sys.json -- "$PROGS/k-getppid" 20000
 	mine=$(jq -r '.resources as $r | .resource_type_map | to_entries[] |
 		select(.value.uid == "getppid" and .value.subtype == "count") | $r[.key].amount[0]' sys.json)
 	check "getppid calls: strace -c $peer, sonde $mine" all \

@@ -119,11 +119,17 @@ check "a sleeper's off-CPU time is its sleep: sleeping $sl ns, about 300 ms" \
 check "and it hardly ran: on-CPU under 20 ms" within "$(val sleep.json all on-cpu)" 0 20000000
 
 # ---- system calls -----------------------------------------------------------------------------
-run collect sched -o sys.json -- "$PROGS/k-getppid" 10000
+run collect sched --syscalls -o sys.json -- "$PROGS/k-getppid" 10000
 check "exactly 10000 getppid calls" [ "$(val sys.json getppid count syscall)" = 10000 ]
 check "none failed" [ "$(val sys.json getppid errors syscall)" = 0 ]
 check "a latency histogram per call, 10000 in getppid's" \
 	jq -e '.stats.sched.syscall_histograms.getppid | map(.count) | add == 10000' sys.json
+run collect sched -o nosys.json -- "$PROGS/k-getppid" 1000
+check "without --syscalls none is traced (opt-in: traced, every call of the machine is slower)" \
+	jq -e '.stats.sched.syscall_histograms == null and
+		([.resources[] | select(.type == "syscall")] | length == 0)' nosys.json
+out=$("$SONDE" show nosys.json sched 2>&1)
+check "and show says so, and how to ask for them" has "$out" "system calls: not traced (sonde collect sched --syscalls"
 
 # ---- blocked on the disk ----------------------------------------------------------------------
 case $(stat -f -c %T "$WORK") in
@@ -163,7 +169,7 @@ check "--no-timeline: counts, no timeline" \
 	done
 ) &
 churn=$!
-run collect sched -o churn-target.json -- "$PROGS/k-getppid" 300000
+run collect sched --syscalls -o churn-target.json -- "$PROGS/k-getppid" 300000
 touch "$WORK/churn.stop"
 wait "$churn"
 check "another sonde attaching and detaching meanwhile: still exactly 300000 getppid calls" \
@@ -177,7 +183,7 @@ check "a run alone misses nothing: missed 0, no warning" \
 		((.stats.warnings // []) | map(.code) | index("events-missed") == null)' sys.json
 
 # ---- several runs: each run's threads are its own ----------------------------------------------
-run collect sched -r 3 -o three.json -- "$PROGS/k-getppid" 100
+run collect sched --syscalls -r 3 -o three.json -- "$PROGS/k-getppid" 100
 check "-r 3: three runs of 100 getppid calls, each counted on its own" \
 	jq -e '.resources as $r | [.resource_type_map | to_entries[] | select(.value.uid ==
 		"getppid" and .value.subtype == "count") | $r[.key].amount] | add | sort ==

@@ -99,7 +99,10 @@ static int sched_before(struct sonde_collection *c)
 		return -ENOMEM;
 	sonde_collection__set_priv(c, st);
 	st->timeline = !sonde_collection__param_bool(c, "no-timeline");
-	st->syscalls = !sonde_collection__param_bool(c, "no-syscalls");
+	/* opt-in: while their tracepoints are attached, every system call of the
+	   machine, not only the target's, takes the kernel's traced path */
+	st->syscalls = sonde_collection__param_bool(c, "syscalls") &&
+		       !sonde_collection__param_bool(c, "no-syscalls");
 	st->interval_ms = sonde_collection__param_double(c, "interval", 10);
 	if (ring < 4096 || (ring & (ring - 1))) {
 		sonde_collection__fail(
@@ -479,9 +482,12 @@ static const struct sonde_option sched_options[] = {
 	  "auto (eBPF where it can load, else /proc), ebpf (or fail), proc", 0, 0, sources },
 	{ SONDE_OPT_FLAG, 0, "no-timeline", NULL, NULL,
 	  "count only: no per-thread state timeline (ebpf)" },
+	{ SONDE_OPT_FLAG, 0, "syscalls", NULL, NULL,
+	  "also trace system calls: counts, errors and latency histograms by name (ebpf; off "
+	  "by default: while traced, every system call of the machine takes the kernel's "
+	  "slower traced path)" },
 	{ SONDE_OPT_FLAG, 0, "no-syscalls", NULL, NULL,
-	  "leave system calls out (ebpf: every system call of the machine then runs "
-	  "untraced)" },
+	  "leave system calls out (the default; overrides --syscalls)" },
 	{ SONDE_OPT_INT, 0, "ring", NULL, "BYTES",
 	  "the timeline's ring buffer (a power of two; default 16 MiB); what it misses is "
 	  "counted",
