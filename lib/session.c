@@ -22,6 +22,7 @@
 #include <sonde/log.h>
 #include <sonde/session.h>
 #include <sonde/warning.h>
+#include "collectors/power/regions.h"
 
 extern char **environ;
 
@@ -1068,6 +1069,42 @@ static int tuple_columns(struct sonde_session *s, struct sonde_profile *p)
 	return 0;
 }
 
+/*
+ * Profiles of one run that complete each other: the power collector's series
+ * is shared out among the regions the counters collector recorded on the same
+ * run (energy per region, lib/collectors/power/regions.c).
+ */
+static int join_regions(struct sonde_session *s)
+{
+	struct sonde_profile *power = NULL, *counters = NULL;
+	size_t i;
+	long n;
+
+	for (i = 0; i < s->ncols; i++) {
+		if (!strcmp(s->cols[i].col->profile_type, "power"))
+			power = s->cols[i].profile;
+		else if (!strcmp(s->cols[i].col->profile_type, "counters"))
+			counters = s->cols[i].profile;
+	}
+	if (!power || !counters)
+		return 0;
+	n = power_regions__attribute(power, counters);
+	if (n < 0)
+		return (int)n;
+	if (n) {
+		json_t *pw = json_object_get(sonde_profile__stats(power), "power");
+
+		json_object_set_new(
+			pw, "regions",
+			json_pack("{s:s, s:I, s:s}", "from", "counters", "executions",
+				  (json_int_t)n, "method",
+				  "each execution's share of the intervals it overlaps, at their "
+				  "average power: a region shorter than the interval gets the "
+				  "interval's average"));
+	}
+	return 0;
+}
+
 int sonde_session__after(struct sonde_session *s, struct sonde_strbuf *err)
 {
 	size_t i;
@@ -1089,6 +1126,12 @@ int sonde_session__after(struct sonde_session *s, struct sonde_strbuf *err)
 					   c->col->name, strerror(-rc));
 			return rc;
 		}
+	}
+	rc = join_regions(s);
+	if (rc) {
+		sonde_strbuf__addf(err, "the power profile's regions could not be written: %s",
+				   strerror(-rc));
+		return rc;
 	}
 	s->state = SONDE_SESSION_FINALIZED;
 	return 0;

@@ -86,6 +86,36 @@ check "RAPL's peak is the interval of the wrap (3 J in at most 0.3 s: at least 1
 check "no GPU library looked for under a test root" \
 	jq -e '.stats.power.not_found == null' tree.json
 
+# ---- energy per region: the same run's counters regions share out the series -------------------
+# c-phases holds a 5 W gauge for 0.4 s in region "low", then 20 W for 0.4 s in "high"
+P=$WORK/phases
+mkdir -p "$P/sys/class/hwmon/hwmon1"
+echo gpu >"$P/sys/class/hwmon/hwmon1/name"
+echo 5000000 >"$P/sys/class/hwmon/hwmon1/power1_input"
+# region RESOURCE-SUBTYPE NAME: the first execution's amount
+region() {
+	jq -r --arg s "$1" --arg n "$2" '.resources as $r | [.resource_type_map | to_entries[] |
+		select(.value.subtype == $s and .value.region == $n) | $r[.key].amount[0]] | .[0]' ph-power.json
+}
+SONDE_POWER_ROOT=$P "$SONDE" collect counters+power -q -e task-clock -I 10ms -o ph.json -- \
+	"$PROGS/c-phases" "$P/sys/class/hwmon/hwmon1/power1_input"
+rc=$?
+check "counters+power: exit 0, both profiles valid" all '[ "$rc" = 0 ]' 'validate ph-counters.json ph-power.json'
+check "region low: 5 W × 0.4 s = 2 J ($(region energy low) J, within 10 %)" \
+	within "$(region energy low)" 1.8 2.2
+check "region high: 20 W × 0.4 s = 8 J ($(region energy high) J, within 10 %: the gauge is read every 10 ms)" \
+	within "$(region energy high)" 7.2 8.8
+check "and its average power: $(region average high) W" within "$(region average high)" 18 22
+check "the profile says where the regions came from and how energy was shared out" \
+	jq -e '.stats.power.regions.from == "counters" and .stats.power.regions.executions == 2 and
+		(.stats.power.regions.method | test("interval"))' ph-power.json
+out=$("$SONDE" show ph-power.json 2>&1)
+check "show: a line per domain and region" has "$out" "(energy) \[region high\]"
+SONDE_POWER_ROOT=$P "$SONDE" collect power -q -r 2 -o two.json -- true
+check "power alone: no region rows; runs numbered 1 and 2 as in every profile" all \
+	'jq -e "[.resource_type_map[] | select(.region)] | length == 0" two.json' \
+	'jq -e "[.resources[] | .order[]] | unique == [1, 2]" two.json'
+
 # a tree with nothing readable: exit 3, names the root's misses
 mkdir -p "$WORK/empty/sys/class"
 SONDE_POWER_ROOT=$WORK/empty "$SONDE" collect power -o e.json -- true 2>e.err

@@ -33,6 +33,13 @@ cpu=$(jq .stats.system.runs_total.cpu_ns run-system.json)
 check "the same run seen twice: task-clock $tc ns, wait4's CPU $cpu ns (within 10 %)" \
 	within "$tc" "$(awk -v c="$cpu" 'BEGIN { print c * 0.9 }')" "$(awk -v c="$cpu" 'BEGIN { print c * 1.1 }')"
 
+# runs are numbered alike in every profile of the run: order 1 and 2 (1-based, docs/profile-format.md)
+run collect time+system+counters -q -r 2 -e task-clock -o two.json -- true
+check "-r 2: every profile numbers its rows' runs 1 and 2" all \
+	'jq -e "[.resources[] | .order // empty | .[]] | unique == [1, 2]" two-time.json' \
+	'jq -e "[.resources[] | .order // empty | .[]] | unique == [1, 2]" two-system.json' \
+	'jq -e "[.resources[] | .order // empty | .[]] | unique == [1, 2]" two-counters.json'
+
 # refusals: one line, exit 2, nothing written
 run collect memory+trace -o mt.json -- "$PROGS/t-calls"
 check "memory+trace: refused, exit 2" [ "$rc" = 2 ]

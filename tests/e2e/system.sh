@@ -93,6 +93,28 @@ else
 	skip "GNU time's user+sys against the series" "no /usr/bin/time"
 fi
 
+# disk throughput: a writer that fsyncs 64 MiB, against the kernel's own
+# /proc/diskstats sectors written over the same run (the physical disks', as sonde)
+case $(stat -f -c %T "$WORK") in
+tmpfs | ramfs) skip "disk.write of a writer that fsyncs 64 MiB" "$WORK is in memory" ;;
+*)
+	disks=$(for d in /sys/block/*; do
+		[ -e "$d/device" ] && case ${d##*/} in loop*) ;; *) echo "${d##*/}" ;; esac
+	done)
+	sectors() { awk -v l="$disks" 'BEGIN { n = split(l, a, "\n"); for (i = 1; i <= n; i++) d[a[i]] = 1 }
+		($3 in d) { s += $10 } END { print s + 0 }' /proc/diskstats; }
+	before=$(sectors)
+	run collect system -q -o dk.json -- "$PROGS/k-write" "$WORK/dk.bin" 64
+	peer=$(( ($(sectors) - before) * 512 ))
+	rm -f "$WORK/dk.bin"
+	mine=$(jq '.resources as $r | [.resource_type_map | to_entries[] | select(.value.uid ==
+		"disk.write")][0].key as $k | [$r[$k].amount, $r[$k].duration] | transpose |
+		map(.[0] * .[1] / 1e9) | add | floor' dk.json)
+	check "disk.write of 64 MiB fsynced: $mine B, /proc/diskstats around the run $peer B" \
+		within "$mine" 67108864 "$peer"
+	;;
+esac
+
 # options
 run collect system -q -I 50ms --no-per-cpu -o slow.json -- "$PROGS/s-sleep" 500
 check "-I 50ms: about 10 samples over half a second" \

@@ -624,7 +624,7 @@ static int power_after(struct sonde_collection *c, struct sonde_profile *p)
 				return (int)res;
 			err |= sonde_profile__append(p, res, "amount",
 						     isnan(v[k]) ? json_null() : json_real(v[k]));
-			err |= sonde_profile__append(p, res, "order", json_integer(r->run));
+			err |= sonde_profile__append(p, res, "order", json_integer(r->run + 1));
 			if (r->has_size)
 				err |= sonde_profile__append(p, res, "structure-unit-size",
 							     json_real(r->size));
@@ -643,7 +643,7 @@ static int power_after(struct sonde_collection *c, struct sonde_profile *p)
 					     json_integer((json_int_t)st->s[i].ts));
 		err |= sonde_profile__append(p, res, "duration",
 					     json_integer((json_int_t)st->s[i].dur));
-		err |= sonde_profile__append(p, res, "order", json_integer(st->s[i].run));
+		err |= sonde_profile__append(p, res, "order", json_integer(st->s[i].run + 1));
 	}
 	for (i = 0; i < st->nd; i++)
 		json_array_append_new(doms,

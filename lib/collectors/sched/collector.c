@@ -260,7 +260,7 @@ static int add_values(struct sched_state *st, struct sonde_profile *p, const cha
 			return (int)res;
 		err |= sonde_profile__append(p, res, "amount",
 					     isnan(v[m]) ? json_null() : json_real(v[m]));
-		err |= sonde_profile__append(p, res, "order", json_integer(run));
+		err |= sonde_profile__append(p, res, "order", json_integer(run + 1)); /* 1-based */
 	}
 	return err ? -ENOMEM : 0;
 }
@@ -295,7 +295,7 @@ static json_t *timeline(struct sched_state *st)
 
 		json_array_append_new(threads,
 				      json_pack("{s:i, s:i, s:s, s:i}", "tid", t->tid, "pid",
-						t->t.tgid, "name", t->t.comm, "run", t->run));
+						t->t.tgid, "name", t->t.comm, "run", t->run + 1));
 	}
 	/* in time order, each thread's next event ends its span */
 	for (i = 0; i < st->d.nevents; i++) {
@@ -395,7 +395,7 @@ static int sched_after(struct sonde_collection *c, struct sonde_profile *p)
 				break;
 			}
 			rc = sonde_profile__append(p, res, "amount", json_real(v[k])) |
-			     sonde_profile__append(p, res, "order", json_integer(r->run));
+			     sonde_profile__append(p, res, "order", json_integer(r->run + 1));
 		}
 	}
 	{ /* each call's histogram, its buckets summed over the runs */
