@@ -158,6 +158,8 @@ struct system_state {
 	struct tacc {
 		unsigned long long run, slices; /* on-CPU ns, switches-in */
 		int fd[2];			/* schedstat, children: fd + 1, 0 = closed */
+		bool ran;  /* since the last reading (or never read before) */
+		bool kids; /* had children at the last reading of its list */
 	} * thr;
 	size_t nthr, cap_thr;
 	struct u64map pseen; /* pid -> pacc[] */
@@ -412,9 +414,13 @@ static long read_thread(struct system_state *st, pid_t pid, pid_t tid)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	st->thr[k].ran = true;
 	if (pf_read(&st->thr[k].fd[0], path, buf, sizeof(buf)) > 0 && buf[0] >= '0' &&
 	    buf[0] <= '9') {
 		next_u64(next_u64(next_u64(buf, &run), &wait), &slices);
+		/* a thread's first reading, or one that ran since: both move on a CPU */
+		st->thr[k].ran = !st->thr[k].fd[1] || run != st->thr[k].run ||
+				 slices != st->thr[k].slices;
 		st->thr[k].run = run;
 		st->thr[k].slices = slices;
 	}
@@ -423,15 +429,19 @@ static long read_thread(struct system_state *st, pid_t pid, pid_t tid)
 
 static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth);
 
-/* One thread of pid: its own values, then the processes it started (all of them). */
-static void children_of(struct system_state *st, pid_t pid, pid_t tid, struct raw *r, int depth)
+/*
+ * The processes thread t (tid of pid, read) started, walked. A thread that has
+ * not run since its last reading cannot have started one: when its list was
+ * empty then, it is not read again (a file less at every sample of a sleeper).
+ */
+static void kids_of(struct system_state *st, pid_t pid, pid_t tid, long t, struct raw *r,
+		    int depth)
 {
 	char path[96], small[4096], *buf = small, *c, *save;
 	size_t size = sizeof(small);
-	long t = read_thread(st, pid, tid);
 	ssize_t n;
 
-	if (t < 0)
+	if (t < 0 || (!st->thr[t].ran && !st->thr[t].kids && st->thr[t].fd[1]))
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
 	/* a long list does not fit: read it again into twice the room */
@@ -447,16 +457,45 @@ static void children_of(struct system_state *st, pid_t pid, pid_t tid, struct ra
 		buf = big;
 		size *= 2;
 	}
-	for (c = n > 0 ? strtok_r(buf, " \n", &save) : NULL; c; c = strtok_r(NULL, " \n", &save))
+	st->thr[t].kids = false;
+	for (c = n > 0 ? strtok_r(buf, " \n", &save) : NULL; c; c = strtok_r(NULL, " \n", &save)) {
+		st->thr[t].kids = true;
 		walk(st, (pid_t)atoi(c), r, depth + 1);
+	}
 	if (buf != small)
 		free(buf);
+}
+
+/* One thread of pid: its own values, then the processes it started (all of them). */
+static void children_of(struct system_state *st, pid_t pid, pid_t tid, struct raw *r, int depth)
+{
+	kids_of(st, pid, tid, read_thread(st, pid, tid), r, depth);
+}
+
+/* A process's /proc/PID/io: read_bytes write_bytes rchar wchar, into pacc[k].v[0..3]. */
+static void read_io(struct system_state *st, pid_t pid, size_t k)
+{
+	static const char *const keys[4] = { "read_bytes: ", "write_bytes: ", "rchar: ",
+					     "wchar: " };
+	char path[96], buf[4096], *p;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	if (pf_read(&st->pacc[k].fd[1], path, buf, sizeof(buf)) <= 0)
+		return;
+	for (i = 0; i < 4; i++) {
+		unsigned long long v = 0;
+
+		if ((p = strstr(buf, keys[i])))
+			next_u64(p + strlen(keys[i]), &v);
+		st->pacc[k].v[i] = v;
+	}
 }
 
 static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth)
 {
 	char path[96], buf[4096], *p;
-	unsigned long long io[4] = { 0 }, minflt = 0, majflt = 0, threads = 0;
+	unsigned long long minflt = 0, majflt = 0, threads = 0;
 	long long rss = 0;
 	struct dirent *e;
 	size_t k;
@@ -493,25 +532,20 @@ static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth)
 	r->procs += 1;
 	r->threads += (double)threads;
 	r->rss += (double)rss * (double)sysconf(_SC_PAGESIZE);
-	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
-	if (pf_read(&st->pacc[k].fd[1], path, buf, sizeof(buf)) > 0) {
-		static const char *const keys[4] = { "read_bytes: ", "write_bytes: ", "rchar: ",
-						     "wchar: " };
-		int i;
-
-		for (i = 0; i < 4; i++)
-			if ((p = strstr(buf, keys[i])))
-				io[i] = strtoull(p + strlen(keys[i]), NULL, 10);
-	}
-	memcpy(st->pacc[k].v, io, sizeof(io));
 	st->pacc[k].v[4] = minflt;
 	st->pacc[k].v[5] = majflt;
-	/* its threads, and their children: a process of one thread has only its main
-	   thread (tid = pid), and its directory need not be listed (two system calls) */
+	/* a process of one thread has only its main thread (tid = pid), and its
+	   directory need not be listed (two system calls); its I/O counts move only
+	   while it runs (they are counted in the calling task's context) */
 	if (threads == 1) {
-		children_of(st, pid, pid, r, depth);
+		long t = read_thread(st, pid, pid);
+
+		if (t < 0 || st->thr[t].ran || !st->pacc[k].fd[1])
+			read_io(st, pid, k);
+		kids_of(st, pid, pid, t, r, depth);
 		return;
 	}
+	read_io(st, pid, k);
 	if (st->pacc[k].task) {
 		rewinddir(st->pacc[k].task);
 	} else {
