@@ -848,12 +848,15 @@ static bool is_event(uint32_t type)
 static bool seek_event(struct run *r, struct stream *s)
 {
 	for (;;) {
-		while (s->off < s->end) {
+		while (s->off + 8 <= s->end) {
 			uint32_t h;
 
 			memcpy(&h, r->log + s->off, 4);
-			if (SONDE_RING_REC_LEN(h) < 8 || s->off + SONDE_RING_REC_LEN(h) > s->end)
-				break; /* cannot be: the walk checked every record */
+			/* the frame the walk found broken, if any, ends the chunk here too
+			   (the walk kept the chunk's records before it) */
+			if (SONDE_RING_REC_LEN(h) < 8 || (SONDE_RING_REC_LEN(h) & 7) ||
+			    s->off + SONDE_RING_REC_LEN(h) > s->end)
+				break;
 			if (is_event(SONDE_RING_REC_TYPE(h)) &&
 			    rec_ok((const uint32_t *)(const void *)(r->log + s->off))) {
 				s->ts = to_ns(r->a, ((const uint64_t *)(const void *)(r->log +
