@@ -7,30 +7,34 @@ set -eu
 BUILD=${1:-build}
 ROUNDS=${2:-7}
 SONDE=$BUILD/src/sonde
-WORK="$BUILD/examples/sort 400000"
 EV=task-clock,context-switches,cpu-migrations,page-faults
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 command -v perf >/dev/null || { echo "counters-overhead: perf is missing (scripts/install-deps)"; exit 3; }
 . "$(dirname "$0")/lib.sh"
 
-: >"$TMP/bare"; : >"$TMP/sonde"; : >"$TMP/perf"
-r=0
-while [ $r -lt "$ROUNDS" ]; do
-	# shellcheck disable=SC2086
-	wall $WORK >>"$TMP/bare"
-	# shellcheck disable=SC2086
-	wall "$SONDE" collect counters -q -e $EV -o "$TMP/p.json" -- $WORK >>"$TMP/sonde"
-	# shellcheck disable=SC2086
-	wall perf stat -e $EV -- $WORK >>"$TMP/perf"
-	r=$((r + 1))
+# the trend, not one point: three sizes of the same workload
+SIZES=${SIZES:-100000 400000 1600000}
+printf 'events %s, %s interleaved rounds (median wall of the whole command)\n' "$EV" "$ROUNDS"
+for n in $SIZES; do
+	WORK="$BUILD/examples/sort $n"
+	: >"$TMP/bare"; : >"$TMP/sonde"; : >"$TMP/perf"
+	r=0
+	while [ $r -lt "$ROUNDS" ]; do
+		# shellcheck disable=SC2086
+		wall $WORK >>"$TMP/bare"
+		# shellcheck disable=SC2086
+		wall "$SONDE" collect counters -q -e $EV -o "$TMP/p.json" -- $WORK >>"$TMP/sonde"
+		# shellcheck disable=SC2086
+		wall perf stat -e $EV -- $WORK >>"$TMP/perf"
+		r=$((r + 1))
+	done
+	bare=$(median "$TMP/bare"); sonde=$(median "$TMP/sonde"); perf=$(median "$TMP/perf")
+	printf '  sort %-8s bare %8.2f ms   sonde %8.2f ms (+%.2f)   perf stat %8.2f ms (+%.2f)   sonde / perf stat %.3f\n' \
+		"$n" "$(echo "$bare / 1000000" | bc -l)" "$(echo "$sonde / 1000000" | bc -l)" \
+		"$(echo "($sonde - $bare) / 1000000" | bc -l)" "$(echo "$perf / 1000000" | bc -l)" \
+		"$(echo "($perf - $bare) / 1000000" | bc -l)" "$(echo "$sonde / $perf" | bc -l)"
 done
-bare=$(median "$TMP/bare"); sonde=$(median "$TMP/sonde"); perf=$(median "$TMP/perf")
-printf 'workload: %s, events %s, %s interleaved rounds (median wall)\n' "$WORK" "$EV" "$ROUNDS"
-printf '  bare      %8.2f ms\n' "$(echo "$bare / 1000000" | bc -l)"
-printf '  sonde     %8.2f ms  (+%.2f ms)\n' "$(echo "$sonde / 1000000" | bc -l)" "$(echo "($sonde - $bare) / 1000000" | bc -l)"
-printf '  perf stat %8.2f ms  (+%.2f ms)\n' "$(echo "$perf / 1000000" | bc -l)" "$(echo "($perf - $bare) / 1000000" | bc -l)"
-printf '  sonde / perf stat (whole command): %.3f\n' "$(echo "$sonde / $perf" | bc -l)"
 set -- $("$BUILD/bench/regionpair" 200000 task-clock)
 printf 'region begin/end pair, task-clock:              %s ns (two bare read(2)s: %s ns)\n' "$1" "$2"
 set -- $("$BUILD/bench/regionpair" 200000 task-clock,page-faults)

@@ -16,12 +16,12 @@
 
 extern char **environ;
 
-/* Run git -C dir ARGS...; stdout into out. Returns git's exit status or -errno. */
-static int run_git(const char *dir, const char *const *args, struct sonde_strbuf *out)
+/* Start git -C dir ARGS... with its stdout on a pipe (*fd). Returns its pid or -errno. */
+static pid_t spawn_git(const char *dir, const char *const *args, int *fd)
 {
 	const char *argv[16] = { "git", "-C", dir };
 	posix_spawn_file_actions_t fa;
-	int p[2], status, rc;
+	int p[2], rc;
 	size_t n = 3;
 	pid_t pid;
 
@@ -41,9 +41,18 @@ static int run_git(const char *dir, const char *const *args, struct sonde_strbuf
 		close(p[0]);
 		return -rc;
 	}
+	*fd = p[0];
+	return pid;
+}
+
+/* Read a started git's stdout into out (NULL: discarded) and reap it. Its exit status. */
+static int finish_git(pid_t pid, int fd, struct sonde_strbuf *out)
+{
+	int status;
+
 	for (;;) {
 		char buf[4096];
-		ssize_t got = read(p[0], buf, sizeof(buf));
+		ssize_t got = read(fd, buf, sizeof(buf));
 
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -52,11 +61,57 @@ static int run_git(const char *dir, const char *const *args, struct sonde_strbuf
 		if (out)
 			sonde_strbuf__add(out, buf, (size_t)got);
 	}
-	close(p[0]);
+	close(fd);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* Run git -C dir ARGS...; stdout into out. Returns git's exit status or -errno. */
+static int run_git(const char *dir, const char *const *args, struct sonde_strbuf *out)
+{
+	int fd;
+	pid_t pid = spawn_git(dir, args, &fd);
+
+	return pid < 0 ? (int)pid : finish_git(pid, fd, out);
+}
+
+static const char *const resolve_head[] = { "rev-parse",	"--verify",	 "--quiet",
+					    "--end-of-options", "HEAD^{commit}", NULL };
+static const char *const status_args[] = { "status", "--porcelain", "--untracked-files=no", NULL };
+
+int sonde_git__origin_start(struct sonde_git_origin *o, const char *dir)
+{
+	memset(o, 0, sizeof(*o));
+	o->dirty = -ENOENT;
+	o->pid[0] = spawn_git(dir, resolve_head, &o->fd[0]);
+	if (o->pid[0] < 0)
+		return (int)o->pid[0];
+	o->pid[1] = spawn_git(dir, status_args, &o->fd[1]);
+	o->started = true;
+	return 0;
+}
+
+void sonde_git__origin_finish(struct sonde_git_origin *o)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	int rc;
+
+	if (!o->started)
+		return;
+	o->started = false;
+	rc = finish_git(o->pid[0], o->fd[0], &sb);
+	if (rc == 0 && sb.len >= 40) {
+		memcpy(o->commit, sb.buf, 40);
+		o->commit[40] = '\0';
+	}
+	sb.len = 0;
+	if (o->pid[1] > 0) {
+		rc = finish_git(o->pid[1], o->fd[1], &sb);
+		o->dirty = rc == 0 ? sb.len > 0 : rc > 0 ? -ENOENT : rc;
+	}
+	sonde_strbuf__release(&sb);
 }
 
 int sonde_git__resolve(const char *dir, const char *rev, char out[41])
@@ -81,9 +136,8 @@ int sonde_git__resolve(const char *dir, const char *rev, char out[41])
 
 int sonde_git__dirty(const char *dir)
 {
-	const char *args[] = { "status", "--porcelain", "--untracked-files=no", NULL };
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
-	int rc = run_git(dir, args, &sb);
+	int rc = run_git(dir, status_args, &sb);
 
 	if (rc == 0)
 		rc = sb.len > 0;

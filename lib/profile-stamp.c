@@ -12,16 +12,25 @@
 
 int sonde_profile__stamp(struct sonde_profile *p)
 {
+	struct sonde_git_origin o;
+
+	sonde_git__origin_start(&o, ".");
+	sonde_git__origin_finish(&o);
+	return sonde_profile__stamp_origin(p, &o);
+}
+
+int sonde_profile__stamp_origin(struct sonde_profile *p, const struct sonde_git_origin *o)
+{
 	json_t *md = sonde_profile__metadata(p);
-	char origin[41], date[64];
+	char date[64];
 	time_t now = time(NULL);
 	struct tm tm;
 	int rc = 0;
 
 	rc |= sonde_profile__set(sonde_profile__root(p), "machine", sonde_sysinfo__machine());
-	if (sonde_git__resolve(".", "HEAD", origin) == 0) {
-		rc |= sonde_profile__set_origin(p, origin);
-		rc |= sonde_profile__set(md, "dirty", json_boolean(sonde_git__dirty(".") == 1));
+	if (o->commit[0]) {
+		rc |= sonde_profile__set_origin(p, o->commit);
+		rc |= sonde_profile__set(md, "dirty", json_boolean(o->dirty == 1));
 	}
 	localtime_r(&now, &tm);
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S%z", &tm);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "config.h"
 #include <sonde/clock.h>
+#include <sonde/git.h>
 #include <sonde/log.h>
 #include <sonde/session.h>
 #include <sonde/warning.h>
@@ -55,8 +56,9 @@ struct sonde_session {
 	int stdout_fd;
 	struct sonde_outcome out;
 	uint64_t t0;
-	uint64_t busy_ns; /* time the target (and --prepare) ran */
-	char run_id[33];  /* 128 random bits in hex: the profiles of one collection */
+	uint64_t busy_ns;		/* time the target (and --prepare) ran */
+	char run_id[33];		/* 128 random bits in hex: the profiles of one collection */
+	struct sonde_git_origin origin; /* asked in before(), answered before the first run */
 };
 
 /* ---- the collection helpers ---------------------------------------------------------- */
@@ -270,6 +272,7 @@ void sonde_session__free(struct sonde_session *s)
 
 	if (!s)
 		return;
+	sonde_git__origin_finish(&s->origin); /* no git left behind */
 	for (i = 0; i < s->ncols; i++) {
 		struct sonde_collection *c = &s->cols[i];
 
@@ -435,6 +438,9 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 				   strerror(-rc));
 		return rc == -EACCES ? -EPERM : rc == -ENOENT ? -ENODATA : rc;
 	}
+	/* the origin commit, asked of git while the collectors prepare (a spawn
+	   failing leaves the profiles without an origin, as outside a work tree) */
+	sonde_git__origin_start(&s->origin, ".");
 	for (i = 0; i < s->ncols; i++) {
 		struct sonde_collection *c = &s->cols[i];
 
@@ -845,6 +851,8 @@ int sonde_session__run(struct sonde_session *s, struct sonde_strbuf *err)
 		nvalues = 1;
 	if (s->o.repeat)
 		total = s->o.repeat * (unsigned)nvalues;
+	/* git, asked in before(), is done before the target starts: never beside it */
+	sonde_git__origin_finish(&s->origin);
 	s->state = SONDE_SESSION_COLLECTING;
 	s->t0 = sonde_clock_ns();
 	sonde_runner__clear_interrupt();
@@ -985,7 +993,8 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 		rc |= sonde_profile__set(units, u[0], json_string(u[1]));
 	rc |= sonde_profile__set(ci, "name", json_string(c->col->name));
 	rc |= sonde_profile__set(ci, "params", json_incref(c->params));
-	rc |= sonde_profile__stamp(p);
+	sonde_git__origin_finish(&s->origin); /* done before the runs; here if none ran */
+	rc |= sonde_profile__stamp_origin(p, &s->origin);
 	rc |= sonde_profile__set(st, "runs", json_integer(s->out.runs));
 	rc |= sonde_profile__set(st, "warmup_runs", json_integer(s->out.warmups));
 	rc |= sonde_profile__set(st, "failed_runs", json_integer(s->out.failed));

@@ -19,6 +19,23 @@
 int sonde_git__resolve(const char *dir, const char *rev, char out[41]);
 /* Whether the work tree of dir has uncommitted changes to tracked files. 1, 0 or -errno. */
 int sonde_git__dirty(const char *dir);
+
+/*
+ * The commit a measurement starts from, asked of git in the background: start
+ * runs `git rev-parse HEAD` and `git status` at once and returns; finish waits
+ * for both and fills commit and dirty (and may be called again). A session
+ * starts it while it prepares and finishes it before the first run, so that
+ * git never runs beside the target; its profiles share the answer.
+ */
+struct sonde_git_origin {
+	char commit[41]; /* HEAD's full hash; "" outside a work tree */
+	int dirty;	 /* uncommitted changes to tracked files: 1, 0, or -errno */
+	/* private */
+	int pid[2], fd[2];
+	bool started;
+};
+int sonde_git__origin_start(struct sonde_git_origin *o, const char *dir);
+void sonde_git__origin_finish(struct sonde_git_origin *o);
 /*
  * "HASH\tSUBJECT\n" lines of the last max commits reachable from HEAD into out.
  * Returns 0 or -errno.

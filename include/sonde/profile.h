@@ -58,6 +58,9 @@ size_t sonde_profile__extension(const char *name);
  * metadata.date and metadata.sonde_version. Returns 0 or -ENOMEM.
  */
 int sonde_profile__stamp(struct sonde_profile *p);
+/* The same, with the origin already asked of git (sonde_git__origin_finish done). */
+struct sonde_git_origin;
+int sonde_profile__stamp_origin(struct sonde_profile *p, const struct sonde_git_origin *o);
 
 /* Serialise (indented JSON, keys in a stable order). Caller frees. NULL on ENOMEM. */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len);

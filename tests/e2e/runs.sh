@@ -40,6 +40,32 @@ check "-r 2: every profile numbers its rows' runs 1 and 2" all \
 	'jq -e "[.resources[] | .order // empty | .[]] | unique == [1, 2]" two-system.json' \
 	'jq -e "[.resources[] | .order // empty | .[]] | unique == [1, 2]" two-counters.json'
 
+# the origin commit: git asked once per run (rev-parse and status, at once),
+# while the collectors prepare, and done before the target starts
+mkdir -p fakegit
+real_git=$(command -v git)
+cat >fakegit/git <<EOF
+#!/bin/sh
+echo "start \$(date +%s%N) \$*" >>"$WORK/git.log"
+"$real_git" "\$@"
+rc=\$?
+echo "end \$(date +%s%N)" >>"$WORK/git.log"
+exit \$rc
+EOF
+chmod +x fakegit/git
+cat >stamp.sh <<EOF
+#!/bin/sh
+date +%s%N >"$WORK/target.start"
+EOF
+chmod +x stamp.sh
+: >git.log
+PATH="$WORK/fakegit:$PATH" "$SONDE" collect time+system+counters -q -e task-clock -o og.json -- ./stamp.sh
+t=$(cat target.start)
+check "three profiles, git asked twice (not twice per profile)" \
+	[ "$(grep -c '^start' git.log)" = 2 ]
+check "and both were done before the target started" \
+	awk -v t="$t" '$1 == "end" && $2 > t { bad = 1 } END { exit bad }' git.log
+
 # refusals: one line, exit 2, nothing written
 run collect memory+trace -o mt.json -- "$PROGS/t-calls"
 check "memory+trace: refused, exit 2" [ "$rc" = 2 ]
