@@ -10,10 +10,11 @@
 # the profile) and the analysis after it (symbols, replay, the profile);
 # heaptrack's analysis is a separate step (heaptrack_print), timed as well, so
 # that "the same answers" can be compared end to end.
-# Usage: bench/memory-overhead.sh [BUILD] [ITER] [ROUNDS]
+# ITERS is a list: the trend at each size, not one point (default: three sizes).
+# Usage: bench/memory-overhead.sh [BUILD] ["ITER ..."] [ROUNDS]
 set -eu
 BUILD=${1:-build}
-ITER=${2:-750000}
+ITERS=${2:-187500 750000 3000000}
 ROUNDS=${3:-5}
 SONDE=$BUILD/src/sonde
 WORK=$BUILD/bench/memwork
@@ -22,45 +23,53 @@ trap 'rm -rf "$TMP"' EXIT
 
 command -v heaptrack >/dev/null || { echo "memory-overhead: heaptrack is missing (scripts/install-deps)"; exit 3; }
 command -v jq >/dev/null || { echo "memory-overhead: jq is missing (scripts/install-deps)"; exit 3; }
-EVENTS=$((4 * ITER)) # 2 threads, ITER allocations each, every one freed
 . "$(dirname "$0")/lib.sh"
 
-: >"$TMP/plain"; : >"$TMP/sonde"; : >"$TMP/sonde_run"; : >"$TMP/heap"; : >"$TMP/print"
-r=0
-while [ $r -lt "$ROUNDS" ]; do
-	wall "$WORK" "$ITER" >>"$TMP/plain"
-	rm -f "$TMP/p.json"
-	wall "$SONDE" collect memory -q -o "$TMP/p.json" -- "$WORK" "$ITER" >>"$TMP/sonde"
-	jq '.stats.duration_ns - .stats.overhead.sonde_ns' "$TMP/p.json" >>"$TMP/sonde_run"
-	rm -f "$TMP"/ht.*
-	wall heaptrack -o "$TMP/ht" "$WORK" "$ITER" >>"$TMP/heap"
-	wall heaptrack_print "$TMP"/ht.* >>"$TMP/print"
-	r=$((r + 1))
+# measure ITER: one size, ROUNDS interleaved rounds, its report
+measure() {
+	ITER=$1
+	EVENTS=$((4 * ITER)) # 2 threads, ITER allocations each, every one freed
+	: >"$TMP/plain"; : >"$TMP/sonde"; : >"$TMP/sonde_run"; : >"$TMP/heap"; : >"$TMP/print"
+	r=0
+	while [ $r -lt "$ROUNDS" ]; do
+		wall "$WORK" "$ITER" >>"$TMP/plain"
+		rm -f "$TMP/p.json"
+		wall "$SONDE" collect memory -q -o "$TMP/p.json" -- "$WORK" "$ITER" >>"$TMP/sonde"
+		jq '.stats.duration_ns - .stats.overhead.sonde_ns' "$TMP/p.json" >>"$TMP/sonde_run"
+		rm -f "$TMP"/ht.*
+		wall heaptrack -o "$TMP/ht" "$WORK" "$ITER" >>"$TMP/heap"
+		wall heaptrack_print "$TMP"/ht.* >>"$TMP/print"
+		r=$((r + 1))
+	done
+	plain=$(median "$TMP/plain")
+	sonde=$(median "$TMP/sonde")
+	srun=$(median "$TMP/sonde_run")
+	heap=$(median "$TMP/heap")
+	print=$(median "$TMP/print")
+	ssize=$(stat -c %s "$TMP/p.json")
+	hsize=$(stat -c %s "$TMP"/ht.*)
+	check=$(jq '.stats.memory.allocations + .stats.memory.frees' "$TMP/p.json")
+	awk -v p="$plain" -v s="$sonde" -v sr="$srun" -v h="$heap" -v e="$EVENTS" -v ss="$ssize" \
+		-v hs="$hsize" -v r="$ROUNDS" -v c="$check" -v hp="$print" 'BEGIN {
+		printf "memwork: %d events (sonde recorded %d), %d rounds, medians\n", e, c, r
+		printf "  plain                 %8.1f ms\n", p / 1e6
+		printf "  sonde collect memory  %8.1f ms  slowdown %5.2fx  %6.1f ns/event  output %6.2f MB\n",
+			s / 1e6, s / p, (s - p) / e, ss / 1e6
+		printf "    of which the run    %8.1f ms  slowdown %5.2fx  %6.1f ns/event (what the target feels)\n",
+			sr / 1e6, sr / p, (sr - p) / e
+		printf "  heaptrack             %8.1f ms  slowdown %5.2fx  %6.1f ns/event  output %6.2f MB\n",
+			h / 1e6, h / p, (h - p) / e, hs / 1e6
+		printf "  heaptrack_print       %8.1f ms  (heaptrack + print: %6.1f ns/event)\n", hp / 1e6,
+			(h + hp - p) / e
+		ratio = (sr - p) / (h - p)
+		printf "  recording overhead per event, sonde / heaptrack: %.2f (target <= 0.33: %s)\n",
+			ratio, ratio <= 0.33 ? "met" : "NOT met"
+		printf "  end to end, sonde collect / heaptrack alone: %.2f, / heaptrack + print: %.2f\n",
+			(s - p) / (h - p), (s - p) / (h + hp - p)
+		printf "  output: sonde / heaptrack %.2f (target <= 1: %s)\n", ss / hs, ss <= hs ? "met" : "NOT met"
+	}'
+}
+
+for ITER in $ITERS; do
+	measure "$ITER"
 done
-plain=$(median "$TMP/plain")
-sonde=$(median "$TMP/sonde")
-srun=$(median "$TMP/sonde_run")
-heap=$(median "$TMP/heap")
-print=$(median "$TMP/print")
-ssize=$(stat -c %s "$TMP/p.json")
-hsize=$(stat -c %s "$TMP"/ht.*)
-check=$(jq '.stats.memory.allocations + .stats.memory.frees' "$TMP/p.json")
-awk -v p="$plain" -v s="$sonde" -v sr="$srun" -v h="$heap" -v e="$EVENTS" -v ss="$ssize" \
-	-v hs="$hsize" -v r="$ROUNDS" -v c="$check" -v hp="$print" 'BEGIN {
-	printf "memwork: %d events (sonde recorded %d), %d rounds, medians\n", e, c, r
-	printf "  plain                 %8.1f ms\n", p / 1e6
-	printf "  sonde collect memory  %8.1f ms  slowdown %5.2fx  %6.1f ns/event  output %6.2f MB\n",
-		s / 1e6, s / p, (s - p) / e, ss / 1e6
-	printf "    of which the run    %8.1f ms  slowdown %5.2fx  %6.1f ns/event (what the target feels)\n",
-		sr / 1e6, sr / p, (sr - p) / e
-	printf "  heaptrack             %8.1f ms  slowdown %5.2fx  %6.1f ns/event  output %6.2f MB\n",
-		h / 1e6, h / p, (h - p) / e, hs / 1e6
-	printf "  heaptrack_print       %8.1f ms  (heaptrack + print: %6.1f ns/event)\n", hp / 1e6,
-		(h + hp - p) / e
-	ratio = (sr - p) / (h - p)
-	printf "  recording overhead per event, sonde / heaptrack: %.2f (target <= 0.33: %s)\n",
-		ratio, ratio <= 0.33 ? "met" : "NOT met"
-	printf "  end to end, sonde collect / heaptrack alone: %.2f, / heaptrack + print: %.2f\n",
-		(s - p) / (h - p), (s - p) / (h + hp - p)
-	printf "  output: sonde / heaptrack %.2f (target <= 1: %s)\n", ss / hs, ss <= hs ? "met" : "NOT met"
-}'

@@ -34,22 +34,6 @@ static double b1_of(const struct sonde_fit *f)
 	return isnan(f->b[1]) ? 0 : f->b[1]; /* the constant model's slope is 0 */
 }
 
-/* The p quantile of n sorted values, interpolated linearly (numpy's and pandas' way). */
-static double quantile(const double *v, size_t n, double p)
-{
-	double h = p * (double)(n - 1), lo = floor(h);
-	size_t i = (size_t)lo;
-
-	return i + 1 < n ? v[i] + (h - lo) * (v[i + 1] - v[i]) : v[n - 1];
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Residual sum of squares of the least-squares polynomial of degree d (<= 4). */
 static double poly_rss(const double *x, const double *y, size_t n, int d)
 {
@@ -262,15 +246,15 @@ static void window_stats(const struct sonde_fit *f, const double *x, double *y, 
 
 	for (i = 0; i < n; i++)
 		sum += y[i];
-	qsort(y, n, sizeof(*y), cmp_double);
+	sonde_stats__sort(y, n);
 	out[0] = sonde_fit__integral(f, x[0], x[n - 1]);
 	out[1] = sum / (double)n;
-	out[2] = quantile(y, n, 0.5);
+	out[2] = sonde_stats__quantile_sorted(y, n, 0.5);
 	out[3] = y[n - 1];
 	out[4] = y[0];
 	out[5] = sum;
-	out[6] = quantile(y, n, 0.25);
-	out[7] = quantile(y, n, 0.75);
+	out[6] = sonde_stats__quantile_sorted(y, n, 0.25);
+	out[7] = sonde_stats__quantile_sorted(y, n, 0.75);
 }
 
 /* Perun's classify_change: within `none` no change, within `some` maybe, else a change. */
@@ -435,15 +419,15 @@ int check_eto(struct sonde_check_result **res, size_t *n, size_t *cap,
 		total += t; /* Perun: shares of the target's exclusive time */
 	}
 	memcpy(sorted, d, k * sizeof(double));
-	qsort(sorted, k, sizeof(double), cmp_double);
-	median = quantile(sorted, k, 0.5);
-	q1 = quantile(sorted, k, 0.25);
-	q3 = quantile(sorted, k, 0.75);
+	sonde_stats__sort(sorted, k);
+	median = sonde_stats__quantile_sorted(sorted, k, 0.5);
+	q1 = sonde_stats__quantile_sorted(sorted, k, 0.25);
+	q3 = sonde_stats__quantile_sorted(sorted, k, 0.75);
 	iqr = q3 - q1;
 	for (i = 0; i < k; i++)
 		sorted[i] = fabs(d[i] - median);
-	qsort(sorted, k, sizeof(double), cmp_double);
-	mad = quantile(sorted, k, 0.5);
+	sonde_stats__sort(sorted, k);
+	mad = sonde_stats__quantile_sorted(sorted, k, 0.5);
 	/* the standard deviation of the changes that are not outliers already */
 	for (i = 0; i < k; i++) {
 		bool iqr_out = d[i] < q1 - IQR_CUTOFF * iqr || d[i] > q3 + IQR_CUTOFF * iqr;

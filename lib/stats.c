@@ -18,6 +18,24 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+void sonde_stats__sort(double *x, size_t n)
+{
+	qsort(x, n, sizeof(*x), cmp_double);
+}
+
+double sonde_stats__quantile_sorted(const double *v, size_t n, double p)
+{
+	double h, lo;
+	size_t i;
+
+	if (n == 0)
+		return NAN;
+	h = p * (double)(n - 1);
+	lo = floor(h);
+	i = (size_t)lo;
+	return i + 1 < n ? v[i] + (h - lo) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
 double sonde_stats__median_inplace(double *x, size_t n)
 {
 	if (n == 0)

@@ -32,6 +32,12 @@ int sonde_stats__summarize(const double *x, size_t n, struct sonde_summary *out)
 /* Median of n values (x is reordered). NaN for n == 0. */
 double sonde_stats__median_inplace(double *x, size_t n);
 
+/* Sort n values in ascending order. */
+void sonde_stats__sort(double *x, size_t n);
+/* The p quantile (0 <= p <= 1) of n sorted values, interpolated linearly between
+   the nearest ranks (numpy's and pandas' default). NaN for n == 0. */
+double sonde_stats__quantile_sorted(const double *v, size_t n, double p);
+
 /*
  * Modified z-score of value v against a sample's median and MAD. Returns 0 when MAD
  * is 0 and v equals the median, +/-INFINITY when MAD is 0 and v differs.
