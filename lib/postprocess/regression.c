@@ -108,70 +108,82 @@ double sonde_fit__integral(const struct sonde_fit *f, double a, double b)
 	}
 }
 
-/* Whether the point enters model k's fit (a log of x or y needs it positive). */
-static bool applies(enum sonde_model_kind k, double x, double y)
-{
-	return !isnan(transform_x(k, x)) && !isnan(y) && (!log_y(k) || y > 0);
-}
-
 int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double *y, size_t n,
 			  struct sonde_fit *out)
 {
 	double su = 0, sv = 0, suu = 0, suv = 0, mu, mv, a, c, sse_v = 0, sse = 0, sst = 0, my = 0,
-	       s2, t;
+	       s2, t, small[2 * 256], *uv = small;
 	size_t i, m = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->kind = k;
 	out->b[1] = out->ci_low[1] = out->ci_high[1] = out->t_slope = NAN;
 	out->ci_low[0] = out->ci_high[0] = NAN;
+	/* each point's u = f(x) and v = y or log y, once: the passes below reuse them
+	   (a log per point and pass was most of a regression's time) */
+	if (n > 256 && !(uv = malloc(2 * n * sizeof(*uv))))
+		return -ENOMEM;
 	/* Perun's way: a model that takes a log fits the points where it is defined */
 	for (i = 0; i < n; i++) {
-		if (!applies(k, x[i], y[i]))
+		double u = transform_x(k, x[i]);
+
+		if (isnan(u) || isnan(y[i]) || (log_y(k) && !(y[i] > 0))) {
+			uv[2 * i] = NAN;
 			continue;
+		}
+		uv[2 * i] = u;
+		uv[2 * i + 1] = log_y(k) ? log(y[i]) : y[i];
 		out->x_start = m ? fmin(out->x_start, x[i]) : x[i];
 		out->x_end = m ? fmax(out->x_end, x[i]) : x[i];
-		su += transform_x(k, x[i]);
-		sv += log_y(k) ? log(y[i]) : y[i];
+		su += u;
+		sv += uv[2 * i + 1];
 		my += y[i];
 		m++;
 	}
 	out->n = m;
-	if (m < (k == SONDE_MODEL_CONSTANT ? 1u : 2u))
+	if (m < (k == SONDE_MODEL_CONSTANT ? 1u : 2u)) {
+		if (uv != small)
+			free(uv);
 		return m < n ? -EDOM : -EINVAL;
+	}
 	mu = su / (double)m;
 	mv = sv / (double)m;
 	my /= (double)m;
 	for (i = 0; i < n; i++) {
 		double u, v;
 
-		if (!applies(k, x[i], y[i]))
+		if (isnan(uv[2 * i]))
 			continue;
-		u = transform_x(k, x[i]) - mu;
-		v = (log_y(k) ? log(y[i]) : y[i]) - mv;
+		u = uv[2 * i] - mu;
+		v = uv[2 * i + 1] - mv;
 		suu += u * u;
 		suv += u * v;
 	}
-	if (k != SONDE_MODEL_CONSTANT && !(suu > 0))
+	if (k != SONDE_MODEL_CONSTANT && !(suu > 0)) {
+		if (uv != small)
+			free(uv);
 		return -EDOM;
+	}
 	c = k == SONDE_MODEL_CONSTANT ? 0 : suv / suu;
 	a = mv - c * mu;
 	out->b[0] = log_y(k) ? exp(a) : a;
 	if (k != SONDE_MODEL_CONSTANT)
 		out->b[1] = k == SONDE_MODEL_EXPONENTIAL ? exp(c) : c;
 	for (i = 0; i < n; i++) {
-		double u, v, r, e;
+		double r, e;
 
-		if (!applies(k, x[i], y[i]))
+		if (isnan(uv[2 * i]))
 			continue;
-		u = transform_x(k, x[i]);
-		v = log_y(k) ? log(y[i]) : y[i];
-		r = v - (a + c * u);
-		e = y[i] - sonde_fit__eval(out, x[i]);
+		r = uv[2 * i + 1] - (a + c * uv[2 * i]);
+		/* the model's value at x: a + c u, or exp of it where y was logged
+		   (b0 x^b1 and b0 b1^x, evaluated through the logs already taken) */
+		e = y[i] - (log_y(k) ? exp(a + c * uv[2 * i]) : a + c * uv[2 * i]);
 		sse_v += r * r;
 		sse += e * e;
 		sst += (y[i] - my) * (y[i] - my);
 	}
+	if (uv != small)
+		free(uv);
 	if (sst > 0)
 		out->r_square = 1 - sse / sst;
 	else
