@@ -199,11 +199,6 @@ def test_collect_sampling_agrees_with_cprofile_and_every_view_reads_it(program, 
     assert r.returncode == 0, r.stderr
     p = json.loads(out.read_text())
     validate(out)
-    peer_out = tmp_path / "peer.prof"
-    r2 = run(PY, "-m", "cProfile", "-o", str(peer_out), str(path), "1", cwd=tmp_path, env=env)
-    assert r2.returncode == 0, r2.stderr
-    peer = peer_share(pstats.Stats(str(peer_out)))
-    assert abs(hot_share(p) - peer) <= 0.10, (hot_share(p), peer)
     st = p["stats"]["trace"]
     assert st["samples"] >= 100 and st["sampling"]["ticks"] >= 250, st
     assert st["sampling"]["hz"] == 100 and st["sampling"]["weight"] == "cpu"
@@ -230,6 +225,18 @@ def test_collect_sampling_agrees_with_cprofile_and_every_view_reads_it(program, 
     assert len(inst) == st["samples"] and inst[0]["args"]["stack"].startswith("<module>;spin")
     r = run(sonde_bin, "report", str(out), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 0 and "samples" in (tmp_path / "r.html").read_text()
+    # the peer last: on a busy machine (the program got well under a CPU: its 3 s
+    # of CPU took over 3.6 s) each tick waits its turn and a whole slice of CPU
+    # time goes to one frame, and the shares spread by +-0.1 (measured beside two
+    # busy loops): the comparison needs a quiet machine, and says SKIP otherwise
+    wall = p["stats"]["duration_ns"] / 1e9
+    if wall > 3.6:
+        pytest.skip("the machine was busy: 3 s of the program's CPU took %.2f s" % wall)
+    peer_out = tmp_path / "peer.prof"
+    r2 = run(PY, "-m", "cProfile", "-o", str(peer_out), str(path), "1", cwd=tmp_path, env=env)
+    assert r2.returncode == 0, r2.stderr
+    peer = peer_share(pstats.Stats(str(peer_out)))
+    assert abs(hot_share(p) - peer) <= 0.10, (hot_share(p), peer)
 
 
 def test_collect_sampling_options_and_crash(program, sonde_bin, tmp_path):
