@@ -158,8 +158,8 @@ struct system_state {
 	struct tacc {
 		unsigned long long run, slices; /* on-CPU ns, switches-in */
 		int fd[2];			/* schedstat, children: fd + 1, 0 = closed */
-		bool ran;  /* since the last reading (or never read before) */
-		bool kids; /* had children at the last reading of its list */
+		bool ran;			/* since the last reading (or never read before) */
+		bool kids;			/* had children at the last reading of its list */
 	} * thr;
 	size_t nthr, cap_thr;
 	struct u64map pseen; /* pid -> pacc[] */
@@ -419,8 +419,8 @@ static long read_thread(struct system_state *st, pid_t pid, pid_t tid)
 	    buf[0] <= '9') {
 		next_u64(next_u64(next_u64(buf, &run), &wait), &slices);
 		/* a thread's first reading, or one that ran since: both move on a CPU */
-		st->thr[k].ran = !st->thr[k].fd[1] || run != st->thr[k].run ||
-				 slices != st->thr[k].slices;
+		st->thr[k].ran =
+			!st->thr[k].fd[1] || run != st->thr[k].run || slices != st->thr[k].slices;
 		st->thr[k].run = run;
 		st->thr[k].slices = slices;
 	}
@@ -434,8 +434,7 @@ static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth);
  * not run since its last reading cannot have started one: when its list was
  * empty then, it is not read again (a file less at every sample of a sleeper).
  */
-static void kids_of(struct system_state *st, pid_t pid, pid_t tid, long t, struct raw *r,
-		    int depth)
+static void kids_of(struct system_state *st, pid_t pid, pid_t tid, long t, struct raw *r, int depth)
 {
 	char path[96], small[4096], *buf = small, *c, *save;
 	size_t size = sizeof(small);
