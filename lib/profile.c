@@ -6,7 +6,10 @@
  *  - resource_type_map and resources have the same keys, in the same order, and
  *    keys[] lists them in that order;
  *  - index maps the canonical form of a resource's fixed properties (compact JSON,
- *    sorted keys) to its position in keys[];
+ *    sorted keys) to its position in keys[], for keys[0..indexed); a loaded
+ *    profile's resources are indexed when the first resource is looked up, since
+ *    most loaded profiles are only read (a stack's canonical form costs more than
+ *    parsing it);
  *  - all columns of one resource have the same length.
  */
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <sonde/file.h>
 #include <sonde/profile.h>
+#include "json.h"
 
 struct sonde_profile {
 	json_t *root;
@@ -25,6 +29,7 @@ struct sonde_profile {
 	json_t *uid_counts; /* uid string -> resources with that uid */
 	char **keys;
 	size_t n, cap;
+	size_t indexed; /* keys[0..indexed) are in index */
 };
 
 static const char *const toplevel_objects[] = {
@@ -214,36 +219,44 @@ static char *canonical(json_t *fixed)
 	return json_dumps(fixed, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
-/* Record key/fixed as the next resource in the lookup structures. */
-static int index_resource(struct sonde_profile *p, const char *key, json_t *fixed)
+/* Put keys[indexed..n) into index, in order (a later equal form wins, as it did). */
+static int index_pending(struct sonde_profile *p)
 {
-	char *canon = canonical(fixed), *k = strdup(key);
+	for (; p->indexed < p->n; p->indexed++) {
+		json_t *fixed = json_object_get(p->rtm, p->keys[p->indexed]);
+		char *canon = fixed ? canonical(fixed) : NULL;
 
-	if (!canon || !k) {
+		if (fixed &&
+		    (!canon ||
+		     json_object_set_new(p->index, canon, json_integer((json_int_t)p->indexed)))) {
+			free(canon);
+			return -ENOMEM;
+		}
 		free(canon);
-		free(k);
-		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Record key as the next resource; index it now when the ones before it are. */
+static int index_resource(struct sonde_profile *p, const char *key, bool now)
+{
+	char *k = strdup(key);
+
+	if (!k)
+		return -ENOMEM;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 16;
 		char **nk = realloc(p->keys, cap * sizeof(*nk));
 
 		if (!nk) {
-			free(canon);
 			free(k);
 			return -ENOMEM;
 		}
 		p->keys = nk;
 		p->cap = cap;
 	}
-	if (json_object_set_new(p->index, canon, json_integer((json_int_t)p->n))) {
-		free(canon);
-		free(k);
-		return -ENOMEM;
-	}
-	free(canon);
 	p->keys[p->n++] = k;
-	return 0;
+	return now && p->indexed == p->n - 1 ? index_pending(p) : 0;
 }
 
 long sonde_profile__resource(struct sonde_profile *p, const char *uid, const char *type,
@@ -264,7 +277,7 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 		err |= json_object_set_new(fixed, "type", json_string(type));
 	if (subtype)
 		err |= json_object_set_new(fixed, "subtype", json_string(subtype));
-	canon = err ? NULL : canonical(fixed);
+	canon = err || index_pending(p) ? NULL : canonical(fixed);
 	if (!canon) {
 		json_decref(fixed);
 		return -ENOMEM;
@@ -288,7 +301,7 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 	json_object_set_new(p->uid_counts, uid,
 			    json_integer(count ? json_integer_value(count) + 1 : 1));
 	pos = (long)p->n;
-	err = index_resource(p, key.buf, fixed);
+	err = index_resource(p, key.buf, true);
 	json_decref(fixed);
 	sonde_strbuf__release(&key);
 	return err ? err : pos;
@@ -415,8 +428,7 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 		first = 0;
 		err |= !k || json_dump_callback(k, dump_to_strbuf, &sb, JSON_ENCODE_ANY);
 		err |= sonde_strbuf__adds(&sb, ": ");
-		err |= json_dump_callback(v, dump_to_strbuf, &sb,
-					  JSON_COMPACT | JSON_REAL_PRECISION(15));
+		err |= sonde_json__dump_compact(&sb, v);
 		json_decref(k);
 	}
 	err |= sonde_strbuf__adds(&sb, first ? "}" : "\n }");
@@ -631,7 +643,7 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 			}
 			len = json_array_size(col);
 		}
-		if (index_resource(p, key, fixed))
+		if (index_resource(p, key, false))
 			return -ENOMEM;
 		uid = json_string_value(json_object_get(fixed, "uid"));
 		if (uid) {
@@ -863,7 +875,7 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 {
 	char why[128];
 	json_error_t jerr;
-	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr), *fv, *v, *records;
+	json_t *root = sonde_json__load(buf, len, &jerr), *fv, *v, *records;
 	struct sonde_profile *p;
 	const char *const *k;
 	size_t nonfinite = 0;
@@ -874,7 +886,7 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 		char *copy = nonfinite_as_null(buf, len, &l2, &nonfinite);
 
 		if (copy && nonfinite)
-			root = json_loadb(copy, l2, JSON_REJECT_DUPLICATES, NULL);
+			root = sonde_json__load(copy, l2, NULL);
 		free(copy);
 	}
 	if (!root) {

@@ -36,12 +36,65 @@ double sonde_stats__quantile_sorted(const double *v, size_t n, double p)
 	return i + 1 < n ? v[i] + (h - lo) * (v[i + 1] - v[i]) : v[n - 1];
 }
 
+static double median3(double a, double b, double c)
+{
+	return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+}
+
+/*
+ * The k-th smallest of x[0..n) in x[k], smaller ones before it, larger after
+ * (quickselect, Hoare's partition around a median of three: O(n) where a sort
+ * is O(n log n)). After 2 log2(n) rounds what is left of the range is sorted
+ * instead, so that no input makes it quadratic.
+ */
+static void select_kth(double *x, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n - 1, budget = 2;
+
+	for (size_t m = n; m > 1; m >>= 1)
+		budget += 2;
+	while (hi > lo) {
+		size_t i = lo, j = hi;
+		double p;
+
+		if (hi - lo < 16 || !budget--) {
+			qsort(x + lo, hi - lo + 1, sizeof(*x), cmp_double);
+			return;
+		}
+		p = median3(x[lo], x[lo + (hi - lo) / 2], x[hi]);
+		for (;;) {
+			double t;
+
+			while (x[i] < p)
+				i++;
+			while (x[j] > p)
+				j--;
+			if (i >= j)
+				break;
+			t = x[i], x[i] = x[j], x[j] = t;
+			i++, j--;
+		}
+		/* x[lo..j] <= p <= x[j+1..hi] */
+		if (k <= j)
+			hi = j;
+		else
+			lo = j + 1;
+	}
+}
+
 double sonde_stats__median_inplace(double *x, size_t n)
 {
+	double below;
+
 	if (n == 0)
 		return NAN;
-	qsort(x, n, sizeof(*x), cmp_double);
-	return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+	select_kth(x, n, n / 2);
+	if (n % 2)
+		return x[n / 2];
+	below = x[0];
+	for (size_t i = 1; i < n / 2; i++)
+		below = x[i] > below ? x[i] : below;
+	return (below + x[n / 2]) / 2;
 }
 
 double sonde_stats__modified_z(double v, double median, double mad)

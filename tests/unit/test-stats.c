@@ -4,6 +4,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 #include <sonde/stats.h>
 
@@ -118,12 +120,64 @@ static void test_bimodal(void **state)
 	assert_int_equal(sonde_stats__bimodal(two, 9, &b), 0); /* too few to tell */
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median by selection is the median of the sorted values, on every shape. */
+static void test_median_selection(void **state)
+{
+	static double x[4099], s[4099];
+	unsigned seed = 3;
+	size_t n, i;
+	int shape;
+
+	for (shape = 0; shape < 6; shape++) {
+		for (n = 1; n < 4099; n += n < 40 ? 1 : 97) {
+			double want;
+
+			for (i = 0; i < n; i++) {
+				switch (shape) {
+				case 0: /* random */
+					x[i] = (double)rand_r(&seed) / RAND_MAX;
+					break;
+				case 1: /* sorted */
+					x[i] = (double)i;
+					break;
+				case 2: /* reversed */
+					x[i] = (double)(n - i);
+					break;
+				case 3: /* few distinct values */
+					x[i] = (double)(rand_r(&seed) % 3);
+					break;
+				case 4: /* all equal */
+					x[i] = 7;
+					break;
+				default: /* organ pipe */
+					x[i] = (double)(i < n / 2 ? i : n - i);
+				}
+			}
+			memcpy(s, x, n * sizeof(*x));
+			qsort(s, n, sizeof(*s), by_value);
+			want = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+			assert_true(sonde_stats__median_inplace(x, n) == want);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_summary),	 cmocka_unit_test(test_t_quantiles),
-		cmocka_unit_test(test_outliers), cmocka_unit_test(test_hyperfine_rule),
-		cmocka_unit_test(test_edges),	 cmocka_unit_test(test_bimodal),
+		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_t_quantiles),
+		cmocka_unit_test(test_outliers),
+		cmocka_unit_test(test_hyperfine_rule),
+		cmocka_unit_test(test_edges),
+		cmocka_unit_test(test_bimodal),
+		cmocka_unit_test(test_median_selection),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

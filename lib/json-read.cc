@@ -1,0 +1,131 @@
+/*
+ * json-read.cc - the fast way in for large JSON documents (see json.h).
+ *
+ * simdjson (Debian's libsimdjson) parses the document into its tape, and the
+ * tape is copied into a jansson tree, the model the rest of libsonde works on.
+ * jansson spends most of a profile's load lexing numbers one character at a
+ * time (strtod under the locale, a growing token buffer); simdjson parses a
+ * megabyte of numbers in about a millisecond.
+ *
+ * The answer must be the one json_loadb(JSON_REJECT_DUPLICATES) gives, so
+ * this reader declines whatever jansson would read differently or refuse,
+ * and jansson then decides (and says why a document is bad):
+ *  - any document simdjson refuses (syntax, depth, number range, encoding);
+ *  - a top level that is not an object or an array, and a byte order mark;
+ *  - an integer above INT64_MAX (simdjson reads it, jansson does not);
+ *  - a string or key with a NUL in it (jansson refuses \u0000);
+ *  - a key twice in one object.
+ * tests/unit/test-json.c and tests/fuzz/fuzz-json.c hold the two readers to
+ * the same trees.
+ */
+#include <cstring>
+#include <new>
+#include <simdjson.h>
+
+extern "C" {
+#include "json.h"
+}
+
+namespace
+{
+
+using namespace simdjson;
+
+json_t *tree(dom::element e);
+
+json_t *array_of(dom::array a)
+{
+	json_t *out = json_array();
+
+	if (!out)
+		return nullptr;
+	for (dom::element c : a) {
+		json_t *v = tree(c);
+
+		if (!v || json_array_append_new(out, v)) {
+			json_decref(out);
+			return nullptr;
+		}
+	}
+	return out;
+}
+
+json_t *object_of(dom::object o)
+{
+	json_t *out = json_object();
+
+	if (!out)
+		return nullptr;
+	for (dom::key_value_pair kv : o) {
+		/* the tape's strings end with a NUL, so a key without one inside is a C string */
+		const char *key = kv.key.data();
+		json_t *v;
+
+		if (std::memchr(key, 0, kv.key.size()) || json_object_get(out, key)) {
+			json_decref(out);
+			return nullptr;
+		}
+		v = tree(kv.value);
+		if (!v || json_object_set_new_nocheck(out, key, v)) {
+			json_decref(out);
+			return nullptr;
+		}
+	}
+	return out;
+}
+
+json_t *tree(dom::element e)
+{
+	switch (e.type()) {
+	case dom::element_type::OBJECT:
+		return object_of(e.get_object().value_unsafe());
+	case dom::element_type::ARRAY:
+		return array_of(e.get_array().value_unsafe());
+	case dom::element_type::INT64:
+		return json_integer(e.get_int64().value_unsafe());
+	case dom::element_type::UINT64:
+		return nullptr; /* above INT64_MAX: jansson refuses it */
+	case dom::element_type::DOUBLE:
+		return json_real(e.get_double().value_unsafe());
+	case dom::element_type::STRING: {
+		std::string_view s = e.get_string().value_unsafe();
+
+		if (std::memchr(s.data(), 0, s.size()))
+			return nullptr;
+		return json_stringn_nocheck(s.data(), s.size());
+	}
+	case dom::element_type::BOOL:
+		return json_boolean(e.get_bool().value_unsafe());
+	case dom::element_type::NULL_VALUE:
+		return json_null();
+	}
+	return nullptr;
+}
+
+json_t *fast(const char *buf, size_t len)
+{
+	dom::parser parser;
+	dom::element root;
+
+	if (len >= 3 && !std::memcmp(buf, "\xef\xbb\xbf", 3))
+		return nullptr;
+	if (parser.parse(buf, len, true).get(root) != SUCCESS)
+		return nullptr;
+	if (root.type() != dom::element_type::OBJECT && root.type() != dom::element_type::ARRAY)
+		return nullptr;
+	return tree(root);
+}
+
+} // namespace
+
+extern "C" json_t *sonde_json__load(const char *buf, size_t len, json_error_t *err)
+{
+	json_t *root = nullptr;
+
+	try {
+		root = fast(buf, len);
+	} catch (...) {
+		root = nullptr; /* out of memory in simdjson: jansson decides */
+	}
+	return root ? root : json_loadb(buf, len, JSON_REJECT_DUPLICATES, err);
+}

@@ -1,0 +1,258 @@
+/*
+ * Unit tests: the fast JSON reader and writer against jansson, the reference.
+ * Whatever the reader gives must be jansson's tree (or jansson's refusal, with
+ * jansson's reason), and whatever the writer gives must be jansson's bytes.
+ */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <sonde/strbuf.h>
+#include "json.h"
+
+/* Same tree: json_equal, and integers stay integers (json_equal says so too). */
+static void same_reading(const char *doc, size_t len)
+{
+	json_error_t je, fe;
+	json_t *j = json_loadb(doc, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *f = sonde_json__load(doc, len, &fe);
+
+	if (!j) {
+		if (f)
+			fail_msg("jansson refuses '%.*s' (%s), the fast reader reads it", (int)len,
+				 doc, je.text);
+		assert_string_equal(je.text, fe.text);
+		assert_int_equal(je.line, fe.line);
+		assert_int_equal(je.column, fe.column);
+		return;
+	}
+	if (!f)
+		fail_msg("jansson reads '%.*s', the fast reader refuses it", (int)len, doc);
+	if (!json_equal(j, f)) {
+		char *a = json_dumps(j, JSON_ENCODE_ANY), *b = json_dumps(f, JSON_ENCODE_ANY);
+
+		fail_msg("'%.*s': jansson %s, fast %s", (int)len, doc, a, b);
+	}
+	json_decref(j);
+	json_decref(f);
+}
+
+static void test_reader_agrees(void **state)
+{
+	static const char *const docs[] = {
+		"{}",
+		"[]",
+		"[1, -2, 3.5, -0, -0.0, 0e0, 1E2, 1e-400, 2.5e-308]",
+		"{\"a\": {\"b\": [true, false, null, \"x\"]}, \"c\": \"\\u00e9\\n\\t\\\"\"}",
+		"[9223372036854775807, -9223372036854775808]",
+		"[9223372036854775808]",
+		"[18446744073709551615]",
+		"[18446744073709551616]",
+		"[-9223372036854775809]",
+		"[1e309]",
+		"[-1e309]",
+		"[0.1, 0.2, 123456789012345678901234567890]",
+		"{\"a\": 1, \"a\": 2}",
+		"{\"a\": {\"x\": 1, \"x\": 1}}",
+		"[\"a\\u0000b\"]",
+		"{\"a\\u0000b\": 1}",
+		"[\"\\ud800\"]",
+		"[\"\\udc00\"]",
+		"[\"\\ud83d\\ude00\"]",
+		"[\"\xc3\x28\"]",
+		"[\"\xed\xa0\x80\"]",
+		"\xef\xbb\xbf{}",
+		"1",
+		"\"s\"",
+		"null",
+		"",
+		"   ",
+		"[1,]",
+		"[1 2]",
+		"{\"a\" 1}",
+		"{\"a\":1,}",
+		"[01]",
+		"[1.]",
+		"[.5]",
+		"[+1]",
+		"[NaN]",
+		"[Infinity]",
+		"[-]",
+		"{} {}",
+		"{}  \n",
+		"[\"\t\"]",
+		"[\"\\x\"]",
+		"[\"\\/\"]",
+		"{\"\": 0}",
+		"[[[[[[]]]]]]",
+		"[1e+5, 1E-5, -1.5e10]",
+		"[true false]",
+		"[nul]",
+		"{\"a\":[1,2,{\"b\":null}],\"c\":[]}",
+	};
+	char deep[5000];
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++)
+		same_reading(docs[i], strlen(docs[i]));
+	/* deeper than simdjson's 1024 levels, and deeper than jansson's 2048 */
+	for (i = 0; i < 1500; i++)
+		deep[i] = '[', deep[3000 - 1 - i] = ']';
+	same_reading(deep, 3000);
+	for (i = 0; i < 2500; i++)
+		deep[i] = '[', deep[5000 - 1 - i] = ']';
+	same_reading(deep, 5000);
+	/* a document that stops early, at every byte */
+	{
+		const char *d = "{\"a\": [1.5, \"xy\", {\"b\": null}], \"c\": -12}";
+
+		for (i = 0; i < strlen(d); i++)
+			same_reading(d, i);
+	}
+}
+
+/* A profile-like document of random numbers reads the same. */
+static void test_reader_agrees_on_numbers(void **state)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	unsigned seed = 11;
+	int i;
+
+	sonde_strbuf__adds(&sb, "{\"x\": [");
+	for (i = 0; i < 20000; i++) {
+		double v = (double)rand_r(&seed) / RAND_MAX;
+		int e = rand_r(&seed) % 40 - 20;
+
+		switch (i % 4) {
+		case 0:
+			sonde_strbuf__addf(&sb, "%s%.17g", i ? "," : "", ldexp(v, e * 3));
+			break;
+		case 1:
+			sonde_strbuf__addf(&sb, ",%.3f", v * 1e4);
+			break;
+		case 2:
+			sonde_strbuf__addf(&sb, ",%d", rand_r(&seed) - RAND_MAX / 2);
+			break;
+		default:
+			sonde_strbuf__addf(&sb, ",%.6e", -v * pow(10, e));
+		}
+	}
+	sonde_strbuf__adds(&sb, "]}");
+	same_reading(sb.buf, sb.len);
+	sonde_strbuf__release(&sb);
+}
+
+static void same_writing(json_t *v)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	char *want = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
+
+	assert_non_null(want);
+	assert_int_equal(sonde_json__dump_compact(&sb, v), 0);
+	if (strcmp(want, sb.buf))
+		fail_msg("jansson writes %s, the fast writer %s", want, sb.buf);
+	free(want);
+	sonde_strbuf__release(&sb);
+	json_decref(v);
+}
+
+static void test_writer_agrees(void **state)
+{
+	static const double reals[] = {
+		0.0,
+		-0.0,
+		1.0,
+		-1.0,
+		0.1,
+		0.5,
+		39.5,
+		-123.456,
+		1e-4,
+		9.99e-5,
+		1.0001e-4,
+		0.000123456789012345,
+		1e14,
+		99999999999999.9,
+		999999999999999.0,
+		1e15,
+		1e16,
+		1e21,
+		1e22,
+		1e100,
+		-1e-300,
+		DBL_MIN,
+		DBL_MAX,
+		5e-324,
+		1.0 / 3.0,
+		2.0 / 3.0,
+		M_PI,
+		123456789.123456789,
+		0.30000000000000004,
+		4503599627370496.5,
+		9007199254740993.0,
+		1234.5678,
+		0.0001,
+		100.0,
+		1e5,
+	};
+	static const json_int_t ints[] = {
+		0, 1, -1, 10, -10, 1234567890123LL, INT64_MAX, INT64_MIN
+	};
+	static const char *const strings[] = {
+		"",
+		"plain",
+		"q\"uote",
+		"back\\slash",
+		"ctl\x01\x1f",
+		"\b\f\n\r\t",
+		"sl/ash",
+		"utf8 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		"del\x7f",
+	};
+	unsigned seed = 5;
+	json_t *o = json_object(), *a = json_array();
+	size_t i;
+
+	for (i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+		same_writing(json_real(reals[i]));
+		same_writing(json_real(-reals[i]));
+	}
+	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		same_writing(json_integer(ints[i]));
+	for (i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		same_writing(json_string(strings[i]));
+	/* measurements with a few decimals, and arbitrary doubles, at every scale */
+	for (i = 0; i < 200000; i++) {
+		double v = (double)rand_r(&seed) / RAND_MAX * pow(10, (int)(i % 24) - 6);
+
+		if (i % 3 == 0)
+			v = round(v * pow(10, (int)(i % 7))) / pow(10, (int)(i % 7));
+		same_writing(json_real(i % 2 ? v : -v));
+	}
+	same_writing(json_null());
+	same_writing(json_true());
+	same_writing(json_false());
+	json_object_set_new(o, "a\"b", json_integer(1));
+	json_object_set_new(o, "c", json_pack("[f, s, n, {}, []]", 2.5, "x"));
+	json_object_set_new(o, "z", json_object());
+	json_array_append_new(a, o);
+	json_array_append_new(a, json_pack("{s:[i,i,f]}", "amount", 1, 2, 3.25));
+	same_writing(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reader_agrees),
+		cmocka_unit_test(test_reader_agrees_on_numbers),
+		cmocka_unit_test(test_writer_agrees),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
