@@ -53,6 +53,7 @@ json_t *array_of(dom::array a)
 json_t *object_of(dom::object o)
 {
 	json_t *out = json_object();
+	size_t n = 0;
 
 	if (!out)
 		return nullptr;
@@ -61,12 +62,14 @@ json_t *object_of(dom::object o)
 		const char *key = kv.key.data();
 		json_t *v;
 
-		if (std::memchr(key, 0, kv.key.size()) || json_object_get(out, key)) {
+		if (std::memchr(key, 0, kv.key.size())) {
 			json_decref(out);
 			return nullptr;
 		}
 		v = tree(kv.value);
-		if (!v || json_object_set_new_nocheck(out, key, v)) {
+		/* a key seen before replaces its value: the object then holds fewer than n */
+		if (!v || json_object_set_new_nocheck(out, key, v) ||
+		    json_object_size(out) != ++n) {
 			json_decref(out);
 			return nullptr;
 		}

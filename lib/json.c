@@ -152,7 +152,21 @@ static int add_string(struct sonde_strbuf *sb, const char *s, size_t len)
 	return err | sonde_strbuf__addch(sb, '"');
 }
 
-int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v)
+static int add_indent(struct sonde_strbuf *sb, size_t spaces)
+{
+	int err = sonde_strbuf__grow(sb, spaces + 1);
+
+	if (err)
+		return err;
+	sb->buf[sb->len++] = '\n';
+	memset(sb->buf + sb->len, ' ', spaces);
+	sb->len += spaces;
+	sb->buf[sb->len] = '\0';
+	return 0;
+}
+
+/* indent 0: compact; else JSON_INDENT(indent), at depth levels in. */
+static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth)
 {
 	const char *key;
 	json_t *e;
@@ -169,10 +183,15 @@ int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v)
 			if (!first)
 				err |= sonde_strbuf__addch(sb, ',');
 			first = 0;
+			if (indent)
+				err |= add_indent(sb, indent * (depth + 1));
 			err |= add_string(sb, key, strlen(key));
-			err |= sonde_strbuf__addch(sb, ':');
-			err |= sonde_json__dump_compact(sb, e);
+			err |= indent ? sonde_strbuf__add(sb, ": ", 2)
+				      : sonde_strbuf__addch(sb, ':');
+			err |= dump(sb, e, indent, depth + 1);
 		}
+		if (indent && !first)
+			err |= add_indent(sb, indent * depth);
 		return err | sonde_strbuf__addch(sb, '}');
 	case JSON_ARRAY:
 		err = sonde_strbuf__addch(sb, '[');
@@ -182,8 +201,12 @@ int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v)
 				break;
 			if (i)
 				err |= sonde_strbuf__addch(sb, ',');
-			err |= sonde_json__dump_compact(sb, e);
+			if (indent)
+				err |= add_indent(sb, indent * (depth + 1));
+			err |= dump(sb, e, indent, depth + 1);
 		}
+		if (indent && json_array_size(v))
+			err |= add_indent(sb, indent * depth);
 		return err | sonde_strbuf__addch(sb, ']');
 	case JSON_STRING:
 		return add_string(sb, json_string_value(v), json_string_length(v));
@@ -199,4 +222,19 @@ int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v)
 		return sonde_strbuf__adds(sb, "null");
 	}
 	return -EINVAL;
+}
+
+int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v)
+{
+	return dump(sb, v, 0, 0) ? -ENOMEM : 0;
+}
+
+int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth)
+{
+	return dump(sb, v, indent, depth) ? -ENOMEM : 0;
+}
+
+int sonde_json__dump_string(struct sonde_strbuf *sb, const char *s)
+{
+	return add_string(sb, s, strlen(s)) ? -ENOMEM : 0;
 }

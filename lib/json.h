@@ -8,7 +8,9 @@
  * sonde_json__dump_compact() appends v as json_dumps(v, JSON_ENCODE_ANY |
  * JSON_COMPACT | JSON_REAL_PRECISION(15)) writes it, byte for byte, without
  * printf for the numbers that have a short decimal form (json.c). 0, or
- * -ENOMEM.
+ * -ENOMEM. sonde_json__dump_indented() writes as JSON_INDENT(indent) would, with
+ * the value's first line already depth levels in (depth 0: a document), and
+ * sonde_json__dump_string() a string as jansson quotes it.
  */
 #ifndef SONDE_JSON_H
 #define SONDE_JSON_H
@@ -20,5 +22,8 @@ struct sonde_strbuf;
 
 json_t *sonde_json__load(const char *buf, size_t len, json_error_t *err);
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v);
+int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent,
+			      size_t depth);
+int sonde_json__dump_string(struct sonde_strbuf *sb, const char *s);
 
 #endif

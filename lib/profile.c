@@ -384,11 +384,6 @@ int sonde_profile__add_workload_warning(struct sonde_profile *p, const char *cod
 		       : 0;
 }
 
-static int dump_to_strbuf(const char *buf, size_t size, void *data)
-{
-	return sonde_strbuf__add(data, buf, size) ? -1 : 0;
-}
-
 /*
  * Indented JSON, except that each resource's columns go on one line: a profile
  * with a million values stays a file of a few lines per resource, not a
@@ -396,45 +391,35 @@ static int dump_to_strbuf(const char *buf, size_t size, void *data)
  */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 {
-	static const char mark[] = "\\u0001resources\\u0001";
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
-	json_t *res = json_incref(json_object_get(p->root, "resources"));
-	const char *key, *at;
-	char *top;
-	json_t *v;
-	int err, first = 1;
+	const char *key, *rk;
+	json_t *v, *r;
+	int err, first = 1, rfirst;
 
-	if (!res || json_object_set_new(p->root, "resources", json_string("\001resources\001"))) {
-		json_decref(res);
-		errno = ENOMEM;
-		return NULL;
-	}
-	top = json_dumps(p->root, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
-	err = json_object_set(p->root, "resources", res);
-	at = top ? strstr(top, mark) : NULL;
-	if (!at || err) {
-		free(top);
-		json_decref(res);
-		errno = ENOMEM;
-		return NULL;
-	}
-	err = sonde_strbuf__add(&sb, top, (size_t)(at - top - 1)); /* up to the quote */
-	err |= sonde_strbuf__adds(&sb, "{");
-	json_object_foreach(res, key, v)
+	err = sonde_strbuf__addch(&sb, '{');
+	json_object_foreach(p->root, key, v)
 	{
-		json_t *k = json_string(key);
-
-		err |= sonde_strbuf__adds(&sb, first ? "\n  " : ",\n  ");
+		err |= sonde_strbuf__adds(&sb, first ? "\n " : ",\n ");
 		first = 0;
-		err |= !k || json_dump_callback(k, dump_to_strbuf, &sb, JSON_ENCODE_ANY);
+		err |= sonde_json__dump_string(&sb, key);
 		err |= sonde_strbuf__adds(&sb, ": ");
-		err |= sonde_json__dump_compact(&sb, v);
-		json_decref(k);
+		if (v != p->res) {
+			err |= sonde_json__dump_indented(&sb, v, 1, 1);
+			continue;
+		}
+		err |= sonde_strbuf__addch(&sb, '{');
+		rfirst = 1;
+		json_object_foreach(v, rk, r)
+		{
+			err |= sonde_strbuf__adds(&sb, rfirst ? "\n  " : ",\n  ");
+			rfirst = 0;
+			err |= sonde_json__dump_string(&sb, rk);
+			err |= sonde_strbuf__adds(&sb, ": ");
+			err |= sonde_json__dump_compact(&sb, r);
+		}
+		err |= sonde_strbuf__adds(&sb, json_object_size(v) ? "\n }" : "}");
 	}
-	err |= sonde_strbuf__adds(&sb, first ? "}" : "\n }");
-	err |= sonde_strbuf__adds(&sb, at + strlen(mark) + 1); /* after the closing quote */
-	free(top);
-	json_decref(res);
+	err |= sonde_strbuf__adds(&sb, first ? "}" : "\n}");
 	if (err) {
 		sonde_strbuf__release(&sb);
 		errno = ENOMEM;

@@ -327,6 +327,26 @@ struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *c
 	return p;
 }
 
+void cli_drop_profile(struct sonde_profile *p)
+{
+	static struct sonde_profile **kept;
+	static size_t n, cap;
+
+	if (p && n == cap) {
+		size_t c = cap ? 2 * cap : 8;
+		struct sonde_profile **k = realloc(kept, c * sizeof(*k));
+
+		if (!k) {
+			sonde_profile__free(p);
+			return;
+		}
+		kept = k;
+		cap = c;
+	}
+	if (p)
+		kept[n++] = p;
+}
+
 void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;

@@ -265,7 +265,7 @@ int cmd_postprocess(int argc, char **argv)
 		}
 	}
 	sonde_strbuf__release(&err);
-	sonde_profile__free(p);
+	cli_drop_profile(p);
 	free(path);
 	return code;
 }

@@ -58,7 +58,7 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	for (i = 0; i < n; i++)
-		sonde_profile__free(p[i]);
+		cli_drop_profile(p[i]);
 	free(p);
 	sonde_strbuf__release(&sb);
 	return code;

@@ -338,6 +338,6 @@ int cmd_show(int argc, char **argv)
 			code = EXIT_FAILURE_;
 		}
 	}
-	sonde_profile__free(p);
+	cli_drop_profile(p);
 	return code;
 }

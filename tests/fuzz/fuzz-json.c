@@ -1,7 +1,8 @@
 /*
  * fuzz-json: the fast JSON reader against jansson on arbitrary bytes. Both
  * refuse a document or both read it to the same tree, and a tree read is
- * written back by the fast writer byte for byte as jansson writes it. Any
+ * written back by the fast writer byte for byte as jansson writes it, compact
+ * and indented. Any
  * difference aborts, so libFuzzer keeps the input.
  */
 #include <stdint.h>
@@ -36,6 +37,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	want = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (want && (sonde_json__dump_compact(&sb, f) || strcmp(want, sb.buf)))
+		abort();
+	free(want);
+	want = json_dumps(j, JSON_ENCODE_ANY | JSON_INDENT(1) | JSON_REAL_PRECISION(15));
+	sonde_strbuf__reset(&sb);
+	if (want && (sonde_json__dump_indented(&sb, f, 1, 0) || strcmp(want, sb.buf)))
 		abort();
 	free(want);
 	sonde_strbuf__release(&sb);

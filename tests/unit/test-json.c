@@ -158,6 +158,15 @@ static void same_writing(json_t *v)
 	if (strcmp(want, sb.buf))
 		fail_msg("jansson writes %s, the fast writer %s", want, sb.buf);
 	free(want);
+	for (size_t indent = 1; indent <= 2; indent++) {
+		want = json_dumps(v,
+				  JSON_ENCODE_ANY | JSON_INDENT(indent) | JSON_REAL_PRECISION(15));
+		sonde_strbuf__reset(&sb);
+		assert_int_equal(sonde_json__dump_indented(&sb, v, indent, 0), 0);
+		if (strcmp(want, sb.buf))
+			fail_msg("jansson indents %s, the fast writer %s", want, sb.buf);
+		free(want);
+	}
 	sonde_strbuf__release(&sb);
 	json_decref(v);
 }
@@ -243,6 +252,7 @@ static void test_writer_agrees(void **state)
 	json_object_set_new(o, "z", json_object());
 	json_array_append_new(a, o);
 	json_array_append_new(a, json_pack("{s:[i,i,f]}", "amount", 1, 2, 3.25));
+	json_array_append_new(a, json_pack("{s:{s:[[]]}, s:[{}]}", "x", "y", "z"));
 	same_writing(a);
 }
 
