@@ -105,14 +105,16 @@ json_t *tree(dom::element e)
 	return nullptr;
 }
 
-json_t *fast(const char *buf, size_t len)
+static_assert(SIMDJSON_PADDING <= SONDE_JSON_SLACK, "simdjson reads past the slack");
+
+json_t *fast(const char *buf, size_t len, size_t slack)
 {
 	dom::parser parser;
 	dom::element root;
 
 	if (len >= 3 && !std::memcmp(buf, "\xef\xbb\xbf", 3))
 		return nullptr;
-	if (parser.parse(buf, len, true).get(root) != SUCCESS)
+	if (parser.parse(buf, len, slack < SIMDJSON_PADDING).get(root) != SUCCESS)
 		return nullptr;
 	if (root.type() != dom::element_type::OBJECT && root.type() != dom::element_type::ARRAY)
 		return nullptr;
@@ -121,12 +123,12 @@ json_t *fast(const char *buf, size_t len)
 
 } // namespace
 
-extern "C" json_t *sonde_json__load(const char *buf, size_t len, json_error_t *err)
+extern "C" json_t *sonde_json__load(const char *buf, size_t len, size_t slack, json_error_t *err)
 {
 	json_t *root = nullptr;
 
 	try {
-		root = fast(buf, len);
+		root = fast(buf, len, slack);
 	} catch (...) {
 		root = nullptr; /* out of memory in simdjson: jansson decides */
 	}

@@ -4,6 +4,9 @@
  * sonde_json__load() reads what json_loadb(buf, len, JSON_REJECT_DUPLICATES, err)
  * reads, to the same tree, about three times faster on a profile of numbers
  * (json-read.cc); err is filled as jansson fills it when the document is bad.
+ * slack: how many bytes after buf[len] may be read (their values do not
+ * matter); with SONDE_JSON_SLACK or more the document is parsed where it is,
+ * without a copy.
  *
  * sonde_json__dump_compact() appends v as json_dumps(v, JSON_ENCODE_ANY |
  * JSON_COMPACT | JSON_REAL_PRECISION(15)) writes it, byte for byte, without
@@ -20,7 +23,9 @@
 
 struct sonde_strbuf;
 
-json_t *sonde_json__load(const char *buf, size_t len, json_error_t *err);
+#define SONDE_JSON_SLACK 64
+
+json_t *sonde_json__load(const char *buf, size_t len, size_t slack, json_error_t *err);
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v);
 int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent,
 			      size_t depth);

@@ -855,12 +855,13 @@ static const char *mistyped(json_t *root, char *buf, size_t len)
 	return bad_contexts(root, buf, len);
 }
 
-struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const char *name,
-					   struct sonde_strbuf *err)
+/* sonde_profile__parse(), from a buffer with slack bytes readable after buf[len] */
+static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, const char *name,
+				   struct sonde_strbuf *err)
 {
 	char why[128];
 	json_error_t jerr;
-	json_t *root = sonde_json__load(buf, len, &jerr), *fv, *v, *records;
+	json_t *root = sonde_json__load(buf, len, slack, &jerr), *fv, *v, *records;
 	struct sonde_profile *p;
 	const char *const *k;
 	size_t nonfinite = 0;
@@ -871,7 +872,7 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 		char *copy = nonfinite_as_null(buf, len, &l2, &nonfinite);
 
 		if (copy && nonfinite)
-			root = sonde_json__load(copy, l2, NULL);
+			root = sonde_json__load(copy, l2, 0, NULL);
 		free(copy);
 	}
 	if (!root) {
@@ -990,6 +991,12 @@ struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const ch
 	return p;
 }
 
+struct sonde_profile *sonde_profile__parse(const char *buf, size_t len, const char *name,
+					   struct sonde_strbuf *err)
+{
+	return parse(buf, len, 0, name, err);
+}
+
 size_t sonde_profile__extension(const char *name)
 {
 	static const char *const exts[] = { ".json", ".json.gz", ".json.zst" };
@@ -1007,7 +1014,7 @@ size_t sonde_profile__extension(const char *name)
 struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf *err)
 {
 	struct sonde_profile *p;
-	char *buf;
+	char *buf, *big;
 	size_t len;
 	int e = sonde_file__read_data(path, &buf, &len);
 
@@ -1020,7 +1027,13 @@ struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf 
 		errno = -e;
 		return NULL;
 	}
-	p = sonde_profile__parse(buf, len, path, err);
+	/* room after the document: the JSON reader then parses it in place */
+	big = realloc(buf, len + SONDE_JSON_SLACK);
+	if (big) {
+		memset(big + len, 0, SONDE_JSON_SLACK);
+		buf = big;
+	}
+	p = parse(buf, len, big ? SONDE_JSON_SLACK : 0, path, err);
 	free(buf);
 	return p;
 }

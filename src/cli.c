@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -325,6 +327,83 @@ struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *c
 	sonde_strbuf__release(&err);
 	free(path);
 	return p;
+}
+
+struct loading {
+	char **paths;
+	struct sonde_profile **out;
+	struct sonde_strbuf *err;
+	int *errnum;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *load_some(void *arg)
+{
+	struct loading *l = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&l->next, 1)) < l->n) {
+		l->out[i] = sonde_profile__load(l->paths[i], &l->err[i]);
+		l->errnum[i] = l->out[i] ? 0 : errno;
+	}
+	return NULL;
+}
+
+int cli_load_profiles(const char *cmd, char *const *names, size_t n, struct sonde_profile **out)
+{
+	struct loading l = { .n = n };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t i, nt = 0, want = cpus > 1 ? (size_t)cpus - 1 : 0;
+	pthread_t *t = NULL;
+	int code = EXIT_OK;
+
+	atomic_init(&l.next, 0);
+	l.paths = calloc(n, sizeof(*l.paths));
+	l.err = calloc(n, sizeof(*l.err));
+	l.errnum = calloc(n, sizeof(*l.errnum));
+	if (!l.paths || !l.err || !l.errnum) {
+		cli_error(cmd, "out of memory");
+		code = EXIT_FAILURE_;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		out[i] = NULL;
+		l.err[i] = (struct sonde_strbuf)SONDE_STRBUF_INIT;
+	}
+	for (i = 0; i < n && code == EXIT_OK; i++) {
+		l.paths[i] = cli_profile_path(cmd, names[i], NULL);
+		if (!l.paths[i])
+			code = EXIT_FAILURE_;
+	}
+	if (code != EXIT_OK)
+		goto out;
+	l.out = out;
+	if (want > n - 1)
+		want = n - 1;
+	t = want ? calloc(want, sizeof(*t)) : NULL;
+	for (nt = 0; t && nt < want; nt++)
+		if (pthread_create(&t[nt], NULL, load_some, &l))
+			break;
+	load_some(&l);
+	for (i = 0; i < nt; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < n && code == EXIT_OK; i++) {
+		if (!out[i]) {
+			code = l.errnum[i] == ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
+			cli_error(cmd, "%s", l.err[i].buf);
+		}
+	}
+out:
+	for (i = 0; l.paths && i < n; i++)
+		free(l.paths[i]);
+	for (i = 0; l.err && i < n; i++)
+		sonde_strbuf__release(&l.err[i]);
+	free(l.paths);
+	free(l.err);
+	free(l.errnum);
+	free(t);
+	return code;
 }
 
 void cli_drop_profile(struct sonde_profile *p)

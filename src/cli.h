@@ -99,6 +99,12 @@ bool cli_is_store_name(const char *name);
 /* Load a profile named as above; prints why on failure and sets *code. */
 struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *code);
 /*
+ * Load names[0..n) into out[] (NULL where not loaded), several at a time on
+ * the machine's CPUs; the first that cannot be loaded is said, in order, and
+ * gives the exit code (EXIT_OK when all loaded).
+ */
+int cli_load_profiles(const char *cmd, char *const *names, size_t n, struct sonde_profile **out);
+/*
  * The command is done with p and the process ends next: p is left to the exit,
  * still reachable (no leak for LeakSanitizer or valgrind). Freeing a profile of
  * a million values node by node takes longer than reading it did.

@@ -44,8 +44,7 @@ int cmd_report(int argc, char **argv)
 		cli_error("report", "out of memory");
 		return EXIT_FAILURE_;
 	}
-	for (i = 0; i < n && code == EXIT_OK; i++)
-		p[i] = cli_load_profile("report", argv[i], &code);
+	code = cli_load_profiles("report", argv, (size_t)n, p);
 	if (code == EXIT_OK) {
 		rc = sonde_view__report(p, (const char *const *)argv, (size_t)n, &sb);
 		if (!rc)

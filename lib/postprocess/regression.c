@@ -284,11 +284,59 @@ struct pt {
 	double x, y;
 };
 
-static int cmp_pt(const void *a, const void *b)
+/* x's bits as an unsigned number in x's order; -0 is 0 */
+static uint64_t x_key(double x)
 {
-	double x = ((const struct pt *)a)->x, y = ((const struct pt *)b)->x;
+	uint64_t u;
 
-	return (x > y) - (x < y);
+	if (x == 0)
+		x = 0;
+	memcpy(&u, &x, sizeof(u));
+	return u >> 63 ? ~u : u | 1ull << 63;
+}
+
+/*
+ * The points in ascending x, points of equal x in the order given: a
+ * least-significant-digit radix sort, a byte of x_key a pass, skipping the
+ * bytes every point shares (most of a double's, for sizes). 0, or -ENOMEM.
+ */
+static int sort_by_x(struct pt *p, size_t n)
+{
+	size_t count[8][256] = { { 0 } }, i, b, c;
+	struct pt *tmp, *from = p, *to;
+
+	if (n < 2)
+		return 0;
+	tmp = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t k = x_key(p[i].x);
+
+		for (b = 0; b < 8; b++)
+			count[b][(k >> (8 * b)) & 255]++;
+	}
+	to = tmp;
+	for (b = 0; b < 8; b++) {
+		size_t sum = 0;
+		struct pt *t;
+
+		if (count[b][(x_key(p[0].x) >> (8 * b)) & 255] == n)
+			continue;
+		for (c = 0; c < 256; c++) {
+			size_t here = count[b][c];
+
+			count[b][c] = sum;
+			sum += here;
+		}
+		for (i = 0; i < n; i++)
+			to[count[b][(x_key(from[i].x) >> (8 * b)) & 255]++] = from[i];
+		t = from, from = to, to = t;
+	}
+	if (from != p)
+		memcpy(p, from, n * sizeof(*p));
+	free(tmp);
+	return 0;
 }
 
 /* Split pts (sorted or shuffled) back into x and y arrays. */
@@ -374,8 +422,8 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 			p[i - 1] = p[j];
 			p[j] = t;
 		}
-	} else {
-		qsort(p, n, sizeof(*p), cmp_pt);
+	} else if ((rc = sort_by_x(p, n))) {
+		goto out;
 	}
 	unzip(p, n, xs, ys);
 	if (steps > n)

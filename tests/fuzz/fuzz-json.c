@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	json_error_t je, fe;
 	json_t *j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &je);
-	json_t *f = sonde_json__load((const char *)data, size, &fe);
+	json_t *f = sonde_json__load((const char *)data, size, 0, &fe);
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	char *want;
 

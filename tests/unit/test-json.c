@@ -21,7 +21,7 @@ static void same_reading(const char *doc, size_t len)
 {
 	json_error_t je, fe;
 	json_t *j = json_loadb(doc, len, JSON_REJECT_DUPLICATES, &je);
-	json_t *f = sonde_json__load(doc, len, &fe);
+	json_t *f = sonde_json__load(doc, len, 0, &fe);
 
 	if (!j) {
 		if (f)
@@ -39,8 +39,21 @@ static void same_reading(const char *doc, size_t len)
 
 		fail_msg("'%.*s': jansson %s, fast %s", (int)len, doc, a, b);
 	}
-	json_decref(j);
 	json_decref(f);
+	/* in place: the same document with room after it */
+	{
+		char *room = malloc(len + SONDE_JSON_SLACK);
+
+		assert_non_null(room);
+		memcpy(room, doc, len);
+		memset(room + len, 'x', SONDE_JSON_SLACK);
+		f = sonde_json__load(room, len, SONDE_JSON_SLACK, &fe);
+		assert_non_null(f);
+		assert_true(json_equal(j, f));
+		json_decref(f);
+		free(room);
+	}
+	json_decref(j);
 }
 
 static void test_reader_agrees(void **state)
