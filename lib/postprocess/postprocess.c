@@ -5,8 +5,11 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sonde/postprocess.h>
 #include "../grow.h"
 
@@ -219,26 +222,80 @@ static json_t *curve_json(const struct sonde_points *g, const struct sonde_postp
 static const char *const average_names[] = { "sma", "smm", "ema" };
 
 /* The models of one group appended to arr. Returns the count or -errno. */
+/* One group's regression, computed apart from its JSON (in parallel, see fit_all). */
+struct group_fit {
+	struct sonde_fit *f;
+	size_t nf, best;
+	int rc;
+};
+
+struct fitting {
+	const struct sonde_points *g;
+	const struct sonde_postprocess_options *o;
+	struct group_fit *out;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *fit_some(void *arg)
+{
+	struct fitting *w = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&w->next, 1)) < w->n) {
+		struct group_fit *r = &w->out[i];
+
+		r->rc = sonde_regression__run(w->o->method, w->o->models, w->o->steps, w->g[i].x,
+					      w->g[i].y, w->g[i].n, &r->f, &r->nf, &r->best);
+	}
+	return NULL;
+}
+
+/*
+ * Every group's regression, on up to one thread per CPU (the groups are
+ * independent; each thread takes the next group left). NULL: out of memory.
+ */
+static struct group_fit *fit_all(const struct sonde_points *g, size_t ng,
+				 const struct sonde_postprocess_options *o)
+{
+	struct fitting w = { .g = g, .o = o, .n = ng };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t want = cpus > 1 ? (size_t)cpus - 1 : 0, nt, i;
+	pthread_t t[15];
+
+	w.out = calloc(ng ? ng : 1, sizeof(*w.out));
+	if (!w.out)
+		return NULL;
+	atomic_init(&w.next, 0);
+	if (want > sizeof(t) / sizeof(t[0]))
+		want = sizeof(t) / sizeof(t[0]);
+	if (want > ng / 16) /* a few groups: not worth a thread */
+		want = ng / 16;
+	for (nt = 0; nt < want; nt++)
+		if (pthread_create(&t[nt], NULL, fit_some, &w))
+			break;
+	fit_some(&w);
+	for (i = 0; i < nt; i++)
+		pthread_join(t[i], NULL);
+	return w.out;
+}
+
 static long run_group(const struct sonde_points *g, const struct sonde_postprocess_options *o,
-		      json_t *arr)
+		      struct group_fit *fit, json_t *arr)
 {
 	struct sonde_curve c;
 	long added = 0;
 	int rc;
 
-	if (!strcmp(o->name, "regression")) {
-		struct sonde_fit *f;
-		size_t nf, best, i;
+	if (fit) {
 		bool single = o->method == SONDE_REGRESSION_FULL;
+		size_t i;
 
-		rc = sonde_regression__run(o->method, o->models, o->steps, g->x, g->y, g->n, &f,
-					   &nf, &best);
-		if (rc)
-			return rc == -ENOMEM ? rc : 0;
-		for (i = 0; i < nf; i++, added++)
-			json_array_append_new(arr,
-					      fit_json(g, o, &f[i], single ? i == best : true));
-		free(f);
+		if (fit->rc)
+			return fit->rc == -ENOMEM ? fit->rc : 0;
+		for (i = 0; i < fit->nf; i++, added++)
+			json_array_append_new(
+				arr, fit_json(g, o, &fit->f[i], single ? i == fit->best : true));
 		return added;
 	}
 	if (!strcmp(o->name, "moving-average")) {
@@ -329,6 +386,7 @@ int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postpro
 	json_t *root = sonde_profile__root(p), *models = json_object_get(root, "models"), *fresh,
 	       *pp = json_object_get(root, "postprocessors"), *rec;
 	struct sonde_points *g;
+	struct group_fit *fits;
 	size_t ng, i, total = 0;
 	const char *const *k;
 	int rc;
@@ -358,18 +416,25 @@ int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postpro
 				   o->of, o->per);
 		return -EINVAL;
 	}
-	fresh = json_array();
+	fits = strcmp(o->name, "regression") ? NULL : fit_all(g, ng, o);
+	fresh = !strcmp(o->name, "regression") && !fits ? NULL : json_array();
 	for (i = 0; i < ng && fresh; i++) {
-		long n = run_group(&g[i], o, fresh);
+		long n = run_group(&g[i], o, fits ? &fits[i] : NULL, fresh);
 
 		if (n < 0) {
 			json_decref(fresh);
-			sonde_points__free(g, ng);
-			return (int)n;
+			fresh = NULL;
+			rc = (int)n;
+			break;
 		}
 		*added += (size_t)n;
 	}
+	for (i = 0; fits && i < ng; i++)
+		free(fits[i].f);
+	free(fits);
 	sonde_points__free(g, ng);
+	if (!fresh && rc)
+		return rc;
 	if (!fresh)
 		return -ENOMEM;
 	if (!json_is_array(models)) {
