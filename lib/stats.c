@@ -142,12 +142,14 @@ static double betacf(double a, double b, double x)
 static double ibeta(double a, double b, double x)
 {
 	double front;
+	int sign; /* lgamma_r: lgamma sets the global signgam, a race between threads */
 
 	if (x <= 0)
 		return 0;
 	if (x >= 1)
 		return 1;
-	front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	front = exp(lgamma_r(a + b, &sign) - lgamma_r(a, &sign) - lgamma_r(b, &sign) + a * log(x) +
+		    b * log1p(-x));
 	if (x < (a + 1) / (a + b + 2))
 		return front * betacf(a, b, x) / a;
 	return 1 - front * betacf(b, a, 1 - x) / b;

@@ -23,7 +23,7 @@ bool py_exe__is_python(const char *argv0)
 /* The #! line of path when it names python: its words (a heap vector), else NULL. */
 char **py_exe__shebang(const char *path)
 {
-	char line[256], *p, *tok, **v;
+	char line[256], *p, *tok, *save = NULL, **v;
 	size_t n = 0;
 	FILE *f = fopen(path, "re");
 
@@ -37,7 +37,7 @@ char **py_exe__shebang(const char *path)
 	v = calloc(8, sizeof(*v));
 	if (!v)
 		return NULL;
-	for (p = line + 2; n < 7 && (tok = strtok(p, " \t\r\n")); p = NULL)
+	for (p = line + 2; n < 7 && (tok = strtok_r(p, " \t\r\n", &save)); p = NULL)
 		v[n++] = tok;
 	if (!n) {
 		free(v);
