@@ -5,10 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -334,31 +332,22 @@ struct loading {
 	struct sonde_profile **out;
 	struct sonde_strbuf *err;
 	int *errnum;
-	size_t n;
-	atomic_size_t next;
 };
 
-static void *load_some(void *arg)
+static void load_one(void *ctx, size_t i)
 {
-	struct loading *l = arg;
-	size_t i;
+	struct loading *l = ctx;
 
-	while ((i = atomic_fetch_add(&l->next, 1)) < l->n) {
-		l->out[i] = sonde_profile__load(l->paths[i], &l->err[i]);
-		l->errnum[i] = l->out[i] ? 0 : errno;
-	}
-	return NULL;
+	l->out[i] = sonde_profile__load(l->paths[i], &l->err[i]);
+	l->errnum[i] = l->out[i] ? 0 : errno;
 }
 
 int cli_load_profiles(const char *cmd, char *const *names, size_t n, struct sonde_profile **out)
 {
-	struct loading l = { .n = n };
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t i, nt = 0, want = cpus > 1 ? (size_t)cpus - 1 : 0;
-	pthread_t *t = NULL;
+	struct loading l = { .out = out };
 	int code = EXIT_OK;
+	size_t i;
 
-	atomic_init(&l.next, 0);
 	l.paths = calloc(n, sizeof(*l.paths));
 	l.err = calloc(n, sizeof(*l.err));
 	l.errnum = calloc(n, sizeof(*l.errnum));
@@ -378,16 +367,7 @@ int cli_load_profiles(const char *cmd, char *const *names, size_t n, struct sond
 	}
 	if (code != EXIT_OK)
 		goto out;
-	l.out = out;
-	if (want > n - 1)
-		want = n - 1;
-	t = want ? calloc(want, sizeof(*t)) : NULL;
-	for (nt = 0; t && nt < want; nt++)
-		if (pthread_create(&t[nt], NULL, load_some, &l))
-			break;
-	load_some(&l);
-	for (i = 0; i < nt; i++)
-		pthread_join(t[i], NULL);
+	sonde_parallel__for(n, 1, load_one, &l);
 	for (i = 0; i < n && code == EXIT_OK; i++) {
 		if (!out[i]) {
 			code = l.errnum[i] == ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
@@ -402,7 +382,6 @@ out:
 	free(l.paths);
 	free(l.err);
 	free(l.errnum);
-	free(t);
 	return code;
 }
 

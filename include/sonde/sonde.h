@@ -18,6 +18,7 @@
 #include <sonde/file.h>
 #include <sonde/profile.h>
 #include <sonde/stats.h>
+#include <sonde/parallel.h>
 #include <sonde/format.h>
 #include <sonde/table.h>
 #include <sonde/warning.h>

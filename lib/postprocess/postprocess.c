@@ -5,11 +5,9 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sonde/parallel.h>
 #include <sonde/postprocess.h>
 #include "../grow.h"
 
@@ -233,50 +231,25 @@ struct fitting {
 	const struct sonde_points *g;
 	const struct sonde_postprocess_options *o;
 	struct group_fit *out;
-	size_t n;
-	atomic_size_t next;
 };
 
-static void *fit_some(void *arg)
+static void fit_one(void *ctx, size_t i)
 {
-	struct fitting *w = arg;
-	size_t i;
+	struct fitting *w = ctx;
+	struct group_fit *r = &w->out[i];
 
-	while ((i = atomic_fetch_add(&w->next, 1)) < w->n) {
-		struct group_fit *r = &w->out[i];
-
-		r->rc = sonde_regression__run(w->o->method, w->o->models, w->o->steps, w->g[i].x,
-					      w->g[i].y, w->g[i].n, &r->f, &r->nf, &r->best);
-	}
-	return NULL;
+	r->rc = sonde_regression__run(w->o->method, w->o->models, w->o->steps, w->g[i].x, w->g[i].y,
+				      w->g[i].n, &r->f, &r->nf, &r->best);
 }
 
-/*
- * Every group's regression, on up to one thread per CPU (the groups are
- * independent; each thread takes the next group left). NULL: out of memory.
- */
+/* Every group's regression, the groups on several threads. NULL: out of memory. */
 static struct group_fit *fit_all(const struct sonde_points *g, size_t ng,
 				 const struct sonde_postprocess_options *o)
 {
-	struct fitting w = { .g = g, .o = o, .n = ng };
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t want = cpus > 1 ? (size_t)cpus - 1 : 0, nt, i;
-	pthread_t t[15];
+	struct fitting w = { .g = g, .o = o, .out = calloc(ng ? ng : 1, sizeof(*w.out)) };
 
-	w.out = calloc(ng ? ng : 1, sizeof(*w.out));
-	if (!w.out)
-		return NULL;
-	atomic_init(&w.next, 0);
-	if (want > sizeof(t) / sizeof(t[0]))
-		want = sizeof(t) / sizeof(t[0]);
-	if (want > ng / 16) /* a few groups: not worth a thread */
-		want = ng / 16;
-	for (nt = 0; nt < want; nt++)
-		if (pthread_create(&t[nt], NULL, fit_some, &w))
-			break;
-	fit_some(&w);
-	for (i = 0; i < nt; i++)
-		pthread_join(t[i], NULL);
+	if (w.out)
+		sonde_parallel__for(ng, 16, fit_one, &w);
 	return w.out;
 }
 
