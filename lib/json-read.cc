@@ -76,7 +76,7 @@ class builder
 
       private:
 	static constexpr int64_t small_ints = 4096;
-	static constexpr size_t short_string = 64;
+	static constexpr size_t short_string = 64, max_strings = 16384;
 	json_t *ints[small_ints] = {};
 	/* the keys point into the parser's strings, which outlive the builder */
 	std::unordered_map<std::string_view, json_t *> strings;
@@ -102,7 +102,7 @@ class builder
 		if (hit != strings.end())
 			return json_incref(hit->second);
 		v = json_stringn_nocheck(s.data(), s.size());
-		if (v)
+		if (v && strings.size() < max_strings) /* a document of distinct names stops here */
 			strings.emplace(s, json_incref(v));
 		return v;
 	}

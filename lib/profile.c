@@ -219,11 +219,15 @@ static char *canonical(json_t *fixed)
 	return json_dumps(fixed, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
-/* Put keys[indexed..n) into index, in order (a later equal form wins, as it did). */
+/*
+ * Put keys[indexed..n) into index, in order (a later equal form wins, as it
+ * did), and count their uids.
+ */
 static int index_pending(struct sonde_profile *p)
 {
 	for (; p->indexed < p->n; p->indexed++) {
-		json_t *fixed = json_object_get(p->rtm, p->keys[p->indexed]);
+		json_t *fixed = json_object_get(p->rtm, p->keys[p->indexed]), *count;
+		const char *uid = json_string_value(json_object_get(fixed, "uid"));
 		char *canon = fixed ? canonical(fixed) : NULL;
 
 		if (fixed &&
@@ -233,6 +237,13 @@ static int index_pending(struct sonde_profile *p)
 			return -ENOMEM;
 		}
 		free(canon);
+		if (uid) {
+			count = json_object_get(p->uid_counts, uid);
+			if (json_object_set_new(
+				    p->uid_counts, uid,
+				    json_integer(count ? json_integer_value(count) + 1 : 1)))
+				return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -298,8 +309,6 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 		sonde_strbuf__release(&key);
 		return -ENOMEM;
 	}
-	json_object_set_new(p->uid_counts, uid,
-			    json_integer(count ? json_integer_value(count) + 1 : 1));
 	pos = (long)p->n;
 	err = index_resource(p, key.buf, true);
 	json_decref(fixed);
@@ -593,18 +602,26 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 	const char *key, *ck;
 	json_t *fixed, *cols, *col;
 
+	void *it = json_object_iter(p->res);
+	bool in_step = true;
+
 	json_object_foreach(p->rtm, key, fixed)
 	{
 		size_t len = (size_t)-1;
-		const char *uid;
-		json_t *count;
 
 		if (!json_is_object(fixed)) {
 			fail(err, EINVAL, "'%s': resource_type_map entry '%s' is not an object",
 			     name, key);
 			return -EINVAL;
 		}
-		cols = json_object_get(p->res, key);
+		/* resources in the order of resource_type_map: no lookup */
+		if (in_step && it && !strcmp(json_object_iter_key(it), key)) {
+			cols = json_object_iter_value(it);
+			it = json_object_iter_next(p->res, it);
+		} else {
+			in_step = false;
+			cols = json_object_get(p->res, key);
+		}
 		if (!cols) {
 			cols = json_object();
 			json_object_set_new(p->res, key, cols);
@@ -630,14 +647,10 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 		}
 		if (index_resource(p, key, false))
 			return -ENOMEM;
-		uid = json_string_value(json_object_get(fixed, "uid"));
-		if (uid) {
-			count = json_object_get(p->uid_counts, uid);
-			json_object_set_new(
-				p->uid_counts, uid,
-				json_integer(count ? json_integer_value(count) + 1 : 1));
-		}
 	}
+	/* the same keys in the same order (as sonde writes them): nothing left to check */
+	if (in_step && json_object_size(p->res) == json_object_size(p->rtm))
+		return 0;
 	json_object_foreach(p->res, key, cols)
 	{
 		if (!json_object_get(p->rtm, key)) {

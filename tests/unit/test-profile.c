@@ -114,6 +114,31 @@ static void test_perun_records(void **state)
 	sonde_strbuf__release(&err);
 }
 
+/* resources in another order than resource_type_map, or one without an entry */
+static void test_resource_order(void **state)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *p =
+		parse("{\"format_version\": 1, \"resource_type_map\": {\"a#0\": {\"uid\": \"a\"}, "
+		      "\"b#0\": {\"uid\": \"b\"}}, \"resources\": {\"b#0\": {\"amount\": [2]}, "
+		      "\"a#0\": {\"amount\": [1, 1]}}}",
+		      &err);
+	const char *key;
+	json_t *fixed, *cols;
+
+	assert_non_null(p);
+	assert_int_equal(sonde_profile__resource_at(p, 0, &key, &fixed, &cols), 0);
+	assert_string_equal(key, "a#0");
+	assert_int_equal(sonde_profile__column_len(cols, "amount"), 2);
+	sonde_profile__free(p);
+	p = parse("{\"format_version\": 1, \"resource_type_map\": {\"a#0\": {\"uid\": \"a\"}}, "
+		  "\"resources\": {\"a#0\": {\"amount\": [1]}, \"c#0\": {\"amount\": [3]}}}",
+		  &err);
+	assert_null(p);
+	assert_non_null(strstr(err.buf, "'c#0' has no resource_type_map entry"));
+	sonde_strbuf__release(&err);
+}
+
 static void test_round_trip(void **state)
 {
 	char dir[] = "/tmp/sonde-test-XXXXXX", path[64];
@@ -135,6 +160,9 @@ static void test_round_trip(void **state)
 	assert_int_equal(sonde_profile__resource(q, "u", "time", "user", NULL), 1);
 	assert_non_null(json_object_get(
 		json_object_get(sonde_profile__root(q), "resource_type_map"), "u#1"));
+	/* and finds a loaded resource by its fixed properties */
+	assert_int_equal(sonde_profile__resource(q, "u", "time", "real", NULL), 0);
+	assert_int_equal(sonde_profile__resource(q, "u", "time", "sys", NULL), 2);
 	/* saving into a missing directory fails and leaves nothing */
 	snprintf(path, sizeof(path), "%s/missing/p.json", dir);
 	assert_int_equal(sonde_profile__save(p, path), -ENOENT);
@@ -149,10 +177,9 @@ static void test_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_resources),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_perun_records),
-		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_resources),      cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_perun_records),  cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_resource_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
