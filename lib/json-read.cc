@@ -172,14 +172,18 @@ json_t *fast(const char *buf, size_t len, size_t slack)
 
 } // namespace
 
+extern "C" json_t *sonde_json__load_fast(const char *buf, size_t len, size_t slack)
+{
+	try {
+		return fast(buf, len, slack);
+	} catch (...) {
+		return nullptr; /* out of memory in simdjson: jansson decides */
+	}
+}
+
 extern "C" json_t *sonde_json__load(const char *buf, size_t len, size_t slack, json_error_t *err)
 {
-	json_t *root = nullptr;
+	json_t *root = sonde_json__load_fast(buf, len, slack);
 
-	try {
-		root = fast(buf, len, slack);
-	} catch (...) {
-		root = nullptr; /* out of memory in simdjson: jansson decides */
-	}
 	return root ? root : json_loadb(buf, len, JSON_REJECT_DUPLICATES, err);
 }

@@ -70,17 +70,17 @@ static int add_real_printf(struct sonde_strbuf *sb, double v)
 	return sonde_strbuf__add(sb, buf, (size_t)n);
 }
 
-static int add_real(struct sonde_strbuf *sb, double v)
+size_t sonde_json__real(double v, char *buf)
 {
 	static const double scale[] = { 1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8, 1e9,
 					1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18 };
-	char buf[48], d[16], *p = buf;
+	char d[16], *p = buf;
 	double a = fabs(v), m, err, f;
 	uint64_t bits, u;
 	int e, i, keep;
 
 	if (!(a >= 1e-4 && a < 1e15))
-		return add_real_printf(sb, v);
+		return 0;
 	/* the decade: from the binary exponent (floor(e2 log10 2), or one less), then the table */
 	memcpy(&bits, &a, sizeof(bits));
 	e = (((int)(bits >> 52) - 1023) * 1233) >> 12;
@@ -94,12 +94,12 @@ static int add_real(struct sonde_strbuf *sb, double v)
 	u = (uint64_t)m;
 	f = (m - (double)u) + err; /* the exact product less u, in (-0.01, 1.01) */
 	if (fabs(f - 0.5) < 1e-3)
-		return add_real_printf(sb, v); /* too near a tie to trust */
+		return 0; /* too near a tie to trust */
 	u += f > 0.5;
 	if (u >= 1000000000000000ull) { /* rounded up to the next decade */
 		u /= 10;
 		if (++e > 14)
-			return add_real_printf(sb, v);
+			return 0;
 	}
 	for (i = 15; i-- > 0; u /= 10)
 		d[i] = (char)('0' + u % 10);
@@ -125,7 +125,15 @@ static int add_real(struct sonde_strbuf *sb, double v)
 		memcpy(p, d, (size_t)keep);
 		p += keep;
 	}
-	return sonde_strbuf__add(sb, buf, (size_t)(p - buf));
+	return (size_t)(p - buf);
+}
+
+static int add_real(struct sonde_strbuf *sb, double v)
+{
+	char buf[48];
+	size_t n = sonde_json__real(v, buf);
+
+	return n ? sonde_strbuf__add(sb, buf, n) : add_real_printf(sb, v);
 }
 
 /* A string as jansson escapes it (UTF-8 kept, '/' not escaped, \\u00XX in capitals). */

@@ -26,9 +26,16 @@ struct sonde_strbuf;
 #define SONDE_JSON_SLACK 64
 
 json_t *sonde_json__load(const char *buf, size_t len, size_t slack, json_error_t *err);
+/* simdjson's part alone: NULL where it leaves the document to jansson */
+json_t *sonde_json__load_fast(const char *buf, size_t len, size_t slack);
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v);
 int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent,
 			      size_t depth);
 int sonde_json__dump_string(struct sonde_strbuf *sb, const char *s);
+/*
+ * v as jansson writes it, into buf (48 bytes), without printf: its length, or
+ * 0 where printf is needed (an exponent, or digits too near a rounding tie).
+ */
+size_t sonde_json__real(double v, char *buf);
 
 #endif
