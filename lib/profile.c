@@ -26,7 +26,7 @@ struct sonde_profile {
 	json_t *rtm;	    /* borrowed from root */
 	json_t *res;	    /* borrowed from root */
 	json_t *index;	    /* canonical fixed properties -> position */
-	json_t *uid_counts; /* uid string -> resources with that uid */
+	json_t *uid_counts; /* uid string -> resources of keys[0..indexed) with that uid */
 	char **keys;
 	size_t n, cap;
 	size_t indexed; /* keys[0..indexed) are in index */
