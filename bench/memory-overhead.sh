@@ -33,9 +33,7 @@ measure() {
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
 		wall "$WORK" "$ITER" >>"$TMP/plain"
-		rm -f "$TMP/p.json"
-		wall "$SONDE" collect memory -q -o "$TMP/p.json" -- "$WORK" "$ITER" >>"$TMP/sonde"
-		jq '.stats.duration_ns - .stats.overhead.sonde_ns' "$TMP/p.json" >>"$TMP/sonde_run"
+		collect_round "$TMP/sonde" "$TMP/sonde_run" memory "$WORK" "$ITER"
 		rm -f "$TMP"/ht.*
 		wall heaptrack -o "$TMP/ht" "$WORK" "$ITER" >>"$TMP/heap"
 		wall heaptrack_print "$TMP"/ht.* >>"$TMP/print"

@@ -31,9 +31,7 @@ measure() {
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
 		wall "$WORK" "$ITER" >>"$TMP/plain"
-		rm -f "$TMP/p.json"
-		wall "$SONDE" collect trace -q -o "$TMP/p.json" -- "$WORK" "$ITER" >>"$TMP/sonde"
-		jq '.stats.duration_ns - .stats.overhead.sonde_ns' "$TMP/p.json" >>"$TMP/sonde_run"
+		collect_round "$TMP/sonde" "$TMP/sonde_run" trace "$WORK" "$ITER"
 		rm -rf "$TMP/uftrace.data"
 		wall uftrace record -d "$TMP/uftrace.data" "$WORK" "$ITER" >>"$TMP/uft"
 		wall uftrace report -d "$TMP/uftrace.data" >>"$TMP/report"

@@ -1,5 +1,5 @@
 /*
- * json.c - compact JSON out, as jansson writes it (see json.h).
+ * json.c - JSON out, compact or indented, as jansson writes it (see json.h).
  *
  * jansson writes a real with snprintf("%.15g") (then ".0" when that looks
  * like an integer, and an exponent without '+' or leading zeros), 200-300 ns

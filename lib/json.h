@@ -9,9 +9,9 @@
  * without a copy.
  *
  * sonde_json__dump_compact() appends v as json_dumps(v, JSON_ENCODE_ANY |
- * JSON_COMPACT | JSON_REAL_PRECISION(15)) writes it, byte for byte, without
- * printf for the numbers that have a short decimal form (json.c). 0, or
- * -ENOMEM. sonde_json__dump_indented() writes as JSON_INDENT(indent) would, with
+ * JSON_COMPACT | JSON_REAL_PRECISION(15)) writes it, byte for byte, with
+ * printf only for reals with an exponent or near a rounding tie (json.c). 0,
+ * or -ENOMEM. sonde_json__dump_indented() writes as JSON_INDENT(indent) would, with
  * the value's first line already depth levels in (depth 0: a document), and
  * sonde_json__dump_string() a string as jansson quotes it.
  */

@@ -219,37 +219,43 @@ static char *canonical(json_t *fixed)
 	return json_dumps(fixed, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
-/*
- * Put keys[indexed..n) into index, in order (a later equal form wins, as it
- * did), and count their uids.
- */
+/* keys[indexed] into index under canon (NULL: not indexable), its uid counted. */
+static int index_next(struct sonde_profile *p, const char *canon, const char *uid)
+{
+	json_t *count;
+
+	if (canon && json_object_set_new(p->index, canon, json_integer((json_int_t)p->indexed)))
+		return -ENOMEM;
+	if (uid) {
+		count = json_object_get(p->uid_counts, uid);
+		if (json_object_set_new(p->uid_counts, uid,
+					json_integer(count ? json_integer_value(count) + 1 : 1)))
+			return -ENOMEM;
+	}
+	p->indexed++;
+	return 0;
+}
+
+/* Put keys[indexed..n) into index, in order (a later equal form wins, as it did). */
 static int index_pending(struct sonde_profile *p)
 {
-	for (; p->indexed < p->n; p->indexed++) {
-		json_t *fixed = json_object_get(p->rtm, p->keys[p->indexed]), *count;
-		const char *uid = json_string_value(json_object_get(fixed, "uid"));
+	while (p->indexed < p->n) {
+		json_t *fixed = json_object_get(p->rtm, p->keys[p->indexed]);
 		char *canon = fixed ? canonical(fixed) : NULL;
+		int rc = fixed && !canon
+				 ? -ENOMEM
+				 : index_next(p, canon,
+					      json_string_value(json_object_get(fixed, "uid")));
 
-		if (fixed &&
-		    (!canon ||
-		     json_object_set_new(p->index, canon, json_integer((json_int_t)p->indexed)))) {
-			free(canon);
-			return -ENOMEM;
-		}
 		free(canon);
-		if (uid) {
-			count = json_object_get(p->uid_counts, uid);
-			if (json_object_set_new(
-				    p->uid_counts, uid,
-				    json_integer(count ? json_integer_value(count) + 1 : 1)))
-				return -ENOMEM;
-		}
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
 
-/* Record key as the next resource; index it now when the ones before it are. */
-static int index_resource(struct sonde_profile *p, const char *key, bool now)
+/* Record key as the next resource (indexed later, or by the caller). */
+static int index_resource(struct sonde_profile *p, const char *key)
 {
 	char *k = strdup(key);
 
@@ -267,7 +273,7 @@ static int index_resource(struct sonde_profile *p, const char *key, bool now)
 		p->cap = cap;
 	}
 	p->keys[p->n++] = k;
-	return now && p->indexed == p->n - 1 ? index_pending(p) : 0;
+	return 0;
 }
 
 long sonde_profile__resource(struct sonde_profile *p, const char *uid, const char *type,
@@ -294,8 +300,8 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 		return -ENOMEM;
 	}
 	hit = json_object_get(p->index, canon);
-	free(canon);
 	if (hit) {
+		free(canon);
 		json_decref(fixed);
 		return (long)json_integer_value(hit);
 	}
@@ -305,12 +311,16 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 	cols = json_object();
 	if (err || !cols || json_object_set(p->rtm, key.buf, fixed) ||
 	    json_object_set_new(p->res, key.buf, cols)) {
+		free(canon);
 		json_decref(fixed);
 		sonde_strbuf__release(&key);
 		return -ENOMEM;
 	}
 	pos = (long)p->n;
-	err = index_resource(p, key.buf, true);
+	/* every earlier resource is indexed: this one goes in under the form just made */
+	err = index_resource(p, key.buf);
+	err = err ? err : index_next(p, canon, uid);
+	free(canon);
 	json_decref(fixed);
 	sonde_strbuf__release(&key);
 	return err ? err : pos;
@@ -601,7 +611,6 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 {
 	const char *key, *ck;
 	json_t *fixed, *cols, *col;
-
 	void *it = json_object_iter(p->res);
 	bool in_step = true;
 
@@ -645,7 +654,7 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 			}
 			len = json_array_size(col);
 		}
-		if (index_resource(p, key, false))
+		if (index_resource(p, key))
 			return -ENOMEM;
 	}
 	/* the same keys in the same order (as sonde writes them): nothing left to check */

@@ -309,21 +309,11 @@ char *cli_profile_path(const char *cmd, const char *name, long long *store_id)
 
 struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *code)
 {
-	struct sonde_strbuf err = SONDE_STRBUF_INIT;
 	struct sonde_profile *p;
-	char *path = cli_profile_path(cmd, name, NULL);
+	int rc = cli_load_profiles(cmd, &name, 1, &p);
 
-	if (!path) {
-		*code = EXIT_FAILURE_;
-		return NULL;
-	}
-	p = sonde_profile__load(path, &err);
-	if (!p) {
-		*code = errno == ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
-		cli_error(cmd, "%s", err.buf);
-	}
-	sonde_strbuf__release(&err);
-	free(path);
+	if (rc != EXIT_OK)
+		*code = rc;
 	return p;
 }
 
@@ -342,7 +332,8 @@ static void load_one(void *ctx, size_t i)
 	l->errnum[i] = l->out[i] ? 0 : errno;
 }
 
-int cli_load_profiles(const char *cmd, char *const *names, size_t n, struct sonde_profile **out)
+int cli_load_profiles(const char *cmd, const char *const *names, size_t n,
+		      struct sonde_profile **out)
 {
 	struct loading l = { .out = out };
 	int code = EXIT_OK;

@@ -103,7 +103,8 @@ struct sonde_profile *cli_load_profile(const char *cmd, const char *name, int *c
  * the machine's CPUs; the first that cannot be loaded is said, in order, and
  * gives the exit code (EXIT_OK when all loaded).
  */
-int cli_load_profiles(const char *cmd, char *const *names, size_t n, struct sonde_profile **out);
+int cli_load_profiles(const char *cmd, const char *const *names, size_t n,
+		      struct sonde_profile **out);
 /*
  * The command is done with p and the process ends next: p is left to the exit,
  * still reachable (no leak for LeakSanitizer or valgrind). Freeing a profile of

@@ -44,7 +44,7 @@ int cmd_report(int argc, char **argv)
 		cli_error("report", "out of memory");
 		return EXIT_FAILURE_;
 	}
-	code = cli_load_profiles("report", argv, (size_t)n, p);
+	code = cli_load_profiles("report", (const char *const *)argv, (size_t)n, p);
 	if (code == EXIT_OK) {
 		rc = sonde_view__report(p, (const char *const *)argv, (size_t)n, &sb);
 		if (!rc)

@@ -219,7 +219,6 @@ static json_t *curve_json(const struct sonde_points *g, const struct sonde_postp
 
 static const char *const average_names[] = { "sma", "smm", "ema" };
 
-/* The models of one group appended to arr. Returns the count or -errno. */
 /* One group's regression, computed apart from its JSON (in parallel, see fit_all). */
 struct group_fit {
 	struct sonde_fit *f;
@@ -253,6 +252,10 @@ static struct group_fit *fit_all(const struct sonde_points *g, size_t ng,
 	return w.out;
 }
 
+/*
+ * The models of one group appended to arr (a regression's from fit, already
+ * computed). Returns the count or -errno.
+ */
 static long run_group(const struct sonde_points *g, const struct sonde_postprocess_options *o,
 		      struct group_fit *fit, json_t *arr)
 {
