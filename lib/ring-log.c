@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -21,6 +22,9 @@ struct sonde_ring_drainer {
 	uint64_t lost_bytes; /* taken from the rings but not written (the write failed) */
 	uint64_t error_ns;   /* monotonic time of the first write error; 0: none */
 	clockid_t cpu_clock;
+	_Atomic uint64_t written; /* bytes of whole chunks written to fd */
+	pthread_mutex_t wlock;	  /* for waiters on written (followers) */
+	pthread_cond_t wcond;
 };
 
 static int write_all(int fd, struct iovec *iov, int n)
@@ -54,7 +58,43 @@ static int to_file(void *ctx, const struct sonde_ring_chunk *c, const void *data
 
 	if (rc)
 		d->lost_bytes += c->bytes;
+	else
+		atomic_fetch_add_explicit(&d->written, sizeof(*c) + c->bytes,
+					  memory_order_release);
 	return rc;
+}
+
+void sonde_ring_drainer__kick(struct sonde_ring_drainer *d)
+{
+	pthread_mutex_lock(&d->wlock);
+	pthread_cond_broadcast(&d->wcond);
+	pthread_mutex_unlock(&d->wlock);
+}
+
+uint64_t sonde_ring_drainer__written(struct sonde_ring_drainer *d)
+{
+	return atomic_load_explicit(&d->written, memory_order_acquire);
+}
+
+uint64_t sonde_ring_drainer__wait_written(struct sonde_ring_drainer *d, uint64_t seen,
+					  uint64_t timeout_ns)
+{
+	struct timespec ts;
+	uint64_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(timeout_ns / 1000000000u);
+	ts.tv_nsec += (long)(timeout_ns % 1000000000u);
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&d->wlock);
+	while ((n = sonde_ring_drainer__written(d)) <= seen &&
+	       pthread_cond_timedwait(&d->wcond, &d->wlock, &ts) == 0)
+		;
+	pthread_mutex_unlock(&d->wlock);
+	return sonde_ring_drainer__written(d);
 }
 
 long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d)
@@ -71,6 +111,8 @@ long long sonde_ring_drainer__sync(struct sonde_ring_drainer *d)
 		sonde_ring_area__close(d->a); /* the recording stops; the target goes on */
 	}
 	pthread_mutex_unlock(&d->lock);
+	if (n > 0)
+		sonde_ring_drainer__kick(d);
 	return n;
 }
 
@@ -109,9 +151,20 @@ int sonde_ring_drainer__start(struct sonde_ring_area *a, int fd, unsigned interv
 	d->fd = fd;
 	d->interval_us = interval_us ? interval_us : 1000000;
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->wlock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&d->wcond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	rc = pthread_create(&d->thread, NULL, drain_loop, d);
 	if (rc) {
 		pthread_mutex_destroy(&d->lock);
+		pthread_mutex_destroy(&d->wlock);
+		pthread_cond_destroy(&d->wcond);
 		free(d);
 		return -rc;
 	}
@@ -169,6 +222,8 @@ int sonde_ring_drainer__stop(struct sonde_ring_drainer *d)
 	sonde_ring_drainer__sync(d);
 	err = d->error;
 	pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->wlock);
+	pthread_cond_destroy(&d->wcond);
 	free(d);
 	return err;
 }

@@ -37,6 +37,7 @@ struct sonde_collection {
 	json_t *notes;
 	int stdout_fd;
 	bool preloads;		     /* it added a runtime to the target's LD_PRELOAD */
+	bool warmup;		     /* the run from start() to stop() is a warm-up */
 	struct sonde_strbuf failure; /* set by sonde_collection__fail() */
 };
 
@@ -96,6 +97,11 @@ char *const *sonde_collection__argv(struct sonde_collection *c)
 uint64_t sonde_collection__t0_ns(struct sonde_collection *c)
 {
 	return c->s->t0;
+}
+
+bool sonde_collection__warmup(struct sonde_collection *c)
+{
+	return c->warmup;
 }
 
 int sonde_collection__setenv(struct sonde_collection *c, const char *name, const char *value)
@@ -747,6 +753,8 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		if (rc)
 			break;
 		s->ran_once = true;
+		for (k = 0; k < s->ncols; k++)
+			s->cols[k].warmup = warm;
 		rc = sonde_runner__run(r, &run);
 		if (rc) {
 			/* a collector that could not attach says why */

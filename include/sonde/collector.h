@@ -103,6 +103,8 @@ char *const *sonde_collection__argv(struct sonde_collection *c);
 bool sonde_collection__attaching(struct sonde_collection *c);
 /* The monotonic time (ns) the collection started: run_info.t0_ns, known from start() on. */
 uint64_t sonde_collection__t0_ns(struct sonde_collection *c);
+/* Whether the run being started (from start() to its stop()) is a warm-up run. */
+bool sonde_collection__warmup(struct sonde_collection *c);
 /* Set a variable in the target's environment (before() only). */
 int sonde_collection__setenv(struct sonde_collection *c, const char *name, const char *value);
 /* Add a library to the target's LD_PRELOAD (before() only). */

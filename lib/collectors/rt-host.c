@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <sonde/clock.h>
 #include <sonde/file.h>
@@ -174,6 +176,194 @@ static int renew(struct rt_host *h)
 	return rc;
 }
 
+/* The clocks' rate from the start to now. */
+static void update_clock(struct rt_host *h)
+{
+	uint64_t tick, ns;
+
+	if (!h->tsc)
+		return;
+	clock_pair(&tick, &ns);
+	if (tick > h->clock.tick0 && ns > h->clock.ns0)
+		h->clock.ns_per_tick = (double)(ns - h->clock.ns0) / (double)(tick - h->clock.tick0);
+}
+
+int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out)
+{
+	uint64_t tick, ns;
+
+	*out = (struct rt_clock){ 0 };
+	if (!h->tsc)
+		return 0;
+	clock_pair(&tick, &ns);
+	if (tick <= h->clock.tick0 || ns <= h->clock.ns0)
+		return -EAGAIN;
+	out->tick0 = h->clock.tick0;
+	out->ns0 = h->clock.ns0;
+	out->ns_per_tick = (double)(ns - h->clock.ns0) / (double)(tick - h->clock.tick0);
+	return 0;
+}
+
+/* ---- following the log while the target runs ---------------------------------------------- */
+
+#define FOLLOW_CLOCK_NS 20000000u /* feed from 20 ms after the clocks' first reading */
+#define FOLLOW_IDLE_NS 50000000u /* no new bytes for this long: drain */
+#define FOLLOW_BATCH (8u << 20) /* bytes read and fed at a time (a bigger chunk: all of it) */
+
+static int read_at(int fd, char *buf, size_t len, off_t at, size_t *got)
+{
+	*got = 0;
+	while (*got < len) {
+		ssize_t n = pread(fd, buf + *got, len - *got, at + (off_t)*got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;
+		*got += (size_t)n;
+	}
+	return 0;
+}
+
+static int fit_buffer(struct rt_host_follower *fo, size_t len)
+{
+	char *b;
+
+	if (len <= fo->capbuf)
+		return 0;
+	b = realloc(fo->buf, len); /* malloc's alignment: the records' 8 bytes */
+	if (!b)
+		return -ENOMEM;
+	fo->buf = b;
+	fo->capbuf = len;
+	return 0;
+}
+
+/*
+ * Feed whole chunks from fo->fed up to avail (bytes after base). A chunk that
+ * does not end before avail (a write cut short by an error) is left unfed.
+ */
+static int follow_upto(struct rt_host_follower *fo, uint64_t avail)
+{
+	while (fo->fed < avail) {
+		size_t want = avail - fo->fed > FOLLOW_BATCH ? FOLLOW_BATCH : avail - fo->fed;
+		size_t got, len = 0;
+		uint64_t t;
+		int rc = fit_buffer(fo, want);
+
+		if (!rc)
+			rc = read_at(fo->log_fd, fo->buf, want, fo->base + (off_t)fo->fed, &got);
+		if (rc)
+			return rc;
+		while (got - len >= sizeof(struct sonde_ring_chunk)) {
+			const struct sonde_ring_chunk *c = (const void *)(fo->buf + len);
+
+			if (c->bytes > got - len - sizeof(*c))
+				break;
+			len += sizeof(*c) + c->bytes;
+		}
+		if (!len) { /* one chunk bigger than the batch, or cut short */
+			struct sonde_ring_chunk c;
+			size_t need;
+
+			if (got < sizeof(c))
+				return 0;
+			memcpy(&c, fo->buf, sizeof(c));
+			need = sizeof(c) + c.bytes;
+			if (c.bytes > avail - fo->fed - sizeof(c))
+				return 0;
+			rc = fit_buffer(fo, need);
+			if (!rc)
+				rc = read_at(fo->log_fd, fo->buf, need, fo->base + (off_t)fo->fed,
+					     &got);
+			if (rc)
+				return rc;
+			if (got < need)
+				return 0;
+			len = need;
+		}
+		t = sonde_clock_ns();
+		rc = fo->f.feed(fo->f.ctx, fo->buf, len);
+		fo->busy_ns += sonde_clock_ns() - t;
+		if (rc)
+			return rc;
+		atomic_store(&fo->fed, fo->fed + len);
+	}
+	return 0;
+}
+
+static void *follow_loop(void *arg)
+{
+	struct rt_host_follower *fo = arg;
+
+	for (;;) {
+		int64_t fin = atomic_load(&fo->final);
+		uint64_t now = sonde_clock_ns(), avail;
+
+		if (fin < 0 && now < fo->not_before_ns) {
+			/* a rate of the clocks measured over 20 ms is good to ~1e-6 */
+			struct timespec ts = { 0, (long)(fo->not_before_ns - now) };
+
+			if (ts.tv_nsec > 1000000)
+				ts.tv_nsec = 1000000; /* look at final every ms */
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		avail = fin >= 0 ? (uint64_t)(fin - fo->base)
+					  : sonde_ring_drainer__written(fo->drainer);
+
+		if (!fo->rc)
+			fo->rc = follow_upto(fo, avail);
+		if (fin >= 0)
+			break;
+		/* nothing new for a while: take what the rings hold (the drainer
+		   itself waits for a ring half full, or a second) */
+		if (sonde_ring_drainer__wait_written(fo->drainer, avail, FOLLOW_IDLE_NS) <= avail)
+			sonde_ring_drainer__sync(fo->drainer);
+	}
+	return NULL;
+}
+
+int rt_host__follow(struct rt_host *h, const struct rt_host_feed *f)
+{
+	struct rt_host_follower *fo = &h->follow;
+	int err;
+
+	if (fo->running || !h->drainer || h->log_fd < 0)
+		return -EINVAL;
+	fo->f = *f;
+	fo->log_fd = h->log_fd;
+	fo->drainer = h->drainer;
+	fo->base = h->run_start;
+	fo->fed = 0;
+	fo->rc = 0;
+	fo->busy_ns = 0;
+	fo->not_before_ns = h->tsc ? h->clock.ns0 + FOLLOW_CLOCK_NS : 0;
+	atomic_store(&fo->final, -1);
+	err = pthread_create(&fo->thread, NULL, follow_loop, fo);
+	if (err)
+		return -err;
+	fo->running = true;
+	return 0;
+}
+
+/* The run's log ends at `end`: feed the rest, stop the follower; its error or 0. */
+static int follow_finish(struct rt_host *h, off_t end)
+{
+	struct rt_host_follower *fo = &h->follow;
+
+	if (end < fo->base)
+		end = fo->base + (off_t)sonde_ring_drainer__written(fo->drainer);
+	atomic_store(&fo->final, (int64_t)end);
+	sonde_ring_drainer__kick(fo->drainer);
+	pthread_join(fo->thread, NULL);
+	fo->running = false;
+	h->follow_ns += fo->busy_ns;
+	return fo->rc;
+}
+
 static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct sonde_run_info *ri,
 		    rt_host_analyse_fn fn, void *ctx)
 {
@@ -183,6 +373,8 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 	void *map;
 	int rc;
 
+	if (h->follow.running) /* what was fed before the run ended */
+		h->follow_live_bytes += atomic_load(&h->follow.fed);
 	/* the run is over: writers still alive (daemons) stop recording */
 	sonde_ring_area__close(h->area);
 	n = sonde_ring_drainer__sync(h->drainer);
@@ -227,20 +419,25 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 	sonde_collection__dropped(c, dropped - h->dropped_seen);
 	h->dropped_seen = dropped;
 	end = lseek(h->log_fd, 0, SEEK_END);
+	if (h->follow.running) {
+		uint64_t t = sonde_clock_ns();
+
+		update_clock(h);
+		rc = follow_finish(h, end);
+		h->after_ns += sonde_clock_ns() - t;
+		h->run_start = end < 0 ? h->run_start : end;
+		rc = h->follow.f.end(h->follow.f.ctx, rc, ri);
+		if (rc == -EINVAL)
+			sonde_collection__fail(c, "run %u: the event log is corrupt", ri->index + 1);
+		return rc;
+	}
 	if (end < 0)
 		return -errno;
 	if (ri->warmup || end == h->run_start) {
 		h->run_start = end;
 		return 0;
 	}
-	if (h->tsc) {
-		uint64_t tick, ns;
-
-		clock_pair(&tick, &ns);
-		if (tick > h->clock.tick0 && ns > h->clock.ns0)
-			h->clock.ns_per_tick =
-				(double)(ns - h->clock.ns0) / (double)(tick - h->clock.tick0);
-	}
+	update_clock(h);
 	map_from = h->run_start & ~(off_t)4095;
 	map = mmap(NULL, (size_t)(end - map_from), PROT_READ, MAP_PRIVATE, h->log_fd, map_from);
 	if (map == MAP_FAILED)
@@ -289,6 +486,11 @@ uint64_t rt_host__drain_cpu_ns(struct rt_host *h)
 
 void rt_host__release(struct rt_host *h)
 {
+	if (h->follow.running)
+		follow_finish(h, -1);
+	free(h->follow.buf);
+	h->follow.buf = NULL;
+	h->follow.capbuf = 0;
 	sonde_ring_drainer__stop(h->drainer);
 	h->drainer = NULL;
 	sonde_ring_area__destroy(h->area);

@@ -8,6 +8,8 @@
 #ifndef SONDE_RT_HOST_H
 #define SONDE_RT_HOST_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,6 +29,34 @@ static inline uint64_t rt_clock__ns(const struct rt_clock *k, uint64_t tick)
 	return k->ns0 + (uint64_t)((double)(int64_t)(tick - k->tick0) * k->ns_per_tick);
 }
 
+/*
+ * An analysis that follows the log while the target runs: feed gets the run's
+ * whole chunks in order, in a thread of rt-host's, as the drainer writes them;
+ * end is called by rt_host__stop, in the caller's thread, once everything was
+ * fed (rc 0) or feeding failed (rc: feed's error).
+ */
+struct rt_host_feed {
+	int (*feed)(void *ctx, const void *log, size_t len);
+	int (*end)(void *ctx, int rc, const struct sonde_run_info *ri);
+	void *ctx;
+};
+
+struct rt_host_follower {
+	struct rt_host_feed f;
+	pthread_t thread;
+	bool running;
+	int log_fd;
+	struct sonde_ring_drainer *drainer;
+	off_t base;	       /* where the run's log starts */
+	_Atomic uint64_t fed;  /* bytes after base fed */
+	_Atomic int64_t final; /* -1, or the run's last byte: feed up to there and stop */
+	int rc;
+	uint64_t busy_ns;	/* time spent feeding */
+	uint64_t not_before_ns; /* feeds nothing before (unless the run ended) */
+	char *buf;
+	size_t capbuf;
+};
+
 struct rt_host {
 	struct sonde_ring_area *area;
 	struct sonde_ring_drainer *drainer;
@@ -38,6 +68,10 @@ struct rt_host {
 	bool tamper_said;      /* the note on a tampered ring area was given */
 	bool log_failed;       /* the event log could not be written (said once) */
 	uint64_t drain_cpu_ns; /* of the drainers of earlier runs */
+	struct rt_host_follower follow;
+	uint64_t follow_ns;    /* feeding time of the runs followed */
+	uint64_t after_ns;     /* of those, time fed after the target's run ended */
+	uint64_t follow_live_bytes; /* bytes fed before the runs ended */
 };
 
 /*
@@ -85,6 +119,20 @@ typedef int (*rt_host_analyse_fn)(void *ctx, const void *log, size_t len,
  */
 int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct sonde_run_info *ri,
 		  rt_host_analyse_fn fn, void *ctx);
+/*
+ * Follow the coming run (call from start(), not for a warm-up run): its log is
+ * fed to f while the target runs, and rt_host__stop ends it with f->end
+ * instead of calling its fn. Returns 0 or -errno (then nothing follows, and
+ * rt_host__stop calls fn as it would).
+ */
+int rt_host__follow(struct rt_host *h, const struct rt_host_feed *f);
+/*
+ * The clock conversion with the rate measured from rt_host__start to now
+ * (thread-safe: h->clock's origin is fixed at start). The follower feeds
+ * nothing until 20 ms after that start (or the run's end), so a rate taken at
+ * its first feed is good to about 1e-6. Returns 0 or -EAGAIN (no time passed).
+ */
+int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out);
 /* CPU time the drainer used. */
 uint64_t rt_host__drain_cpu_ns(struct rt_host *h);
 /*

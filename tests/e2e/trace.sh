@@ -221,4 +221,17 @@ check "--verbose-trace (Perun's -vt): one enter and one exit line per call (stat
 	"[ \"\$(grep -c \" exit \" kv.json.events.txt)\" = \"\$(jq .stats.trace.calls kv.json)\" ]" \
 	"[ \"\$(grep -c \" exit .*t-calls+0x\$(nm \"\$PROGS/t-calls\" | sed -n 's/^0*\\([0-9a-f]*\\) T fib\$/\\1/p') \" kv.json.events.txt)\" = 1973 ]" \
 	'[ ! -e kv.json.events ]'
+# The calls are rebuilt while the target runs: 100 000 calls, then a second's
+# sleep, so a follower of the log has them before the program ends (all but
+# main's last block, which is published when main returns).
+run collect trace -q -o pause.json -- "$PROGS/t-pause" 100000 1000
+check "calls rebuilt while the target runs: >= 90 % of the log before it ended, leaf 100000" \
+	all '[ "$rc" = 0 ]' '[ "$(calls pause.json leaf)" = 100000 ]' \
+	"[ \"\$(jq '.stats.trace | .log_bytes_analysed_during_run * 10 >= .log_bytes * 9' pause.json)\" = true ]"
+check "... and the analysis after it is a fraction of the analysis" \
+	[ "$(jq '.stats.trace | .analysis_after_run_ns < .analysis_ns' pause.json)" = true ]
+run collect trace -q --verbose-trace -o pausev.json -- "$PROGS/t-pause" 100000 0
+check "--verbose-trace analyses after the run instead: nothing during it, the same calls" \
+	all '[ "$rc" = 0 ]' '[ "$(calls pausev.json leaf)" = 100000 ]' \
+	'[ "$(jq .stats.trace.log_bytes_analysed_during_run pausev.json)" = 0 ]'
 finish

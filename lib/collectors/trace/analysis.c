@@ -29,7 +29,7 @@
 
 struct module {
 	uint64_t bias, start, end;
-	const char *path; /* in the log */
+	char *path; /* a copy: a follower's log buffer is reused */
 };
 
 struct image {
@@ -642,7 +642,10 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 		if (sonde_grow((void **)&img->mods, &img->capmods, img->nmods + 1,
 			       sizeof(*img->mods)))
 			return -ENOMEM;
-		img->mods[img->nmods++] = (struct module){ m->bias, m->start, m->end, m->path };
+		img->mods[img->nmods] = (struct module){ m->bias, m->start, m->end, strdup(m->path) };
+		if (!img->mods[img->nmods].path)
+			return -ENOMEM;
+		img->nmods++;
 		return 0;
 	}
 	case TR_REC_CALIB: {
@@ -715,6 +718,10 @@ int tr_feed__end(struct tr_feed *r, int rc)
 		free(r->thr[i].active);
 	}
 	for (i = 0; i < r->nimgs; i++) {
+		size_t m;
+
+		for (m = 0; m < r->imgs[i]->nmods; m++)
+			free(r->imgs[i]->mods[m].path);
 		free(r->imgs[i]->mods);
 		u64map__release(&r->imgs[i]->addr);
 		free(r->imgs[i]);
@@ -730,6 +737,12 @@ int tr_feed__end(struct tr_feed *r, int rc)
 	return rc;
 }
 
+int tr_feed__log(struct tr_feed *r, const void *log, size_t len)
+{
+	r->a->t.log_bytes += len;
+	return sonde_ring_log__walk(log, len, on_record, r);
+}
+
 int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0)
 {
 	struct tr_feed *r = tr_feed__new(a, t0);
@@ -738,9 +751,9 @@ int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_
 
 	if (!r)
 		return -ENOMEM;
-	a->t.log_bytes += len;
-	rc = tr_feed__end(r, sonde_ring_log__walk(log, len, on_record, r));
+	rc = tr_feed__end(r, tr_feed__log(r, log, len));
 	a->t.analysis_ns += sonde_clock_ns() - start;
+	a->t.after_run_ns += sonde_clock_ns() - start;
 	return rc;
 }
 
@@ -802,6 +815,13 @@ static json_t *stats_json(const struct tr_analysis *a)
 
 	if (!s)
 		return NULL;
+	if (!a->sampled && a->engine && !strcmp(a->engine, "instrument"))
+	{
+		json_object_set_new(s, "analysis_after_run_ns",
+				    json_integer((json_int_t)t->after_run_ns));
+		json_object_set_new(s, "log_bytes_analysed_during_run",
+				    json_integer((json_int_t)t->live_bytes));
+	}
 	if (a->engine)
 		json_object_set_new(s, "engine", json_string(a->engine));
 	json_object_set_new(s, "rows", json_integer((json_int_t)t->rows));

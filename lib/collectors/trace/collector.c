@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <sonde/clock.h>
 #include <sonde/collector.h>
 #include <sonde/runner.h>
 #include <sonde/file.h>
@@ -34,6 +35,7 @@ struct tr_state {
 	struct rt_host host; /* instrument */
 	char rules_path[64]; /* "/proc/PID/fd/N" of rules_fd: no file to leave behind */
 	int rules_fd;
+	struct tr_feed *feed;  /* instrument: the run's calls, rebuilt while it runs */
 	struct te_loader *bpf; /* ebpf */
 	size_t bpf_ring;       /* ebpf: bytes of the BPF ring buffer */
 	uint32_t follow_every; /* ebpf: the sampling of an exec'ed program's functions */
@@ -1030,6 +1032,57 @@ static int trace_before(struct sonde_collection *c)
 	return rc;
 }
 
+/* The follower's side (a thread of rt-host's): the run's log as it is drained. */
+static int follow_feed(void *ctx, const void *log, size_t len)
+{
+	struct tr_state *st = ctx;
+
+	if (!st->a.clock_set) {
+		if (rt_host__clock_now(&st->host, &st->a.clock))
+			st->a.clock = st->host.clock;
+		st->a.clock_set = true;
+	}
+	return tr_feed__log(st->feed, log, len);
+}
+
+static int follow_end(void *ctx, int rc, const struct sonde_run_info *ri)
+{
+	struct tr_state *st = ctx;
+	uint64_t t = sonde_clock_ns();
+
+	(void)ri;
+	rc = tr_feed__end(st->feed, rc);
+	st->feed = NULL;
+	t = sonde_clock_ns() - t;
+	st->a.t.analysis_ns += t;
+	st->a.t.after_run_ns += t;
+	return rc;
+}
+
+/*
+ * Calls are rebuilt while the target runs, by a follower of the log, so the
+ * answer is ready shortly after the target exits. Not for warm-up runs (not
+ * analysed) nor with --verbose-trace (its lines are written in order at the
+ * end, with the clock fitted over the run).
+ */
+static int follow(struct sonde_collection *c, struct tr_state *st)
+{
+	struct rt_host_feed f = { follow_feed, follow_end, st };
+	int rc;
+
+	if (sonde_collection__warmup(c) || st->a.verbose)
+		return 0;
+	st->feed = tr_feed__new(&st->a, sonde_collection__t0_ns(c));
+	if (!st->feed)
+		return -ENOMEM;
+	rc = rt_host__follow(&st->host, &f);
+	if (rc) { /* analysed after the run, as without a follower */
+		tr_feed__end(st->feed, 0);
+		st->feed = NULL;
+	}
+	return 0;
+}
+
 static int trace_start(struct sonde_collection *c, pid_t pid)
 {
 	struct tr_state *st = sonde_collection__priv(c);
@@ -1038,16 +1091,18 @@ static int trace_start(struct sonde_collection *c, pid_t pid)
 	if (st->bpf)
 		return te_loader__start(st->bpf, pid, st->exe, sonde_collection__t0_ns(c));
 #endif
-	(void)st;
 	(void)pid;
-	return 0;
+	return follow(c, st);
 }
 
 static int analyse(void *ctx, const void *log, size_t len, const struct sonde_run_info *ri)
 {
 	struct tr_state *st = ctx;
 
-	st->a.clock = st->host.clock;
+	if (!st->a.clock_set) { /* one rate for every run: the first's */
+		st->a.clock = st->host.clock;
+		st->a.clock_set = true;
+	}
 	return tr_analysis__run(&st->a, log, len, ri->t0_ns);
 }
 
@@ -1149,6 +1204,9 @@ static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 		ebpf_totals(c, st);
 #endif
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
+	st->a.t.analysis_ns += st->host.follow_ns;
+	st->a.t.after_run_ns += st->host.after_ns;
+	st->a.t.live_bytes = st->host.follow_live_bytes;
 	keep_temps(c, st);
 	if (st->a.verbose) {
 		if (fflush(st->a.verbose))
@@ -1205,7 +1263,9 @@ static void trace_cleanup(struct sonde_collection *c)
 	te_loader__free(st->bpf);
 #endif
 	free(st->exe);
-	rt_host__release(&st->host);
+	rt_host__release(&st->host); /* (stops a follower first) */
+	if (st->feed)
+		tr_feed__end(st->feed, 0);
 	if (st->rules_path[0])
 		close(st->rules_fd);
 	if (st->a.verbose)

@@ -72,6 +72,8 @@ struct tr_totals {
 	uint64_t ucontexts;	 /* swapcontext contexts, besides the threads' own stacks */
 	double cost_ns_per_call; /* calibrated, median over images; 0: unknown */
 	uint64_t drain_cpu_ns, analysis_ns;
+	uint64_t after_run_ns; /* of analysis_ns, the part after the target's runs ended */
+	uint64_t live_bytes;   /* of log_bytes, those analysed while the target ran */
 	uint64_t slices_dropped;
 	uint64_t probes; /* ebpf: probes attached */
 	/* rows written, and of functions whose rows are a sample: their count and calls */
@@ -87,7 +89,8 @@ struct tr_analysis {
 	uint64_t min_time_ns, max_rows, max_slices;
 	regex_t filter, exclude;
 	bool has_filter, has_exclude;
-	struct rt_clock clock;
+	struct rt_clock clock; /* set once, for every run: clock_set */
+	bool clock_set;
 	FILE *verbose; /* -vt: every call's enter and exit, one text line each; or NULL */
 	/* built across runs */
 	struct sonde_symbols *sym;
@@ -148,6 +151,8 @@ int tr_feed__sample(struct tr_feed *f, struct tr_thread *t, uint64_t ns, uint64_
 		    const uint32_t *funcs, size_t n);
 void tr_feed__name(struct tr_thread *t, const char *name);
 uint32_t tr_feed__depth(const struct tr_thread *t);
+/* Whole chunks of the instrument engine's drained log, in order. */
+int tr_feed__log(struct tr_feed *f, const void *log, size_t len);
 /* Ends the calls still open (unfinished) and frees the feed; returns rc or an error. */
 int tr_feed__end(struct tr_feed *f, int rc);
 
