@@ -12,6 +12,7 @@
  * snprintf.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -197,8 +198,24 @@ static int add_indent(struct sonde_strbuf *sb, size_t spaces)
 	return 0;
 }
 
-/* indent 0: compact; else JSON_INDENT(indent), at depth levels in. */
-static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth)
+static bool scalars(const json_t *v)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(v, i, e)
+	{
+		if (json_is_object(e) || json_is_array(e))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * indent 0: compact; else JSON_INDENT(indent), at depth levels in, except,
+ * with flat, that an array of scalars is written on one line.
+ */
+static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth, bool flat)
 {
 	const char *key;
 	json_t *e;
@@ -220,12 +237,14 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 			err |= add_string(sb, key, strlen(key));
 			err |= indent ? sonde_strbuf__add(sb, ": ", 2)
 				      : sonde_strbuf__addch(sb, ':');
-			err |= dump(sb, e, indent, depth + 1);
+			err |= dump(sb, e, indent, depth + 1, flat);
 		}
 		if (indent && !first)
 			err |= add_indent(sb, indent * depth);
 		return err | sonde_strbuf__addch(sb, '}');
 	case JSON_ARRAY:
+		if (indent && flat && scalars(v))
+			indent = 0;
 		err = sonde_strbuf__addch(sb, '[');
 		json_array_foreach(v, i, e)
 		{
@@ -235,7 +254,7 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 				err |= sonde_strbuf__addch(sb, ',');
 			if (indent)
 				err |= add_indent(sb, indent * (depth + 1));
-			err |= dump(sb, e, indent, depth + 1);
+			err |= dump(sb, e, indent, depth + 1, flat);
 		}
 		if (indent && json_array_size(v))
 			err |= add_indent(sb, indent * depth);
@@ -258,12 +277,17 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v)
 {
-	return dump(sb, v, 0, 0) ? -ENOMEM : 0;
+	return dump(sb, v, 0, 0, false) ? -ENOMEM : 0;
 }
 
 int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth)
 {
-	return dump(sb, v, indent, depth) ? -ENOMEM : 0;
+	return dump(sb, v, indent, depth, false) ? -ENOMEM : 0;
+}
+
+int sonde_json__dump_layout(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth)
+{
+	return dump(sb, v, indent, depth, true) ? -ENOMEM : 0;
 }
 
 int sonde_json__dump_string(struct sonde_strbuf *sb, const char *s)

@@ -14,6 +14,7 @@
  * or -ENOMEM. sonde_json__dump_indented() writes as JSON_INDENT(indent) would, with
  * the value's first line already depth levels in (depth 0: a document), and
  * sonde_json__dump_string() a string as jansson quotes it.
+ * sonde_json__dump_layout() is dump_indented with arrays of scalars on one line.
  */
 #ifndef SONDE_JSON_H
 #define SONDE_JSON_H
@@ -31,6 +32,8 @@ json_t *sonde_json__load_fast(const char *buf, size_t len, size_t slack);
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v);
 int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent,
 			      size_t depth);
+/* The same, except that an array of scalars goes on one line (profiles). */
+int sonde_json__dump_layout(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth);
 int sonde_json__dump_string(struct sonde_strbuf *sb, const char *s);
 /*
  * v as jansson writes it, into buf (48 bytes), without printf: its length, or

@@ -404,9 +404,9 @@ int sonde_profile__add_workload_warning(struct sonde_profile *p, const char *cod
 }
 
 /*
- * Indented JSON, except that each resource's columns go on one line: a profile
- * with a million values stays a file of a few lines per resource, not a
- * million lines.
+ * Indented JSON, except that each resource's columns go on one line, and so
+ * does every array of scalars (a timeline slice, a context): a profile with a
+ * million values stays a file of a few lines per resource, not a million lines.
  */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 {
@@ -423,7 +423,7 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 		err |= sonde_json__dump_string(&sb, key);
 		err |= sonde_strbuf__adds(&sb, ": ");
 		if (v != p->res) {
-			err |= sonde_json__dump_indented(&sb, v, 1, 1);
+			err |= sonde_json__dump_layout(&sb, v, 1, 1);
 			continue;
 		}
 		err |= sonde_strbuf__addch(&sb, '{');

@@ -320,6 +320,15 @@ struct sonde_profile *sonde_session__profile(const struct sonde_session *s, size
 	return s->cols[i].profile;
 }
 
+struct sonde_profile *sonde_session__take_profile(struct sonde_session *s, size_t i)
+{
+	struct sonde_profile *p = sonde_session__profile(s, i);
+
+	if (p)
+		s->cols[i].profile = NULL;
+	return p;
+}
+
 int sonde_session__add(struct sonde_session *s, const struct sonde_collector *col, json_t *params)
 {
 	struct sonde_collection *v;

@@ -1171,6 +1171,9 @@ out:
 			unlink(capture_tmp);
 	}
 	free(capture_tmp);
+	/* a big profile takes a tenth of a second to free: the process's exit does it */
+	for (i = 0; s && i < sonde_session__profile_count(s); i++)
+		cli_drop_profile(sonde_session__take_profile(s, i));
 	sonde_session__free(s);
 	sonde_strbuf__release(&err);
 	json_decref(params);

@@ -105,5 +105,7 @@ const char *sonde_session__run_id(const struct sonde_session *s);
 size_t sonde_session__profile_count(const struct sonde_session *s);
 /* The i-th profile (borrowed; FINALIZED only, else NULL). */
 struct sonde_profile *sonde_session__profile(const struct sonde_session *s, size_t i);
+/* The same, now the caller's to free (the session no longer holds it). */
+struct sonde_profile *sonde_session__take_profile(struct sonde_session *s, size_t i);
 
 #endif

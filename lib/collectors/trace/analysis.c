@@ -955,9 +955,68 @@ static int write_rows(struct tr_analysis *a, struct sonde_profile *p, long idx,
 	return err ? -ENOMEM : 0;
 }
 
+/*
+ * Integers written again and again (functions, depths, a thread's pid and tid)
+ * as one shared value each: 200 000 slices are 1.2 million integers.
+ */
+#define SMALL_INTS 4096
+struct small_ints {
+	json_t *v[SMALL_INTS];
+	uint32_t last_pid, last_tid;
+	json_t *pid, *tid;
+};
+
+static json_t *small_int(struct small_ints *k, uint32_t n)
+{
+	if (n >= SMALL_INTS)
+		return json_integer((json_int_t)n);
+	if (!k->v[n] && !(k->v[n] = json_integer((json_int_t)n)))
+		return NULL;
+	return json_incref(k->v[n]);
+}
+
+static json_t *same_int(json_t **keep, uint32_t *last, uint32_t n)
+{
+	if (!*keep || *last != n) {
+		json_decref(*keep);
+		*keep = json_integer((json_int_t)n);
+		*last = n;
+	}
+	return json_incref(*keep);
+}
+
+static void small_ints__release(struct small_ints *k)
+{
+	size_t i;
+
+	for (i = 0; i < SMALL_INTS; i++)
+		json_decref(k->v[i]);
+	json_decref(k->pid);
+	json_decref(k->tid);
+	memset(k, 0, sizeof(*k));
+}
+
+/* [pid, tid, function, depth, start_ns, duration_ns] */
+static json_t *slice_json(struct small_ints *k, const struct tr_slice *s)
+{
+	json_t *v = json_array();
+
+	if (!v || json_array_append_new(v, same_int(&k->pid, &k->last_pid, s->pid)) ||
+	    json_array_append_new(v, same_int(&k->tid, &k->last_tid, s->tid)) ||
+	    json_array_append_new(v, small_int(k, s->func)) ||
+	    json_array_append_new(v, small_int(k, s->depth)) ||
+	    json_array_append_new(v, json_integer((json_int_t)s->start)) ||
+	    json_array_append_new(v, json_integer((json_int_t)s->dur))) {
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+}
+
 static json_t *trace_json(struct tr_analysis *a)
 {
 	json_t *funcs = json_array(), *nodes = json_array(), *slices = json_array();
+	struct small_ints ints = { 0 };
 	size_t i;
 
 	if (!funcs || !nodes || !slices)
@@ -985,12 +1044,10 @@ static json_t *trace_json(struct tr_analysis *a)
 
 		if (s->dur == UINT64_MAX || a->funcs[s->func].hidden || s->dur < a->min_time_ns)
 			continue;
-		if (json_array_append_new(slices,
-					  json_pack("[i, i, i, i, I, I]", (int)s->pid, (int)s->tid,
-						    (int)s->func, (int)s->depth,
-						    (json_int_t)s->start, (json_int_t)s->dur)))
+		if (json_array_append_new(slices, slice_json(&ints, s)))
 			goto fail;
 	}
+	small_ints__release(&ints);
 	if (a->sampled) { /* [pid, tid, ts, context, weight] of the first max_slices samples */
 		json_t *smp = json_array();
 
@@ -1014,6 +1071,7 @@ static json_t *trace_json(struct tr_analysis *a)
 	return json_pack("{s:o, s:o, s:o, s:O, s:O}", "functions", funcs, "contexts", nodes,
 			 "slices", slices, "threads", a->threads, "processes", a->processes);
 fail:
+	small_ints__release(&ints);
 	json_decref(funcs);
 	json_decref(nodes);
 	json_decref(slices);
