@@ -198,6 +198,65 @@ static int add_indent(struct sonde_strbuf *sb, size_t spaces)
 	return 0;
 }
 
+/*
+ * A compact array: numbers are written straight into room reserved in sb (a
+ * profile's columns and timeline are millions of them); anything else as dump
+ * writes it.
+ */
+static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth, bool flat);
+
+static int compact_array(struct sonde_strbuf *sb, const json_t *v)
+{
+	size_t i, n = json_array_size(v);
+	int err = sonde_strbuf__addch(sb, '[');
+
+	for (i = 0; i < n && !err; i++) {
+		const json_t *e = json_array_get(v, i);
+		char *o;
+
+		if (json_is_integer(e) || json_is_real(e)) {
+			if (sb->alloc - sb->len < 64) { /* ',' and a number: <= 50 bytes */
+				err = sonde_strbuf__grow(sb, 24 * (n - i) + 64);
+				if (err)
+					break;
+			}
+			o = sb->buf + sb->len;
+			if (i)
+				*o++ = ',';
+			if (json_is_integer(e)) {
+				json_int_t x = json_integer_value(e);
+				char buf[24], *d = digits(buf + sizeof(buf),
+							  x < 0 ? 0 - (uint64_t)x : (uint64_t)x);
+
+				if (x < 0)
+					*--d = '-';
+				memcpy(o, d, (size_t)(buf + sizeof(buf) - d));
+				o += buf + sizeof(buf) - d;
+			} else {
+				size_t k = sonde_json__real(json_real_value(e), o);
+
+				if (!k) { /* printf's way */
+					sb->len = (size_t)(o - sb->buf);
+					sb->buf[sb->len] = '\0';
+					err = add_real_printf(sb, json_real_value(e));
+					continue;
+				}
+				o += k;
+			}
+			sb->len = (size_t)(o - sb->buf);
+			continue;
+		}
+		sb->buf[sb->len] = '\0';
+		if (i)
+			err = sonde_strbuf__addch(sb, ',');
+		err |= dump(sb, e, 0, 0, false);
+	}
+	if (err)
+		return err;
+	sb->buf[sb->len] = '\0';
+	return sonde_strbuf__addch(sb, ']');
+}
+
 static bool scalars(const json_t *v)
 {
 	json_t *e;
@@ -245,6 +304,8 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 	case JSON_ARRAY:
 		if (indent && flat && scalars(v))
 			indent = 0;
+		if (!indent)
+			return compact_array(sb, v);
 		err = sonde_strbuf__addch(sb, '[');
 		json_array_foreach(v, i, e)
 		{

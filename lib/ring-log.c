@@ -59,8 +59,7 @@ static int to_file(void *ctx, const struct sonde_ring_chunk *c, const void *data
 	if (rc)
 		d->lost_bytes += c->bytes;
 	else
-		atomic_fetch_add_explicit(&d->written, sizeof(*c) + c->bytes,
-					  memory_order_release);
+		atomic_fetch_add_explicit(&d->written, sizeof(*c) + c->bytes, memory_order_release);
 	return rc;
 }
 

@@ -185,7 +185,8 @@ static void update_clock(struct rt_host *h)
 		return;
 	clock_pair(&tick, &ns);
 	if (tick > h->clock.tick0 && ns > h->clock.ns0)
-		h->clock.ns_per_tick = (double)(ns - h->clock.ns0) / (double)(tick - h->clock.tick0);
+		h->clock.ns_per_tick =
+			(double)(ns - h->clock.ns0) / (double)(tick - h->clock.tick0);
 }
 
 int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out)
@@ -206,9 +207,9 @@ int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out)
 
 /* ---- following the log while the target runs ---------------------------------------------- */
 
-#define FOLLOW_CLOCK_NS 20000000u /* feed from 20 ms after the clocks' first reading */
-#define FOLLOW_IDLE_NS 50000000u /* no new bytes for this long: drain */
-#define FOLLOW_BATCH (8u << 20) /* bytes read and fed at a time (a bigger chunk: all of it) */
+#define FOLLOW_CLOCK_NS 20000000u  /* feed from 20 ms after the clocks' first reading */
+#define FOLLOW_IDLE_NS	50000000u  /* no new bytes for this long: drain */
+#define FOLLOW_BATCH	(8u << 20) /* bytes read and fed at a time (a bigger chunk: all of it) */
 
 static int read_at(int fd, char *buf, size_t len, off_t at, size_t *got)
 {
@@ -312,7 +313,7 @@ static void *follow_loop(void *arg)
 			continue;
 		}
 		avail = fin >= 0 ? (uint64_t)(fin - fo->base)
-					  : sonde_ring_drainer__written(fo->drainer);
+				 : sonde_ring_drainer__written(fo->drainer);
 
 		if (!fo->rc)
 			fo->rc = follow_upto(fo, avail);
@@ -428,7 +429,8 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 		h->run_start = end < 0 ? h->run_start : end;
 		rc = h->follow.f.end(h->follow.f.ctx, rc, ri);
 		if (rc == -EINVAL)
-			sonde_collection__fail(c, "run %u: the event log is corrupt", ri->index + 1);
+			sonde_collection__fail(c, "run %u: the event log is corrupt",
+					       ri->index + 1);
 		return rc;
 	}
 	if (end < 0)

@@ -69,8 +69,8 @@ struct rt_host {
 	bool log_failed;       /* the event log could not be written (said once) */
 	uint64_t drain_cpu_ns; /* of the drainers of earlier runs */
 	struct rt_host_follower follow;
-	uint64_t follow_ns;    /* feeding time of the runs followed */
-	uint64_t after_ns;     /* of those, time fed after the target's run ended */
+	uint64_t follow_ns;	    /* feeding time of the runs followed */
+	uint64_t after_ns;	    /* of those, time fed after the target's run ended */
 	uint64_t follow_live_bytes; /* bytes fed before the runs ended */
 };
 

@@ -285,6 +285,44 @@ static void test_writer_agrees(void **state)
 	json_array_append_new(a, json_pack("{s:[i,i,f]}", "amount", 1, 2, 3.25));
 	json_array_append_new(a, json_pack("{s:{s:[[]]}, s:[{}]}", "x", "y", "z"));
 	same_writing(a);
+	/* a long compact array of every kind, which grows the buffer many times */
+	a = json_array();
+	for (i = 0; i < 20000; i++)
+		switch (i % 6) {
+		case 0:
+			json_array_append_new(a, json_integer((json_int_t)i * -7919));
+			break;
+		case 1:
+			json_array_append_new(a, json_real((double)i / 8.0));
+			break;
+		case 2: /* printf's way: an exponent */
+			json_array_append_new(a, json_real((double)i * 1e22));
+			break;
+		case 3:
+			json_array_append_new(a, json_string("s"));
+			break;
+		case 4:
+			json_array_append_new(a, json_pack("[i, {s:f}]", (int)i, "r", 0.5));
+			break;
+		default:
+			json_array_append_new(a, json_integer(INT64_MIN));
+		}
+	same_writing(a);
+}
+
+/* A profile's layout: indented, but an array of scalars on one line. */
+static void test_layout(void **state)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	json_t *v = json_pack("{s:[i, f, s, n], s:[[i, i], {s:[i]}, []], s:{}}", "a", 1, 2.5, "x",
+			      "b", 1, 2, "c", 3, "d");
+
+	(void)state;
+	assert_int_equal(sonde_json__dump_layout(&sb, v, 1, 0), 0);
+	assert_string_equal(sb.buf, "{\n \"a\": [1,2.5,\"x\",null],\n \"b\": [\n  [1,2],\n  {\n"
+				    "   \"c\": [3]\n  },\n  []\n ],\n \"d\": {}\n}");
+	sonde_strbuf__release(&sb);
+	json_decref(v);
 }
 
 int main(void)
@@ -293,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_reader_agrees),
 		cmocka_unit_test(test_reader_agrees_on_numbers),
 		cmocka_unit_test(test_writer_agrees),
+		cmocka_unit_test(test_layout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

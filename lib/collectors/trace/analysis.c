@@ -642,7 +642,8 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 		if (sonde_grow((void **)&img->mods, &img->capmods, img->nmods + 1,
 			       sizeof(*img->mods)))
 			return -ENOMEM;
-		img->mods[img->nmods] = (struct module){ m->bias, m->start, m->end, strdup(m->path) };
+		img->mods[img->nmods] =
+			(struct module){ m->bias, m->start, m->end, strdup(m->path) };
 		if (!img->mods[img->nmods].path)
 			return -ENOMEM;
 		img->nmods++;
@@ -815,8 +816,7 @@ static json_t *stats_json(const struct tr_analysis *a)
 
 	if (!s)
 		return NULL;
-	if (!a->sampled && a->engine && !strcmp(a->engine, "instrument"))
-	{
+	if (!a->sampled && a->engine && !strcmp(a->engine, "instrument")) {
 		json_object_set_new(s, "analysis_after_run_ns",
 				    json_integer((json_int_t)t->after_run_ns));
 		json_object_set_new(s, "log_bytes_analysed_during_run",
