@@ -9,11 +9,15 @@
 # the profile) is split from the analysis after it; uftrace's record step
 # writes its data and stops, its analysis (uftrace report) is timed apart.
 # ITERS is a list: the trend at each size, not one point (default: three sizes).
-# Usage: bench/trace-overhead.sh [BUILD] ["ITER ..."] [ROUNDS]
+# Each size runs two workloads of the same number of calls: walks 8 calls deep,
+# and deep recursion (walks DEEP calls deep, 1000 by default: uftrace records
+# 1024 levels).
+# Usage: bench/trace-overhead.sh [BUILD] ["ITER ..."] [ROUNDS] [DEEP]
 set -eu
 BUILD=${1:-build}
 ITERS=${2:-125000 500000 2000000}
 ROUNDS=${3:-5}
+DEEP=${4:-1000}
 SONDE=$BUILD/src/sonde
 WORK=$BUILD/bench/callwork
 TMP=$(mktemp -d)
@@ -23,17 +27,18 @@ command -v uftrace >/dev/null || { echo "trace-overhead: uftrace is missing (scr
 command -v jq >/dev/null || { echo "trace-overhead: jq is missing (scripts/install-deps)"; exit 3; }
 . "$(dirname "$0")/lib.sh"
 
-# measure ITER: one size, ROUNDS interleaved rounds, its report
+# measure ITER DEPTH: one size, ROUNDS interleaved rounds, its report
 measure() {
 	ITER=$1
-	CALLS=$("$WORK" "$ITER")
+	DEPTH=$2
+	CALLS=$("$WORK" "$ITER" "$DEPTH")
 	: >"$TMP/plain"; : >"$TMP/sonde"; : >"$TMP/sonde_run"; : >"$TMP/uft"; : >"$TMP/report"
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
-		wall "$WORK" "$ITER" >>"$TMP/plain"
-		collect_round "$TMP/sonde" "$TMP/sonde_run" trace "$WORK" "$ITER"
+		wall "$WORK" "$ITER" "$DEPTH" >>"$TMP/plain"
+		collect_round "$TMP/sonde" "$TMP/sonde_run" trace "$WORK" "$ITER" "$DEPTH"
 		rm -rf "$TMP/uftrace.data"
-		wall uftrace record -d "$TMP/uftrace.data" "$WORK" "$ITER" >>"$TMP/uft"
+		wall uftrace record -d "$TMP/uftrace.data" "$WORK" "$ITER" "$DEPTH" >>"$TMP/uft"
 		wall uftrace report -d "$TMP/uftrace.data" >>"$TMP/report"
 		r=$((r + 1))
 	done
@@ -47,8 +52,8 @@ measure() {
 	scost=$(jq '.stats.trace.cost_ns_per_call // 0' "$TMP/p.json")
 	ubytes=$(du -sb "$TMP/uftrace.data" | cut -f1)
 	awk -v p="$plain" -v s="$sonde" -v sr="$srun" -v u="$uft" -v ur="$rep" -v c="$CALLS" \
-		-v sb="$sbytes" -v sc="$srec" -v ub="$ubytes" -v r="$ROUNDS" -v k="$scost" 'BEGIN {
-		printf "callwork: %d calls (sonde recorded %d), %d rounds, medians\n", c, sc, r
+		-v sb="$sbytes" -v sc="$srec" -v ub="$ubytes" -v r="$ROUNDS" -v k="$scost" -v d="$DEPTH" 'BEGIN {
+		printf "callwork, %d calls deep: %d calls (sonde recorded %d), %d rounds, medians\n", d + 1, c, sc, r
 		printf "  plain                  %8.1f ms\n", p / 1e6
 		printf "  sonde collect trace    %8.1f ms  %6.1f ns/call  %5.1f bytes/call\n",
 			s / 1e6, (s - p) / c, sb / sc
@@ -68,5 +73,7 @@ measure() {
 }
 
 for ITER in $ITERS; do
-	measure "$ITER"
+	measure "$ITER" 7
+	# the same number of calls, DEEP deep
+	measure "$((ITER * 8 / DEEP))" "$((DEEP - 1))"
 done

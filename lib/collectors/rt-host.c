@@ -208,7 +208,8 @@ int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out)
 /* ---- following the log while the target runs ---------------------------------------------- */
 
 #define FOLLOW_CLOCK_NS 20000000u  /* feed from 20 ms after the clocks' first reading */
-#define FOLLOW_IDLE_NS	50000000u  /* no new bytes for this long: drain */
+#define FOLLOW_IDLE_NS	5000000u   /* no new bytes for this long: drain */
+#define FOLLOW_QUIET_NS 100000000u /* at most this long, when nothing comes */
 #define FOLLOW_BATCH	(8u << 20) /* bytes read and fed at a time (a bigger chunk: all of it) */
 
 static int read_at(int fd, char *buf, size_t len, off_t at, size_t *got)
@@ -298,6 +299,7 @@ static int follow_upto(struct rt_host_follower *fo, uint64_t avail)
 static void *follow_loop(void *arg)
 {
 	struct rt_host_follower *fo = arg;
+	uint64_t idle = FOLLOW_IDLE_NS;
 
 	for (;;) {
 		int64_t fin = atomic_load(&fo->final);
@@ -320,9 +322,14 @@ static void *follow_loop(void *arg)
 		if (fin >= 0)
 			break;
 		/* nothing new for a while: take what the rings hold (the drainer
-		   itself waits for a ring half full, or a second) */
-		if (sonde_ring_drainer__wait_written(fo->drainer, avail, FOLLOW_IDLE_NS) <= avail)
-			sonde_ring_drainer__sync(fo->drainer);
+		   itself waits for a ring half full, or a second), and look less
+		   often while they hold nothing (a quiet target) */
+		if (sonde_ring_drainer__wait_written(fo->drainer, avail, idle) <= avail)
+			idle = sonde_ring_drainer__sync(fo->drainer) > 0 ? FOLLOW_IDLE_NS
+			       : idle < FOLLOW_QUIET_NS			 ? 2 * idle
+									 : idle;
+		else
+			idle = FOLLOW_IDLE_NS;
 	}
 	return NULL;
 }
