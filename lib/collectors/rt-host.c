@@ -376,7 +376,7 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 		    rt_host_analyse_fn fn, void *ctx)
 {
 	long long n;
-	off_t end, map_from;
+	off_t end, map_from, run_start;
 	uint64_t dropped;
 	void *map;
 	int rc;
@@ -427,6 +427,7 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 	sonde_collection__dropped(c, dropped - h->dropped_seen);
 	h->dropped_seen = dropped;
 	end = lseek(h->log_fd, 0, SEEK_END);
+	run_start = h->run_start;
 	if (h->follow.running) {
 		uint64_t t = sonde_clock_ns();
 
@@ -438,7 +439,9 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 		if (rc == -EINVAL)
 			sonde_collection__fail(c, "run %u: the event log is corrupt",
 					       ri->index + 1);
-		return rc;
+		if (rc || !fn || end < 0)
+			return rc ? rc : end < 0 ? -errno : 0;
+		h->run_start = run_start; /* fn gets the whole run's log */
 	}
 	if (end < 0)
 		return -errno;

@@ -121,9 +121,9 @@ int rt_host__stop(struct rt_host *h, struct sonde_collection *c, const struct so
 		  rt_host_analyse_fn fn, void *ctx);
 /*
  * Follow the coming run (call from start(), not for a warm-up run): its log is
- * fed to f while the target runs, and rt_host__stop ends it with f->end
- * instead of calling its fn. Returns 0 or -errno (then nothing follows, and
- * rt_host__stop calls fn as it would).
+ * fed to f while the target runs, and rt_host__stop ends it with f->end, then
+ * (unless end failed) calls its fn, when not NULL, on the whole run's log as
+ * it would without a follower. Returns 0 or -errno (then nothing follows).
  */
 int rt_host__follow(struct rt_host *h, const struct rt_host_feed *f);
 /*

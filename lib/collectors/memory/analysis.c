@@ -336,6 +336,105 @@ static const struct module *module_of(const struct image *im, uint64_t pc)
 	return NULL;
 }
 
+/* ---- ahead of the analysis: symbols while the target runs -------------------------------------
+ */
+
+struct mem_warm {
+	struct mem_analysis *a;
+	struct image **img; /* each image's objects, their paths copied */
+	size_t nimg, capimg;
+	struct u64map index; /* serial -> image + 1 */
+};
+
+struct mem_warm *mem_warm__new(struct mem_analysis *a)
+{
+	struct mem_warm *w = calloc(1, sizeof(*w));
+
+	if (w)
+		w->a = a;
+	return w;
+}
+
+static struct image *warm_image(struct mem_warm *w, uint32_t serial)
+{
+	uint64_t v;
+
+	if (u64map__get(&w->index, serial, &v))
+		return w->img[v - 1];
+	if (grow((void **)&w->img, &w->capimg, w->nimg + 1, sizeof(*w->img)) ||
+	    !(w->img[w->nimg] = calloc(1, sizeof(struct image))))
+		return NULL;
+	if (u64map__put(&w->index, serial, w->nimg + 1)) {
+		free(w->img[w->nimg]);
+		return NULL;
+	}
+	return w->img[w->nimg++];
+}
+
+static int warm_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
+{
+	struct mem_warm *w = ctx;
+	struct sonde_frame fr[32];
+	struct image *im;
+	uint32_t i;
+
+	if (!rec || !rec_ok(rec))
+		return 0; /* the analysis counts it */
+	switch (SONDE_RING_REC_TYPE(rec[0])) {
+	case MEM_REC_MODULE: {
+		const struct rt_module *m = (const void *)rec;
+
+		im = warm_image(w, c->serial);
+		if (!im || grow((void **)&im->mods, &im->capmods, im->nmods + 1, sizeof(*im->mods)))
+			return -ENOMEM;
+		im->mods[im->nmods] = (struct module){ m->bias, m->start, m->end, strdup(m->path) };
+		if (!im->mods[im->nmods].path)
+			return -ENOMEM;
+		im->nmods++;
+		return 0;
+	}
+	case MEM_REC_STACK: {
+		const struct mem_stack *st = (const void *)rec;
+
+		im = warm_image(w, c->serial);
+		if (!im)
+			return -ENOMEM;
+		for (i = 0; i < st->depth; i++) { /* as site_of asks, so that it finds them */
+			const struct module *m = module_of(im, st->pc[i]);
+
+			if (m && sonde_symbols__resolve(w->a->sym, m->path, st->pc[i] - m->bias,
+							true, fr, 32) == -ENOMEM)
+				return -ENOMEM;
+		}
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+int mem_warm__feed(struct mem_warm *w, const void *log, size_t len)
+{
+	return sonde_ring_log__walk(log, len, warm_record, w);
+}
+
+void mem_warm__free(struct mem_warm *w)
+{
+	size_t i, m;
+
+	if (!w)
+		return;
+	for (i = 0; i < w->nimg; i++) {
+		for (m = 0; m < w->img[i]->nmods; m++)
+			free((char *)w->img[i]->mods[m].path);
+		free(w->img[i]->mods);
+		free(w->img[i]);
+	}
+	free(w->img);
+	u64map__release(&w->index);
+	free(w);
+}
+
 /*
  * Frames of the allocator, left out of stacks unless --all: the allocation
  * functions themselves, the C++ allocators, and code instantiated from the

@@ -18,6 +18,7 @@
 struct mem_state {
 	struct mem_analysis a;
 	struct rt_host host;
+	struct mem_warm *warm; /* the run's stacks' symbols, while it runs */
 };
 
 static json_t *list_param(struct sonde_collection *c, const char *name)
@@ -82,6 +83,46 @@ static int analyse(void *ctx, const void *log, size_t len, const struct sonde_ru
 	return mem_analysis__run(&st->a, log, len, ri->t0_ns, ri->index);
 }
 
+static int warm_feed(void *ctx, const void *log, size_t len)
+{
+	struct mem_state *st = ctx;
+
+	return mem_warm__feed(st->warm, log, len);
+}
+
+static int warm_end(void *ctx, int rc, const struct sonde_run_info *ri)
+{
+	struct mem_state *st = ctx;
+
+	(void)ri;
+	mem_warm__free(st->warm);
+	st->warm = NULL;
+	return rc == -ENOMEM ? rc : 0; /* a bad record is the analysis's to count */
+}
+
+/*
+ * The analysis replays the run's events in time order across threads, after
+ * the run; while it runs, a follower of the log resolves the symbols of the
+ * stacks as they come, which takes most of the rest of the time.
+ */
+static int memory_start(struct sonde_collection *c, pid_t pid)
+{
+	struct mem_state *st = sonde_collection__priv(c);
+	struct rt_host_feed f = { warm_feed, warm_end, st };
+
+	(void)pid;
+	if (sonde_collection__warmup(c))
+		return 0;
+	st->warm = mem_warm__new(&st->a);
+	if (!st->warm)
+		return -ENOMEM;
+	if (rt_host__follow(&st->host, &f)) { /* the analysis resolves them itself */
+		mem_warm__free(st->warm);
+		st->warm = NULL;
+	}
+	return 0;
+}
+
 static int memory_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 {
 	struct mem_state *st = sonde_collection__priv(c);
@@ -134,7 +175,8 @@ static void memory_cleanup(struct sonde_collection *c)
 
 	if (!st)
 		return;
-	rt_host__release(&st->host);
+	rt_host__release(&st->host); /* (stops a follower first) */
+	mem_warm__free(st->warm);
 	mem_analysis__release(&st->a);
 	free(st);
 }
@@ -172,6 +214,7 @@ const struct sonde_collector sonde_collector_memory = {
 	.options = memory_options,
 	.flags = SONDE_COLLECTOR_ONE_RUN,
 	.before = memory_before,
+	.start = memory_start,
 	.stop = memory_stop,
 	.after = memory_after,
 	.cleanup = memory_cleanup,

@@ -91,6 +91,17 @@ void mem_analysis__release(struct mem_analysis *a);
 /* Analyse one run's log (t0: the collection's start, for timestamps). */
 int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint64_t t0,
 		      unsigned run);
+/*
+ * While the target runs: the symbols of its stacks are resolved as their
+ * records come (a follower of the log, rt-host.h), so that the analysis after
+ * the run finds the debug information loaded (inflating a library's DWARF
+ * takes a tenth of a second) and every frame in the symbols' cache. Uses
+ * a->sym, which nothing else may use meanwhile.
+ */
+struct mem_warm;
+struct mem_warm *mem_warm__new(struct mem_analysis *a);
+int mem_warm__feed(struct mem_warm *w, const void *log, size_t len);
+void mem_warm__free(struct mem_warm *w);
 /* A run's numeric workload: its rows get it as structure-unit-size. */
 int mem_analysis__size(struct mem_analysis *a, unsigned run, double size);
 /* Write resources and stats.memory into the profile. */

@@ -1114,7 +1114,8 @@ static int trace_stop(struct sonde_collection *c, const struct sonde_run_info *r
 	if (st->bpf)
 		return te_loader__stop(st->bpf);
 #endif
-	return rt_host__stop(&st->host, c, ri, analyse, st);
+	/* a follower rebuilt the calls: nothing is left to analyse */
+	return rt_host__stop(&st->host, c, ri, st->feed ? NULL : analyse, st);
 }
 
 #if SONDE_HAVE_EBPF
