@@ -23,6 +23,7 @@ struct sonde_ring_drainer {
 	uint64_t error_ns;   /* monotonic time of the first write error; 0: none */
 	clockid_t cpu_clock;
 	_Atomic uint64_t written; /* bytes of whole chunks written to fd */
+	_Atomic uint64_t kicks;	  /* __kick calls */
 	pthread_mutex_t wlock;	  /* for waiters on written (followers) */
 	pthread_cond_t wcond;
 };
@@ -66,8 +67,14 @@ static int to_file(void *ctx, const struct sonde_ring_chunk *c, const void *data
 void sonde_ring_drainer__kick(struct sonde_ring_drainer *d)
 {
 	pthread_mutex_lock(&d->wlock);
+	atomic_fetch_add(&d->kicks, 1);
 	pthread_cond_broadcast(&d->wcond);
 	pthread_mutex_unlock(&d->wlock);
+}
+
+uint64_t sonde_ring_drainer__kicks(struct sonde_ring_drainer *d)
+{
+	return atomic_load(&d->kicks);
 }
 
 uint64_t sonde_ring_drainer__written(struct sonde_ring_drainer *d)
@@ -76,7 +83,7 @@ uint64_t sonde_ring_drainer__written(struct sonde_ring_drainer *d)
 }
 
 uint64_t sonde_ring_drainer__wait_written(struct sonde_ring_drainer *d, uint64_t seen,
-					  uint64_t timeout_ns)
+					  uint64_t kicks, uint64_t timeout_ns)
 {
 	struct timespec ts;
 	uint64_t n;
@@ -89,7 +96,7 @@ uint64_t sonde_ring_drainer__wait_written(struct sonde_ring_drainer *d, uint64_t
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&d->wlock);
-	while ((n = sonde_ring_drainer__written(d)) <= seen &&
+	while ((n = sonde_ring_drainer__written(d)) <= seen && atomic_load(&d->kicks) == kicks &&
 	       pthread_cond_timedwait(&d->wcond, &d->wlock, &ts) == 0)
 		;
 	pthread_mutex_unlock(&d->wlock);

@@ -235,12 +235,15 @@ int sonde_ring_drainer__stop(struct sonde_ring_drainer *d);
 /*
  * Bytes of whole chunks written to the file so far: a follower (an analysis
  * that reads the file while the target runs) may read up to there.
- * __wait_written sleeps until more than `seen` were written or timeout_ns
- * passed, or __kick wakes it; it returns __written.
+ * __wait_written sleeps until more than `seen` were written, timeout_ns
+ * passed, or __kick was called since __kicks returned `kicks` (so that a kick
+ * between the caller's look at its own state and its wait is not lost); it
+ * returns __written.
  */
 uint64_t sonde_ring_drainer__written(struct sonde_ring_drainer *d);
+uint64_t sonde_ring_drainer__kicks(struct sonde_ring_drainer *d);
 uint64_t sonde_ring_drainer__wait_written(struct sonde_ring_drainer *d, uint64_t seen,
-					  uint64_t timeout_ns);
+					  uint64_t kicks, uint64_t timeout_ns);
 void sonde_ring_drainer__kick(struct sonde_ring_drainer *d);
 /* CPU time the drainer thread has used so far. */
 uint64_t sonde_ring_drainer__cpu_ns(struct sonde_ring_drainer *d);

@@ -302,6 +302,8 @@ static void *follow_loop(void *arg)
 	uint64_t idle = FOLLOW_IDLE_NS;
 
 	for (;;) {
+		/* the kicks before final: a kick that comes after this look wakes the wait */
+		uint64_t kicks = sonde_ring_drainer__kicks(fo->drainer);
 		int64_t fin = atomic_load(&fo->final);
 		uint64_t now = sonde_clock_ns(), avail;
 
@@ -324,7 +326,7 @@ static void *follow_loop(void *arg)
 		/* nothing new for a while: take what the rings hold (the drainer
 		   itself waits for a ring half full, or a second), and look less
 		   often while they hold nothing (a quiet target) */
-		if (sonde_ring_drainer__wait_written(fo->drainer, avail, idle) <= avail)
+		if (sonde_ring_drainer__wait_written(fo->drainer, avail, kicks, idle) <= avail)
 			idle = sonde_ring_drainer__sync(fo->drainer) > 0 ? FOLLOW_IDLE_NS
 			       : idle < FOLLOW_QUIET_NS			 ? 2 * idle
 									 : idle;

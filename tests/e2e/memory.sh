@@ -140,4 +140,10 @@ check "--ring-mib 1: every allocation recorded (m-threads' 4000 and more), none 
 	jq_eq r1.json '[.stats.memory.allocations >= 4000, .stats.dropped_events] | @csv' 'true,0'
 run collect memory --help
 check "--help names --ring-mib" has "$out" "--ring-mib N"
+# Pass 1 of the analysis follows the log while the target runs: 100 000
+# allocations, then a second's sleep, so the follower has them before it ends.
+run collect memory -q -o pause.json -- "$PROGS/m-many" 100000 1000
+check "analysed while the target runs: >= 90 % of the log before it ended, its 100000 allocations" \
+	all '[ "$rc" = 0 ]' '[ "$(jq .stats.memory.allocations pause.json)" -ge 100000 ]' \
+	"[ \"\$(jq '.stats.memory.cost | .log_bytes_analysed_during_run * 10 >= .log_bytes * 9' pause.json)\" = true ]"
 finish

@@ -49,7 +49,7 @@ const char *const mem_op_names[MEM_OP__COUNT] = {
 
 struct module {
 	uint64_t bias, start, end;
-	const char *path; /* points into the log */
+	char *path; /* a copy */
 };
 
 struct image {
@@ -86,7 +86,7 @@ struct alloc {
 	int64_t row; /* index in its resource's rows, or -1 */
 };
 
-struct run {
+struct mem_run {
 	struct mem_analysis *a;
 	const uint8_t *log;
 	uint64_t t0;
@@ -106,7 +106,13 @@ struct run {
 	uint64_t alloc_countdown, free_countdown; /* rows: keep one in keep_every */
 	uint64_t tl_next, tl_slice;		  /* the timeline's current slice end */
 	unsigned tl_i;
-	const struct sonde_ring_chunk *cur_chunk;
+	/* pass 1 reads the log in parts (a follower's, while the target runs):
+	   offsets in the run's log are (p - buf) + buf_at */
+	const uint8_t *buf;
+	uint64_t buf_at, fed;
+	bool live;	   /* resolve each stack's symbols as it comes */
+	uint64_t after_ns; /* pass 1 after the run (not live) */
+	int64_t cur_chunk; /* offset of the chunk pass 1 is in; -1: none */
 	uint64_t heap, peak, peak_epoch;
 	uint64_t *res_live, *res_seen, *res_peak; /* per resource, grown with a->nres */
 	size_t res_cap;
@@ -157,7 +163,7 @@ void mem_analysis__release(struct mem_analysis *a)
 
 /* ---- pass 1 ------------------------------------------------------------------------------ */
 
-static struct image *image_of(struct run *r, uint32_t serial, bool create)
+static struct image *image_of(struct mem_run *r, uint32_t serial, bool create)
 {
 	uint64_t idx;
 
@@ -171,7 +177,7 @@ static struct image *image_of(struct run *r, uint32_t serial, bool create)
 }
 
 /* The stream of (serial, tid); created on first sight. */
-static struct stream *stream_of(struct run *r, const struct sonde_ring_chunk *c)
+static struct stream *stream_of(struct mem_run *r, const struct sonde_ring_chunk *c)
 {
 	uint64_t key = ((uint64_t)c->serial << 32) | c->tid, idx;
 
@@ -189,15 +195,15 @@ static struct stream *stream_of(struct run *r, const struct sonde_ring_chunk *c)
 }
 
 /* Note the chunk of an event record, once per chunk. */
-static int add_event(struct run *r, const struct sonde_ring_chunk *c)
+static int add_event(struct mem_run *r, const struct sonde_ring_chunk *c)
 {
 	const uint8_t *data = (const uint8_t *)(c + 1);
-	uint64_t off = (uint64_t)(data - r->log);
+	uint64_t off = (uint64_t)(data - r->buf) + r->buf_at;
 	struct stream *s;
 
-	if (r->cur_chunk == c)
+	if (r->cur_chunk == (int64_t)off)
 		return 0;
-	r->cur_chunk = c;
+	r->cur_chunk = (int64_t)off;
 	s = stream_of(r, c);
 	if (!s || grow((void **)&s->chunk, &s->cap, s->n + 1, sizeof(*s->chunk)))
 		return -ENOMEM;
@@ -253,9 +259,11 @@ static bool rec_ok(const uint32_t *rec)
 	}
 }
 
+static void warm_stack(struct mem_analysis *a, const struct image *im, const struct mem_stack *st);
+
 static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
 {
-	struct run *r = ctx;
+	struct mem_run *r = ctx;
 	uint32_t type;
 	struct image *im;
 	uint64_t ts;
@@ -289,7 +297,11 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 				return 0;
 		if (grow((void **)&im->mods, &im->capmods, im->nmods + 1, sizeof(*im->mods)))
 			return -ENOMEM;
-		im->mods[im->nmods++] = (struct module){ m->bias, m->start, m->end, m->path };
+		/* a copy: a follower's part of the log is read into a buffer it reuses */
+		im->mods[im->nmods] = (struct module){ m->bias, m->start, m->end, strdup(m->path) };
+		if (!im->mods[im->nmods].path)
+			return -ENOMEM;
+		im->nmods++;
 		return 0;
 	}
 	case MEM_REC_STACK: {
@@ -299,7 +311,10 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 		if (!im)
 			return -ENOMEM;
 		r->a->t.stacks++;
-		return u64map__put(&im->stacks, s->id, (uint64_t)((const uint8_t *)rec - r->log));
+		if (r->live)
+			warm_stack(r->a, im, s);
+		return u64map__put(&im->stacks, s->id,
+				   (uint64_t)((const uint8_t *)rec - r->buf) + r->buf_at);
 	}
 	case MEM_REC_MISSED:
 		r->a->t.missed += ((const struct mem_missed *)(const void *)rec)->count;
@@ -339,100 +354,23 @@ static const struct module *module_of(const struct image *im, uint64_t pc)
 /* ---- ahead of the analysis: symbols while the target runs -------------------------------------
  */
 
-struct mem_warm {
-	struct mem_analysis *a;
-	struct image **img; /* each image's objects, their paths copied */
-	size_t nimg, capimg;
-	struct u64map index; /* serial -> image + 1 */
-};
-
-struct mem_warm *mem_warm__new(struct mem_analysis *a)
+/*
+ * Resolve a stack's frames as site_of will ask for them, so that it finds
+ * them in the symbols' cache and the debug information loaded (inflating a
+ * library's DWARF takes a tenth of a second): done by pass 1 when it follows
+ * the log while the target runs. What cannot be resolved is site_of's to say.
+ */
+static void warm_stack(struct mem_analysis *a, const struct image *im, const struct mem_stack *st)
 {
-	struct mem_warm *w = calloc(1, sizeof(*w));
-
-	if (w)
-		w->a = a;
-	return w;
-}
-
-static struct image *warm_image(struct mem_warm *w, uint32_t serial)
-{
-	uint64_t v;
-
-	if (u64map__get(&w->index, serial, &v))
-		return w->img[v - 1];
-	if (grow((void **)&w->img, &w->capimg, w->nimg + 1, sizeof(*w->img)) ||
-	    !(w->img[w->nimg] = calloc(1, sizeof(struct image))))
-		return NULL;
-	if (u64map__put(&w->index, serial, w->nimg + 1)) {
-		free(w->img[w->nimg]);
-		return NULL;
-	}
-	return w->img[w->nimg++];
-}
-
-static int warm_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
-{
-	struct mem_warm *w = ctx;
 	struct sonde_frame fr[32];
-	struct image *im;
 	uint32_t i;
 
-	if (!rec || !rec_ok(rec))
-		return 0; /* the analysis counts it */
-	switch (SONDE_RING_REC_TYPE(rec[0])) {
-	case MEM_REC_MODULE: {
-		const struct rt_module *m = (const void *)rec;
+	for (i = 0; i < st->depth; i++) {
+		const struct module *m = module_of(im, st->pc[i]);
 
-		im = warm_image(w, c->serial);
-		if (!im || grow((void **)&im->mods, &im->capmods, im->nmods + 1, sizeof(*im->mods)))
-			return -ENOMEM;
-		im->mods[im->nmods] = (struct module){ m->bias, m->start, m->end, strdup(m->path) };
-		if (!im->mods[im->nmods].path)
-			return -ENOMEM;
-		im->nmods++;
-		return 0;
+		if (m)
+			sonde_symbols__resolve(a->sym, m->path, st->pc[i] - m->bias, true, fr, 32);
 	}
-	case MEM_REC_STACK: {
-		const struct mem_stack *st = (const void *)rec;
-
-		im = warm_image(w, c->serial);
-		if (!im)
-			return -ENOMEM;
-		for (i = 0; i < st->depth; i++) { /* as site_of asks, so that it finds them */
-			const struct module *m = module_of(im, st->pc[i]);
-
-			if (m && sonde_symbols__resolve(w->a->sym, m->path, st->pc[i] - m->bias,
-							true, fr, 32) == -ENOMEM)
-				return -ENOMEM;
-		}
-		return 0;
-	}
-	default:
-		return 0;
-	}
-}
-
-int mem_warm__feed(struct mem_warm *w, const void *log, size_t len)
-{
-	return sonde_ring_log__walk(log, len, warm_record, w);
-}
-
-void mem_warm__free(struct mem_warm *w)
-{
-	size_t i, m;
-
-	if (!w)
-		return;
-	for (i = 0; i < w->nimg; i++) {
-		for (m = 0; m < w->img[i]->nmods; m++)
-			free((char *)w->img[i]->mods[m].path);
-		free(w->img[i]->mods);
-		free(w->img[i]);
-	}
-	free(w->img);
-	u64map__release(&w->index);
-	free(w);
 }
 
 /*
@@ -545,7 +483,7 @@ static json_t *frame_json(const struct sonde_frame *f, struct sonde_strbuf *key)
 }
 
 /* The site of a list of return addresses (innermost first) in image im. */
-static int site_of(struct run *r, const struct image *im, const uint64_t *pc, uint32_t depth,
+static int site_of(struct mem_run *r, const struct image *im, const uint64_t *pc, uint32_t depth,
 		   uint32_t *site)
 {
 	struct mem_analysis *a = r->a;
@@ -629,7 +567,7 @@ static int site_of(struct run *r, const struct image *im, const uint64_t *pc, ui
 	return err;
 }
 
-static int res_of_site(struct run *r, uint32_t site, unsigned op, uint32_t *res)
+static int res_of_site(struct mem_run *r, uint32_t site, unsigned op, uint32_t *res)
 {
 	struct mem_analysis *a = r->a;
 	uint64_t key = ((uint64_t)site << 8) | op, idx;
@@ -661,7 +599,8 @@ static int res_of_site(struct run *r, uint32_t site, unsigned op, uint32_t *res)
 	return 0;
 }
 
-static int alloc_res(struct run *r, struct image *im, uint32_t stack, unsigned op, uint32_t *res)
+static int alloc_res(struct mem_run *r, struct image *im, uint32_t stack, unsigned op,
+		     uint32_t *res)
 {
 	uint64_t key = ((uint64_t)stack << 8) | op, v, off;
 	uint32_t site;
@@ -685,7 +624,8 @@ static int alloc_res(struct run *r, struct image *im, uint32_t stack, unsigned o
 	return rc;
 }
 
-static int free_res(struct run *r, struct image *im, uint64_t caller, unsigned op, uint32_t *res)
+static int free_res(struct mem_run *r, struct image *im, uint64_t caller, unsigned op,
+		    uint32_t *res)
 {
 	uint64_t key = (caller << 8) | op, v;
 	uint32_t site;
@@ -705,7 +645,7 @@ static int free_res(struct run *r, struct image *im, uint64_t caller, unsigned o
 
 /* ---- pass 2: the replay -------------------------------------------------------------------- */
 
-static void res_live_change(struct run *r, uint32_t res, int64_t delta)
+static void res_live_change(struct mem_run *r, uint32_t res, int64_t delta)
 {
 	if (res == NO_RES)
 		return;
@@ -728,7 +668,7 @@ static int add_row(struct mem_res *res, const struct mem_row *row, int64_t *at)
 	return 0;
 }
 
-static void heap_change(struct run *r, int64_t delta, uint64_t ts, uint32_t pid)
+static void heap_change(struct mem_run *r, int64_t delta, uint64_t ts, uint32_t pid)
 {
 	r->heap += (uint64_t)delta;
 	if (r->heap > r->peak) {
@@ -742,7 +682,7 @@ static void heap_change(struct run *r, int64_t delta, uint64_t ts, uint32_t pid)
 	}
 }
 
-static void timeline(struct run *r, uint64_t ts, uint64_t bytes, bool alloc)
+static void timeline(struct mem_run *r, uint64_t ts, uint64_t bytes, bool alloc)
 {
 	struct mem_totals *t = &r->a->t;
 	uint64_t i;
@@ -761,7 +701,7 @@ static void timeline(struct run *r, uint64_t ts, uint64_t bytes, bool alloc)
 	t->tl_heap[i] = r->heap + 1; /* +1: "set"; fixed up at the end */
 }
 
-static int snapshot(struct run *r, uint32_t k, uint64_t ts)
+static int snapshot(struct mem_run *r, uint32_t k, uint64_t ts)
 {
 	struct mem_analysis *a = r->a;
 	size_t i;
@@ -784,7 +724,7 @@ static uint64_t heap_bytes(const struct alloc *al)
 }
 
 /* The blocks of an image replaced by exec are gone, not leaked. */
-static void flush_image(struct run *r, struct image *im)
+static void flush_image(struct mem_run *r, struct image *im)
 {
 	size_t i;
 
@@ -811,8 +751,8 @@ static void flush_image(struct run *r, struct image *im)
 	im->flushed = true;
 }
 
-static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t stack, unsigned op,
-		    uint64_t ts, uint64_t addr, uint64_t size)
+static int on_alloc(struct mem_run *r, struct stream *s, struct image *im, uint32_t stack,
+		    unsigned op, uint64_t ts, uint64_t addr, uint64_t size)
 {
 	struct mem_analysis *a = r->a;
 	struct alloc al = { .tid = s->tid, .stack = stack, .ts = ts, .size = size, .row = -1 };
@@ -877,7 +817,7 @@ static int on_alloc(struct run *r, struct stream *s, struct image *im, uint32_t 
 	return 0;
 }
 
-static int on_free(struct run *r, struct stream *s, struct image *im, unsigned op, uint64_t ts,
+static int on_free(struct mem_run *r, struct stream *s, struct image *im, unsigned op, uint64_t ts,
 		   uint64_t addr, uint64_t caller, bool from_realloc)
 {
 	struct mem_analysis *a = r->a;
@@ -944,7 +884,7 @@ static bool is_event(uint32_t type)
 }
 
 /* Move the stream's cursor to its next event (from off). false: no more. */
-static bool seek_event(struct run *r, struct stream *s)
+static bool seek_event(struct mem_run *r, struct stream *s)
 {
 	for (;;) {
 		while (s->off + 8 <= s->end) {
@@ -973,7 +913,7 @@ static bool seek_event(struct run *r, struct stream *s)
 }
 
 /* A binary heap of streams ordered by their next event's time. */
-static void sift_down(const struct run *r, uint32_t *h, size_t n, size_t i)
+static void sift_down(const struct mem_run *r, uint32_t *h, size_t n, size_t i)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
@@ -992,7 +932,7 @@ static void sift_down(const struct run *r, uint32_t *h, size_t n, size_t i)
 	}
 }
 
-static int replay(struct run *r)
+static int replay(struct mem_run *r)
 {
 	struct mem_analysis *a = r->a;
 	uint32_t *heap = calloc(r->nst + 1, sizeof(*heap));
@@ -1072,7 +1012,7 @@ static int replay(struct run *r)
 }
 
 /* Leaks: what is still live in images that ended by exit or crash. */
-static int leaks(struct run *r)
+static int leaks(struct mem_run *r)
 {
 	struct mem_analysis *a = r->a;
 	size_t i, j;
@@ -1110,75 +1050,130 @@ static int leaks(struct run *r)
 	return 0;
 }
 
-int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint64_t t0,
-		      unsigned run)
+struct mem_run *mem_run__new(struct mem_analysis *a, uint64_t t0, bool live)
 {
-	struct run r = { .a = a, .log = log, .t0 = t0, .run = run };
+	struct mem_run *r = calloc(1, sizeof(*r));
+
+	if (r) {
+		r->a = a;
+		r->t0 = t0;
+		r->live = live;
+		r->cur_chunk = -1;
+	}
+	return r;
+}
+
+int mem_run__feed(struct mem_run *r, const void *log, size_t len)
+{
 	uint64_t start = sonde_clock_ns();
-	size_t i, j;
 	int rc;
 
-	if (!a->sym || !a->site_index)
+	if (!r->a->sym || !r->a->site_index)
 		return -ENOMEM;
-	rc = sonde_ring_log__walk(log, len, pass1, &r);
+	r->buf = log;
+	r->buf_at = r->fed;
+	rc = sonde_ring_log__walk(log, len, pass1, r);
+	r->fed += len;
+	start = sonde_clock_ns() - start;
+	r->a->t.analysis_ns += start;
+	if (!r->live)
+		r->after_ns += start;
+	return rc;
+}
+
+void mem_run__free(struct mem_run *r)
+{
+	size_t i, m;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->nimg; i++) {
+		for (m = 0; m < r->img[i].nmods; m++)
+			free(r->img[i].mods[m].path);
+		free(r->img[i].mods);
+		u64map__release(&r->img[i].stacks);
+		u64map__release(&r->img[i].live);
+		u64map__release(&r->img[i].stack_res);
+		u64map__release(&r->img[i].free_res);
+	}
+	for (i = 0; i < r->nst; i++)
+		free(r->st[i].chunk);
+	free(r->img);
+	free(r->st);
+	free(r->al);
+	free(r->free_slots);
+	free(r->res_live);
+	free(r->res_seen);
+	free(r->res_peak);
+	free(r->site_live);
+	u64map__release(&r->img_index);
+	u64map__release(&r->st_index);
+	u64map__release(&r->tids);
+	free(r);
+}
+
+int mem_run__finish(struct mem_run *r, const void *log, size_t len, unsigned run)
+{
+	struct mem_analysis *a = r->a;
+	uint64_t start;
+	size_t i, j;
+	int rc = 0;
+
+	r->run = run;
+	r->live = false;  /* the run is over */
+	if (r->fed < len) /* what pass 1 has not seen yet */
+		rc = mem_run__feed(r, (const uint8_t *)log + r->fed, len - r->fed);
+	start = sonde_clock_ns();
 	if (rc)
 		goto out;
+	a->t.after_run_ns += r->after_ns; /* of pass 1, what came after the run */
+	r->log = log;
 	a->t.log_bytes += len;
-	a->t.processes += r.nimg;
-	a->t.threads += r.tids.n;
-	r.keep_every = a->max_rows && r.allocs_seen > a->max_rows
-			       ? (r.allocs_seen + a->max_rows - 1) / a->max_rows
-			       : 1;
-	r.alloc_countdown = r.free_countdown = r.keep_every;
+	a->t.processes += r->nimg;
+	a->t.threads += r->tids.n;
+	r->keep_every = a->max_rows && r->allocs_seen > a->max_rows
+				? (r->allocs_seen + a->max_rows - 1) / a->max_rows
+				: 1;
+	r->alloc_countdown = r->free_countdown = r->keep_every;
 	/* an image is replaced by exec when a later one has the same pid */
-	for (i = 0; i < r.nimg; i++)
-		for (j = 0; j < r.nimg; j++)
-			if (i != j && r.img[j].pid == r.img[i].pid &&
-			    r.img[j].serial > r.img[i].serial)
-				r.img[i].exec_replaced = true;
-	if (!a->t.tl_done && r.events) {
-		a->t.tl_slice_ns = (r.last_ts - r.first_ts) / MEM_TIMELINE + 1;
-		a->t.tl_start_ns = r.first_ts > t0 ? r.first_ts - t0 : 0;
-		r.tl_next = r.first_ts + a->t.tl_slice_ns;
+	for (i = 0; i < r->nimg; i++)
+		for (j = 0; j < r->nimg; j++)
+			if (i != j && r->img[j].pid == r->img[i].pid &&
+			    r->img[j].serial > r->img[i].serial)
+				r->img[i].exec_replaced = true;
+	if (!a->t.tl_done && r->events) {
+		a->t.tl_slice_ns = (r->last_ts - r->first_ts) / MEM_TIMELINE + 1;
+		a->t.tl_start_ns = r->first_ts > r->t0 ? r->first_ts - r->t0 : 0;
+		r->tl_next = r->first_ts + a->t.tl_slice_ns;
 	}
-	rc = replay(&r);
+	rc = replay(r);
 	if (!rc)
-		rc = leaks(&r);
+		rc = leaks(r);
 	if (!rc) {
 		/* what each resource held at the peak */
-		for (i = 0; i < a->nres && i < r.res_cap; i++) {
+		for (i = 0; i < a->nres && i < r->res_cap; i++) {
 			uint64_t at_peak =
-				r.res_seen[i] == r.peak_epoch ? r.res_peak[i] : r.res_live[i];
+				r->res_seen[i] == r->peak_epoch ? r->res_peak[i] : r->res_live[i];
 
-			if (at_peak > a->res[i].peak_bytes && r.peak >= a->t.peak)
+			if (at_peak > a->res[i].peak_bytes && r->peak >= a->t.peak)
 				a->res[i].peak_bytes = at_peak;
 		}
-		if (r.events)
+		if (r->events)
 			a->t.tl_done = true;
 	}
 out:
-	for (i = 0; i < r.nimg; i++) {
-		free(r.img[i].mods);
-		u64map__release(&r.img[i].stacks);
-		u64map__release(&r.img[i].live);
-		u64map__release(&r.img[i].stack_res);
-		u64map__release(&r.img[i].free_res);
-	}
-	for (i = 0; i < r.nst; i++)
-		free(r.st[i].chunk);
-	free(r.img);
-	free(r.st);
-	free(r.al);
-	free(r.free_slots);
-	free(r.res_live);
-	free(r.res_seen);
-	free(r.res_peak);
-	free(r.site_live);
-	u64map__release(&r.img_index);
-	u64map__release(&r.st_index);
-	u64map__release(&r.tids);
+	mem_run__free(r);
 	a->t.analysis_ns += sonde_clock_ns() - start;
+	a->t.after_run_ns += sonde_clock_ns() - start;
 	return rc;
+}
+
+int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint64_t t0,
+		      unsigned run)
+{
+	struct mem_run *r = mem_run__new(a, t0, false);
+
+	return r ? mem_run__finish(r, log, len, run) : -ENOMEM;
 }
 
 /* ---- the profile ---------------------------------------------------------------------------- */
@@ -1310,7 +1305,7 @@ static json_t *stats_json(const struct mem_analysis *a)
 		       u64_array(t->tl_bytes, MEM_TIMELINE), "heap", heap);
 	return json_pack(
 		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		" s:{s:I, s:I}, s:o, s:o, s:{s:I, s:I, s:I}}",
+		" s:{s:I, s:I}, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
 		"allocations", (json_int_t)t->allocations, "frees", (json_int_t)t->frees,
 		"allocated_bytes", (json_int_t)t->bytes, "peak_heap_bytes", (json_int_t)t->peak,
 		"peak_heap_time_ns", (json_int_t)t->peak_ts, "peak_heap_pid",
@@ -1322,7 +1317,9 @@ static json_t *stats_json(const struct mem_analysis *a)
 		(json_int_t)t->stacks, "rows", "total", (json_int_t)t->rows_total, "kept",
 		(json_int_t)t->rows_kept, "size_histogram", hist, "timeline", tl, "cost",
 		"log_bytes", (json_int_t)t->log_bytes, "drain_cpu_ns", (json_int_t)t->drain_cpu_ns,
-		"analysis_ns", (json_int_t)t->analysis_ns);
+		"analysis_ns", (json_int_t)t->analysis_ns, "analysis_after_run_ns",
+		(json_int_t)t->after_run_ns, "log_bytes_analysed_during_run",
+		(json_int_t)t->live_bytes);
 }
 
 int mem_analysis__write(struct mem_analysis *a, struct sonde_profile *p)

@@ -18,7 +18,7 @@
 struct mem_state {
 	struct mem_analysis a;
 	struct rt_host host;
-	struct mem_warm *warm; /* the run's stacks' symbols, while it runs */
+	struct mem_run *live; /* the coming run's analysis, fed while it runs */
 };
 
 static json_t *list_param(struct sonde_collection *c, const char *name)
@@ -76,49 +76,66 @@ static int memory_before(struct sonde_collection *c)
 static int analyse(void *ctx, const void *log, size_t len, const struct sonde_run_info *ri)
 {
 	struct mem_state *st = ctx;
+	struct mem_run *r = st->live;
 
-	st->a.clock = st->host.clock;
-	if (ri->has_size && mem_analysis__size(&st->a, ri->index, ri->size))
+	st->live = NULL;
+	if (!st->a.clock_set) { /* one rate for every run: the first's */
+		st->a.clock = st->host.clock;
+		st->a.clock_set = true;
+	}
+	if (ri->has_size && mem_analysis__size(&st->a, ri->index, ri->size)) {
+		mem_run__free(r);
 		return -ENOMEM;
-	return mem_analysis__run(&st->a, log, len, ri->t0_ns, ri->index);
+	}
+	if (!r)
+		return mem_analysis__run(&st->a, log, len, ri->t0_ns, ri->index);
+	return mem_run__finish(r, log, len, ri->index);
 }
 
-static int warm_feed(void *ctx, const void *log, size_t len)
+/* The follower's side (a thread of rt-host's): pass 1, while the target runs. */
+static int live_feed(void *ctx, const void *log, size_t len)
 {
 	struct mem_state *st = ctx;
 
-	return mem_warm__feed(st->warm, log, len);
+	if (!st->a.clock_set) {
+		if (rt_host__clock_now(&st->host, &st->a.clock))
+			st->a.clock = st->host.clock;
+		st->a.clock_set = true;
+	}
+	return mem_run__feed(st->live, log, len);
 }
 
-static int warm_end(void *ctx, int rc, const struct sonde_run_info *ri)
+static int live_end(void *ctx, int rc, const struct sonde_run_info *ri)
 {
 	struct mem_state *st = ctx;
 
 	(void)ri;
-	mem_warm__free(st->warm);
-	st->warm = NULL;
-	return rc == -ENOMEM ? rc : 0; /* a bad record is the analysis's to count */
+	if (rc) { /* analyse would read a log pass 1 has only seen part of */
+		mem_run__free(st->live);
+		st->live = NULL;
+	}
+	return rc;
 }
 
 /*
- * The analysis replays the run's events in time order across threads, after
- * the run; while it runs, a follower of the log resolves the symbols of the
- * stacks as they come, which takes most of the rest of the time.
+ * The analysis replays the run's events in time order across threads once it
+ * has ended; while it runs, a follower of the log does the first pass (and
+ * resolves the stacks' symbols, most of the rest of the time).
  */
 static int memory_start(struct sonde_collection *c, pid_t pid)
 {
 	struct mem_state *st = sonde_collection__priv(c);
-	struct rt_host_feed f = { warm_feed, warm_end, st };
+	struct rt_host_feed f = { live_feed, live_end, st };
 
 	(void)pid;
 	if (sonde_collection__warmup(c))
 		return 0;
-	st->warm = mem_warm__new(&st->a);
-	if (!st->warm)
+	st->live = mem_run__new(&st->a, sonde_collection__t0_ns(c), true);
+	if (!st->live)
 		return -ENOMEM;
-	if (rt_host__follow(&st->host, &f)) { /* the analysis resolves them itself */
-		mem_warm__free(st->warm);
-		st->warm = NULL;
+	if (rt_host__follow(&st->host, &f)) { /* analysed after the run, all of it */
+		mem_run__free(st->live);
+		st->live = NULL;
 	}
 	return 0;
 }
@@ -127,7 +144,11 @@ static int memory_stop(struct sonde_collection *c, const struct sonde_run_info *
 {
 	struct mem_state *st = sonde_collection__priv(c);
 
-	return rt_host__stop(&st->host, c, ri, analyse, st);
+	int rc = rt_host__stop(&st->host, c, ri, analyse, st);
+
+	mem_run__free(st->live); /* a run that wrote nothing is not analysed */
+	st->live = NULL;
+	return rc;
 }
 
 static int memory_after(struct sonde_collection *c, struct sonde_profile *p)
@@ -135,6 +156,8 @@ static int memory_after(struct sonde_collection *c, struct sonde_profile *p)
 	struct mem_state *st = sonde_collection__priv(c);
 
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
+	st->a.t.after_run_ns += st->host.after_ns;
+	st->a.t.live_bytes = st->host.follow_live_bytes;
 	if (!st->a.t.processes)
 		sonde_collection__note(c,
 				       "nothing was recorded: the memory runtime never started in "
@@ -176,7 +199,7 @@ static void memory_cleanup(struct sonde_collection *c)
 	if (!st)
 		return;
 	rt_host__release(&st->host); /* (stops a follower first) */
-	mem_warm__free(st->warm);
+	mem_run__free(st->live);
 	mem_analysis__release(&st->a);
 	free(st);
 }

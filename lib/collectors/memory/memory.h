@@ -55,6 +55,8 @@ struct mem_totals {
 	uint64_t tl_slice_ns, tl_alloc[MEM_TIMELINE], tl_bytes[MEM_TIMELINE], tl_heap[MEM_TIMELINE];
 	bool tl_done;
 	uint64_t analysis_ns, drain_cpu_ns;
+	uint64_t after_run_ns; /* of analysis_ns, the part after the target's runs ended */
+	uint64_t live_bytes;   /* of log_bytes, those analysed (pass 1) while it ran */
 };
 
 struct mem_snapshot_row {
@@ -66,7 +68,8 @@ struct mem_snapshot_row {
 struct mem_analysis {
 	/* options */
 	bool all;
-	struct rt_clock clock; /* TSC ticks -> ns, set by the host before each run */
+	struct rt_clock clock; /* TSC ticks -> ns, set once, for every run: clock_set */
+	bool clock_set;
 	double sampling_s;
 	uint64_t max_rows;	     /* 0: every row */
 	json_t *no_source, *no_func; /* arrays of strings, or NULL */
@@ -92,16 +95,20 @@ void mem_analysis__release(struct mem_analysis *a);
 int mem_analysis__run(struct mem_analysis *a, const void *log, size_t len, uint64_t t0,
 		      unsigned run);
 /*
- * While the target runs: the symbols of its stacks are resolved as their
- * records come (a follower of the log, rt-host.h), so that the analysis after
- * the run finds the debug information loaded (inflating a library's DWARF
- * takes a tenth of a second) and every frame in the symbols' cache. Uses
- * a->sym, which nothing else may use meanwhile.
+ * One run's analysis in steps, for a follower of the log (rt-host.h): pass 1
+ * (images, stacks, each thread's events indexed; live: each stack's symbols
+ * resolved as it comes, so that the analysis after the run finds the debug
+ * information loaded) takes the run's log in parts, in order, while the target
+ * runs; finish gets the whole log once it has ended (what pass 1 has not seen
+ * yet is its), replays the heap and frees the run. free: without finishing.
+ * mem_analysis__run is the three at once. A live run uses a->sym, which
+ * nothing else may use meanwhile.
  */
-struct mem_warm;
-struct mem_warm *mem_warm__new(struct mem_analysis *a);
-int mem_warm__feed(struct mem_warm *w, const void *log, size_t len);
-void mem_warm__free(struct mem_warm *w);
+struct mem_run;
+struct mem_run *mem_run__new(struct mem_analysis *a, uint64_t t0, bool live);
+int mem_run__feed(struct mem_run *r, const void *log, size_t len);
+int mem_run__finish(struct mem_run *r, const void *log, size_t len, unsigned run);
+void mem_run__free(struct mem_run *r);
 /* A run's numeric workload: its rows get it as structure-unit-size. */
 int mem_analysis__size(struct mem_analysis *a, unsigned run, double size);
 /* Write resources and stats.memory into the profile. */
