@@ -26,7 +26,8 @@ static inline uint64_t rt_clock__ns(const struct rt_clock *k, uint64_t tick)
 {
 	if (k->ns_per_tick == 0)
 		return tick;
-	return k->ns0 + (uint64_t)((double)(int64_t)(tick - k->tick0) * k->ns_per_tick);
+	/* through int64_t: one instruction, where a double to uint64_t takes branches */
+	return k->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - k->tick0) * k->ns_per_tick);
 }
 
 /*

@@ -247,14 +247,15 @@ static int add_row(struct tr_analysis *a, struct tr_func *f, const struct tr_row
 
 	if (row->has_size && add_size(f, row))
 		return -ENOMEM;
-	if (f->seen++ % f->keep_every)
+	/* keep_every is a power of two: a mask, not a division per call */
+	if (f->seen++ & (f->keep_every - 1))
 		return 0;
 	if (a->max_rows && f->nrows >= a->max_rows) {
 		for (i = j = 0; i < f->nrows; i += 2)
 			f->rows[j++] = f->rows[i];
 		f->nrows = j;
 		f->keep_every *= 2;
-		if ((f->seen - 1) % f->keep_every)
+		if ((f->seen - 1) & (f->keep_every - 1))
 			return 0;
 	}
 	if (sonde_grow((void **)&f->rows, &f->caprows, f->nrows + 1, sizeof(*f->rows)))
