@@ -91,6 +91,33 @@ static inline int u64map__put(struct u64map *m, uint64_t key, uint64_t val)
 	return 0;
 }
 
+/*
+ * The value of key, inserted (value unset) when absent: *existed says which.
+ * The pointer is valid until the map is next changed. NULL: no memory.
+ */
+static inline uint64_t *u64map__upsert(struct u64map *m, uint64_t key, bool *existed)
+{
+	size_t i;
+
+	if (key == U64MAP_EMPTY) {
+		*existed = m->has_max;
+		m->n += !m->has_max;
+		m->has_max = true;
+		return &m->max_v;
+	}
+	if ((m->n + 1) * 4 > m->cap * 3 && u64map__grow(m))
+		return NULL;
+	for (i = u64map__slot(m, key); m->k[i] != U64MAP_EMPTY; i = (i + 1) & (m->cap - 1))
+		if (m->k[i] == key) {
+			*existed = true;
+			return &m->v[i];
+		}
+	*existed = false;
+	m->k[i] = key;
+	m->n++;
+	return &m->v[i];
+}
+
 static inline bool u64map__get(const struct u64map *m, uint64_t key, uint64_t *val)
 {
 	size_t i;

@@ -205,6 +205,15 @@ int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out)
 	return 0;
 }
 
+void rt_host__clock_once(const struct rt_host *h, struct rt_clock *k, bool *set, bool now)
+{
+	if (*set)
+		return;
+	if (!now || rt_host__clock_now(h, k))
+		*k = h->clock;
+	*set = true;
+}
+
 /* ---- following the log while the target runs ---------------------------------------------- */
 
 #define FOLLOW_CLOCK_NS 20000000u  /* feed from 20 ms after the clocks' first reading */

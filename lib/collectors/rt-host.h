@@ -134,6 +134,12 @@ int rt_host__follow(struct rt_host *h, const struct rt_host_feed *f);
  * its first feed is good to about 1e-6. Returns 0 or -EAGAIN (no time passed).
  */
 int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out);
+/*
+ * The conversion every run of a collection uses, chosen once into *k (*set
+ * says it was): at its first use, measured now (a follower's first feed) or,
+ * with now false, as the last stop fitted it (an analysis after the run).
+ */
+void rt_host__clock_once(const struct rt_host *h, struct rt_clock *k, bool *set, bool now);
 /* CPU time the drainer used. */
 uint64_t rt_host__drain_cpu_ns(struct rt_host *h);
 /*

@@ -60,6 +60,9 @@ struct image {
 	struct u64map live;	 /* address -> allocation index */
 	struct u64map stack_res; /* id << 8 | op -> resource index */
 	struct u64map free_res;	 /* caller << 8 | op -> resource index */
+	/* the last hit of each (its key + 1; 0: none): loops ask again and again */
+	uint64_t stack_key, free_key;
+	uint32_t stack_res1, free_res1;
 	bool exec_replaced, flushed, started;
 	bool last_set;	     /* the latest event was an allocation: */
 	uint32_t last_stack; /* of this stack */
@@ -606,8 +609,14 @@ static int alloc_res(struct mem_run *r, struct image *im, uint32_t stack, unsign
 	uint32_t site;
 	int rc;
 
+	if (im->stack_key == key + 1) { /* the same as the last allocation's (a loop) */
+		*res = im->stack_res1;
+		return 0;
+	}
 	if (u64map__get(&im->stack_res, key, &v)) {
 		*res = (uint32_t)v;
+		im->stack_key = key + 1;
+		im->stack_res1 = *res;
 		return 0;
 	}
 	if (stack && u64map__get(&im->stacks, stack, &off)) {
@@ -631,8 +640,14 @@ static int free_res(struct mem_run *r, struct image *im, uint64_t caller, unsign
 	uint32_t site;
 	int rc;
 
+	if (im->free_key == key + 1) { /* the same as the last free's */
+		*res = im->free_res1;
+		return 0;
+	}
 	if (u64map__get(&im->free_res, key, &v)) {
 		*res = (uint32_t)v;
+		im->free_key = key + 1;
+		im->free_res1 = *res;
 		return 0;
 	}
 	rc = site_of(r, im, &caller, 1, &site);
@@ -756,7 +771,8 @@ static int on_alloc(struct mem_run *r, struct stream *s, struct image *im, uint3
 {
 	struct mem_analysis *a = r->a;
 	struct alloc al = { .tid = s->tid, .stack = stack, .ts = ts, .size = size, .row = -1 };
-	uint64_t slot;
+	uint64_t slot, *live;
+	bool existed;
 	unsigned b;
 	int rc = alloc_res(r, im, stack, op, &al.res);
 
@@ -786,14 +802,16 @@ static int on_alloc(struct mem_run *r, struct stream *s, struct image *im, uint3
 			a->t.rows_kept++;
 		}
 	}
-	{
-		uint64_t old;
+	/* one probe of the live map: the block's place, and what was there */
+	live = u64map__upsert(&im->live, addr, &existed);
+	if (!live)
+		return -ENOMEM;
+	if (existed) { /* a block we never saw freed */
+		uint64_t old = *live;
 
-		if (u64map__take(&im->live, addr, &old)) { /* a block we never saw freed */
-			res_live_change(r, r->al[old].res, -(int64_t)r->al[old].size);
-			r->heap -= heap_bytes(&r->al[old]);
-			r->free_slots[r->nfree++] = old;
-		}
+		res_live_change(r, r->al[old].res, -(int64_t)r->al[old].size);
+		r->heap -= heap_bytes(&r->al[old]);
+		r->free_slots[r->nfree++] = old;
 	}
 	if (r->nfree) {
 		slot = r->free_slots[--r->nfree];
@@ -804,8 +822,7 @@ static int on_alloc(struct mem_run *r, struct stream *s, struct image *im, uint3
 		slot = r->nal++;
 	}
 	r->al[slot] = al;
-	if (u64map__put(&im->live, addr, slot))
-		return -ENOMEM;
+	*live = slot;
 	if (al.res == NO_RES)
 		return 0; /* left out (--no-func, --no-source): in no total, peak or timeline */
 	im->last_set = true;

@@ -79,10 +79,7 @@ static int analyse(void *ctx, const void *log, size_t len, const struct sonde_ru
 	struct mem_run *r = st->live;
 
 	st->live = NULL;
-	if (!st->a.clock_set) { /* one rate for every run: the first's */
-		st->a.clock = st->host.clock;
-		st->a.clock_set = true;
-	}
+	rt_host__clock_once(&st->host, &st->a.clock, &st->a.clock_set, false);
 	if (ri->has_size && mem_analysis__size(&st->a, ri->index, ri->size)) {
 		mem_run__free(r);
 		return -ENOMEM;
@@ -97,11 +94,7 @@ static int live_feed(void *ctx, const void *log, size_t len)
 {
 	struct mem_state *st = ctx;
 
-	if (!st->a.clock_set) {
-		if (rt_host__clock_now(&st->host, &st->a.clock))
-			st->a.clock = st->host.clock;
-		st->a.clock_set = true;
-	}
+	rt_host__clock_once(&st->host, &st->a.clock, &st->a.clock_set, true);
 	return mem_run__feed(st->live, log, len);
 }
 

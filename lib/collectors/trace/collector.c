@@ -1037,11 +1037,7 @@ static int follow_feed(void *ctx, const void *log, size_t len)
 {
 	struct tr_state *st = ctx;
 
-	if (!st->a.clock_set) {
-		if (rt_host__clock_now(&st->host, &st->a.clock))
-			st->a.clock = st->host.clock;
-		st->a.clock_set = true;
-	}
+	rt_host__clock_once(&st->host, &st->a.clock, &st->a.clock_set, true);
 	return tr_feed__log(st->feed, log, len);
 }
 
@@ -1099,10 +1095,7 @@ static int analyse(void *ctx, const void *log, size_t len, const struct sonde_ru
 {
 	struct tr_state *st = ctx;
 
-	if (!st->a.clock_set) { /* one rate for every run: the first's */
-		st->a.clock = st->host.clock;
-		st->a.clock_set = true;
-	}
+	rt_host__clock_once(&st->host, &st->a.clock, &st->a.clock_set, false);
 	return tr_analysis__run(&st->a, log, len, ri->t0_ns);
 }
 
