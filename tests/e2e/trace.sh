@@ -234,4 +234,11 @@ run collect trace -q --verbose-trace -o pausev.json -- "$PROGS/t-pause" 100000 0
 check "--verbose-trace analyses after the run instead: nothing during it, the same calls" \
 	all '[ "$rc" = 0 ]' '[ "$(calls pausev.json leaf)" = 100000 ]' \
 	'[ "$(jq .stats.trace.log_bytes_analysed_during_run pausev.json)" = 0 ]'
+# A target killed while the follower has its calls: every call recorded
+# before is in the profile, main ends unfinished at its last event.
+run collect trace -q -t 1 -o killed.json -- "$PROGS/t-pause" 100000 20000
+check "a target killed by --timeout (exit 1): its 100000 calls are kept, main unfinished, all analysed during the run" \
+	all '[ "$rc" = 1 ]' '[ "$(calls killed.json leaf)" = 100000 ]' \
+	'[ "$(jq .stats.trace.unfinished killed.json)" = 1 ]' \
+	"[ \"\$(jq '.stats.trace | .log_bytes_analysed_during_run * 10 >= .log_bytes * 9' killed.json)\" = true ]"
 finish
