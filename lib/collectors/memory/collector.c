@@ -4,7 +4,9 @@
  * before(): the shared runtime host (rt-host.h) refuses a statically linked
  *           target, preloads libsonde-memory.so and starts the rings; then the
  *           runtime's variables;
- * stop():   drain what the run left, analyse the run's part of the log;
+ * start():  a follower of the log runs the analysis's first pass while the
+ *           target runs (not for warm-up runs);
+ * stop():   drain what the run left, replay the run's part of the log;
  * after():  write sites, rows, snapshots and stats.memory.
  * One run unless --repeat says otherwise: this is a profile, not a timing.
  */

@@ -6,7 +6,8 @@
  * and writes events into per-thread rings. Strategies, -F rules and -g
  * sampling become a rules file the runtime reads (which functions, every how
  * many calls); --filter, --exclude and --min-time are applied by the analysis
- * to the functions' names and the calls' durations.
+ * to the functions' names and the calls' durations, which rebuilds the calls
+ * while the target runs (a follower of the drained log, rt-host.h).
  *
  * Engine "ebpf" (uprobes on an unmodified binary) is selected with -e ebpf.
  */
@@ -1058,8 +1059,7 @@ static int follow_end(void *ctx, int rc, const struct sonde_run_info *ri)
 /*
  * Calls are rebuilt while the target runs, by a follower of the log, so the
  * answer is ready shortly after the target exits. Not for warm-up runs (not
- * analysed) nor with --verbose-trace (its lines are written in order at the
- * end, with the clock fitted over the run).
+ * analysed) nor with --verbose-trace (its lines are written after the run).
  */
 static int follow(struct sonde_collection *c, struct tr_state *st)
 {
