@@ -129,7 +129,8 @@ static inline uint64_t to_ns(const struct mem_analysis *a, uint64_t t)
 
 	if (k->ns_per_tick == 0)
 		return t;
-	return k->ns0 + (uint64_t)(int64_t)((double)((t - k->tick0) & MEM_TS_MASK) * k->ns_per_tick);
+	return k->ns0 +
+	       (uint64_t)(int64_t)((double)((t - k->tick0) & MEM_TS_MASK) * k->ns_per_tick);
 }
 
 #define grow sonde_grow
