@@ -45,8 +45,7 @@ class builder
       public:
 	~builder()
 	{
-		for (json_t *v : ints)
-			json_decref(v);
+		sonde_json__ints_release(&ints);
 		for (auto &kv : strings)
 			json_decref(kv.second);
 	}
@@ -75,19 +74,14 @@ class builder
 	}
 
       private:
-	static constexpr int64_t small_ints = 4096;
 	static constexpr size_t short_string = 64, max_strings = 16384;
-	json_t *ints[small_ints] = {};
+	struct sonde_json_ints ints = {};
 	/* the keys point into the parser's strings, which outlive the builder */
 	std::unordered_map<std::string_view, json_t *> strings;
 
 	json_t *integer(int64_t i)
 	{
-		if (i < 0 || i >= small_ints)
-			return json_integer(i);
-		if (!ints[i])
-			ints[i] = json_integer(i);
-		return json_incref(ints[i]);
+		return sonde_json__int(&ints, i);
 	}
 
 	json_t *string(std::string_view s)

@@ -34,13 +34,22 @@ static char *digits(char *end, uint64_t u)
 	return end;
 }
 
-static int add_integer(struct sonde_strbuf *sb, json_int_t i)
+/* i written at o (at most 20 bytes); returns where it ends. */
+static char *put_integer(char *o, json_int_t i)
 {
 	char buf[24], *s = digits(buf + sizeof(buf), i < 0 ? 0 - (uint64_t)i : (uint64_t)i);
 
 	if (i < 0)
 		*--s = '-';
-	return sonde_strbuf__add(sb, s, (size_t)(buf + sizeof(buf) - s));
+	memcpy(o, s, (size_t)(buf + sizeof(buf) - s));
+	return o + (buf + sizeof(buf) - s);
+}
+
+static int add_integer(struct sonde_strbuf *sb, json_int_t i)
+{
+	char buf[24];
+
+	return sonde_strbuf__add(sb, buf, (size_t)(put_integer(buf, i) - buf));
 }
 
 /* "%.15g" as jansson finishes it; the slow, general way. */
@@ -224,14 +233,7 @@ static int compact_array(struct sonde_strbuf *sb, const json_t *v)
 			if (i)
 				*o++ = ',';
 			if (json_is_integer(e)) {
-				json_int_t x = json_integer_value(e);
-				char buf[24], *d = digits(buf + sizeof(buf),
-							  x < 0 ? 0 - (uint64_t)x : (uint64_t)x);
-
-				if (x < 0)
-					*--d = '-';
-				memcpy(o, d, (size_t)(buf + sizeof(buf) - d));
-				o += buf + sizeof(buf) - d;
+				o = put_integer(o, json_integer_value(e));
 			} else {
 				size_t k = sonde_json__real(json_real_value(e), o);
 
@@ -313,11 +315,10 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 				break;
 			if (i)
 				err |= sonde_strbuf__addch(sb, ',');
-			if (indent)
-				err |= add_indent(sb, indent * (depth + 1));
+			err |= add_indent(sb, indent * (depth + 1));
 			err |= dump(sb, e, indent, depth + 1, flat);
 		}
-		if (indent && json_array_size(v))
+		if (json_array_size(v))
 			err |= add_indent(sb, indent * depth);
 		return err | sonde_strbuf__addch(sb, ']');
 	case JSON_STRING:
@@ -334,6 +335,25 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 		return sonde_strbuf__adds(sb, "null");
 	}
 	return -EINVAL;
+}
+
+json_t *sonde_json__int(struct sonde_json_ints *k, json_int_t n)
+{
+	if (n < 0 || n >= SONDE_JSON_SMALL_INTS)
+		return json_integer(n);
+	if (!k->v[n] && !(k->v[n] = json_integer(n)))
+		return NULL;
+	return json_incref(k->v[n]);
+}
+
+void sonde_json__ints_release(struct sonde_json_ints *k)
+{
+	size_t i;
+
+	for (i = 0; i < SONDE_JSON_SMALL_INTS; i++) {
+		json_decref(k->v[i]);
+		k->v[i] = NULL;
+	}
 }
 
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v)

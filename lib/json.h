@@ -26,6 +26,19 @@ struct sonde_strbuf;
 
 #define SONDE_JSON_SLACK 64
 
+/*
+ * One shared value per small integer (0 to 4095), for trees that hold the same
+ * small numbers again and again (a loaded profile, a timeline): each value not
+ * made is a malloc and 32 bytes saved. sonde_json__int() returns a new
+ * reference (or NULL: no memory); release drops the table's own.
+ */
+#define SONDE_JSON_SMALL_INTS 4096
+struct sonde_json_ints {
+	json_t *v[SONDE_JSON_SMALL_INTS];
+};
+json_t *sonde_json__int(struct sonde_json_ints *k, json_int_t n);
+void sonde_json__ints_release(struct sonde_json_ints *k);
+
 json_t *sonde_json__load(const char *buf, size_t len, size_t slack, json_error_t *err);
 /* simdjson's part alone: NULL where it leaves the document to jansson */
 json_t *sonde_json__load_fast(const char *buf, size_t len, size_t slack);

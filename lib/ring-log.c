@@ -64,6 +64,21 @@ static int to_file(void *ctx, const struct sonde_ring_chunk *c, const void *data
 	return rc;
 }
 
+/* ns from now on clock, as the pthread timed waits take it. */
+static struct timespec deadline(clockid_t clock, uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec += (long)(ns % 1000000000u);
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 void sonde_ring_drainer__kick(struct sonde_ring_drainer *d)
 {
 	pthread_mutex_lock(&d->wlock);
@@ -85,16 +100,9 @@ uint64_t sonde_ring_drainer__written(struct sonde_ring_drainer *d)
 uint64_t sonde_ring_drainer__wait_written(struct sonde_ring_drainer *d, uint64_t seen,
 					  uint64_t kicks, uint64_t timeout_ns)
 {
-	struct timespec ts;
+	struct timespec ts = deadline(CLOCK_MONOTONIC, timeout_ns);
 	uint64_t n;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(timeout_ns / 1000000000u);
-	ts.tv_nsec += (long)(timeout_ns % 1000000000u);
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&d->wlock);
 	while ((n = sonde_ring_drainer__written(d)) <= seen && atomic_load(&d->kicks) == kicks &&
 	       pthread_cond_timedwait(&d->wcond, &d->wlock, &ts) == 0)
@@ -216,12 +224,7 @@ int sonde_ring_drainer__stop(struct sonde_ring_drainer *d)
 		struct timespec ts;
 
 		sonde_ring_area__wake(d->a);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		ts = deadline(CLOCK_REALTIME, 10000000);
 		if (pthread_timedjoin_np(d->thread, NULL, &ts) != ETIMEDOUT)
 			break;
 	}

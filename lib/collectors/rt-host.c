@@ -456,7 +456,7 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 	}
 	if (end < 0)
 		return -errno;
-	if (ri->warmup || end == h->run_start) {
+	if (ri->warmup || end == h->run_start || !fn) {
 		h->run_start = end;
 		return 0;
 	}

@@ -355,26 +355,36 @@ static const struct module *module_of(const struct image *im, uint64_t pc)
 	return NULL;
 }
 
-/* ---- ahead of the analysis: symbols while the target runs -------------------------------------
+/*
+ * The frames at return address pc of image im (an inlined call is a frame of
+ * its own; an address in no object, one "[unknown]" frame): their count, or
+ * -errno.
  */
+static int frames_of(struct mem_analysis *a, const struct image *im, uint64_t pc,
+		     struct sonde_frame fr[32])
+{
+	const struct module *m = module_of(im, pc);
+
+	if (!m) {
+		fr[0] = (struct sonde_frame){ .module = "[unknown]", .offset = pc };
+		return 1;
+	}
+	return sonde_symbols__resolve(a->sym, m->path, pc - m->bias, true, fr, 32);
+}
 
 /*
- * Resolve a stack's frames as site_of will ask for them, so that it finds
- * them in the symbols' cache and the debug information loaded (inflating a
- * library's DWARF takes a tenth of a second): done by pass 1 when it follows
- * the log while the target runs. What cannot be resolved is site_of's to say.
+ * While the target runs (pass 1 following the log), a stack's frames are
+ * resolved as site_of will ask for them, so that it finds them in the
+ * symbols' cache and the debug information loaded (inflating a library's
+ * DWARF takes a tenth of a second). What cannot be resolved is site_of's to say.
  */
 static void warm_stack(struct mem_analysis *a, const struct image *im, const struct mem_stack *st)
 {
 	struct sonde_frame fr[32];
 	uint32_t i;
 
-	for (i = 0; i < st->depth; i++) {
-		const struct module *m = module_of(im, st->pc[i]);
-
-		if (m)
-			sonde_symbols__resolve(a->sym, m->path, st->pc[i] - m->bias, true, fr, 32);
-	}
+	for (i = 0; i < st->depth; i++)
+		frames_of(a, im, st->pc[i], fr);
 }
 
 /*
@@ -500,19 +510,10 @@ static int site_of(struct mem_run *r, const struct image *im, const uint64_t *pc
 	int n, k, err = 0;
 
 	for (i = 0; i < depth && !err; i++) {
-		const struct module *m = module_of(im, pc[i]);
-
-		if (!m) {
-			struct sonde_frame u = { .module = "[unknown]", .offset = pc[i] };
-
-			fr[0] = u;
-			n = 1;
-		} else {
-			n = sonde_symbols__resolve(a->sym, m->path, pc[i] - m->bias, true, fr, 32);
-			if (n < 0) {
-				err = n;
-				break;
-			}
+		n = frames_of(a, im, pc[i], fr);
+		if (n < 0) {
+			err = n;
+			break;
 		}
 		for (k = 0; k < n; k++) {
 			if (skipping && allocator_frame(fr[k].function, fr[k].file) &&

@@ -25,6 +25,7 @@
 #include <sonde/strbuf.h>
 #include <sonde/warning.h>
 #include "../../grow.h"
+#include "../../json.h"
 #include "trace.h"
 
 struct module {
@@ -960,21 +961,11 @@ static int write_rows(struct tr_analysis *a, struct sonde_profile *p, long idx,
  * Integers written again and again (functions, depths, a thread's pid and tid)
  * as one shared value each: 200 000 slices are 1.2 million integers.
  */
-#define SMALL_INTS 4096
 struct small_ints {
-	json_t *v[SMALL_INTS];
+	struct sonde_json_ints v;
 	uint32_t last_pid, last_tid;
 	json_t *pid, *tid;
 };
-
-static json_t *small_int(struct small_ints *k, uint32_t n)
-{
-	if (n >= SMALL_INTS)
-		return json_integer((json_int_t)n);
-	if (!k->v[n] && !(k->v[n] = json_integer((json_int_t)n)))
-		return NULL;
-	return json_incref(k->v[n]);
-}
 
 static json_t *same_int(json_t **keep, uint32_t *last, uint32_t n)
 {
@@ -988,10 +979,7 @@ static json_t *same_int(json_t **keep, uint32_t *last, uint32_t n)
 
 static void small_ints__release(struct small_ints *k)
 {
-	size_t i;
-
-	for (i = 0; i < SMALL_INTS; i++)
-		json_decref(k->v[i]);
+	sonde_json__ints_release(&k->v);
 	json_decref(k->pid);
 	json_decref(k->tid);
 	memset(k, 0, sizeof(*k));
@@ -1004,8 +992,8 @@ static json_t *slice_json(struct small_ints *k, const struct tr_slice *s)
 
 	if (!v || json_array_append_new(v, same_int(&k->pid, &k->last_pid, s->pid)) ||
 	    json_array_append_new(v, same_int(&k->tid, &k->last_tid, s->tid)) ||
-	    json_array_append_new(v, small_int(k, s->func)) ||
-	    json_array_append_new(v, small_int(k, s->depth)) ||
+	    json_array_append_new(v, sonde_json__int(&k->v, s->func)) ||
+	    json_array_append_new(v, sonde_json__int(&k->v, s->depth)) ||
 	    json_array_append_new(v, json_integer((json_int_t)s->start)) ||
 	    json_array_append_new(v, json_integer((json_int_t)s->dur))) {
 		json_decref(v);
