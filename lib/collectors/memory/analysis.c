@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/clock.h>
+#include <sonde/parallel.h>
 #include <sonde/ring.h>
 #include <sonde/strbuf.h>
 #include "../../grow.h"
@@ -123,14 +124,17 @@ struct mem_run {
 	size_t site_cap;
 };
 
-static inline uint64_t to_ns(const struct mem_analysis *a, uint64_t t)
+static inline uint64_t clock_ns(const struct rt_clock *k, uint64_t t)
 {
-	const struct rt_clock *k = &a->clock;
-
 	if (k->ns_per_tick == 0)
 		return t;
 	return k->ns0 +
 	       (uint64_t)(int64_t)((double)((t - k->tick0) & MEM_TS_MASK) * k->ns_per_tick);
+}
+
+static inline uint64_t to_ns(const struct mem_analysis *a, uint64_t t)
+{
+	return clock_ns(&a->clock, t);
 }
 
 #define grow sonde_grow
@@ -768,11 +772,11 @@ static void flush_image(struct mem_run *r, struct image *im)
 	im->flushed = true;
 }
 
-static int on_alloc(struct mem_run *r, struct stream *s, struct image *im, uint32_t stack,
+static int on_alloc(struct mem_run *r, uint32_t tid, struct image *im, uint32_t stack,
 		    unsigned op, uint64_t ts, uint64_t addr, uint64_t size)
 {
 	struct mem_analysis *a = r->a;
-	struct alloc al = { .tid = s->tid, .stack = stack, .ts = ts, .size = size, .row = -1 };
+	struct alloc al = { .tid = tid, .stack = stack, .ts = ts, .size = size, .row = -1 };
 	uint64_t slot, *live;
 	bool existed;
 	unsigned b;
@@ -797,7 +801,7 @@ static int on_alloc(struct mem_run *r, struct stream *s, struct image *im, uint3
 		a->t.rows_total++;
 		if (--r->alloc_countdown == 0) {
 			r->alloc_countdown = r->keep_every;
-			struct mem_row row = { size, addr, ts - r->t0, -1, s->tid, r->run };
+			struct mem_row row = { size, addr, ts - r->t0, -1, tid, r->run };
 
 			if (add_row(res, &row, &al.row))
 				return -ENOMEM;
@@ -836,7 +840,7 @@ static int on_alloc(struct mem_run *r, struct stream *s, struct image *im, uint3
 	return 0;
 }
 
-static int on_free(struct mem_run *r, struct stream *s, struct image *im, unsigned op, uint64_t ts,
+static int on_free(struct mem_run *r, uint32_t tid, struct image *im, unsigned op, uint64_t ts,
 		   uint64_t addr, uint64_t caller, bool from_realloc)
 {
 	struct mem_analysis *a = r->a;
@@ -888,7 +892,7 @@ static int on_free(struct mem_run *r, struct stream *s, struct image *im, unsign
 		if (--r->free_countdown == 0) {
 			r->free_countdown = r->keep_every;
 			struct mem_row row = {
-				al ? al->size : UINT64_MAX, addr, ts - r->t0, -1, s->tid, r->run
+				al ? al->size : UINT64_MAX, addr, ts - r->t0, -1, tid, r->run
 			};
 
 			return add_row(res, &row, NULL);
@@ -902,24 +906,35 @@ static bool is_event(uint32_t type)
 	return type == MEM_REC_ALLOC || type == MEM_REC_FREE || type == MEM_REC_REALLOC;
 }
 
+/*
+ * The merge of the threads' streams: what it reads is its own (copies of the
+ * log's place and the clock), so that the replay's stage on another CPU
+ * writes nothing on the merge's cache lines.
+ */
+struct merge {
+	_Alignas(64) const uint8_t *log; /* (and alone on its cache lines) */
+	struct stream *st;
+	struct rt_clock clock;
+	uint32_t *heap; /* of the streams that have events left, by their next event's time */
+	size_t n;
+};
+
 /* Move the stream's cursor to its next event (from off). false: no more. */
-static bool seek_event(struct mem_run *r, struct stream *s)
+static bool seek_event(const struct merge *m, struct stream *s)
 {
 	for (;;) {
 		while (s->off + 8 <= s->end) {
-			uint32_t h;
+			const uint32_t *rec = (const void *)(m->log + s->off);
+			uint32_t h = rec[0];
 
-			memcpy(&h, r->log + s->off, 4);
 			/* the frame the walk found broken, if any, ends the chunk here too
 			   (the walk kept the chunk's records before it) */
 			if (SONDE_RING_REC_LEN(h) < 8 || (SONDE_RING_REC_LEN(h) & 7) ||
 			    s->off + SONDE_RING_REC_LEN(h) > s->end)
 				break;
-			if (is_event(SONDE_RING_REC_TYPE(h)) &&
-			    rec_ok((const uint32_t *)(const void *)(r->log + s->off))) {
-				s->ts = to_ns(r->a, ((const uint64_t *)(const void *)(r->log +
-										      s->off))[1] &
-							    MEM_TS_MASK);
+			if (is_event(SONDE_RING_REC_TYPE(h)) && rec_ok(rec)) {
+				s->ts = clock_ns(&m->clock,
+						 ((const uint64_t *)(const void *)rec)[1] & MEM_TS_MASK);
 				return true;
 			}
 			s->off += SONDE_RING_REC_LEN(h);
@@ -931,57 +946,95 @@ static bool seek_event(struct mem_run *r, struct stream *s)
 	}
 }
 
-/* A binary heap of streams ordered by their next event's time. */
-static void sift_down(const struct mem_run *r, uint32_t *h, size_t n, size_t i)
+static void sift_down(const struct merge *m, size_t i)
 {
+	uint32_t *h = m->heap;
+	size_t n = m->n;
+
 	for (;;) {
-		size_t l = 2 * i + 1, m = i;
+		size_t l = 2 * i + 1, c = i;
 		uint32_t t;
 
-		if (l < n && r->st[h[l]].ts < r->st[h[m]].ts)
-			m = l;
-		if (l + 1 < n && r->st[h[l + 1]].ts < r->st[h[m]].ts)
-			m = l + 1;
-		if (m == i)
+		if (l < n && m->st[h[l]].ts < m->st[h[c]].ts)
+			c = l;
+		if (l + 1 < n && m->st[h[l + 1]].ts < m->st[h[c]].ts)
+			c = l + 1;
+		if (c == i)
 			return;
 		t = h[i];
-		h[i] = h[m];
-		h[m] = t;
-		i = m;
+		h[i] = h[c];
+		h[c] = t;
+		i = c;
 	}
 }
 
-static int replay(struct mem_run *r)
+/* An event in the merged order of the run, read out of its record. */
+struct merged {
+	uint64_t ts, addr;
+	uint64_t size; /* a free's: the caller */
+	uint64_t old;  /* a realloc's */
+	uint32_t image, tid, stack;
+	uint8_t type, op;
+};
+
+/* The next events in time order across threads (the first stage of the replay). */
+static size_t merge_next(void *ctx, void *buf, size_t cap)
 {
-	struct mem_analysis *a = r->a;
-	uint32_t *heap = calloc(r->nst + 1, sizeof(*heap));
-	size_t n = 0, i;
-	uint64_t snap_every = a->sampling_s > 0 ? (uint64_t)(a->sampling_s * 1e9) : 0;
-	uint64_t next_snap = r->first_ts + snap_every;
-	uint32_t k = 0;
+	struct merge *m = ctx;
+	struct merged *out = buf;
+	size_t k = 0;
+
+	while (k < cap && m->n) {
+		struct stream *s = &m->st[m->heap[0]];
+		const uint32_t *rec = (const void *)(m->log + s->off);
+		struct merged *e = &out[k++];
+
+		e->ts = s->ts;
+		e->image = s->image;
+		e->tid = s->tid;
+		e->type = (uint8_t)SONDE_RING_REC_TYPE(rec[0]);
+		e->op = (uint8_t)(((const uint64_t *)(const void *)rec)[1] >> MEM_TS_BITS);
+		if (e->type == MEM_REC_FREE) {
+			const struct mem_free *f = (const void *)rec;
+
+			e->addr = f->addr;
+			e->size = f->caller;
+		} else {
+			const struct mem_alloc *a = (const void *)rec;
+
+			e->addr = a->addr;
+			e->size = a->size;
+			e->stack = a->stack;
+			if (e->type == MEM_REC_REALLOC)
+				e->old = ((const struct mem_realloc *)(const void *)rec)->old;
+		}
+		s->off += SONDE_RING_REC_LEN(rec[0]);
+		if (!seek_event(m, s))
+			m->heap[0] = m->heap[--m->n];
+		sift_down(m, 0);
+	}
+	return k;
+}
+
+/* Where the replay is: the next snapshot (--sampling) and its number. */
+struct replay_at {
+	struct mem_run *r;
+	uint64_t snap_every, next_snap;
+	uint32_t k;
+};
+
+/* Apply merged events to the heap (the second stage of the replay). */
+static int apply(void *ctx, const void *buf, size_t n)
+{
+	struct replay_at *at = ctx;
+	struct mem_run *r = at->r;
+	const struct merged *ev = buf;
+	size_t e;
 	int rc = 0;
 
-	if (!heap)
-		return -ENOMEM;
-	for (i = 0; i < r->nst; i++) {
-		struct stream *s = &r->st[i];
-
-		if (!s->n)
-			continue;
-		s->ci = 0;
-		s->off = s->chunk[0].off;
-		s->end = s->off + s->chunk[0].len;
-		if (seek_event(r, s))
-			heap[n++] = (uint32_t)i;
-	}
-	for (i = n; i-- > 0;)
-		sift_down(r, heap, n, i);
-	while (n && !rc) {
-		struct stream *s = &r->st[heap[0]];
-		struct image *im = &r->img[s->image];
-		const uint32_t *rec = (const void *)(r->log + s->off);
-		uint64_t ts = s->ts;
-		unsigned op = (unsigned)(((const uint64_t *)(const void *)rec)[1] >> MEM_TS_BITS);
+	for (e = 0; e < n && !rc; e++) {
+		const struct merged *v = &ev[e];
+		struct image *im = &r->img[v->image];
 
 		if (!im->started) {
 			/* first event of an image: the image it replaced by exec is gone */
@@ -993,40 +1046,69 @@ static int replay(struct mem_run *r)
 					flush_image(r, &r->img[j]);
 			im->started = true;
 		}
-		while (snap_every && ts >= next_snap && !rc) {
-			rc = snapshot(r, k++, next_snap);
-			next_snap += snap_every;
+		while (at->snap_every && v->ts >= at->next_snap && !rc) {
+			rc = snapshot(r, at->k++, at->next_snap);
+			at->next_snap += at->snap_every;
 		}
-		switch (SONDE_RING_REC_TYPE(rec[0])) {
-		case MEM_REC_ALLOC: {
-			const struct mem_alloc *e = (const void *)rec;
-
-			rc = on_alloc(r, s, im, e->stack, op, ts, e->addr, e->size);
+		if (rc)
 			break;
-		}
-		case MEM_REC_REALLOC: {
-			const struct mem_realloc *e = (const void *)rec;
-
-			rc = on_free(r, s, im, MEM_OP_FREE, ts, e->old, 0, true);
+		switch (v->type) {
+		case MEM_REC_ALLOC:
+			rc = on_alloc(r, v->tid, im, v->stack, v->op, v->ts, v->addr, v->size);
+			break;
+		case MEM_REC_REALLOC:
+			rc = on_free(r, v->tid, im, MEM_OP_FREE, v->ts, v->old, 0, true);
 			if (!rc)
-				rc = on_alloc(r, s, im, e->stack, op, ts, e->addr, e->size);
+				rc = on_alloc(r, v->tid, im, v->stack, v->op, v->ts, v->addr, v->size);
+			break;
+		case MEM_REC_FREE:
+			rc = on_free(r, v->tid, im, v->op, v->ts, v->addr, v->size, false);
 			break;
 		}
-		case MEM_REC_FREE: {
-			const struct mem_free *e = (const void *)rec;
-
-			rc = on_free(r, s, im, op, ts, e->addr, e->caller, false);
-			break;
-		}
-		}
-		s->off += SONDE_RING_REC_LEN(rec[0]);
-		if (!seek_event(r, s))
-			heap[0] = heap[--n];
-		sift_down(r, heap, n, 0);
 	}
-	free(heap);
-	if (!rc && snap_every)
-		rc = snapshot(r, k, r->last_ts);
+	return rc;
+}
+
+/*
+ * Pass 2: the merge of the threads' streams and the heap's replay are two
+ * stages; on a machine with a second CPU the merge runs on a thread of its
+ * own, a few thousand events ahead.
+ */
+#define MERGE_BATCH 4096
+
+static int replay(struct mem_run *r)
+{
+	struct mem_analysis *a = r->a;
+	struct merge m = { .log = r->log,
+			   .st = r->st,
+			   .clock = a->clock,
+			   .heap = calloc(r->nst + 1, sizeof(*m.heap)) };
+	struct replay_at at = { .r = r };
+	size_t i;
+	int rc;
+
+	if (!m.heap)
+		return -ENOMEM;
+	at.snap_every = a->sampling_s > 0 ? (uint64_t)(a->sampling_s * 1e9) : 0;
+	at.next_snap = r->first_ts + at.snap_every;
+	for (i = 0; i < r->nst; i++) {
+		struct stream *s = &r->st[i];
+
+		if (!s->n)
+			continue;
+		s->ci = 0;
+		s->off = s->chunk[0].off;
+		s->end = s->off + s->chunk[0].len;
+		if (seek_event(&m, s))
+			m.heap[m.n++] = (uint32_t)i;
+	}
+	for (i = m.n; i-- > 0;)
+		sift_down(&m, i);
+	rc = sonde_parallel__pipe(sizeof(struct merged), MERGE_BATCH, r->events, merge_next, &m,
+				  apply, &at);
+	free(m.heap);
+	if (!rc && at.snap_every)
+		rc = snapshot(r, at.k, r->last_ts);
 	return rc;
 }
 
