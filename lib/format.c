@@ -4,17 +4,73 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/format.h>
+
+/*
+ * printf's "%.*f" rounds the exact value of the double to nearest, ties to
+ * even. v * 10^d is exactly p + e (p the rounded product, e = fma's error:
+ * 10^d is exact for d <= 22), so the rounding of the exact product is known
+ * unless it is within a hair of a tie, which printf then decides.
+ */
+char *sonde_format__fixed(double v, int decimals, const char *suffix, char *buf, size_t len)
+{
+	static const double pow10[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
+	char digits[32], *q = digits + sizeof(digits), *start = buf;
+	double a = fabs(v), p, e, ip, fr;
+	size_t n = 0, slen = suffix ? strlen(suffix) : 0, need;
+	uint64_t r;
+	int d = decimals;
+
+	if (d < 0 || d > 9 || !(a < 0x1p50 / pow10[d])) /* also NaN and infinities */
+		goto slow;
+	p = a * pow10[d];
+	e = fma(a, pow10[d], -p);
+	ip = floor(p);
+	fr = (p - ip) + e; /* p - ip is exact */
+	if (fr < 0) {
+		ip -= 1;
+		fr += 1;
+	} else if (fr >= 1) {
+		ip += 1;
+		fr -= 1;
+	}
+	if (fabs(fr - 0.5) < 1e-6)
+		goto slow;
+	r = (uint64_t)ip + (fr > 0.5);
+	do { /* at least d + 1 digits: "0.05" */
+		*--q = (char)('0' + r % 10);
+		r /= 10;
+		n++;
+	} while (r || n <= (size_t)d);
+	need = (signbit(v) ? 1 : 0) + n + (d > 0) + slen + 1;
+	if (need > len)
+		goto slow;
+	if (signbit(v))
+		*buf++ = '-';
+	memcpy(buf, q, n - (size_t)d);
+	buf += n - (size_t)d;
+	if (d) {
+		*buf++ = '.';
+		memcpy(buf, q + n - (size_t)d, (size_t)d);
+		buf += d;
+	}
+	memcpy(buf, suffix ? suffix : "", slen + 1);
+	return start;
+slow:
+	snprintf(buf, len, "%.*f%s", decimals, v, suffix ? suffix : "");
+	return buf;
+}
 
 char *sonde_format__duration(double ns, char *buf, size_t len)
 {
 	static const struct {
 		double scale;
 		const char *unit;
-	} steps[] = { { 1e9, "s" }, { 1e6, "ms" }, { 1e3, "µs" } };
+	} steps[] = { { 1e9, " s" }, { 1e6, " ms" }, { 1e3, " µs" } };
 	size_t i;
 
 	if (isnan(ns)) {
@@ -25,21 +81,19 @@ char *sonde_format__duration(double ns, char *buf, size_t len)
 		if (fabs(ns) >= steps[i].scale) {
 			double v = ns / steps[i].scale;
 
-			snprintf(buf, len, "%.*f %s",
-				 fabs(v) >= 100	 ? 1
-				 : fabs(v) >= 10 ? 2
-						 : 3,
-				 v, steps[i].unit);
-			return buf;
+			return sonde_format__fixed(v,
+						   fabs(v) >= 100  ? 1
+						   : fabs(v) >= 10 ? 2
+								   : 3,
+						   steps[i].unit, buf, len);
 		}
 	}
-	snprintf(buf, len, "%.0f ns", ns);
-	return buf;
+	return sonde_format__fixed(ns, 0, " ns", buf, len);
 }
 
 char *sonde_format__bytes(double bytes, char *buf, size_t len)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = { " B", " KiB", " MiB", " GiB", " TiB" };
 	size_t i = 0;
 
 	if (isnan(bytes)) {
@@ -50,11 +104,7 @@ char *sonde_format__bytes(double bytes, char *buf, size_t len)
 		bytes /= 1024;
 		i++;
 	}
-	if (i == 0)
-		snprintf(buf, len, "%.0f B", bytes);
-	else
-		snprintf(buf, len, "%.1f %s", bytes, units[i]);
-	return buf;
+	return sonde_format__fixed(bytes, i ? 1 : 0, units[i], buf, len);
 }
 
 /* Units of time and size that values come in (Perun's and external collectors'). */
@@ -80,9 +130,9 @@ char *sonde_format__value(double v, const char *unit, char *buf, size_t len)
 	if (isnan(v))
 		snprintf(buf, len, "-");
 	else if (v == floor(v) && fabs(v) < 1e15)
-		snprintf(buf, len, "%.0f", v);
+		sonde_format__fixed(v, 0, NULL, buf, len);
 	else if (fabs(v) >= 1)
-		snprintf(buf, len, "%.*f", fabs(v) >= 100 ? 1 : 2, v);
+		sonde_format__fixed(v, fabs(v) >= 100 ? 1 : 2, NULL, buf, len);
 	else
 		snprintf(buf, len, "%.3g", v); /* three significant digits, never 0.00 */
 	return buf;
@@ -94,10 +144,10 @@ char *sonde_format__duration_in(double ns, const char *unit, char *buf, size_t l
 		const char *name, *shown;
 		double scale;
 		int decimals;
-	} units[] = { { "ns", "ns", 1, 0 },
-		      { "us", "µs", 1e3, 3 },
-		      { "ms", "ms", 1e6, 3 },
-		      { "s", "s", 1e9, 6 } };
+	} units[] = { { "ns", " ns", 1, 0 },
+		      { "us", " µs", 1e3, 3 },
+		      { "ms", " ms", 1e6, 3 },
+		      { "s", " s", 1e9, 6 } };
 	size_t i;
 
 	for (i = 0; unit && i < sizeof(units) / sizeof(units[0]); i++)
@@ -105,8 +155,8 @@ char *sonde_format__duration_in(double ns, const char *unit, char *buf, size_t l
 			if (isnan(ns))
 				snprintf(buf, len, "-");
 			else
-				snprintf(buf, len, "%.*f %s", units[i].decimals,
-					 ns / units[i].scale, units[i].shown);
+				sonde_format__fixed(ns / units[i].scale, units[i].decimals,
+						    units[i].shown, buf, len);
 			return buf;
 		}
 	return sonde_format__duration(ns, buf, len);

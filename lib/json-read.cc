@@ -18,10 +18,11 @@
  * tests/unit/test-json.c and tests/fuzz/fuzz-json.c hold the two readers to
  * the same trees.
  */
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 #include <simdjson.h>
 
 extern "C" {
@@ -46,8 +47,8 @@ class builder
 	~builder()
 	{
 		sonde_json__ints_release(&ints);
-		for (auto &kv : strings)
-			json_decref(kv.second);
+		for (auto &c : strings)
+			json_decref(c.v);
 	}
 
 	json_t *tree(dom::element e)
@@ -74,10 +75,29 @@ class builder
 	}
 
       private:
-	static constexpr size_t short_string = 64, max_strings = 16384;
+	static constexpr size_t short_string = 64, cached_strings = 16384; /* a power of two */
 	struct sonde_json_ints ints = {};
-	/* the keys point into the parser's strings, which outlive the builder */
-	std::unordered_map<std::string_view, json_t *> strings;
+	/*
+	 * The short strings seen last, one per slot of their hash: a string that
+	 * repeats (a name, a unit) stays, one that does not (a document of a
+	 * million distinct names) costs a hash and a compare, and makes way.
+	 * The texts point into the parser's strings, which outlive the builder.
+	 */
+	struct cached {
+		std::string_view s;
+		uint64_t hash = 0;
+		json_t *v = nullptr;
+	};
+	std::vector<cached> strings = std::vector<cached>(cached_strings);
+
+	static uint64_t hash_of(std::string_view s)
+	{
+		uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+		for (unsigned char c : s)
+			h = (h ^ c) * 0x100000001b3ull;
+		return h ^ (h >> 32);
+	}
 
 	json_t *integer(int64_t i)
 	{
@@ -92,12 +112,16 @@ class builder
 			return nullptr; /* jansson refuses \u0000 */
 		if (s.size() > short_string)
 			return json_stringn_nocheck(s.data(), s.size());
-		auto hit = strings.find(s);
-		if (hit != strings.end())
-			return json_incref(hit->second);
+		uint64_t h = hash_of(s);
+		cached &c = strings[h & (cached_strings - 1)];
+		/* the hash first: the text a slot points to is far away in memory */
+		if (c.v && c.hash == h && c.s == s)
+			return json_incref(c.v);
 		v = json_stringn_nocheck(s.data(), s.size());
-		if (v && strings.size() < max_strings) /* a document of distinct names stops here */
-			strings.emplace(s, json_incref(v));
+		if (v) {
+			json_decref(c.v);
+			c = cached{ s, h, json_incref(v) };
+		}
 		return v;
 	}
 

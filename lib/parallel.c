@@ -78,7 +78,8 @@ static void *producer(void *arg)
 			pthread_cond_wait(&p->cond, &p->lock);
 		stop = p->stop;
 		pthread_mutex_unlock(&p->lock);
-		n = stop ? 0 : p->produce(p->ctx, p->buf + slot * p->batch * p->item_size, p->batch);
+		n = stop ? 0
+			 : p->produce(p->ctx, p->buf + slot * p->batch * p->item_size, p->batch);
 		pthread_mutex_lock(&p->lock);
 		p->len[slot] = n;
 		p->produced = k + 1;

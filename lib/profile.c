@@ -27,7 +27,11 @@ struct sonde_profile {
 	json_t *res;	    /* borrowed from root */
 	json_t *index;	    /* canonical fixed properties -> position */
 	json_t *uid_counts; /* uid string -> resources of keys[0..indexed) with that uid */
-	char **keys;
+	/* per resource, in order, borrowed: its key (the string resource_type_map
+	   holds), its fixed properties and its columns (no lookup in objects that
+	   may hold a million keys) */
+	const char **keys;
+	json_t **fixed, **cols;
 	size_t n, cap;
 	size_t indexed; /* keys[0..indexed) are in index */
 };
@@ -120,13 +124,11 @@ struct sonde_profile *sonde_profile__new(const char *type)
 
 void sonde_profile__free(struct sonde_profile *p)
 {
-	size_t i;
-
 	if (!p)
 		return;
-	for (i = 0; i < p->n; i++)
-		free(p->keys[i]);
 	free(p->keys);
+	free(p->fixed);
+	free(p->cols);
 	json_decref(p->index);
 	json_decref(p->uid_counts);
 	json_decref(p->root);
@@ -240,7 +242,7 @@ static int index_next(struct sonde_profile *p, const char *canon, const char *ui
 static int index_pending(struct sonde_profile *p)
 {
 	while (p->indexed < p->n) {
-		json_t *fixed = json_object_get(p->rtm, p->keys[p->indexed]);
+		json_t *fixed = p->fixed[p->indexed];
 		char *canon = fixed ? canonical(fixed) : NULL;
 		int rc = fixed && !canon
 				 ? -ENOMEM
@@ -254,25 +256,31 @@ static int index_pending(struct sonde_profile *p)
 	return 0;
 }
 
-/* Record key as the next resource (indexed later, or by the caller). */
-static int index_resource(struct sonde_profile *p, const char *key)
+/*
+ * Record the next resource (indexed later, or by the caller): key is the
+ * string resource_type_map holds, fixed and cols its values there and in
+ * resources.
+ */
+static int index_resource(struct sonde_profile *p, const char *key, json_t *fixed, json_t *cols)
 {
-	char *k = strdup(key);
-
-	if (!k)
-		return -ENOMEM;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 16;
-		char **nk = realloc(p->keys, cap * sizeof(*nk));
+		const char **nk = realloc(p->keys, cap * sizeof(*nk));
+		json_t **nf = nk ? realloc(p->fixed, cap * sizeof(*nf)) : NULL;
+		json_t **nc = nf ? realloc(p->cols, cap * sizeof(*nc)) : NULL;
 
-		if (!nk) {
-			free(k);
+		if (nk)
+			p->keys = nk;
+		if (nf)
+			p->fixed = nf;
+		if (!nc)
 			return -ENOMEM;
-		}
-		p->keys = nk;
+		p->cols = nc;
 		p->cap = cap;
 	}
-	p->keys[p->n++] = k;
+	p->keys[p->n] = key;
+	p->fixed[p->n] = fixed;
+	p->cols[p->n++] = cols;
 	return 0;
 }
 
@@ -318,7 +326,8 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 	}
 	pos = (long)p->n;
 	/* every earlier resource is indexed: this one goes in under the form just made */
-	err = index_resource(p, key.buf);
+	err = index_resource(p, json_object_iter_key(json_object_iter_at(p->rtm, key.buf)), fixed,
+			     cols);
 	err = err ? err : index_next(p, canon, uid);
 	free(canon);
 	json_decref(fixed);
@@ -336,7 +345,7 @@ int sonde_profile__append(struct sonde_profile *p, long res, const char *column,
 		json_decref(value);
 		return -ERANGE;
 	}
-	cols = json_object_get(p->res, p->keys[res]);
+	cols = p->cols[res];
 	arr = json_object_get(cols, column);
 	if (!arr) {
 		arr = json_array();
@@ -361,9 +370,9 @@ int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const 
 	if (key)
 		*key = p->keys[res];
 	if (fixed)
-		*fixed = json_object_get(p->rtm, p->keys[res]);
+		*fixed = p->fixed[res];
 	if (columns)
-		*columns = json_object_get(p->res, p->keys[res]);
+		*columns = p->cols[res];
 	return 0;
 }
 
@@ -517,7 +526,7 @@ static int convert_records(struct sonde_profile *p, json_t *records, long snapsh
 		sonde_strbuf__release(&us);
 		if (res < 0)
 			return (int)res;
-		cols = json_object_get(p->res, p->keys[res]);
+		cols = p->cols[res];
 		json_object_foreach(cols, k, v)
 		{
 			len = json_array_size(v);
@@ -654,7 +663,7 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 			}
 			len = json_array_size(col);
 		}
-		if (index_resource(p, key))
+		if (index_resource(p, key, fixed, cols))
 			return -ENOMEM;
 	}
 	/* the same keys in the same order (as sonde writes them): nothing left to check */

@@ -17,6 +17,12 @@ char *sonde_format__duration_in(double ns, const char *unit, char *buf, size_t l
 char *sonde_format__bytes(double bytes, char *buf, size_t len);
 /* A value in unit ("ns", "B", or anything else: a plain number). Returns buf. */
 char *sonde_format__value(double v, const char *unit, char *buf, size_t len);
+/*
+ * v with `decimals` (0 to 9) digits after the point, then suffix (may be
+ * NULL): what snprintf "%.*f%s" writes, byte for byte, without its cost where
+ * the digits are certain. Returns buf.
+ */
+char *sonde_format__fixed(double v, int decimals, const char *suffix, char *buf, size_t len);
 
 /*
  * A duration as the user writes it: a number with a unit suffix (ns, us, µs,

@@ -23,6 +23,35 @@ enum sonde_view_format sonde_view__format_of(const char *name)
 	return SONDE_VIEW_TEXT;
 }
 
+static int spaces(struct sonde_strbuf *out, int n)
+{
+	static const char blank[] = "                                ";
+	int err = 0;
+
+	for (; n > 0 && !err; n -= (int)sizeof(blank) - 1)
+		err = sonde_strbuf__add(out, blank,
+					n < (int)sizeof(blank) - 1 ? (size_t)n : sizeof(blank) - 1);
+	return err;
+}
+
+/* buf = a b c d e, cut to fit */
+static void join(char *buf, size_t len, const char *a, const char *b, const char *c, const char *d,
+		 const char *e)
+{
+	const char *part[] = { a, b, c, d, e };
+	size_t i, at = 0;
+
+	for (i = 0; i < 5; i++) {
+		size_t n = strlen(part[i]);
+
+		if (n > len - 1 - at)
+			n = len - 1 - at;
+		memcpy(buf + at, part[i], n);
+		at += n;
+	}
+	buf[at] = 0;
+}
+
 /* Columns are counted in characters, not bytes ("µs"). */
 static int cell(struct sonde_strbuf *out, const char *s, int w, bool left)
 {
@@ -33,10 +62,10 @@ static int cell(struct sonde_strbuf *out, const char *s, int w, bool left)
 		n += ((unsigned char)*q & 0xC0) != 0x80;
 	pad = w > n ? w - n : 0;
 	if (!left)
-		err |= sonde_strbuf__addf(out, "%*s", pad, "");
-	err |= sonde_strbuf__adds(out, s);
+		err |= spaces(out, pad);
+	err |= sonde_strbuf__add(out, s, (size_t)(q - s));
 	if (left)
-		err |= sonde_strbuf__addf(out, "%*s", pad, "");
+		err |= spaces(out, pad);
 	return err;
 }
 
@@ -229,9 +258,9 @@ int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 			show(r->s.ci_low, r->unit, tu, f, sizeof(f));
 			show(r->s.ci_high, r->unit, tu, g, sizeof(g));
 			if (isnan(r->s.ci_low))
-				snprintf(ci, sizeof(ci), "-");
+				strcpy(ci, "-");
 			else
-				snprintf(ci, sizeof(ci), "[%s, %s]", f, g);
+				join(ci, sizeof(ci), "[", f, ", ", g, "]");
 			if (md) {
 				err |= sonde_strbuf__addf(
 					out, "| %s | %s | %s | %s | %s | %s | %s | %s | %zu |\n",
@@ -239,7 +268,7 @@ int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 					r->s.outliers);
 				continue;
 			}
-			snprintf(ms, sizeof(ms), "%s ± %s", a, b);
+			join(ms, sizeof(ms), "", a, " ± ", b, "");
 			err |= sonde_strbuf__adds(out, "  ");
 			err |= cell(out, r->label, w, true);
 			err |= sonde_strbuf__addch(
@@ -251,7 +280,8 @@ int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 			err |= cell(out, e, 12, false);
 			err |= sonde_strbuf__adds(out, "   ");
 			err |= cell(out, ci, 26, true);
-			err |= sonde_strbuf__addf(out, "%zu\n", r->s.outliers);
+			err |= sonde_strbuf__adds(out, sonde_format__fixed((double)r->s.outliers, 0,
+									   "\n", ms, sizeof(ms)));
 		}
 		if (!md) {
 			if (!n)

@@ -117,9 +117,8 @@ static void test_pipe_error_stops(void **state)
 	for (threaded = 0; threaded < 2; threaded++) {
 		struct seq q = { .n = 1000000, .fail_at = 3 };
 
-		assert_int_equal(sonde_parallel__pipe(sizeof(uint64_t), 10,
-						      threaded ? q.n : 0, make, &q,
-						      take_seq, &q),
+		assert_int_equal(sonde_parallel__pipe(sizeof(uint64_t), 10, threaded ? q.n : 0,
+						      make, &q, take_seq, &q),
 				 -EIO);
 		assert_int_equal(q.batches, 3);
 		assert_int_equal(q.taken, 20);

@@ -772,8 +772,8 @@ static void flush_image(struct mem_run *r, struct image *im)
 	im->flushed = true;
 }
 
-static int on_alloc(struct mem_run *r, uint32_t tid, struct image *im, uint32_t stack,
-		    unsigned op, uint64_t ts, uint64_t addr, uint64_t size)
+static int on_alloc(struct mem_run *r, uint32_t tid, struct image *im, uint32_t stack, unsigned op,
+		    uint64_t ts, uint64_t addr, uint64_t size)
 {
 	struct mem_analysis *a = r->a;
 	struct alloc al = { .tid = tid, .stack = stack, .ts = ts, .size = size, .row = -1 };
@@ -934,7 +934,8 @@ static bool seek_event(const struct merge *m, struct stream *s)
 				break;
 			if (is_event(SONDE_RING_REC_TYPE(h)) && rec_ok(rec)) {
 				s->ts = clock_ns(&m->clock,
-						 ((const uint64_t *)(const void *)rec)[1] & MEM_TS_MASK);
+						 ((const uint64_t *)(const void *)rec)[1] &
+							 MEM_TS_MASK);
 				return true;
 			}
 			s->off += SONDE_RING_REC_LEN(h);
@@ -1059,7 +1060,8 @@ static int apply(void *ctx, const void *buf, size_t n)
 		case MEM_REC_REALLOC:
 			rc = on_free(r, v->tid, im, MEM_OP_FREE, v->ts, v->old, 0, true);
 			if (!rc)
-				rc = on_alloc(r, v->tid, im, v->stack, v->op, v->ts, v->addr, v->size);
+				rc = on_alloc(r, v->tid, im, v->stack, v->op, v->ts, v->addr,
+					      v->size);
 			break;
 		case MEM_REC_FREE:
 			rc = on_free(r, v->tid, im, v->op, v->ts, v->addr, v->size, false);
