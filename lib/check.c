@@ -18,6 +18,7 @@
 #include <sonde/stats.h>
 #include "check-methods.h"
 #include "grow.h"
+#include "strmap.h"
 
 const char *const sonde_verdict_names[] = {
 	"no change",	      "maybe",	       "degradation",
@@ -48,8 +49,8 @@ bool sonde_verdict__is_degradation(enum sonde_verdict v)
 struct sides {
 	struct side *s;
 	size_t n, cap;
-	json_t *index; /* key -> position */
-	double all;    /* sampled profiles: their samples */
+	struct sonde_strmap index; /* key -> position */
+	double all;		   /* sampled profiles: their samples */
 };
 
 static void sides_release(struct sides *s)
@@ -67,7 +68,7 @@ static void sides_release(struct sides *s)
 		free(s->s[i].v);
 	}
 	free(s->s);
-	json_decref(s->index);
+	sonde_strmap__release(&s->index);
 }
 
 static char *dup0(const char *s)
@@ -92,16 +93,17 @@ static int key_of(json_t *fixed, const char *s, struct sonde_strbuf *uid, struct
 static int side_of(struct sides *out, const char *key, const char *uid, json_t *fixed,
 		   const char *subtype, struct side **sp)
 {
-	json_t *hit = json_object_get(out->index, key);
+	bool hit;
+	uint64_t *at = sonde_strmap__upserts(&out->index, key, &hit);
 	struct side *s;
 
-	if (hit) {
-		*sp = &out->s[json_integer_value(hit)];
+	if (at && hit) {
+		*sp = &out->s[*at];
 		return 0;
 	}
-	if (sonde_grow((void **)&out->s, &out->cap, out->n + 1, sizeof(*out->s)) ||
-	    json_object_set_new(out->index, key, json_integer((json_int_t)out->n)))
+	if (!at || sonde_grow((void **)&out->s, &out->cap, out->n + 1, sizeof(*out->s)))
 		return -ENOMEM;
+	*at = out->n;
 	s = &out->s[out->n++];
 	s->key = strdup(key);
 	s->uid = strdup(uid ? uid : "");
@@ -152,9 +154,6 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	out->index = json_object();
-	if (!out->index)
-		return -ENOMEM;
 	out->all = sampled ? all : 0;
 	for (i = 0; i < n && !rc; i++) {
 		json_t *fixed, *cols, *amount, *summary;
@@ -438,16 +437,16 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 	for (i = 0; !rc && i < b.n + t.n; i++) {
 		const struct side *sb, *st;
 		struct sonde_check_result *r;
-		json_t *hit;
+		uint64_t *hit;
 		enum sonde_check_method m = o.method;
 
 		if (i < b.n) {
 			sb = &b.s[i];
-			hit = json_object_get(t.index, sb->key);
-			st = hit ? &t.s[json_integer_value(hit)] : NULL;
+			hit = sonde_strmap__gets(&t.index, sb->key);
+			st = hit ? &t.s[*hit] : NULL;
 		} else {
 			st = &t.s[i - b.n];
-			if (json_object_get(b.index, st->key))
+			if (sonde_strmap__gets(&b.index, st->key))
 				continue; /* compared with its baseline above */
 			sb = NULL;
 		}

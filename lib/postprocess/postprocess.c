@@ -10,6 +10,7 @@
 #include <sonde/parallel.h>
 #include <sonde/postprocess.h>
 #include "../grow.h"
+#include "../strmap.h"
 
 const char *const sonde_postprocessors[] = {
 	"regression", "moving-average", "regressogram", "kernel-regression", NULL,
@@ -61,12 +62,14 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 {
 	size_t n = sonde_profile__resource_count(p), i, j, cap = 0, ng = 0;
 	struct sonde_points *g = NULL;
-	json_t *index = json_object();
+	struct sonde_strmap index = SONDE_STRMAP_INIT; /* uid, type, subtype -> group */
 	struct sonde_strbuf key = SONDE_STRBUF_INIT, uid = SONDE_STRBUF_INIT;
-	int rc = index ? 0 : -ENOMEM;
+	int rc = 0;
 
 	for (i = 0; i < n && !rc; i++) {
-		json_t *fixed, *cols, *ys, *xs, *hit;
+		json_t *fixed, *cols, *ys, *xs;
+		uint64_t *at;
+		bool hit;
 		const char *type, *sub;
 		struct sonde_points *pt;
 		size_t len;
@@ -86,16 +89,16 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 					 type ? type : "", sub ? sub : "");
 		if (rc)
 			break;
-		hit = json_object_get(index, key.buf);
-		if (hit) {
-			pt = &g[json_integer_value(hit)];
+		at = sonde_strmap__upsert(&index, key.buf, key.len, &hit);
+		if (at && hit) {
+			pt = &g[*at];
 		} else {
-			rc = sonde_grow((void **)&g, &cap, ng + 1, sizeof(*g));
-			if (rc ||
-			    json_object_set_new(index, key.buf, json_integer((json_int_t)ng))) {
+			rc = at ? sonde_grow((void **)&g, &cap, ng + 1, sizeof(*g)) : -ENOMEM;
+			if (rc) {
 				rc = -ENOMEM;
 				break;
 			}
+			*at = ng;
 			pt = &g[ng++];
 			pt->uid = strdup(uid.buf ? uid.buf : "");
 			pt->type = dup_or_null(type);
@@ -118,7 +121,7 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 			pt->y[pt->n++] = json_number_value(b);
 		}
 	}
-	json_decref(index);
+	sonde_strmap__release(&index);
 	sonde_strbuf__release(&key);
 	sonde_strbuf__release(&uid);
 	if (rc) {

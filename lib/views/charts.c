@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sonde/postprocess.h>
 #include "../grow.h"
+#include "../strmap.h"
 #include "views.h"
 
 const char *const sonde_view__aggs[] = { "sum", "mean", "count", "min", "max", NULL };
@@ -166,7 +167,7 @@ struct cell {
 struct agg {
 	struct cell *c;
 	size_t n, cap;
-	json_t *index;
+	struct sonde_strmap index; /* "category\x1fgroup" -> cell */
 };
 
 static double cell_value(const struct cell *c, enum sonde_view_agg f)
@@ -202,16 +203,18 @@ static void cell_merge(struct cell *into, const struct cell *c)
 static struct cell *agg_cell(struct agg *a, const char *cat, const char *group, double x)
 {
 	struct sonde_strbuf k = SONDE_STRBUF_INIT;
-	json_t *hit;
+	uint64_t *at;
+	bool hit;
 	struct cell *c = NULL;
 
-	if (sonde_strbuf__addf(&k, "%s\x1f%s", cat, group))
+	if (sonde_strbuf__adds(&k, cat) || sonde_strbuf__addch(&k, '\x1f') ||
+	    sonde_strbuf__adds(&k, group))
 		return NULL;
-	hit = json_object_get(a->index, k.buf);
-	if (hit) {
-		c = &a->c[json_integer_value(hit)];
-	} else if (!sonde_grow((void **)&a->c, &a->cap, a->n + 1, sizeof(*a->c)) &&
-		   !json_object_set_new(a->index, k.buf, json_integer((json_int_t)a->n))) {
+	at = sonde_strmap__upsert(&a->index, k.buf, k.len, &hit);
+	if (at && hit) {
+		c = &a->c[*at];
+	} else if (at && !sonde_grow((void **)&a->c, &a->cap, a->n + 1, sizeof(*a->c))) {
+		*at = a->n;
 		c = &a->c[a->n++];
 		c->cat = strdup(cat);
 		c->group = strdup(group);
@@ -232,7 +235,7 @@ static void agg_release(struct agg *a)
 		free(a->c[i].group);
 	}
 	free(a->c);
-	json_decref(a->index);
+	sonde_strmap__release(&a->index);
 }
 
 /* A field of a resource's row as text: a column value, else a fixed property. */
@@ -277,9 +280,6 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 	int rc = 0;
 
 	memset(a, 0, sizeof(*a));
-	a->index = json_object();
-	if (!a->index)
-		return -ENOMEM;
 	for (i = 0; i < n && !rc; i++) {
 		json_t *fixed, *cols, *ys, *xs;
 		struct cell *c = NULL;
@@ -357,32 +357,31 @@ static int by_x(const void *a, const void *b)
 
 static struct ranked *rank(const struct agg *a, bool group, enum sonde_view_agg f, size_t *n)
 {
-	json_t *seen = json_object();
+	struct sonde_strmap seen = SONDE_STRMAP_INIT;
 	struct ranked *r = calloc(a->n + 1, sizeof(*r));
 	size_t i, k = 0;
 
-	if (!seen || !r) {
-		json_decref(seen);
-		free(r);
+	if (!r)
 		return NULL;
-	}
 	for (i = 0; i < a->n; i++) {
 		const char *name = group ? a->c[i].group : a->c[i].cat;
-		json_t *hit = json_object_get(seen, name);
+		bool hit;
+		uint64_t *at = sonde_strmap__upserts(&seen, name, &hit);
 		double v = fabs(cell_value(&a->c[i], f));
-		size_t at;
 
-		if (hit) {
-			at = (size_t)json_integer_value(hit);
-		} else {
-			at = k++;
-			json_object_set_new(seen, name, json_integer((json_int_t)at));
-			r[at].name = name;
-			r[at].x = a->c[i].x;
+		if (!at) {
+			sonde_strmap__release(&seen);
+			free(r);
+			return NULL;
 		}
-		r[at].weight += isnan(v) ? 0 : v;
+		if (!hit) {
+			*at = k++;
+			r[*at].name = name;
+			r[*at].x = a->c[i].x;
+		}
+		r[*at].weight += isnan(v) ? 0 : v;
 	}
-	json_decref(seen);
+	sonde_strmap__release(&seen);
 	qsort(r, k, sizeof(*r), by_weight);
 	*n = k;
 	return r;

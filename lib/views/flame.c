@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../grow.h"
+#include "../strmap.h"
 #include "views.h"
 
 /* A frame's name in folded form: ';' and newlines would break the format. */
@@ -34,12 +35,18 @@ static void add_frame(struct sonde_strbuf *sb, const char *fn)
 static int memory_folded(const struct sonde_profile *p, const char *weight,
 			 struct sonde_strbuf *out)
 {
-	size_t n = sonde_profile__resource_count(p), i, j, top;
-	json_t *index = json_object(), *order = json_array();
-	int err = !index || !order;
+	size_t n = sonde_profile__resource_count(p), i, j, top, nlines = 0, cap = 0;
+	struct sonde_strmap index = SONDE_STRMAP_INIT; /* line -> its place in lines */
+	struct folded_line {
+		char *text;
+		json_int_t w;
+	} *lines = NULL; /* in the order first seen */
+	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
-		json_t *fixed, *cols, *trace, *sum, *hit;
+		json_t *fixed, *cols, *trace, *sum;
+		uint64_t *at;
+		bool hit;
 		struct sonde_strbuf line = SONDE_STRBUF_INIT;
 		json_int_t w;
 
@@ -73,26 +80,30 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 			err = -ENOMEM;
 			break;
 		}
-		hit = json_object_get(index, line.buf);
-		if (hit) {
-			json_integer_set(hit, json_integer_value(hit) + w);
+		at = sonde_strmap__upsert(&index, line.buf, line.len, &hit);
+		if (at && hit) {
+			lines[*at].w += w;
+		} else if (at && !sonde_grow((void **)&lines, &cap, nlines + 1, sizeof(*lines))) {
+			*at = nlines;
+			lines[nlines] =
+				(struct folded_line){ sonde_strbuf__detach(&line, NULL), w };
+			err = lines[nlines++].text ? 0 : -ENOMEM;
 		} else {
-			err |= json_object_set_new(index, line.buf, json_integer(w));
-			err |= json_array_append_new(order, json_string(line.buf));
+			err = -ENOMEM;
 		}
 		sonde_strbuf__release(&line);
 	}
-	for (i = 0; i < json_array_size(order) && !err; i++) {
-		const char *k = json_string_value(json_array_get(order, i));
-
-		err |= sonde_strbuf__addf(out, "%s %lld\n", k,
-					  (long long)json_integer_value(json_object_get(index, k)));
+	for (i = 0; i < nlines; i++) {
+		if (!err)
+			err |= sonde_strbuf__addf(out, "%s %lld\n", lines[i].text,
+						  (long long)lines[i].w);
+		free(lines[i].text);
 	}
-	json_decref(index);
-	json_decref(order);
+	free(lines);
+	sonde_strmap__release(&index);
 	if (err)
 		return -ENOMEM;
-	return json_array_size(order) || out->len ? 0 : -ENOTSUP;
+	return nlines || out->len ? 0 : -ENOTSUP;
 }
 
 int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out)
@@ -125,7 +136,8 @@ struct fnode {
 struct ftree {
 	struct fnode *v;
 	size_t n, cap;
-	json_t *index; /* "parent\x1fname" -> node */
+	struct sonde_strmap index; /* parent (its bytes) and name -> node */
+	struct sonde_strbuf key;   /* (reused) */
 	char *text;
 	unsigned depth;
 };
@@ -133,38 +145,39 @@ struct ftree {
 static void tree_free(struct ftree *t)
 {
 	free(t->v);
-	json_decref(t->index);
+	sonde_strmap__release(&t->index);
+	sonde_strbuf__release(&t->key);
 	free(t->text);
 }
 
 static long child(struct ftree *t, size_t parent, const char *name, bool create)
 {
-	char key[64];
-	struct sonde_strbuf k = SONDE_STRBUF_INIT;
-	json_t *hit;
+	struct sonde_strbuf *k = &t->key;
+	uint64_t *at;
+	bool hit;
 	long id;
 
-	snprintf(key, sizeof(key), "%zu\x1f", parent);
-	if (sonde_strbuf__adds(&k, key) || sonde_strbuf__adds(&k, name))
+	sonde_strbuf__reset(k);
+	if (sonde_strbuf__add(k, &parent, sizeof(parent)) || sonde_strbuf__adds(k, name))
 		return -ENOMEM;
-	hit = json_object_get(t->index, k.buf);
-	if (hit || !create) {
-		sonde_strbuf__release(&k);
-		return hit ? (long)json_integer_value(hit) : -ENOENT;
+	if (!create) {
+		at = sonde_strmap__get(&t->index, k->buf, k->len);
+		return at ? (long)*at : -ENOENT;
 	}
-	if (sonde_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v))) {
-		sonde_strbuf__release(&k);
+	at = sonde_strmap__upsert(&t->index, k->buf, k->len, &hit);
+	if (!at)
 		return -ENOMEM;
-	}
+	if (hit)
+		return (long)*at;
+	if (sonde_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+		return -ENOMEM;
+	*at = t->n;
 	id = (long)t->n++;
 	t->v[id] = (struct fnode){ .name = name, .parent = parent };
 	t->v[id].depth = t->v[parent].depth + 1;
 	t->depth = t->v[id].depth > t->depth ? t->v[id].depth : t->depth;
 	t->v[id].next = t->v[parent].first;
 	t->v[parent].first = (size_t)id;
-	if (json_object_set_new(t->index, k.buf, json_integer(id)))
-		id = -ENOMEM;
-	sonde_strbuf__release(&k);
 	return id;
 }
 
@@ -174,9 +187,9 @@ static int tree_build(struct ftree *t, const char *folded)
 	char *line, *save = NULL;
 
 	memset(t, 0, sizeof(*t));
+	sonde_strbuf__init(&t->key);
 	t->text = strdup(folded ? folded : "");
-	t->index = json_object();
-	if (!t->text || !t->index || sonde_grow((void **)&t->v, &t->cap, 1, sizeof(*t->v)))
+	if (!t->text || sonde_grow((void **)&t->v, &t->cap, 1, sizeof(*t->v)))
 		return -ENOMEM;
 	t->n = 1;
 	t->v[0].name = "all";

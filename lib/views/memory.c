@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/format.h>
+#include "../strmap.h"
 #include "views.h"
 
 struct site_sum {
@@ -76,17 +77,18 @@ static struct site_sum *collect_sites(const struct sonde_profile *p, size_t *n, 
 	size_t nres = sonde_profile__resource_count(p), i, j, k = 0, nl = 0;
 	struct site_sum *s = calloc(nres + 1, sizeof(*s));
 	struct leak *l = calloc(nres + 1, sizeof(*l));
-	json_t *index = json_object();
+	struct sonde_strmap index = SONDE_STRMAP_INIT; /* uid -> its sum */
 
-	if (!s || !l || !index) {
+	if (!s || !l) {
 		free(s);
 		free(l);
-		json_decref(index);
 		return NULL;
 	}
 	for (i = 0; i < nres; i++) {
-		json_t *fixed, *cols, *sum, *hit;
+		json_t *fixed, *cols, *sum;
 		const char *uid;
+		uint64_t *at;
+		bool hit;
 
 		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
 		if (!is_alloc(json_string_value(json_object_get(fixed, "subtype"))))
@@ -95,12 +97,18 @@ static struct site_sum *collect_sites(const struct sonde_profile *p, size_t *n, 
 		uid = json_string_value(json_object_get(fixed, "uid"));
 		if (!uid || !sum)
 			continue;
-		hit = json_object_get(index, uid);
+		at = sonde_strmap__upserts(&index, uid, &hit);
+		if (!at) {
+			sonde_strmap__release(&index);
+			free(s);
+			free(l);
+			return NULL;
+		}
 		if (hit) {
-			j = (size_t)json_integer_value(hit);
+			j = (size_t)*at;
 		} else {
 			j = k++;
-			json_object_set_new(index, uid, json_integer((json_int_t)j));
+			*at = j;
 			s[j].uid = uid;
 			s[j].top = json_array_get(json_object_get(fixed, "trace"), 0);
 		}
@@ -117,7 +125,7 @@ static struct site_sum *collect_sites(const struct sonde_profile *p, size_t *n, 
 			nl++;
 		}
 	}
-	json_decref(index);
+	sonde_strmap__release(&index);
 	qsort(s, k, sizeof(*s), by_bytes);
 	qsort(l, nl, sizeof(*l), by_leaked);
 	*n = k;
