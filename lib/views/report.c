@@ -99,16 +99,11 @@ static int by_total(const void *a, const void *b)
 	return tx < ty ? 1 : tx > ty ? -1 : 0;
 }
 
-static int summary_table(struct sonde_strbuf *out, const struct sonde_profile *p)
+/* rows: the profile's, largest total first */
+static int summary_table(struct sonde_strbuf *out, const struct sonde_table_row *rows, size_t n)
 {
-	struct sonde_table_row *rows;
-	size_t n, i;
-	int rc = sonde_table__rows(p, &rows, &n);
-
-	if (rc)
-		return rc;
-	qsort(rows, n, sizeof(*rows), by_total);
-	rc = sonde_strbuf__adds(out, "<h3>Summary</h3><table class=\"summary sortable\"><thead><tr>"
+	size_t i;
+	int rc = sonde_strbuf__adds(out, "<h3>Summary</h3><table class=\"summary sortable\"><thead><tr>"
 				     "<th>resource</th><th>n</th><th>mean</th><th>σ</th>"
 				     "<th>median</th><th>min</th><th>max</th><th>outliers</th>"
 				     "</tr></thead><tbody>\n");
@@ -133,7 +128,6 @@ static int summary_table(struct sonde_strbuf *out, const struct sonde_profile *p
 					 "<p class=\"note\">The %d largest of %zu rows (by mean × "
 					 "n); <code>sonde show PROFILE</code> lists all.</p>\n",
 					 TABLE_ROWS, n);
-	free(rows);
 	return rc;
 }
 
@@ -215,14 +209,14 @@ static int kv_num(struct sonde_strbuf *out, const char *name, json_t *v, const c
  * temporaries for memory; hyperfine's mean ± σ of the wall time for time; the
  * functions that took the most time for a trace; the largest rows otherwise.
  */
-static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
+static int answer(struct sonde_strbuf *out, const struct sonde_profile *p,
+		  const struct sonde_table_row *rows, size_t n)
 {
 	json_t *st = sonde_profile__stats(p), *mem = json_object_get(st, "memory");
 	const char *coll =
 		json_string_value(json_object_get(sonde_profile__collector_info(p), "name"));
 	bool time = coll && !strcmp(coll, "time");
-	struct sonde_table_row *rows;
-	size_t n, i, shown = 0;
+	size_t i, shown = 0;
 	int rc = sonde_strbuf__adds(out, "<div class=\"answer\">");
 
 	if (json_is_object(mem)) {
@@ -274,10 +268,6 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 		}
 		return rc | sonde_strbuf__adds(out, "</div>\n");
 	}
-	if (sonde_table__rows(p, &rows, &n))
-		return -ENOMEM;
-	if (n)
-		qsort(rows, n, sizeof(*rows), by_total);
 	for (i = 0; i < n && shown < 4; i++) {
 		const struct sonde_table_row *r = &rows[i];
 		char a[40], b[40], v[96], name[300];
@@ -300,7 +290,6 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p)
 		rc |= kv(out, name, v);
 		shown++;
 	}
-	free(rows);
 	return rc | sonde_strbuf__adds(out, "</div>\n");
 }
 
@@ -593,7 +582,8 @@ int sonde_view__report(struct sonde_profile *const *p, const char *const *names,
 	char date[64];
 	time_t now = time(NULL);
 	struct tm tm;
-	size_t i;
+	struct sonde_table_row *rows;
+	size_t i, nrows;
 	int rc;
 
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %z", localtime_r(&now, &tm));
@@ -625,9 +615,17 @@ int sonde_view__report(struct sonde_profile *const *p, const char *const *names,
 					 i);
 		rc |= esc(out, names[i]);
 		rc |= sonde_strbuf__adds(out, "</h2>\n");
-		rc |= answer(out, p[i]);
+		/* the summary rows, largest total first: the answer and the table's */
+		rows = NULL;
+		nrows = 0;
+		if (sonde_table__rows(p[i], &rows, &nrows))
+			rc = -ENOMEM;
+		else if (nrows)
+			qsort(rows, nrows, sizeof(*rows), by_total);
+		rc |= answer(out, p[i], rows, nrows);
 		rc |= warnings(out, p[i]);
-		rc |= summary_table(out, p[i]);
+		rc |= summary_table(out, rows, nrows);
+		free(rows);
 		rc |= charts(out, p[i], i);
 		rc |= facts(out, p[i]);
 		rc |= sonde_strbuf__adds(out, "</section>\n");
