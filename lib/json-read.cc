@@ -27,6 +27,7 @@
 
 extern "C" {
 #include "json.h"
+#include "strmap.h"
 }
 
 namespace
@@ -90,15 +91,6 @@ class builder
 	};
 	std::vector<cached> strings = std::vector<cached>(cached_strings);
 
-	static uint64_t hash_of(std::string_view s)
-	{
-		uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-		for (unsigned char c : s)
-			h = (h ^ c) * 0x100000001b3ull;
-		return h ^ (h >> 32);
-	}
-
 	json_t *integer(int64_t i)
 	{
 		return sonde_json__int(&ints, i);
@@ -112,7 +104,7 @@ class builder
 			return nullptr; /* jansson refuses \u0000 */
 		if (s.size() > short_string)
 			return json_stringn_nocheck(s.data(), s.size());
-		uint64_t h = hash_of(s);
+		uint64_t h = sonde_strmap__hash(s.data(), s.size());
 		cached &c = strings[h & (cached_strings - 1)];
 		/* the hash first: the text a slot points to is far away in memory */
 		if (c.v && c.hash == h && c.s == s)

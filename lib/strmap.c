@@ -8,23 +8,6 @@
 
 #define EMPTY SIZE_MAX
 
-static uint64_t hash_of(const char *s, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull), w;
-
-	for (; n >= 8; s += 8, n -= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	w = 0;
-	memcpy(&w, s, n);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 29;
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 32);
-}
-
 static struct sonde_strmap_slot *find(const struct sonde_strmap *m, const char *key, size_t len,
 				      uint64_t h)
 {
@@ -68,13 +51,13 @@ uint64_t *sonde_strmap__get(const struct sonde_strmap *m, const char *key, size_
 
 	if (!m->n)
 		return NULL;
-	s = find(m, key, len, hash_of(key, len));
+	s = find(m, key, len, sonde_strmap__hash(key, len));
 	return s->off == EMPTY ? NULL : &s->val;
 }
 
 uint64_t *sonde_strmap__upsert(struct sonde_strmap *m, const char *key, size_t len, bool *existed)
 {
-	uint64_t h = hash_of(key, len);
+	uint64_t h = sonde_strmap__hash(key, len);
 	struct sonde_strmap_slot *s;
 
 	if ((m->n + 1) * 4 > m->cap * 3 && grow_table(m))

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct sonde_strmap {
 	struct sonde_strmap_slot {
@@ -29,6 +30,24 @@ struct sonde_strmap {
 	{                                                                                          \
 		0                                                                                  \
 	}
+
+/* The hash of n bytes at s, 8 at a time (also the JSON loader's string cache's). */
+static inline uint64_t sonde_strmap__hash(const char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull), w;
+
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	w = 0;
+	memcpy(&w, s, n);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
 
 /*
  * The value of key, added as 0 when absent (*existed says which; may be

@@ -103,10 +103,11 @@ static int by_total(const void *a, const void *b)
 static int summary_table(struct sonde_strbuf *out, const struct sonde_table_row *rows, size_t n)
 {
 	size_t i;
-	int rc = sonde_strbuf__adds(out, "<h3>Summary</h3><table class=\"summary sortable\"><thead><tr>"
-				     "<th>resource</th><th>n</th><th>mean</th><th>σ</th>"
-				     "<th>median</th><th>min</th><th>max</th><th>outliers</th>"
-				     "</tr></thead><tbody>\n");
+	int rc = sonde_strbuf__adds(out,
+				    "<h3>Summary</h3><table class=\"summary sortable\"><thead><tr>"
+				    "<th>resource</th><th>n</th><th>mean</th><th>σ</th>"
+				    "<th>median</th><th>min</th><th>max</th><th>outliers</th>"
+				    "</tr></thead><tbody>\n");
 	for (i = 0; i < n && i < TABLE_ROWS && !rc; i++) {
 		const struct sonde_table_row *r = &rows[i];
 
