@@ -53,17 +53,32 @@ struct module {
 	char *path; /* a copy */
 };
 
+/*
+ * The resources of the keys asked for lately, one per slot of the key's hash
+ * (key + 1; 0: none): a program allocates from a few stacks and frees from a
+ * few callers again and again, and a map probe costs more than this look.
+ */
+#define RES_CACHE 64
+
+struct res_cache {
+	uint64_t key[RES_CACHE];
+	uint32_t res[RES_CACHE];
+};
+
+static inline size_t res_slot(uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 58); /* 6 bits: RES_CACHE */
+}
+
 struct image {
 	uint32_t serial, pid, parent_serial;
 	struct module *mods;
 	size_t nmods, capmods;
-	struct u64map stacks;	 /* id -> offset of the STACK record */
-	struct u64map live;	 /* address -> allocation index */
-	struct u64map stack_res; /* id << 8 | op -> resource index */
-	struct u64map free_res;	 /* caller << 8 | op -> resource index */
-	/* the last hit of each (its key + 1; 0: none): loops ask again and again */
-	uint64_t stack_key, free_key;
-	uint32_t stack_res1, free_res1;
+	struct u64map stacks;		  /* id -> offset of the STACK record */
+	struct u64map live;		  /* address -> allocation index */
+	struct u64map stack_res;	  /* id << 8 | op -> resource index */
+	struct u64map free_res;		  /* caller << 8 | op -> resource index */
+	struct res_cache stack_c, free_c; /* of stack_res and free_res */
 	bool exec_replaced, flushed, started;
 	bool last_set;	     /* the latest event was an allocation: */
 	uint32_t last_stack; /* of this stack */
@@ -615,14 +630,16 @@ static int alloc_res(struct mem_run *r, struct image *im, uint32_t stack, unsign
 	uint32_t site;
 	int rc;
 
-	if (im->stack_key == key + 1) { /* the same as the last allocation's (a loop) */
-		*res = im->stack_res1;
+	size_t c = res_slot(key);
+
+	if (im->stack_c.key[c] == key + 1) {
+		*res = im->stack_c.res[c];
 		return 0;
 	}
 	if (u64map__get(&im->stack_res, key, &v)) {
 		*res = (uint32_t)v;
-		im->stack_key = key + 1;
-		im->stack_res1 = *res;
+		im->stack_c.key[c] = key + 1;
+		im->stack_c.res[c] = *res;
 		return 0;
 	}
 	if (stack && u64map__get(&im->stacks, stack, &off)) {
@@ -646,14 +663,16 @@ static int free_res(struct mem_run *r, struct image *im, uint64_t caller, unsign
 	uint32_t site;
 	int rc;
 
-	if (im->free_key == key + 1) { /* the same as the last free's */
-		*res = im->free_res1;
+	size_t c = res_slot(key);
+
+	if (im->free_c.key[c] == key + 1) {
+		*res = im->free_c.res[c];
 		return 0;
 	}
 	if (u64map__get(&im->free_res, key, &v)) {
 		*res = (uint32_t)v;
-		im->free_key = key + 1;
-		im->free_res1 = *res;
+		im->free_c.key[c] = key + 1;
+		im->free_c.res[c] = *res;
 		return 0;
 	}
 	rc = site_of(r, im, &caller, 1, &site);
