@@ -5,8 +5,10 @@
 # 10 000 distinct stacks. Measures load (show table), regression (postprocess),
 # the flame graph (show flamegraph) and the HTML report of both; prints the
 # medians of ROUNDS runs, their total against the 1 s target and the peak
-# resident memory against 1 GiB.
-# Usage: bench/analysis-scale.sh [BUILD] [ROUNDS]
+# resident memory against 1 GiB. With DISTINCT=1, then a profile of 1 000 000
+# distinct resources (one value each, ~100 MB): its table, a bar chart and the
+# report, each against 5 s and 1 GiB.
+# Usage: [DISTINCT=1] bench/analysis-scale.sh [BUILD] [ROUNDS]
 set -eu
 BUILD=${1:-build}
 ROUNDS=${2:-5}
@@ -83,3 +85,35 @@ echo "report: $(du -h "$TMP/report.html" | cut -f1), flame.svg: $(du -h "$TMP/fl
 printf 'total      %6d ms (target <= 1000 ms: %s)   peak %d MiB (target < 1024 MiB: %s)\n' \
 	"$total" "$([ $total -le 1000 ] && echo met || echo missed)" $((peak / 1024)) \
 	"$([ $peak -lt 1048576 ] && echo met || echo missed)"
+
+[ "${DISTINCT:-0}" = 1 ] || exit 0
+python3 - "$TMP" <<'PY'
+import json, random, sys
+random.seed(7)
+rtm, res = {}, {}
+for f in range(1000000):
+    k = "f%d#0" % f
+    rtm[k] = {"uid": "f%d" % f, "type": "mixed", "subtype": "time"}
+    res[k] = {"amount": [round(random.uniform(10, 1000), 1)]}
+json.dump({"format_version": 1, "origin": None,
+           "header": {"type": "mixed", "cmd": "generated", "args": [], "workload": "",
+                      "units": {"mixed": "ns"}},
+           "collector_info": {"name": "generated", "params": {}}, "machine": {}, "metadata": {},
+           "stats": {"runs": 1, "warnings": []}, "models": [], "postprocessors": [],
+           "resource_type_map": rtm, "resources": res}, open(sys.argv[1] + "/dist.json", "w"))
+PY
+echo "distinct.json: $(du -h "$TMP/dist.json" | cut -f1) (1 000 000 resources of one value)"
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+	step dtable "$SONDE" show "$TMP/dist.json" table
+	step dbars "$SONDE" show "$TMP/dist.json" bars -o "$TMP/bars.svg"
+	step dreport "$SONDE" report "$TMP/dist.json" -o "$TMP/dist.html"
+	r=$((r + 1))
+done
+for s in dtable dbars dreport; do
+	ms=$(($(median "$TMP/$s.ns" | cut -d. -f1) / 1000000))
+	kb=$(sort -n "$TMP/$s.kb" | tail -1)
+	printf '%-11s %6d ms (target <= 5000 ms: %s)   peak %5d MiB (target < 1024 MiB: %s)\n' \
+		"${s#d}" "$ms" "$([ $ms -le 5000 ] && echo met || echo missed)" $((kb / 1024)) \
+		"$([ "$kb" -lt 1048576 ] && echo met || echo missed)"
+done

@@ -3,7 +3,7 @@ now() { date +%s%N; }
 # wall COMMAND...: the wall time of a whole command, in ns (its output discarded)
 wall() { t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); echo $((t1 - t0)); }
 # median FILE: the median of the numbers in FILE, one per line
-median() { sort -n "$1" | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+median() { sort -n "$1" | awk 'BEGIN { OFMT = "%.15g" } {v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 # collect_round WALLFILE RUNFILE COLLECTOR CMD...: `sonde collect COLLECTOR`
 # of CMD into $TMP/p.json; the command's wall time (ns) appended to WALLFILE,
 # the run alone as the profile times it (less sonde's own time) to RUNFILE
