@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/format.h>
+#include "format-fast.h"
 
 /*
  * printf's "%.*f" rounds the exact value of the double to nearest, ties to
@@ -16,17 +17,17 @@
  * 10^d is exact for d <= 22), so the rounding of the exact product is known
  * unless it is within a hair of a tie, which printf then decides.
  */
-char *sonde_format__fixed(double v, int decimals, const char *suffix, char *buf, size_t len)
+bool sonde_format__fixed_fast(double v, int decimals, const char *suffix, char *buf, size_t len)
 {
 	static const double pow10[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
-	char digits[32], *q = digits + sizeof(digits), *start = buf;
+	char digits[32], *q = digits + sizeof(digits);
 	double a = fabs(v), p, e, ip, fr;
 	size_t n = 0, slen = suffix ? strlen(suffix) : 0, need;
 	uint64_t r;
 	int d = decimals;
 
 	if (d < 0 || d > 9 || !(a < 0x1p50 / pow10[d])) /* also NaN and infinities */
-		goto slow;
+		return false;
 	p = a * pow10[d];
 	e = fma(a, pow10[d], -p);
 	ip = floor(p);
@@ -39,7 +40,7 @@ char *sonde_format__fixed(double v, int decimals, const char *suffix, char *buf,
 		fr -= 1;
 	}
 	if (fabs(fr - 0.5) < 1e-6)
-		goto slow;
+		return false;
 	r = (uint64_t)ip + (fr > 0.5);
 	do { /* at least d + 1 digits: "0.05" */
 		*--q = (char)('0' + r % 10);
@@ -48,7 +49,7 @@ char *sonde_format__fixed(double v, int decimals, const char *suffix, char *buf,
 	} while (r || n <= (size_t)d);
 	need = (signbit(v) ? 1 : 0) + n + (d > 0) + slen + 1;
 	if (need > len)
-		goto slow;
+		return false;
 	if (signbit(v))
 		*buf++ = '-';
 	memcpy(buf, q, n - (size_t)d);
@@ -59,9 +60,13 @@ char *sonde_format__fixed(double v, int decimals, const char *suffix, char *buf,
 		buf += d;
 	}
 	memcpy(buf, suffix ? suffix : "", slen + 1);
-	return start;
-slow:
-	snprintf(buf, len, "%.*f%s", decimals, v, suffix ? suffix : "");
+	return true;
+}
+
+char *sonde_format__fixed(double v, int decimals, const char *suffix, char *buf, size_t len)
+{
+	if (!sonde_format__fixed_fast(v, decimals, suffix, buf, len))
+		snprintf(buf, len, "%.*f%s", decimals, v, suffix ? suffix : "");
 	return buf;
 }
 
