@@ -3,9 +3,9 @@
  *
  * Pass 1 walks the log once: process images (PROC), their objects (MODULE),
  * their stacks (STACK), and the offsets of every event, per thread stream.
- * Pass 2 merges the thread streams by time and replays the heap: each
- * allocation goes into a live map (address -> allocation), each free takes it
- * out. The replay yields leaks (still live when the image ended; not those of
+ * Pass 2 merges the thread streams by time and replays the heap (two stages,
+ * on two threads where a second CPU is online): each allocation goes into a
+ * live map (address -> allocation), each free takes it out. The replay yields leaks (still live when the image ended; not those of
  * an image replaced by exec), temporaries (heaptrack's rule: a free that comes
  * right after an allocation of the same size from the same stack, in the
  * image's merged event order), the peak of
