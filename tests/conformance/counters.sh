@@ -5,7 +5,9 @@
 # must count the machine, not its own wake-ups (it polled 100 times a second
 # and read 3 times perf's context switches over `sleep 1`, about 200 more).
 # Runs alternate; medians of 5
-# are compared. Both run pinned to one CPU: a VM's CPUs are not equally fast
+# are compared (task-clock: the least of 5, as a busy host only ever adds to
+# it: one clean-clone run saw perf stat's median at 24.9 ms against sonde's
+# 18.6). Both run pinned to one CPU: a VM's CPUs are not equally fast
 # (on the 2-CPU machines here the 32 MiB program takes 150 ms of task-clock on
 # CPU 0 and 122 ms on CPU 1, under perf stat alone), and where the kernel puts
 # a child differs between the two tools' runs.
@@ -27,6 +29,7 @@ near() {
 }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 median5() { printf '%s\n' "$@" | sort -g | sed -n 3p; }
+least() { printf '%s\n' "$@" | sort -g | sed -n 1p; }
 
 prog="$PROGS/cf-rss"
 cpu=$(taskset -pc $$ | sed 's/.*: //; s/.*[,-]//')
@@ -44,8 +47,8 @@ done
 near "page faults of a 32 MiB program" "$(median5 $pf)" "$(median5 $sf | cut -d. -f1)" 0.02 16
 # perf prints task-clock in ms, sonde records ns
 # shellcheck disable=SC2086
-near "task-clock of a 32 MiB program (ms)" "$(median5 $pt)" \
-	"$(awk -v n="$(median5 $st)" 'BEGIN { printf "%.3f", n / 1e6 }')" 0.25 1
+near "task-clock of a 32 MiB program (ms)" "$(least $pt)" \
+	"$(awk -v n="$(least $st)" 'BEGIN { printf "%.3f", n / 1e6 }')" 0.25 1
 
 if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 ]; then
 	skip "-a: context switches over sleep 1" "system-wide counting needs root or perf_event_paranoid <= 0"
