@@ -5,13 +5,13 @@
  * their stacks (STACK), and the offsets of every event, per thread stream.
  * Pass 2 merges the thread streams by time and replays the heap (two stages,
  * on two threads where a second CPU is online): each allocation goes into a
- * live map (address -> allocation), each free takes it out. The replay yields leaks (still live when the image ended; not those of
- * an image replaced by exec), temporaries (heaptrack's rule: a free that comes
- * right after an allocation of the same size from the same stack, in the
- * image's merged event order), the peak of
- * live bytes over all processes and what each resource held at that moment,
- * the size histogram, the first run's timeline and, with --sampling, a
- * snapshot of live bytes per site every interval.
+ * live map (address -> allocation), each free takes it out. The replay yields
+ * leaks (still live when the image ended; not those of an image replaced by
+ * exec), temporaries (heaptrack's rule: a free that comes right after an
+ * allocation of the same size from the same stack, in the image's merged
+ * event order), the peak of live bytes over all processes and what each
+ * resource held at that moment, the size histogram, the first run's timeline
+ * and, with --sampling, a snapshot of live bytes per site every interval.
  *
  * Symbols are resolved once per distinct (image, stack), never per event.
  */
