@@ -6,7 +6,11 @@
 
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x <= hi) }'; }
 
+# the hypervisor's steal time over the run, in ns (/proc/stat counts it in USER_HZ ticks)
+steal_ns() { awk '$1 == "cpu" { print $9 * 1e9 / '"$(getconf CLK_TCK)"' }' /proc/stat; }
+steal0=$(steal_ns)
 run collect time+system+counters -e task-clock -o run.json -- "$PROGS/k-burn" 2 0.5
+steal=$(awk -v a="$steal0" -v b="$(steal_ns)" 'BEGIN { print b - a }')
 check "time+system+counters: exit 0" [ "$rc" = 0 ]
 check "a profile per collector: run-time.json, run-system.json, run-counters.json" all \
 	'[ -f run-time.json ]' \
@@ -26,12 +30,16 @@ check "the report names each collector and the run" all \
 check "each collector's own options: counters got -e, time and system did not" all \
 	'jq -e '\''(.collector_info.params.events == ["task-clock"])'\'' run-counters.json' \
 	'jq -e '\''.collector_info.params.events == null'\'' run-system.json'
-# the same runs: counters' task-clock and system's CPU time of the tree agree
+# the same runs: counters' task-clock and system's CPU time of the tree agree. In a
+# virtual machine they may differ by the time the hypervisor stole: the kernel leaves it
+# out of a task's CPU time (what wait4 reports, CONFIG_PARAVIRT_TIME_ACCOUNTING) but
+# task-clock runs on while the task is on its CPU (docs/counters.md)
 tc=$(jq '.resources as $r | [.resource_type_map | to_entries[] | select(.value.uid ==
 	"task-clock" and .value.dispatch == "run") | $r[.key].amount[0]] | .[0]' run-counters.json)
 cpu=$(jq .stats.system.runs_total.cpu_ns run-system.json)
-check "the same run seen twice: task-clock $tc ns, wait4's CPU $cpu ns (within 10 %)" \
-	within "$tc" "$(awk -v c="$cpu" 'BEGIN { print c * 0.9 }')" "$(awk -v c="$cpu" 'BEGIN { print c * 1.1 }')"
+check "the same run seen twice: task-clock $tc ns, wait4's CPU $cpu ns (within 10 %, plus $steal ns stolen)" \
+	within "$tc" "$(awk -v c="$cpu" 'BEGIN { print c * 0.9 }')" \
+	"$(awk -v c="$cpu" -v s="$steal" 'BEGIN { print c * 1.1 + s }')"
 
 # runs are numbered alike in every profile of the run: order 1 and 2 (1-based, docs/profile-format.md)
 run collect time+system+counters -q -r 2 -e task-clock -o two.json -- true

@@ -440,6 +440,28 @@ done:
 }
 
 /*
+ * A reading and the time it was taken: the clock is read on both sides of the
+ * reads, and a reading the scheduler delayed by more than CNT_READ_SLACK_NS
+ * is taken again (a few times at most), so the time stands for the counts to
+ * within half that. A window's duration then is the one its counts cover.
+ */
+#define CNT_READ_SLACK_NS 200000ull
+
+int cnt_set__read_at(struct cnt_set *s, struct cnt_value *out, uint64_t *at)
+{
+	int tries = 4, rc;
+	uint64_t t0, t1;
+
+	do {
+		t0 = sonde_clock_ns();
+		rc = cnt_set__read(s, out);
+		t1 = sonde_clock_ns();
+	} while (!rc && t1 - t0 > CNT_READ_SLACK_NS && --tries > 0);
+	*at = t0 + (t1 - t0) / 2;
+	return rc;
+}
+
+/*
  * The counts between two readings. A counter that ran before but not in
  * between counted nothing in between (a task that slept): that is a 0 to
  * report, not a "not counted".
@@ -777,14 +799,14 @@ static int agent_sample(struct sonde_counters_context *ctx, struct cnt_agent *g,
 	struct sonde_counters_value vals[CNT_MAX_INPUTS * 4];
 	struct sonde_counters_dispatch h = { 0 };
 	struct cnt_block blk = { vals, 0, CNT_MAX_INPUTS * 4, 0 };
-	uint64_t t = sonde_clock_ns();
+	uint64_t t;
 	size_t na, k;
 	int rc;
 
 	if (!g->cfg)
 		return 0;
 	a = sonde_counters__agents(&na);
-	rc = cnt_set__read(&g->set, now);
+	rc = cnt_set__read_at(&g->set, now, &t);
 	if (rc)
 		return rc;
 	for (k = 0; k < g->cfg->nin; k++) {
@@ -850,8 +872,7 @@ int sonde_counters_context__start(struct sonde_counters_context *ctx, struct son
 		if (!g->cfg)
 			continue;
 		cnt_set__enable(&g->set, true);
-		g->t_last = sonde_clock_ns();
-		cnt_set__read(&g->set, g->set.last);
+		cnt_set__read_at(&g->set, g->set.last, &g->t_last);
 	}
 	ctx->running = true;
 	return 0;
@@ -955,12 +976,12 @@ int sonde_process_dispatch__sample(struct sonde_process_dispatch *d, bool last)
 	struct sonde_counters_value *vals = calloc(cap, sizeof(*vals));
 	struct cnt_block blk = { vals, 0, cap, d->id };
 	struct sonde_counters_dispatch h = { 0 };
-	uint64_t t = sonde_clock_ns();
+	uint64_t t;
 	int rc = -ENOMEM;
 
 	if (!now || !delta || !vals)
 		goto out;
-	rc = cnt_set__read(&d->set, now);
+	rc = cnt_set__read_at(&d->set, now, &t);
 	if (rc)
 		goto out;
 	for (k = 0; k < n; k++) {

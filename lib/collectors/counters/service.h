@@ -63,6 +63,7 @@ void cnt_set__enable(struct cnt_set *s, bool on);
 void cnt_set__map_rdpmc(struct cnt_set *s);
 /* Read every counter into out[ncpu * nin]. */
 int cnt_set__read(struct cnt_set *s, struct cnt_value *out);
+int cnt_set__read_at(struct cnt_set *s, struct cnt_value *out, uint64_t *at);
 
 /* The value records of one reading, built in place. */
 struct cnt_block {
