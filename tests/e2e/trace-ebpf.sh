@@ -56,6 +56,9 @@ check "custom -F leaf: only leaf" [ "$(jq -c '[.resource_type_map[].uid]' x.json
 run collect trace -e ebpf -q -o threads.json -- "$PROGS/t-threads"
 check "threads: 4000 calls of work in 4 threads, 5 threads" \
 	[ "$(calls threads.json work),$(jq '[.resources["work#0"].thread[]] | unique | length' threads.json),$(jq .stats.trace.threads threads.json)" = "4000,4,5" ]
+run collect trace -e ebpf -q -s custom -F work -o many.json -- "$PROGS/t-threads" 5000 2
+check "5000 threads alive at once: all 10000 calls of work recorded, none left out" \
+	[ "$(calls many.json work),$(jq '.stats.notes | length' many.json)" = "10000,0" ]
 run collect trace -e ebpf -q -o fork.json -- "$PROGS/t-fork"
 check "fork: 10 calls in the child, 5 in the parent" [ "$(calls fork.json in_child),$(calls fork.json in_parent)" = "10,5" ]
 check "fork + exec: 3 processes followed" jq_eq fork.json .stats.trace.processes 3

@@ -1131,8 +1131,8 @@ static void ebpf_totals(struct sonde_collection *c, struct tr_state *st)
 				       (unsigned long long)full);
 	if (slot)
 		sonde_collection__note(c,
-				       "%llu calls came from threads beyond the 4096 traced at "
-				       "once, and were not recorded",
+				       "%llu calls found no room for their thread's stack in the "
+				       "kernel (out of memory), and were not recorded",
 				       (unsigned long long)slot);
 	if (deep)
 		sonde_collection__note(

@@ -663,7 +663,7 @@ static void read_stats(const struct te_loader *l, uint64_t out[TE_ST_N])
 static void calibrate(struct te_loader *l)
 {
 	enum { ROUNDS = 7, CALLS = 200 };
-	uint32_t pid = (uint32_t)getpid(), tid = (uint32_t)gettid(), one = 1;
+	uint32_t pid = (uint32_t)getpid(), one = 1;
 	int r, i, procs = bpf_map__fd(l->skel->maps.procs);
 	double d[ROUNDS];
 
@@ -679,8 +679,8 @@ static void calibrate(struct te_loader *l)
 		}
 		l->cost[i] = sonde_stats__median_inplace(d, ROUNDS);
 	}
+	/* sonde's thread keeps its (empty) stack until it ends: every call returned */
 	bpf_map_delete_elem(procs, &pid);
-	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.stacks), &tid);
 }
 
 static int on_event(void *ctx, void *data, size_t size);

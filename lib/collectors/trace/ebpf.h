@@ -82,7 +82,7 @@ struct te_exit {
 
 enum te_stat {
 	TE_ST_RINGBUF_FULL = 0, /* events the ring buffer had no room for */
-	TE_ST_NO_SLOT = 1,	/* calls of threads beyond the stack table */
+	TE_ST_NO_SLOT = 1,	/* calls of threads the kernel had no stack for */
 	TE_ST_TOO_DEEP = 2,	/* calls deeper than TE_MAX_DEPTH probed frames */
 	TE_ST_SAMPLED_OUT = 3,	/* calls sampling left out */
 	TE_ST_UNMATCHED = 4,	/* returns without their frame (inherited across fork) */
