@@ -679,8 +679,9 @@ static void calibrate(struct te_loader *l)
 		}
 		l->cost[i] = sonde_stats__median_inplace(d, ROUNDS);
 	}
-	/* sonde's thread keeps its (empty) stack until it ends: every call returned */
+	/* sonde's thread keeps its (empty) stack, no longer traced as of the next generation */
 	bpf_map_delete_elem(procs, &pid);
+	__atomic_add_fetch(&l->skel->bss->procs_gen, 1, __ATOMIC_SEQ_CST);
 }
 
 static int on_event(void *ctx, void *data, size_t size);
@@ -1004,6 +1005,7 @@ int te_loader__stop(struct te_loader *l)
 		key = next;
 		bpf_map_delete_elem(fd, &key);
 	}
+	__atomic_add_fetch(&l->skel->bss->procs_gen, 1, __ATOMIC_SEQ_CST); /* threads look again */
 	rc = tr_feed__end(l->feed, l->err);
 	l->feed = NULL;
 	l->a->t.analysis_ns += l->reader_ns + (sonde_clock_ns() - t);

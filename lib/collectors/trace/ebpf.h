@@ -51,6 +51,8 @@ struct te_frame {
 struct te_stack {
 	__u32 depth;  /* frames */
 	__u32 rdepth; /* frames recorded (without TE_FF_SKIP) */
+	__u32 gen;    /* its process was traced as of this procs_gen */
+	__u32 pad;
 	struct te_frame f[TE_MAX_DEPTH];
 };
 

@@ -32,6 +32,8 @@ const volatile __u64 wakeup_bytes = 1u << 20;
 /* stop a traced process at exec, until sonde has probed its new image (sonde
    turns it off when it stops reading, so that nothing waits on it) */
 volatile __u32 follow_exec = 0;
+/* moved on by the loader each time it takes processes out of `procs` */
+volatile __u32 procs_gen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -90,27 +92,42 @@ static __always_inline __u64 wakeup(void)
 									     : BPF_RB_NO_WAKEUP;
 }
 
-/* The current thread's stack; a new one is zeroed (depth 0). */
-static __always_inline struct te_stack *stack_of(bool create)
+static __always_inline bool traced(__u64 id)
 {
-	struct te_stack *s = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
-						  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	__u32 tgid = id >> 32;
 
+	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
+}
+
+/*
+ * The current thread's stack if its process is traced, or NULL. A new stack
+ * is zeroed (depth 0), made only when `create`; a traced thread without one
+ * counts `missing` (TE_ST_N: nothing). A stack remembers that its process was
+ * traced as of procs_gen, so a thread looks its process up in `procs` once,
+ * and again after the loader took processes out of it.
+ */
+static __always_inline struct te_stack *stack_of(__u64 id, bool create, __u32 missing)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct te_stack *s = bpf_task_storage_get(&stacks, task, 0, 0);
+	__u32 gen = procs_gen;
+
+	if (s && s->gen == gen)
+		return s;
+	if (!traced(id))
+		return NULL;
 	if (!s && create)
-		stat(TE_ST_NO_SLOT);
+		s = bpf_task_storage_get(&stacks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s && missing < TE_ST_N)
+		stat(missing);
+	if (s)
+		s->gen = gen;
 	return s;
 }
 
 static __always_inline void forget_stack(void)
 {
 	bpf_task_storage_delete(&stacks, bpf_get_current_task_btf());
-}
-
-static __always_inline bool traced(__u64 id)
-{
-	__u32 tgid = id >> 32;
-
-	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
 }
 
 /* A process event's record (te_exec, te_exit) with its header filled, or NULL (counted). */
@@ -174,7 +191,7 @@ static __always_inline void drop_stale(struct te_stack *s, __u64 limit)
 }
 
 /*
- * Before a function's entry at sp, whose return address is ret: drop the frames
+ * Before a function's entry at sp (its return address at sp): drop the frames
  * the program left (below sp, or at sp itself: a later call in the same place).
  * One frame at sp stays: the caller of a tail call. A sibling call jumps to its
  * callee with the caller's return slot in place, and that slot holds the
@@ -182,15 +199,21 @@ static __always_inline void drop_stale(struct te_stack *s, __u64 limit)
  * a chain of tail calls), which sits at the start of a page; a new call there
  * (after a longjmp) holds a return address into the code.
  */
-static __always_inline void drop_before_call(struct te_stack *s, __u64 sp, __u64 ret)
+static __always_inline void drop_before_call(struct te_stack *s, __u64 sp)
 {
 	__u32 d = s->depth;
 	struct te_frame *f;
+	__u64 ret = 0;
 
 	if (d && d <= TE_MAX_DEPTH) {
 		f = &s->f[(d - 1) & (TE_MAX_DEPTH - 1)];
-		if (!(f->flags & TE_FF_USDT) && f->sp == sp && !(ret & 0xfff))
-			return; /* a tail call: the caller stays open until the callee returns */
+		if (f->sp > sp || (f->flags & TE_FF_USDT))
+			return;	   /* a call below the innermost frame: nothing was left */
+		if (f->sp == sp) { /* the return slot is read only here (an unreadable one: 0) */
+			bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp);
+			if (!(ret & 0xfff))
+				return; /* a tail call: the caller stays open until it returns */
+		}
 	}
 	drop_stale(s, sp + 1);
 }
@@ -209,21 +232,20 @@ static __always_inline __u64 int_arg(struct pt_regs *ctx, __u32 n)
 /* A call starts: a function's entry, or a USDT pair's first probe. */
 static __always_inline int open_call(struct pt_regs *ctx, __u32 fflags)
 {
-	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), ret = 0;
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
 	__u32 idx = (__u32)bpf_get_attach_cookie(ctx), d;
 	struct te_probe *p;
 	struct te_stack *s;
 	struct te_frame *f;
 
-	if (!traced(id))
+	s = stack_of(id, true, TE_ST_NO_SLOT);
+	if (!s)
 		return 0;
 	p = bpf_map_lookup_elem(&probes, &idx);
-	s = stack_of(true);
-	if (!p || !s)
+	if (!p)
 		return 0;
 	if (!(fflags & TE_FF_USDT)) {
-		bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp);
-		drop_before_call(s, sp, ret);
+		drop_before_call(s, sp);
 	}
 	d = s->depth;
 	if (d >= TE_MAX_DEPTH) {
@@ -268,13 +290,9 @@ static __always_inline int close_call(struct pt_regs *ctx, __u64 ts, bool usdt, 
 	struct te_frame *f;
 	__u32 d;
 
-	if (!traced(id))
+	s = stack_of(id, false, TE_ST_UNMATCHED);
+	if (!s)
 		return 0;
-	s = stack_of(false);
-	if (!s) {
-		stat(TE_ST_UNMATCHED);
-		return 0;
-	}
 	drop_stale(s, usdt ? PT_REGS_SP(ctx) : match);
 	d = s->depth;
 	if (d == 0 || d > TE_MAX_DEPTH) {
@@ -344,7 +362,7 @@ int te_size(struct pt_regs *ctx)
 	struct te_frame *f;
 	__u32 d;
 
-	if (!traced(id) || !(s = stack_of(false)))
+	if (!(s = stack_of(id, false, TE_ST_N)))
 		return 0;
 	d = s->depth;
 	if (d == 0 || d > TE_MAX_DEPTH)
