@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <sonde/check.h>
+#include <sonde/parallel.h>
 #include <sonde/postprocess.h>
 #include "views.h"
 
@@ -577,15 +578,74 @@ static int timelines(struct sonde_strbuf *out, struct sonde_profile *const *p, s
 	return rc ? -ENOMEM : 0;
 }
 
+/* One profile's section. */
+static int profile_section(struct sonde_strbuf *out, const struct sonde_profile *p,
+			   const char *name, size_t i)
+{
+	struct sonde_table_row *rows = NULL;
+	size_t nrows = 0;
+	int rc;
+
+	rc = sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>", i);
+	rc |= esc(out, name);
+	rc |= sonde_strbuf__adds(out, "</h2>\n");
+	/* the summary rows, largest total first: the answer and the table's */
+	if (sonde_table__rows(p, &rows, &nrows))
+		rc = -ENOMEM;
+	else if (nrows)
+		qsort(rows, nrows, sizeof(*rows), by_total);
+	rc |= answer(out, p, rows, nrows);
+	rc |= warnings(out, p);
+	rc |= summary_table(out, rows, nrows);
+	free(rows);
+	rc |= charts(out, p, i);
+	rc |= facts(out, p);
+	rc |= sonde_strbuf__adds(out, "</section>\n");
+	return rc;
+}
+
+/*
+ * The report's parts that depend on nothing but their profiles, each written
+ * into its own buffer, on the machine's CPUs at once (the profiles are only
+ * read): part i < n is profile i's section, part n + j the comparison of
+ * profile j + 1 with its baseline.
+ */
+struct parts {
+	struct sonde_profile *const *p;
+	const char *const *names;
+	size_t n;
+	struct sonde_strbuf *buf;
+	int *rc;
+};
+
+static void write_part(void *ctx, size_t k)
+{
+	struct parts *w = ctx;
+	size_t b;
+
+	if (k < w->n) {
+		w->rc[k] = profile_section(&w->buf[k], w->p[k], w->names[k], k);
+		return;
+	}
+	k -= w->n - 1; /* profile k */
+	b = baseline_of(w->p, k);
+	if (b != (size_t)-1)
+		w->rc[w->n + k - 1] = comparison(&w->buf[w->n + k - 1], w->p[b], w->p[k],
+						  w->names[b], w->names[k], k);
+}
+
 int sonde_view__report(struct sonde_profile *const *p, const char *const *names, size_t n,
 		       struct sonde_strbuf *out)
 {
 	char date[64];
 	time_t now = time(NULL);
 	struct tm tm;
-	struct sonde_table_row *rows;
-	size_t i, nrows;
+	struct parts w = { p, names, n, NULL, NULL };
+	size_t i, nparts = 2 * n - 1;
 	int rc;
+
+	if (!n)
+		return -EINVAL;
 
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %z", localtime_r(&now, &tm));
 	rc = sonde_strbuf__adds(
@@ -611,32 +671,25 @@ int sonde_view__report(struct sonde_profile *const *p, const char *const *names,
 			rc |= sonde_strbuf__addf(
 				out, "<a href=\"#comparison-%zu\">comparison %zu</a>", i, i);
 	rc |= sonde_strbuf__adds(out, "</nav></header>\n");
-	for (i = 0; i < n && !rc; i++) {
-		rc |= sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>",
-					 i);
-		rc |= esc(out, names[i]);
-		rc |= sonde_strbuf__adds(out, "</h2>\n");
-		/* the summary rows, largest total first: the answer and the table's */
-		rows = NULL;
-		nrows = 0;
-		if (sonde_table__rows(p[i], &rows, &nrows))
-			rc = -ENOMEM;
-		else if (nrows)
-			qsort(rows, nrows, sizeof(*rows), by_total);
-		rc |= answer(out, p[i], rows, nrows);
-		rc |= warnings(out, p[i]);
-		rc |= summary_table(out, rows, nrows);
-		free(rows);
-		rc |= charts(out, p[i], i);
-		rc |= facts(out, p[i]);
-		rc |= sonde_strbuf__adds(out, "</section>\n");
+	w.buf = calloc(nparts, sizeof(*w.buf));
+	w.rc = calloc(nparts, sizeof(*w.rc));
+	if (!w.buf || !w.rc) {
+		free(w.buf);
+		free(w.rc);
+		return -ENOMEM;
 	}
-	for (i = 1; i < n && !rc; i++) {
-		size_t b = baseline_of(p, i);
-
-		if (b != (size_t)-1)
-			rc |= comparison(out, p[b], p[i], names[b], names[i], i);
+	for (i = 0; i < nparts; i++)
+		sonde_strbuf__init(&w.buf[i]);
+	if (!rc)
+		sonde_parallel__for(nparts, 1, write_part, &w);
+	for (i = 0; i < nparts; i++) {
+		rc |= w.rc[i];
+		if (!rc)
+			rc |= sonde_strbuf__add(out, w.buf[i].buf, w.buf[i].len);
+		sonde_strbuf__release(&w.buf[i]);
 	}
+	free(w.buf);
+	free(w.rc);
 	rc |= timelines(out, p, n);
 	rc |= sonde_strbuf__addf(out, "<script>\n%s</script>\n</body></html>\n", report_js);
 	return rc ? -ENOMEM : 0;
