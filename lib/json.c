@@ -80,6 +80,29 @@ static int add_real_printf(struct sonde_strbuf *sb, double v)
 	return sonde_strbuf__add(sb, buf, (size_t)n);
 }
 
+/* "00".."99" */
+static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+			       "25262728293031323334353637383940414243444546474849"
+			       "50515253545556575859606162636465666768697071727374"
+			       "75767778798081828384858687888990919293949596979899";
+
+/* u < 10^15 as 15 digits at d, zeros in front: two halves side by side, two digits a step */
+static void put15(char *d, uint64_t u)
+{
+	uint32_t hi = (uint32_t)(u / 100000000), lo = (uint32_t)(u % 100000000);
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		memcpy(d + 13 - 2 * i, pairs + 2 * (lo % 100), 2);
+		lo /= 100;
+		if (i < 3) {
+			memcpy(d + 5 - 2 * i, pairs + 2 * (hi % 100), 2);
+			hi /= 100;
+		}
+	}
+	d[0] = (char)('0' + hi);
+}
+
 size_t sonde_json__real(double v, char *buf)
 {
 	static const double scale[] = { 1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8, 1e9,
@@ -111,8 +134,7 @@ size_t sonde_json__real(double v, char *buf)
 		if (++e > 14)
 			return 0;
 	}
-	for (i = 15; i-- > 0; u /= 10)
-		d[i] = (char)('0' + u % 10);
+	put15(d, u);
 	for (keep = 15; keep > 1 && d[keep - 1] == '0'; keep--)
 		;
 	if (v < 0)
