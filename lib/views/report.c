@@ -631,7 +631,7 @@ static void write_part(void *ctx, size_t k)
 	b = baseline_of(w->p, k);
 	if (b != (size_t)-1)
 		w->rc[w->n + k - 1] = comparison(&w->buf[w->n + k - 1], w->p[b], w->p[k],
-						  w->names[b], w->names[k], k);
+						 w->names[b], w->names[k], k);
 }
 
 int sonde_view__report(struct sonde_profile *const *p, const char *const *names, size_t n,
