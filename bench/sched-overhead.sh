@@ -36,11 +36,13 @@ one() {
 }
 
 # BCC's runqlat traces the whole machine while it runs: started once it has
-# compiled its program, stopped after the workload
+# loaded its program, stopped after the workload. Its libbpf-tools build (CO-RE,
+# needs only BTF) where installed, else its Python tool (needs kernel headers).
+RUNQLAT=$(dpkg -L libbpf-tools 2>/dev/null | grep -m1 '/sbin/runqlat$' || command -v runqlat-bpfcc || true)
 bcc_run() { # NAME [PIN...]
 	name=$1
 	shift
-	runqlat-bpfcc >"$TMP/bcc.out" 2>&1 &
+	stdbuf -oL "$RUNQLAT" >"$TMP/bcc.out" 2>&1 &
 	bcc=$!
 	i=0
 	while ! grep -q Tracing "$TMP/bcc.out" 2>/dev/null; do
@@ -57,11 +59,11 @@ bcc_run() { # NAME [PIN...]
 	bcc=""
 }
 have_bcc=no
-if command -v runqlat-bpfcc >/dev/null 2>&1 && bcc_run probe; then
+if [ -n "$RUNQLAT" ] && bcc_run probe; then
 	have_bcc=yes
 else
 	why=$(grep -m1 -i -e 'kernel headers' -e error "$TMP/bcc.out" 2>/dev/null | cut -c1-100 || true)
-	[ -n "$why" ] || why="bpfcc-tools is not installed"
+	[ -n "$why" ] || why="${RUNQLAT:-neither libbpf-tools nor bpfcc-tools is installed}: it did not start"
 fi
 
 # round PLACE [PIN...]: one run of each, the workload under PIN

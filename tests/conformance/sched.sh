@@ -1,8 +1,8 @@
 #!/bin/sh
 # Conformance of `sonde collect sched` with the peers on the same programs:
 # perf sched (record + timehist: run time, waits and switches per thread),
-# strace -c (system call counts) and, where they can run, BCC's syscount and
-# runqlat (they compile their programs against the running kernel's headers).
+# strace -c (system call counts) and BCC's syscount, runqlat and offcputime (its
+# libbpf-tools, which need only BTF; its Python tools where the kernel's headers are).
 #
 # How the numbers map (docs/sched.md): perf's "run time" is sonde's on-CPU
 # time; perf's "sch delay" counts only wake-up waits, so it is compared with
@@ -78,12 +78,12 @@ near "sleeper: perf's wait time against sonde's sleeping (ms, medians of 3)" \
 	"$(median3 $pw)" "$(median3 $sw)" 0.05 5
 
 # ---- system calls: strace -c counts the same calls ----------------------------------------------
+"$SONDE" collect sched -q --syscalls -o sys.json -- "$PROGS/k-getppid" 20000
+mine=$(jq -r '.resources as $r | .resource_type_map | to_entries[] |
+	select(.value.uid == "getppid" and .value.subtype == "count") | $r[.key].amount[0]' sys.json)
 if command -v strace >/dev/null 2>&1; then
 	strace -f -c -e trace=getppid -o st.txt "$PROGS/k-getppid" 20000 >/dev/null 2>&1
 	peer=$(awk '$NF == "getppid" { print $4 }' st.txt)
-	"$SONDE" collect sched -q --syscalls -o sys.json -- "$PROGS/k-getppid" 20000
-	mine=$(jq -r '.resources as $r | .resource_type_map | to_entries[] |
-		select(.value.uid == "getppid" and .value.subtype == "count") | $r[.key].amount[0]' sys.json)
 	check "getppid calls: strace -c $peer, sonde $mine" all \
 		'[ "$peer" = 20000 ]' \
 		'[ "${mine%.*}" = 20000 ]'
@@ -91,19 +91,59 @@ else
 	skip "getppid calls against strace -c" "strace is not installed"
 fi
 
-# ---- BCC, where its tools can compile here -------------------------------------------------------
-if ! command -v syscount-bpfcc >/dev/null 2>&1; then
-	skip "BCC syscount: getppid calls" "bpfcc-tools is not installed (scripts/install-deps)"
-elif ! why=$(timeout 60 syscount-bpfcc -d 1 2>&1 >/dev/null) && [ -n "$why" ]; then
-	skip "BCC syscount: getppid calls" \
-		"BCC cannot build its programs here: $(printf '%s\n' "$why" | grep -m1 -i 'kernel headers' | cut -c1-100)"
-else
-	# the program starts after syscount has attached; syscount follows its pid
-	sh -c 'sleep 2; exec "$0" 20000' "$PROGS/k-getppid" &
+# ---- BCC's tools: its libbpf-tools (CO-RE, run on BTF alone), else its Python tools ----------
+# bcc_tool NAME: the path of BCC's NAME, or nothing. The Python tools (bpfcc-tools) compile
+# their programs against the running kernel's headers, which a custom kernel lacks.
+bcc_tool() {
+	t=$(dpkg -L libbpf-tools 2>/dev/null | grep -m1 "/sbin/$1\$") && [ -x "$t" ] && {
+		echo "$t"
+		return
+	}
+	command -v "$1-bpfcc" >/dev/null 2>&1 && timeout 60 "$1-bpfcc" -h >/dev/null 2>&1 &&
+		! timeout 60 syscount-bpfcc -d 1 2>&1 >/dev/null | grep -qi 'kernel headers' &&
+		command -v "$1-bpfcc"
+}
+# after PROG ARGS...: start PROG 2 s from now (BCC's tool attaches first, then follows its pid)
+after() {
+	sh -c 'sleep 2; exec "$0" "$@"' "$@" &
 	pid=$!
-	timeout 60 syscount-bpfcc -p "$pid" -d 4 >bcc.txt 2>&1
+}
+
+if ! t=$(bcc_tool syscount); then
+	skip "BCC syscount: getppid calls" "neither libbpf-tools nor a working bpfcc-tools (scripts/install-deps)"
+else
+	after "$PROGS/k-getppid" 20000
+	timeout 60 "$t" -p "$pid" -d 4 >bcc.txt 2>&1
 	wait "$pid"
 	peer=$(awk '$1 == "getppid" { print $2 }' bcc.txt)
-	check "BCC syscount: getppid $peer, sonde $mine" [ "$peer" = 20000 ]
+	check "BCC syscount: getppid $peer, sonde $mine" all '[ "$peer" = 20000 ]' '[ "${mine%.*}" = 20000 ]'
+fi
+
+# runqlat: every wait of the two pinned threads (each waits while the other runs its slice)
+if ! t=$(bcc_tool runqlat); then
+	skip "BCC runqlat: the pinned threads' run-queue waits" "neither libbpf-tools nor a working bpfcc-tools"
+else
+	after "$PROGS/k-burn" 2 1 "$cpu"
+	timeout 60 "$t" -p "$pid" 4 1 >rq.txt 2>&1
+	wait "$pid"
+	# its log2 buckets in us; sonde's in ns: all waits, and those of 1 ms or more
+	set -- $(awk '$2 == "->" { n += $5; if ($1 >= 1024) long += $5 } END { print n + 0, long + 0 }' rq.txt)
+	near "BCC runqlat: the pinned threads' run-queue waits (count)" "$1" \
+		"$(jq '[.stats.sched.runqueue_histogram[].count] | add' burn.json)" 0.15 10
+	near "BCC runqlat: ... of 1 ms or more (a slice of the other thread)" "$2" \
+		"$(jq '[.stats.sched.runqueue_histogram[] | select(.from_ns >= 1048576) | .count] | add' burn.json)" 0.15 10
+fi
+
+# offcputime: the sleeper's time off the CPU, from switch-out to switch-in (every stack summed)
+if ! t=$(bcc_tool offcputime); then
+	skip "BCC offcputime: the sleeper's time off the CPU" "neither libbpf-tools nor a working bpfcc-tools"
+else
+	after "$PROGS/s-sleep" 300
+	timeout 60 "$t" -p "$pid" 4 >oc.txt 2>/dev/null
+	wait "$pid"
+	peer=$(awk '/^ *[0-9]+ *$/ { us += $1 } END { printf "%.3f", us / 1000 }' oc.txt)
+	near "BCC offcputime: the sleeper off the CPU, against sleeping + blocked + runqueue (ms)" "$peer" \
+		"$(ms "$(awk -v a="$(ours sl.json sleeping)" -v b="$(ours sl.json blocked)" \
+			-v c="$(ours sl.json runqueue)" 'BEGIN { print a + b + c }')")" 0.03 5
 fi
 finish
