@@ -6,10 +6,11 @@ BUILD     ?= build
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 SAN_BUILD ?= build-sanitize
+TSAN_BUILD ?= build-tsan
 SONDE      = $(BUILD)/src/sonde
 EXAMPLE    = $(BUILD)/examples/sort
 
-.PHONY: all deps build run test test-sanitize sanitize bench format clean install uninstall
+.PHONY: all deps build run test test-sanitize sanitize test-thread bench format clean install uninstall
 
 all: build
 
@@ -88,6 +89,15 @@ test-sanitize: sanitize
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		tests/run $(SAN_BUILD)
 
+$(TSAN_BUILD)/build.ninja:
+	meson setup $(TSAN_BUILD) --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false
+
+# sonde's own threads under ThreadSanitizer (tests/thread/run); the profiled
+# programs and preload runtimes come from the normal build
+test-thread: build $(TSAN_BUILD)/build.ninja
+	@ninja -C $(TSAN_BUILD) src/sonde tests/test-parallel runtime/spawn/sonde-spawn
+	@tests/thread/run $(TSAN_BUILD) $(BUILD)
+
 bench: build
 	@bench/time-overhead.sh
 	@bench/memory-overhead.sh
@@ -100,4 +110,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)
