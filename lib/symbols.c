@@ -8,16 +8,23 @@
  * many times costs one hash lookup per frame.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sonde/file.h>
+#include <sonde/strbuf.h>
 #include <sonde/symbols.h>
 #include "u64map.h"
 
@@ -25,6 +32,13 @@ struct object {
 	const char *path; /* interned */
 	Dwfl *dwfl;	  /* NULL: the file could not be opened */
 	Dwfl_Module *mod;
+	/* the symbol cache (below): its file for this object ("" where the object
+	   has no build id), and the (addr << 1 | return_address) of every address
+	   resolved, loaded or new */
+	char cache[128];
+	uint64_t *keys;
+	size_t nkeys, capkeys;
+	bool dirty; /* addresses resolved that the file does not hold */
 };
 
 struct sonde_symbols {
@@ -59,15 +73,20 @@ struct sonde_symbols *sonde_symbols__new(void)
 	return s;
 }
 
+static void cache_save(struct sonde_symbols *s, struct object *o);
+
 void sonde_symbols__free(struct sonde_symbols *s)
 {
 	size_t i;
 
 	if (!s)
 		return;
-	for (i = 0; i < s->nobj; i++)
+	for (i = 0; i < s->nobj; i++) {
+		cache_save(s, &s->obj[i]);
 		if (s->obj[i].dwfl)
 			dwfl_end(s->obj[i].dwfl);
+		free(s->obj[i].keys);
+	}
 	free(s->obj);
 	free(s->frames);
 	u64map__release(&s->objects);
@@ -128,6 +147,8 @@ static uint64_t hash_str(const char *p)
 	return h == U64MAP_EMPTY ? 0 : h;
 }
 
+static void cache_load(struct sonde_symbols *s, struct object *o);
+
 static struct object *object_for(struct sonde_symbols *s, const char *path)
 {
 	struct stat st;
@@ -178,6 +199,8 @@ static struct object *object_for(struct sonde_symbols *s, const char *path)
 			close(fd);
 		}
 	}
+	if (o->mod)
+		cache_load(s, o);
 	return o;
 }
 
@@ -291,6 +314,263 @@ static int lookup(struct sonde_symbols *s, struct object *o, uint64_t shown, Dwa
 	return push_frame(s, &f);
 }
 
+/* ---- the symbol cache ------------------------------------------------------------------
+ *
+ * What an object's addresses resolved to, kept on disk between runs, so that a
+ * later run over the same object need not read its debug information (for a
+ * C library with separate, compressed DWARF that is most of a short run's
+ * analysis). One file per object, named after its build id and after the
+ * size and time of the debug file under /usr/lib/debug/.build-id where there
+ * is one (installing or updating debug information starts a new file). An
+ * object without a build id is not cached. A file that does not read back
+ * whole and well formed is ignored; one is written (atomically) only when the
+ * run resolved addresses it did not hold.
+ *
+ * Format, native byte order: "SONDESY1", the resolver's build id (below; 81
+ * bytes, NUL-padded), then entries to the end: u64 addr << 1
+ * | return_address, u8 frames, and per frame u32 line, u8 inlined, and two
+ * strings (function, file), each u32 length (UINT32_MAX: none) and its bytes.
+ */
+static char *cache_dir; /* NULL: no cache */
+
+/*
+ * The resolver's own build id (libsonde's, read from its loaded notes): a file
+ * written by another build of sonde may hold what that build's code said, so
+ * it is not read.
+ */
+static char resolver[2 * 40 + 1];
+static pthread_once_t resolver_once = PTHREAD_ONCE_INIT;
+
+static int own_note(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	uintptr_t me = (uintptr_t)ctx;
+	int i, found = 0;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) { /* is this object the one holding me? */
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && me >= at && me - at < ph->p_memsz)
+			found = 1;
+	}
+	for (i = 0; found && i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+
+		while (ph->p_type == PT_NOTE && p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const void *)p;
+			const unsigned char *desc =
+				(const unsigned char *)(n + 1) + ((n->n_namesz + 3) & ~3u);
+			size_t k;
+
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    !memcmp(n + 1, "GNU", 4) && n->n_descsz >= 4 && n->n_descsz <= 40) {
+				for (k = 0; k < n->n_descsz; k++)
+					snprintf(resolver + 2 * k, 3, "%02x", desc[k]);
+				return 1;
+			}
+			p = (const char *)desc + ((n->n_descsz + 3) & ~3u);
+		}
+	}
+	return found;
+}
+
+static void find_resolver(void)
+{
+	dl_iterate_phdr(own_note, (void *)(uintptr_t)find_resolver);
+}
+
+int sonde_symbols__set_cache_dir(const char *dir)
+{
+	char *d = dir ? strdup(dir) : NULL;
+
+	if (dir && !d)
+		return -ENOMEM;
+	free(cache_dir);
+	cache_dir = d;
+	return 0;
+}
+
+static int add_key(struct object *o, uint64_t k)
+{
+	if (o->nkeys == o->capkeys) {
+		size_t cap = o->capkeys ? o->capkeys * 2 : 64;
+		uint64_t *n = realloc(o->keys, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		o->keys = n;
+		o->capkeys = cap;
+	}
+	o->keys[o->nkeys++] = k;
+	return 0;
+}
+
+static uint64_t cache_key(const struct sonde_symbols *s, const struct object *o, uint64_t k);
+
+/* The cache file's name for o (o->cache), or "" when o has none. */
+static void cache_name(struct object *o)
+{
+	const unsigned char *id;
+	GElf_Addr at;
+	char hex[2 * 40 + 1], debug[160];
+	struct stat st;
+	int n = dwfl_module_build_id(o->mod, &id, &at), i;
+
+	o->cache[0] = '\0';
+	if (n < 4 || n > 40) /* a build id is 20 bytes (SHA-1), or 16 (MD5) */
+		return;
+	for (i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	if (stat(debug, &st) == 0)
+		snprintf(o->cache, sizeof(o->cache), "%.80s-%llx-%llx", hex,
+			 (unsigned long long)st.st_size,
+			 (unsigned long long)st.st_mtim.tv_sec * 1000000000ull +
+				 (unsigned long long)st.st_mtim.tv_nsec);
+	else
+		snprintf(o->cache, sizeof(o->cache), "%.80s", hex);
+}
+
+static bool take(const char **p, const char *end, void *out, size_t n)
+{
+	if ((size_t)(end - *p) < n)
+		return false;
+	memcpy(out, *p, n);
+	*p += n;
+	return true;
+}
+
+/* A string of the file, interned (*str NULL for none). false: malformed. */
+static bool take_string(struct sonde_symbols *s, const char **p, const char *end, const char **str)
+{
+	uint32_t len;
+	char buf[4096];
+
+	if (!take(p, end, &len, sizeof(len)))
+		return false;
+	if (len == UINT32_MAX) {
+		*str = NULL;
+		return true;
+	}
+	if (len >= sizeof(buf) || !take(p, end, buf, len) || memchr(buf, '\0', len))
+		return false;
+	buf[len] = '\0';
+	*str = intern(s, buf);
+	return *str != NULL;
+}
+
+static void cache_load(struct sonde_symbols *s, struct object *o)
+{
+	char path[PATH_MAX], *data = NULL;
+	const char *p, *end;
+	size_t len;
+
+	if (!cache_dir)
+		return;
+	pthread_once(&resolver_once, find_resolver);
+	if (!resolver[0])
+		return;
+	cache_name(o);
+	if (!o->cache[0] ||
+	    snprintf(path, sizeof(path), "%s/symbols/%s", cache_dir, o->cache) >= (int)sizeof(path) ||
+	    sonde_file__read(path, &data, &len))
+		return;
+	p = data;
+	end = data + len;
+	if (len < 8 + sizeof(resolver) || memcmp(p, "SONDESY1", 8) ||
+	    memcmp(p + 8, resolver, sizeof(resolver))) {
+		free(data);
+		return;
+	}
+	p += 8 + sizeof(resolver);
+	while (p < end) {
+		size_t first = s->nframes, k;
+		uint64_t key, hit;
+		uint8_t nf;
+		bool ok = take(&p, end, &key, sizeof(key)) && take(&p, end, &nf, 1) && nf > 0;
+
+		for (k = 0; ok && k < nf; k++) {
+			struct sonde_frame f = { .module = o->path, .offset = key >> 1 };
+			uint32_t line;
+			uint8_t inl;
+
+			ok = take(&p, end, &line, sizeof(line)) && take(&p, end, &inl, 1) &&
+			     take_string(s, &p, end, &f.function) &&
+			     take_string(s, &p, end, &f.file);
+			f.line = line;
+			f.inlined = inl != 0;
+			ok = ok && !push_frame(s, &f);
+		}
+		if (!ok || u64map__get(&s->cache, cache_key(s, o, key), NULL)) {
+			s->nframes = first; /* malformed, or twice: the rest is not trusted */
+			break;
+		}
+		hit = ((uint64_t)first << 8) | nf;
+		if (u64map__put(&s->cache, cache_key(s, o, key), hit) || add_key(o, key)) {
+			s->nframes = first;
+			break;
+		}
+	}
+	free(data);
+}
+
+static int put_string(struct sonde_strbuf *b, const char *str)
+{
+	uint32_t len = str ? (uint32_t)strlen(str) : UINT32_MAX;
+
+	if (str && strlen(str) >= 4096)
+		return -EINVAL;
+	return sonde_strbuf__add(b, &len, sizeof(len)) | (str ? sonde_strbuf__add(b, str, len) : 0);
+}
+
+static void cache_save(struct sonde_symbols *s, struct object *o)
+{
+	struct sonde_strbuf b = SONDE_STRBUF_INIT;
+	char dir[PATH_MAX], path[PATH_MAX];
+	size_t i, k;
+	int err;
+
+	if (!cache_dir || !o->dirty || !o->cache[0] || !resolver[0] ||
+	    snprintf(dir, sizeof(dir), "%s/symbols", cache_dir) >= (int)sizeof(dir) ||
+	    snprintf(path, sizeof(path), "%s/%s", dir, o->cache) >= (int)sizeof(path))
+		return;
+	err = sonde_strbuf__add(&b, "SONDESY1", 8) | sonde_strbuf__add(&b, resolver, sizeof(resolver));
+	for (i = 0; i < o->nkeys && !err; i++) {
+		uint64_t hit;
+		const struct sonde_frame *f;
+		uint8_t nf;
+
+		if (!u64map__get(&s->cache, cache_key(s, o, o->keys[i]), &hit))
+			continue;
+		f = s->frames + (hit >> 8);
+		nf = (uint8_t)(hit & 0xff);
+		err |= sonde_strbuf__add(&b, &o->keys[i], sizeof(o->keys[i]));
+		err |= sonde_strbuf__add(&b, &nf, 1);
+		for (k = 0; k < nf && !err; k++) {
+			uint32_t line = f[k].line;
+			uint8_t inl = f[k].inlined;
+
+			err |= sonde_strbuf__add(&b, &line, sizeof(line));
+			err |= sonde_strbuf__add(&b, &inl, 1);
+			err |= put_string(&b, f[k].function);
+			err |= put_string(&b, f[k].file);
+		}
+	}
+	/* a cache that cannot be written is no error: the next run reads the DWARF again */
+	if (!err && !sonde_file__mkdir_p(dir, 0755))
+		sonde_file__write_atomic(path, b.buf, b.len);
+	sonde_strbuf__release(&b);
+}
+
+static uint64_t cache_key(const struct sonde_symbols *s, const struct object *o, uint64_t k)
+{
+	uint64_t key = ((uint64_t)(o - s->obj) << 48) ^ k;
+
+	return key == U64MAP_EMPTY ? 0 : key;
+}
+
 int sonde_symbols__resolve(struct sonde_symbols *s, const char *path, uint64_t addr,
 			   bool return_address, struct sonde_frame *out, int max)
 {
@@ -301,17 +581,17 @@ int sonde_symbols__resolve(struct sonde_symbols *s, const char *path, uint64_t a
 
 	if (!o)
 		return -ENOMEM;
-	key = ((uint64_t)(o - s->obj) << 48) ^ (addr << 1) ^ (return_address ? 1 : 0);
-	if (key == U64MAP_EMPTY)
-		key = 0;
+	key = cache_key(s, o, addr << 1 | (return_address ? 1 : 0));
 	if (!u64map__get(&s->cache, key, &hit)) {
 		first = s->nframes;
 		rc = lookup(s, o, addr, return_address && addr ? addr - 1 : addr);
 		if (rc)
 			return rc;
 		hit = ((uint64_t)first << 8) | (uint64_t)(s->nframes - first);
-		if (u64map__put(&s->cache, key, hit))
+		if (u64map__put(&s->cache, key, hit) ||
+		    add_key(o, addr << 1 | (return_address ? 1 : 0)))
 			return -ENOMEM;
+		o->dirty = true;
 	}
 	n = (int)(hit & 0xff);
 	if (n > max)

@@ -273,6 +273,10 @@ static void man_tail(struct sonde_strbuf *sb, const char *see)
 		".TP\n130\ninterrupted (SIGINT, SIGTERM)\n"
 		".SH ENVIRONMENT\n.TP\nNO_COLOR\nwhen set and not empty, no colour "
 		"(\\fB\\-\\-color=auto\\fR)\n"
+		".TP\nSONDE_CACHE_DIR\nwhere what objects' addresses resolved to is kept "
+		"between runs, one file per build id, so that a later run need not read their "
+		"debug information again (default \\fI$XDG_CACHE_HOME/sonde\\fR, else "
+		"\\fI~/.cache/sonde\\fR; empty: no cache)\n"
 		".SH SEE ALSO\n");
 	sonde_strbuf__adds(sb, see);
 	sonde_strbuf__addch(sb, '\n');

@@ -1,9 +1,11 @@
 /*
  * sonde.c - the command table and main(): global options, then one command.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sonde/symbols.h>
 #include "cli.h"
 
 static const struct cli_command commands[] = {
@@ -72,6 +74,30 @@ static void log_to_stderr(enum sonde_log_level level, const char *domain, const 
 		domain ? ": " : "", msg);
 }
 
+/*
+ * The symbol cache: $SONDE_CACHE_DIR (empty: none), else $XDG_CACHE_HOME/sonde,
+ * else ~/.cache/sonde.
+ */
+static void symbol_cache(void)
+{
+	const char *env = getenv("SONDE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+		   *home = getenv("HOME");
+	char dir[4096];
+
+	if (env) {
+		if (env[0])
+			sonde_symbols__set_cache_dir(env);
+		return;
+	}
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/sonde", xdg);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/.cache/sonde", home);
+	else
+		return;
+	sonde_symbols__set_cache_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	struct sonde_optparse st = { 0 };
@@ -81,6 +107,7 @@ int main(int argc, char **argv)
 
 	cli_terminal_guard();
 	sonde_log__set_callback(log_to_stderr, NULL);
+	symbol_cache();
 	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--version")) {
 			printf("sonde %s\n", sonde_version());

@@ -38,6 +38,14 @@ void sonde_symbols__free(struct sonde_symbols *s);
 int sonde_symbols__resolve(struct sonde_symbols *s, const char *path, uint64_t addr,
 			   bool return_address, struct sonde_frame *out, int max);
 
+/*
+ * Keep what objects' addresses resolved to under dir/symbols/, one file per
+ * object build id, read by later runs instead of the object's debug
+ * information (dir NULL: no cache, the default). Process-wide; set it before
+ * any sonde_symbols is made. Returns 0 or -ENOMEM.
+ */
+int sonde_symbols__set_cache_dir(const char *dir);
+
 /* Demangle a C++ name (when libstdc++ is there); returns name itself otherwise. */
 const char *sonde_symbols__demangle(struct sonde_symbols *s, const char *name);
 

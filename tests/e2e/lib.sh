@@ -11,6 +11,9 @@ trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
 export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t \
 	GIT_COMMITTER_EMAIL=t@t
+# the symbol cache ($XDG_CACHE_HOME/sonde) starts empty in each script, and the
+# user's is left alone (not SONDE_CACHE_DIR: a target must see no SONDE_* variable)
+export XDG_CACHE_HOME="$WORK/xdg-cache"
 
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
