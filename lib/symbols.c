@@ -356,7 +356,8 @@ static int own_note(struct dl_phdr_info *info, size_t size, void *ctx)
 	}
 	for (i = 0; found && i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr),
+			   *end = p + ph->p_memsz;
 
 		while (ph->p_type == PT_NOTE && p + sizeof(ElfW(Nhdr)) <= end) {
 			const ElfW(Nhdr) *n = (const void *)p;
@@ -474,7 +475,8 @@ static void cache_load(struct sonde_symbols *s, struct object *o)
 		return;
 	cache_name(o);
 	if (!o->cache[0] ||
-	    snprintf(path, sizeof(path), "%s/symbols/%s", cache_dir, o->cache) >= (int)sizeof(path) ||
+	    snprintf(path, sizeof(path), "%s/symbols/%s", cache_dir, o->cache) >=
+		    (int)sizeof(path) ||
 	    sonde_file__read(path, &data, &len))
 		return;
 	p = data;
@@ -536,7 +538,8 @@ static void cache_save(struct sonde_symbols *s, struct object *o)
 	    snprintf(dir, sizeof(dir), "%s/symbols", cache_dir) >= (int)sizeof(dir) ||
 	    snprintf(path, sizeof(path), "%s/%s", dir, o->cache) >= (int)sizeof(path))
 		return;
-	err = sonde_strbuf__add(&b, "SONDESY1", 8) | sonde_strbuf__add(&b, resolver, sizeof(resolver));
+	err = sonde_strbuf__add(&b, "SONDESY1", 8) |
+	      sonde_strbuf__add(&b, resolver, sizeof(resolver));
 	for (i = 0; i < o->nkeys && !err; i++) {
 		uint64_t hit;
 		const struct sonde_frame *f;
