@@ -319,7 +319,15 @@ static int figure(struct sonde_strbuf *out, const char *id, struct sonde_strbuf 
 	return e || rc == -ENOMEM ? -ENOMEM : 0;
 }
 
-static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_t idx)
+/*
+ * A profile's charts, each on its own (the report writes them at once):
+ * 0 bars (per uid, or per metric when there is one uid), 1 the scatter with the
+ * models where there is a size to plot against, 2 the flow (the amount over
+ * time; memory: live bytes over snapshots), 3 the flame graph.
+ */
+enum { CHARTS = 4 };
+
+static int chart(struct sonde_strbuf *out, const struct sonde_profile *p, size_t idx, int which)
 {
 	struct sonde_strbuf svg = SONDE_STRBUF_INIT;
 	struct sonde_chart_opts o = { .of = "amount", .func = SONDE_AGG_SUM, .top = 20 };
@@ -331,27 +339,27 @@ static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_
 	o.type = main_type(p);
 	if (!o.type)
 		return 0;
-	rc |= sonde_strbuf__adds(out, "<h3>Charts</h3>\n");
-	/* Bars: per uid, or per metric when there is one uid. */
-	o.per = time ? "subtype" : "uid";
-	o.func = time ? SONDE_AGG_MEAN : SONDE_AGG_SUM;
-	snprintf(id, sizeof(id), "bars-%zu", idx);
-	e = sonde_view__bars(p, &o, &svg);
-	rc |= figure(out, id, &svg, e);
-	/* Scatter with the models, where there is a size to plot against. */
-	sonde_postprocess__defaults(type, &of, &per);
-	o.of = of;
-	o.per = per;
-	o.title = NULL;
-	snprintf(id, sizeof(id), "scatter-%zu", idx);
-	e = sonde_view__scatter(p, &o, &svg);
-	rc |= figure(out, id, &svg, e);
-	/* Flow: the amount over time (memory: live bytes over snapshots). */
-	if (!time) {
-		o.of = "amount";
+	switch (which) {
+	case 0:
+		o.per = time ? "subtype" : "uid";
+		o.func = time ? SONDE_AGG_MEAN : SONDE_AGG_SUM;
+		snprintf(id, sizeof(id), "bars-%zu", idx);
+		e = sonde_view__bars(p, &o, &svg);
+		rc = figure(out, id, &svg, e);
+		break;
+	case 1:
+		sonde_postprocess__defaults(type, &of, &per);
+		o.of = of;
+		o.per = per;
+		snprintf(id, sizeof(id), "scatter-%zu", idx);
+		e = sonde_view__scatter(p, &o, &svg);
+		rc = figure(out, id, &svg, e);
+		break;
+	case 2:
+		if (time)
+			break;
 		o.per = !strcmp(type, "memory") ? "snapshot" : "timestamp";
 		o.by = "uid";
-		o.func = SONDE_AGG_SUM;
 		o.stacked = !strcmp(type, "memory");
 		snprintf(id, sizeof(id), "flow-%zu", idx);
 		e = sonde_view__flow(p, &o, &svg);
@@ -360,10 +368,9 @@ static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_
 			o.stacked = false;
 			e = sonde_view__flow(p, &o, &svg);
 		}
-		rc |= figure(out, id, &svg, e);
-	}
-	/* The flame graph. */
-	{
+		rc = figure(out, id, &svg, e);
+		break;
+	default: {
 		struct sonde_strbuf folded = SONDE_STRBUF_INIT;
 		const char *weight = sonde_view__flame_weight(p, &unit);
 
@@ -374,6 +381,7 @@ static int charts(struct sonde_strbuf *out, const struct sonde_profile *p, size_
 			rc |= figure(out, id, &svg, e);
 		}
 		sonde_strbuf__release(&folded);
+	}
 	}
 	sonde_strbuf__release(&svg);
 	return rc;
@@ -578,7 +586,7 @@ static int timelines(struct sonde_strbuf *out, struct sonde_profile *const *p, s
 	return rc ? -ENOMEM : 0;
 }
 
-/* One profile's section. */
+/* One profile's section, up to its charts. */
 static int profile_section(struct sonde_strbuf *out, const struct sonde_profile *p,
 			   const char *name, size_t i)
 {
@@ -598,18 +606,20 @@ static int profile_section(struct sonde_strbuf *out, const struct sonde_profile 
 	rc |= warnings(out, p);
 	rc |= summary_table(out, rows, nrows);
 	free(rows);
-	rc |= charts(out, p, i);
-	rc |= facts(out, p);
-	rc |= sonde_strbuf__adds(out, "</section>\n");
+	if (main_type(p))
+		rc |= sonde_strbuf__adds(out, "<h3>Charts</h3>\n");
 	return rc;
 }
 
 /*
  * The report's parts that depend on nothing but their profiles, each written
  * into its own buffer, on the machine's CPUs at once (the profiles are only
- * read): part i < n is profile i's section, part n + j the comparison of
- * profile j + 1 with its baseline.
+ * read), and joined in order. Profile i has PIECES parts from i * PIECES: its
+ * section up to the charts, each chart, its facts and the section's end; part
+ * n * PIECES + j is the comparison of profile j + 1 with its baseline.
  */
+enum { PIECES = CHARTS + 2 };
+
 struct parts {
 	struct sonde_profile *const *p;
 	const char *const *names;
@@ -621,17 +631,22 @@ struct parts {
 static void write_part(void *ctx, size_t k)
 {
 	struct parts *w = ctx;
-	size_t b;
+	struct sonde_strbuf *out = &w->buf[k];
+	size_t i = k / PIECES, piece = k % PIECES, b;
 
-	if (k < w->n) {
-		w->rc[k] = profile_section(&w->buf[k], w->p[k], w->names[k], k);
+	if (i < w->n) {
+		if (piece == 0)
+			w->rc[k] = profile_section(out, w->p[i], w->names[i], i);
+		else if (piece <= CHARTS)
+			w->rc[k] = chart(out, w->p[i], i, (int)piece - 1);
+		else
+			w->rc[k] = facts(out, w->p[i]) | sonde_strbuf__adds(out, "</section>\n");
 		return;
 	}
-	k -= w->n - 1; /* profile k */
-	b = baseline_of(w->p, k);
+	i = k - w->n * PIECES + 1; /* profile i */
+	b = baseline_of(w->p, i);
 	if (b != (size_t)-1)
-		w->rc[w->n + k - 1] = comparison(&w->buf[w->n + k - 1], w->p[b], w->p[k],
-						 w->names[b], w->names[k], k);
+		w->rc[k] = comparison(out, w->p[b], w->p[i], w->names[b], w->names[i], i);
 }
 
 int sonde_view__report(struct sonde_profile *const *p, const char *const *names, size_t n,
@@ -641,7 +656,7 @@ int sonde_view__report(struct sonde_profile *const *p, const char *const *names,
 	time_t now = time(NULL);
 	struct tm tm;
 	struct parts w = { p, names, n, NULL, NULL };
-	size_t i, nparts = 2 * n - 1;
+	size_t i, nparts = n * PIECES + n - 1;
 	int rc;
 
 	if (!n)
