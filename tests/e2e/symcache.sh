@@ -44,6 +44,16 @@ run collect memory -q -o cut.json -- "$prog"
 check "a cache file cut in half: exit 0, the same frames" all '[ "$rc" = 0 ]' \
 	'[ "$(shape cut.json)" = "$(shape none.json)" ]'
 check "... and it is whole again" [ "$(wc -c <"cache/symbols/$bid")" = "$(wc -c <good.bin)" ]
+# cut at many places: inside the magic, the resolver's id, an entry's key, its frames, a string
+size=$(wc -c <good.bin) bad=""
+for at in 4 8 30 89 90 93 97 98 102 110 130 $((size - 3)); do
+	[ "$at" -lt "$size" ] || continue
+	head -c "$at" good.bin >"cache/symbols/$bid"
+	"$SONDE" collect memory -q -o cutn.json -- "$prog" >/dev/null 2>&1 &&
+		[ "$(shape cutn.json)" = "$(shape none.json)" ] || bad="$bad $at"
+done
+check "a cache file cut at 12 places: exit 0 and the same frames each time${bad:+ (not at:$bad)}" \
+	[ -z "$bad" ]
 # garbage
 head -c 3000 /dev/urandom >"cache/symbols/$bid"
 run collect memory -q -o junk.json -- "$prog"
