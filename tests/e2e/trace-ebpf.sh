@@ -59,6 +59,11 @@ check "threads: 4000 calls of work in 4 threads, 5 threads" \
 run collect trace -e ebpf -q -s custom -F work -o many.json -- "$PROGS/t-threads" 5000 2
 check "5000 threads alive at once: all 10000 calls of work recorded, none left out" \
 	[ "$(calls many.json work),$(jq '.stats.notes | length' many.json)" = "10000,0" ]
+# a daemon still running when sonde stops: its 5 calls wait in its thread's batch,
+# which sonde sends when it stops (te_flush), not at the daemon's exit 3 s later
+run collect trace -e ebpf -q -s custom -F work -o daemon.json -- "$PROGS/h-daemon" "$WORK/d.ms" 5 300 3000
+check "a daemon alive when sonde stops: its 5 calls of work, all recorded" \
+	[ "$rc,$(calls daemon.json work)" = "0,5" ]
 run collect trace -e ebpf -q -o fork.json -- "$PROGS/t-fork"
 check "fork: 10 calls in the child, 5 in the parent" [ "$(calls fork.json in_child),$(calls fork.json in_parent)" = "10,5" ]
 check "fork + exec: 3 processes followed" jq_eq fork.json .stats.trace.processes 3

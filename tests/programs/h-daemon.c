@@ -1,12 +1,11 @@
 /*
- * h-daemon OUT N [LINGER_MS]: a target that outlives its recording. It forks a
- * daemon (setsid, a second fork: out of the target's process group, as real
- * daemons go) and exits after LINGER_MS (default 0). The daemon makes N
- * allocations in N instrumented calls, then writes how long they took, in ms,
- * to OUT. Once sonde stops reading, its runtime must get out of the way: the
- * daemon then runs at about its own speed instead of waiting on a reader that
- * will never come. Built with -finstrument-functions: trace and memory both
- * record it.
+ * h-daemon OUT N [LINGER_MS [STAY_MS]]: a target that outlives its recording. It
+ * forks a daemon (setsid, a second fork: out of the target's process group, as
+ * real daemons go) and exits after LINGER_MS (default 0). The daemon makes N
+ * allocations in N instrumented calls, writes how long they took, in ms, to OUT,
+ * and ends STAY_MS later (default 0). Once sonde stops reading, its runtime must get out of the
+ * way: the daemon then runs at about its own speed instead of waiting on a reader that will never
+ * come. Built with -finstrument-functions: trace and memory both record it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,7 @@ static double now_ms(void)
 int main(int argc, char **argv)
 {
 	long n = argc > 2 ? atol(argv[2]) : 1000000, i;
-	long linger = argc > 3 ? atol(argv[3]) : 0;
+	long linger = argc > 3 ? atol(argv[3]) : 0, stay = argc > 4 ? atol(argv[4]) : 0;
 	char tmp[4096];
 	double t0;
 	FILE *f;
@@ -59,5 +58,6 @@ int main(int argc, char **argv)
 	fprintf(f, "%.0f\n", now_ms() - t0);
 	fclose(f);
 	rename(tmp, argv[1]);
+	usleep((useconds_t)stay * 1000);
 	return 0;
 }

@@ -835,17 +835,38 @@ go_on:
 	kill((pid_t)pid, SIGCONT);
 }
 
+static int on_thread_event(struct te_loader *l, const struct te_event *e, const void *data,
+			   size_t size);
+
+/*
+ * A record of the ring buffer: a process event (fork, exec, exit), or a
+ * thread's batch of calls, returns and points (one or more te_event, in order).
+ */
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct te_loader *l = ctx;
 	const struct te_event *e = data;
-	struct tr_thread *t;
-	uint32_t func;
+	size_t off;
 	int rc = 0;
 
 	if (!l->feed || size < sizeof(*e))
 		return 0;	       /* calibration, or not ours */
 	l->a->t.log_bytes += size + 8; /* and the ring buffer's record header */
+	if (e->type != TE_EV_CALL && e->type != TE_EV_RET && e->type != TE_EV_POINT)
+		return on_thread_event(l, e, data, size);
+	for (off = 0; off + sizeof(*e) <= size && !rc; off += sizeof(*e))
+		rc = on_thread_event(l, (const struct te_event *)((const char *)data + off),
+				     (const char *)data + off, sizeof(*e));
+	return rc;
+}
+
+static int on_thread_event(struct te_loader *l, const struct te_event *e, const void *data,
+			   size_t size)
+{
+	struct tr_thread *t;
+	uint32_t func;
+	int rc = 0;
+
 	switch (e->type) {
 	case TE_EV_FORK: {
 		uint32_t parent = serial_of(l, e->tid);
@@ -987,12 +1008,36 @@ static void cost(struct te_loader *l)
 			  (json_int_t)stepped, "single_stepped_calls", (json_int_t)l->calls[1]);
 }
 
+/*
+ * What threads of traced processes still hold (a process left running after
+ * the target), into the ring buffer: no thread adds to its batch from now on
+ * (until te_loader__stop has untraced them), the programs under way finish,
+ * then te_flush runs over every task.
+ */
+static void flush_batches(struct te_loader *l)
+{
+	struct bpf_link *link;
+	char buf[64];
+	int fd;
+
+	l->skel->bss->draining = 1;
+	usleep(1000);
+	link = bpf_program__attach_iter(l->skel->progs.te_flush, NULL);
+	fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+	if (fd >= 0)
+		close(fd);
+	bpf_link__destroy(link); /* draining stays on until the processes are untraced */
+}
+
 int te_loader__stop(struct te_loader *l)
 {
 	int fd = bpf_map__fd(l->skel->maps.procs), rc;
 	uint64_t t = sonde_clock_ns();
 	uint32_t key, next;
 
+	flush_batches(l);
 	end_reader(l);
 	stop_following(l); /* a process left over from the run must not wait on us */
 	if (!l->err) {
@@ -1006,6 +1051,7 @@ int te_loader__stop(struct te_loader *l)
 		bpf_map_delete_elem(fd, &key);
 	}
 	__atomic_add_fetch(&l->skel->bss->procs_gen, 1, __ATOMIC_SEQ_CST); /* threads look again */
+	l->skel->bss->draining = 0;
 	rc = tr_feed__end(l->feed, l->err);
 	l->feed = NULL;
 	l->a->t.analysis_ns += l->reader_ns + (sonde_clock_ns() - t);

@@ -10,6 +10,12 @@
  * they were left without a return (longjmp, an exception) are dropped when a
  * later call or return proves it; every event carries the depth of recorded
  * calls, from which the reader closes such calls too.
+ *
+ * A thread's calls, returns and points wait in its stack's batch (TE_BATCH
+ * events) and go to the ring buffer as one record when it is full, and before
+ * the thread forks, execs or ends (a crash included); when the loader stops,
+ * an iterator over every task sends what threads of traced processes still
+ * hold (a daemon that outlived the target).
  */
 #ifndef SONDE_TRACE_EBPF_H
 #define SONDE_TRACE_EBPF_H
@@ -18,6 +24,7 @@
 
 #define TE_MAX_DEPTH  64 /* the kernel's limit of pending uretprobes per thread */
 #define TE_MAX_PROBES (1u << 16)
+#define TE_BATCH      16 /* events a thread sends to the ring buffer at once */
 #define TE_COMM	      16
 #define TE_PATH	      256
 
@@ -48,14 +55,6 @@ struct te_frame {
 	__u32 probe, flags;
 };
 
-struct te_stack {
-	__u32 depth;  /* frames */
-	__u32 rdepth; /* frames recorded (without TE_FF_SKIP) */
-	__u32 gen;    /* its process was traced as of this procs_gen */
-	__u32 pad;
-	struct te_frame f[TE_MAX_DEPTH];
-};
-
 enum te_event_type {
 	TE_EV_CALL = 1,	 /* probe, ts; rdepth: recorded calls open before it */
 	TE_EV_RET = 2,	 /* ts; rdepth: recorded calls open after it; size if TE_FF_SIZE */
@@ -70,6 +69,15 @@ struct te_event {
 	__u32 pid, tid;
 	__u64 ts, size;
 	__u32 rdepth, flags;
+};
+
+struct te_stack {
+	__u32 depth;  /* frames */
+	__u32 rdepth; /* frames recorded (without TE_FF_SKIP) */
+	__u32 gen;    /* its process was traced as of this procs_gen */
+	__u32 nb;     /* events in b, not sent yet */
+	struct te_frame f[TE_MAX_DEPTH];
+	struct te_event b[TE_BATCH]; /* the thread's calls, returns and points, sent together */
 };
 
 struct te_exec {

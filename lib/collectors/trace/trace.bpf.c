@@ -34,6 +34,9 @@ const volatile __u64 wakeup_bytes = 1u << 20;
 volatile __u32 follow_exec = 0;
 /* moved on by the loader each time it takes processes out of `procs` */
 volatile __u32 procs_gen = 0;
+/* set by the loader while it sends what threads still hold (te_flush): no event
+   is added to a thread's batch meanwhile */
+volatile __u32 draining = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -77,12 +80,17 @@ struct {
 	__uint(max_entries, 1u << 24); /* the loader sets the size */
 } events SEC(".maps");
 
-static __always_inline void stat(__u32 which)
+static __always_inline void stat_add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
 
 	if (v)
-		(*v)++;
+		*v += n;
+}
+
+static __always_inline void stat(__u32 which)
+{
+	stat_add(which, 1);
 }
 
 /* Wake the reader only when the buffer fills up; it polls on a timer otherwise. */
@@ -112,6 +120,8 @@ static __always_inline struct te_stack *stack_of(__u64 id, bool create, __u32 mi
 	struct te_stack *s = bpf_task_storage_get(&stacks, task, 0, 0);
 	__u32 gen = procs_gen;
 
+	if (draining)
+		return NULL;
 	if (s && s->gen == gen)
 		return s;
 	if (!traced(id))
@@ -147,15 +157,38 @@ static __always_inline void *reserve(__u64 size, __u32 type, __u64 id)
 	return e;
 }
 
-static __always_inline int emit(__u32 type, __u32 probe, __u64 id, __u64 ts, __u32 rdepth,
-				const struct te_frame *f)
+/*
+ * Send the thread's batch as one record of the ring buffer: a reservation and a
+ * wake-up check for TE_BATCH events rather than for each. A batch that finds
+ * the buffer full is lost whole (counted); the reader closes the calls around
+ * it from the depths the next events report.
+ */
+static __always_inline void flush(struct te_stack *s)
 {
-	struct te_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u32 n = s->nb;
 
-	if (!e) {
-		stat(TE_ST_RINGBUF_FULL);
-		return -1;
+	if (!n)
+		return;
+	if (n > TE_BATCH)
+		n = TE_BATCH;
+	if (bpf_ringbuf_output(&events, s->b, n * sizeof(struct te_event), wakeup()))
+		stat_add(TE_ST_RINGBUF_FULL, n);
+	s->nb = 0;
+}
+
+/* A call, return or point of the thread: into its batch, sent when full (or at
+   the thread's exit, exec or fork, or when the loader stops). */
+static __always_inline void emit(struct te_stack *s, __u32 type, __u32 probe, __u64 id, __u64 ts,
+				 __u32 rdepth, const struct te_frame *f)
+{
+	__u32 n = s->nb;
+	struct te_event *e;
+
+	if (n >= TE_BATCH) {
+		flush(s);
+		n = 0;
 	}
+	e = &s->b[n & (TE_BATCH - 1)];
 	e->type = type;
 	e->probe = probe;
 	e->pid = id >> 32;
@@ -164,8 +197,19 @@ static __always_inline int emit(__u32 type, __u32 probe, __u64 id, __u64 ts, __u
 	e->rdepth = rdepth;
 	e->size = f ? f->size : 0;
 	e->flags = f ? f->flags : 0;
-	bpf_ringbuf_submit(e, wakeup());
-	return 0;
+	s->nb = n + 1;
+	if (n + 1 == TE_BATCH)
+		flush(s);
+}
+
+/* Send what the current thread holds, if it has a stack. */
+static __always_inline void flush_current(__u64 id)
+{
+	struct te_stack *s = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+
+	(void)id;
+	if (s)
+		flush(s);
 }
 
 /*
@@ -274,10 +318,8 @@ static __always_inline int open_call(struct pt_regs *ctx, __u32 fflags)
 	s->depth = d + 1;
 	f->ts = bpf_ktime_get_ns(); /* last, so this handler's own time stays outside */
 	if (!(f->flags & TE_FF_SKIP)) {
-		if (emit(TE_EV_CALL, f->probe, id, f->ts, s->rdepth, NULL))
-			f->flags |= TE_FF_SKIP;
-		else
-			s->rdepth++;
+		emit(s, TE_EV_CALL, f->probe, id, f->ts, s->rdepth, NULL);
+		s->rdepth++;
 	}
 	return 0;
 }
@@ -308,7 +350,7 @@ static __always_inline int close_call(struct pt_regs *ctx, __u64 ts, bool usdt, 
 	s->depth = d - 1;
 	if (!(f->flags & TE_FF_SKIP)) {
 		s->rdepth--;
-		emit(TE_EV_RET, f->probe, id, ts, s->rdepth, f);
+		emit(s, TE_EV_RET, f->probe, id, ts, s->rdepth, f);
 	}
 	return 0;
 }
@@ -332,6 +374,7 @@ int te_usdt(struct pt_regs *ctx)
 	__u64 ts = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
 	__u32 idx = (__u32)bpf_get_attach_cookie(ctx);
 	struct te_probe *p = bpf_map_lookup_elem(&probes, &idx);
+	struct te_stack *s;
 
 	if (!p)
 		return 0;
@@ -339,7 +382,8 @@ int te_usdt(struct pt_regs *ctx)
 		return open_call(ctx, TE_FF_USDT);
 	if (p->kind == TE_PK_USDT_END)
 		return close_call(ctx, ts, true, p->pair);
-	if (!traced(id))
+	s = stack_of(id, true, TE_ST_NO_SLOT);
+	if (!s)
 		return 0;
 	if (p->every > 1) { /* a point's sampling: every Nth hit */
 		__u64 *n = bpf_map_lookup_elem(&hits, &idx);
@@ -349,7 +393,7 @@ int te_usdt(struct pt_regs *ctx)
 			return 0;
 		}
 	}
-	emit(TE_EV_POINT, p->pair, id, ts, 0, NULL);
+	emit(s, TE_EV_POINT, p->pair, id, ts, 0, NULL);
 	return 0;
 }
 
@@ -379,10 +423,18 @@ int BPF_PROG(te_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 pid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid), one = 1;
 	__u64 id = bpf_get_current_pid_tgid();
 
+	struct te_stack *s;
+	struct te_event *e;
+
 	if (pid != tgid || !traced(id))
 		return 0; /* a new thread is traced with its process */
 	bpf_map_update_elem(&procs, &pid, &one, BPF_ANY);
-	emit(TE_EV_FORK, 0, (__u64)pid << 32 | (__u32)(id >> 32), bpf_ktime_get_ns(), 0, NULL);
+	s = stack_of(id, false, TE_ST_N);
+	if (s)
+		flush(s); /* the parent's events before the fork come first */
+	e = reserve(sizeof(*e), TE_EV_FORK, (__u64)pid << 32 | (__u32)(id >> 32));
+	if (e)
+		bpf_ringbuf_submit(e, wakeup());
 	return 0;
 }
 
@@ -394,6 +446,7 @@ int BPF_PROG(te_exec, struct task_struct *p, int old_pid, struct linux_binprm *b
 
 	if (!traced(id))
 		return 0;
+	flush_current(id);
 	forget_stack(); /* the old image's calls never return */
 	e = reserve(sizeof(*e), TE_EV_EXEC, id);
 	if (!e)
@@ -413,11 +466,45 @@ int BPF_PROG(te_exit, struct task_struct *p)
 
 	if (!traced(id))
 		return 0;
+	flush_current(id); /* what the thread holds, before its end (a crash included) */
 	forget_stack();
 	e = reserve(sizeof(*e), TE_EV_EXIT, id);
 	if (!e)
 		return 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+struct bpf_iter_meta {
+	void *seq;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+/*
+ * Run by the loader when it stops (an iterator over every task): send the
+ * batches that threads of traced processes still hold, the threads of a
+ * process left running after the target ended. `draining` keeps them from
+ * adding to their batches meanwhile.
+ */
+SEC("iter/task")
+int te_flush(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct te_stack *s;
+	__u32 tgid;
+
+	if (!task)
+		return 0;
+	tgid = task->tgid;
+	if (!bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	s = bpf_task_storage_get(&stacks, task, 0, 0);
+	if (s)
+		flush(s);
 	return 0;
 }
