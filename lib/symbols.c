@@ -322,9 +322,9 @@ static int lookup(struct sonde_symbols *s, struct object *o, uint64_t shown, Dwa
  * analysis). One file per object, named after its build id and after the
  * size and time of the debug file under /usr/lib/debug/.build-id where there
  * is one (installing or updating debug information starts a new file). An
- * object without a build id is not cached. A file that does not read back
- * whole and well formed is ignored; one is written (atomically) only when the
- * run resolved addresses it did not hold.
+ * object without a build id is not cached. A file is read as far as it is well
+ * formed (one of another sonde build, not at all); one is written (atomically)
+ * only when the run resolved addresses it did not hold.
  *
  * Format, native byte order: "SONDESY1", the resolver's build id (below; 81
  * bytes, NUL-padded), then entries to the end: u64 addr << 1

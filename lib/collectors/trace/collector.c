@@ -1129,6 +1129,12 @@ static void ebpf_totals(struct sonde_collection *c, struct tr_state *st)
 				       "the calls around them are closed from the depth the next "
 				       "event reports",
 				       (unsigned long long)full);
+	if (te_loader__unflushed(st->bpf))
+		sonde_collection__note(c,
+				       "processes still running when sonde stopped may have "
+				       "held up to %d calls and returns each that were not "
+				       "recorded: the kernel ran no task iterator",
+				       TE_BATCH - 1);
 	if (slot)
 		sonde_collection__note(c,
 				       "%llu calls found no room for their thread's stack in the "

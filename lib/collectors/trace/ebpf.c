@@ -81,6 +81,7 @@ struct te_loader {
 	const char *target_exe;
 	int err;
 	bool multi;	     /* probes are attached as uprobe_multi links */
+	bool unflushed;	     /* te_flush could not run at a stop (see flush_batches) */
 	te_follow_fn follow; /* exec'ed files get probes (te_loader__follow) */
 	void *follow_ctx;
 };
@@ -1028,6 +1029,8 @@ static void flush_batches(struct te_loader *l)
 		;
 	if (fd >= 0)
 		close(fd);
+	else
+		l->unflushed = true;
 	bpf_link__destroy(link); /* draining stays on until the processes are untraced */
 }
 
@@ -1058,6 +1061,11 @@ int te_loader__stop(struct te_loader *l)
 	u64map__release(&l->serial);
 	cost(l);
 	return rc;
+}
+
+bool te_loader__unflushed(const struct te_loader *l)
+{
+	return l->unflushed;
 }
 
 uint64_t te_loader__stat(const struct te_loader *l, enum te_stat which)

@@ -163,6 +163,8 @@ int te_loader__start(struct te_loader *l, pid_t pid, const char *exe, uint64_t t
 int te_loader__stop(struct te_loader *l);
 /* Counters of the kernel side since attach (enum te_stat). */
 uint64_t te_loader__stat(const struct te_loader *l, enum te_stat which);
+/* Whether a stop could not send the batches threads still held (no task iterator). */
+bool te_loader__unflushed(const struct te_loader *l);
 #endif
 
 #endif
