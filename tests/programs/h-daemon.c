@@ -14,6 +14,8 @@
 
 volatile unsigned long sink;
 
+void work(long i);
+
 __attribute__((noinline)) void work(long i)
 {
 	char *p = malloc((size_t)(i % 256) + 1);
