@@ -680,7 +680,8 @@ static void calibrate(struct te_loader *l)
 		}
 		l->cost[i] = sonde_stats__median_inplace(d, ROUNDS);
 	}
-	/* sonde's thread keeps its (empty) stack, no longer traced as of the next generation */
+	/* sonde's thread keeps its stack (what its batch holds is never sent): not traced
+	   from the next generation on */
 	bpf_map_delete_elem(procs, &pid);
 	__atomic_add_fetch(&l->skel->bss->procs_gen, 1, __ATOMIC_SEQ_CST);
 }

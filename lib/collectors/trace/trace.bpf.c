@@ -117,11 +117,12 @@ static __always_inline bool traced(__u64 id)
 static __always_inline struct te_stack *stack_of(__u64 id, bool create, __u32 missing)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct te_stack *s = bpf_task_storage_get(&stacks, task, 0, 0);
 	__u32 gen = procs_gen;
+	struct te_stack *s;
 
 	if (draining)
 		return NULL;
+	s = bpf_task_storage_get(&stacks, task, 0, 0);
 	if (s && s->gen == gen)
 		return s;
 	if (!traced(id))
@@ -181,14 +182,9 @@ static __always_inline void flush(struct te_stack *s)
 static __always_inline void emit(struct te_stack *s, __u32 type, __u32 probe, __u64 id, __u64 ts,
 				 __u32 rdepth, const struct te_frame *f)
 {
-	__u32 n = s->nb;
-	struct te_event *e;
+	__u32 n = s->nb; /* < TE_BATCH: a full batch is sent at once */
+	struct te_event *e = &s->b[n & (TE_BATCH - 1)];
 
-	if (n >= TE_BATCH) {
-		flush(s);
-		n = 0;
-	}
-	e = &s->b[n & (TE_BATCH - 1)];
 	e->type = type;
 	e->probe = probe;
 	e->pid = id >> 32;
@@ -203,11 +199,10 @@ static __always_inline void emit(struct te_stack *s, __u32 type, __u32 probe, __
 }
 
 /* Send what the current thread holds, if it has a stack. */
-static __always_inline void flush_current(__u64 id)
+static __always_inline void flush_current(void)
 {
 	struct te_stack *s = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
 
-	(void)id;
 	if (s)
 		flush(s);
 }
@@ -422,7 +417,6 @@ int BPF_PROG(te_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 pid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid), one = 1;
 	__u64 id = bpf_get_current_pid_tgid();
-
 	struct te_stack *s;
 	struct te_event *e;
 
@@ -446,7 +440,7 @@ int BPF_PROG(te_exec, struct task_struct *p, int old_pid, struct linux_binprm *b
 
 	if (!traced(id))
 		return 0;
-	flush_current(id);
+	flush_current();
 	forget_stack(); /* the old image's calls never return */
 	e = reserve(sizeof(*e), TE_EV_EXEC, id);
 	if (!e)
@@ -466,7 +460,7 @@ int BPF_PROG(te_exit, struct task_struct *p)
 
 	if (!traced(id))
 		return 0;
-	flush_current(id); /* what the thread holds, before its end (a crash included) */
+	flush_current(); /* what the thread holds, before its end (a crash included) */
 	forget_stack();
 	e = reserve(sizeof(*e), TE_EV_EXIT, id);
 	if (!e)
