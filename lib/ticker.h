@@ -16,9 +16,8 @@ struct ticker {
 	uint64_t period_ns;
 	/* private */
 	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	bool running, stop;
+	uint32_t stop; /* a futex word: 1 once stopped */
+	bool running;
 	uint64_t cpu_ns; /* the thread's own CPU time, known after ticker__stop() */
 };
 

@@ -176,6 +176,7 @@ struct system_state {
 	size_t ns, cap_s;
 	int fd[6]; /* the machine's files, kept open: fd + 1, 0 = closed (enum mfile) */
 	uint64_t own_cpu_ns;
+	double page_size; /* bytes */
 	unsigned long long run_cpu_ns, run_wall_ns;
 	unsigned long long run_io[2], run_flt[2], run_sw[2]; /* from wait4's rusage */
 	unsigned long long errors;
@@ -194,7 +195,8 @@ static ssize_t slurp(const char *path, char *buf, size_t size);
 /*
  * Read a /proc file whole through a descriptor kept open (*fd: fd + 1, 0 when
  * closed): a pread from 0 regenerates it, at a third of the cost of opening it
- * again. Without a descriptor to spare, open and close it each time.
+ * again. Without a descriptor to spare, open and close it each time. path is
+ * read only when *fd is closed: callers format it only then.
  */
 static ssize_t pf_read(int *fd, const char *path, char *buf, size_t size)
 {
@@ -305,10 +307,12 @@ static void read_meminfo(struct system_state *st, struct raw *r)
 {
 	char buf[8192], *p;
 	double total = NAN, avail = NAN, cached = NAN, swt = NAN, swf = NAN;
+	int found = 0;
 
 	if (pf_read(&st->fd[F_MEMINFO], mfile_path[F_MEMINFO], buf, sizeof(buf)) <= 0)
 		return;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+	/* the five are among the first twenty lines of fifty: stop when they are read */
+	for (p = buf; p && *p && found < 5; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
 		const char *colon = strchr(p, ':');
 		unsigned long long k = 0;
 		double kb;
@@ -319,15 +323,15 @@ static void read_meminfo(struct system_state *st, struct raw *r)
 		kb = (double)k * 1024;
 
 		if (!strncmp(p, "MemTotal:", 9))
-			total = kb;
+			total = kb, found++;
 		else if (!strncmp(p, "MemAvailable:", 13))
-			avail = kb;
+			avail = kb, found++;
 		else if (!strncmp(p, "Cached:", 7))
-			cached = kb;
+			cached = kb, found++;
 		else if (!strncmp(p, "SwapTotal:", 10))
-			swt = kb;
+			swt = kb, found++;
 		else if (!strncmp(p, "SwapFree:", 9))
-			swf = kb;
+			swf = kb, found++;
 	}
 	r->mem[0] = total - avail;
 	r->mem[1] = avail;
@@ -366,7 +370,8 @@ static void read_disks(struct system_state *st, struct raw *r)
 		const char *p = buf;
 		int k;
 
-		snprintf(path, sizeof(path), "/sys/block/%s/stat", st->disks[i]);
+		if (!st->disk_fd[i])
+			snprintf(path, sizeof(path), "/sys/block/%s/stat", st->disks[i]);
 		if (pf_read(&st->disk_fd[i], path, buf, sizeof(buf)) <= 0)
 			continue;
 		/* reads merged sectors ms writes merged sectors ... */
@@ -413,7 +418,8 @@ static long read_thread(struct system_state *st, pid_t pid, pid_t tid)
 		st->errors++;
 		return -1;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	if (!st->thr[k].fd[0])
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
 	st->thr[k].ran = true;
 	if (pf_read(&st->thr[k].fd[0], path, buf, sizeof(buf)) > 0 && buf[0] >= '0' &&
 	    buf[0] <= '9') {
@@ -442,7 +448,8 @@ static void kids_of(struct system_state *st, pid_t pid, pid_t tid, long t, struc
 
 	if (t < 0 || (!st->thr[t].ran && !st->thr[t].kids && st->thr[t].fd[1]))
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
+	if (!st->thr[t].fd[1])
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
 	/* a long list does not fit: read it again into twice the room */
 	while ((n = pf_read(&st->thr[t].fd[1], path, buf, size)) == (ssize_t)size - 1) {
 		char *big = malloc(size * 2);
@@ -479,7 +486,8 @@ static void read_io(struct system_state *st, pid_t pid, size_t k)
 	char path[96], buf[4096], *p;
 	int i;
 
-	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	if (!st->pacc[k].fd[1])
+		snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
 	if (pf_read(&st->pacc[k].fd[1], path, buf, sizeof(buf)) <= 0)
 		return;
 	for (i = 0; i < 4; i++) {
@@ -509,7 +517,8 @@ static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth)
 		st->errors++;
 		return;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!st->pacc[k].fd[0])
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (pf_read(&st->pacc[k].fd[0], path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
 		return;
 	/* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
@@ -530,7 +539,7 @@ static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth)
 	r->have_proc = true;
 	r->procs += 1;
 	r->threads += (double)threads;
-	r->rss += (double)rss * (double)sysconf(_SC_PAGESIZE);
+	r->rss += (double)rss * st->page_size;
 	st->pacc[k].v[4] = minflt;
 	st->pacc[k].v[5] = majflt;
 	/* a process of one thread has only its main thread (tid = pid), and its
@@ -751,6 +760,7 @@ static int system_before(struct sonde_collection *c)
 	sonde_collection__set_priv(c, st);
 	st->interval_ms = sonde_collection__param_double(c, "interval", 10);
 	st->per_cpu = !sonde_collection__param_bool(c, "no-per-cpu");
+	st->page_size = (double)sysconf(_SC_PAGESIZE);
 	st->prev = calloc(1, sizeof(struct raw));
 	st->cur = calloc(1, sizeof(struct raw));
 	if (!st->prev || !st->cur)
