@@ -604,17 +604,17 @@ size_t sonde_check__pair(const struct sonde_profile *baseline, struct sonde_prof
 		json_string_value(json_object_get(sonde_profile__header(baseline), "cmd"));
 	const char *cmd_b =
 		json_string_value(json_object_get(sonde_profile__header(target), "cmd"));
-	json_t *rtm = json_object_get(sonde_profile__root(target), "resource_type_map"), *x;
-	const char *key;
-	size_t n = 0;
+	size_t nres = sonde_profile__resource_count(target), n = 0, i;
+	json_t *x;
 
 	if (!cmd_a || !cmd_b)
 		return 0;
-	json_object_foreach(rtm, key, x)
-	{
-		const char *uid = json_string_value(json_object_get(x, "uid"));
+	for (i = 0; i < nres; i++) {
+		const char *uid = sonde_profile__fixed_string(target, i, "uid");
 
+		/* the fixed properties' tree, made to be changed */
 		if (uid && !strcmp(uid, cmd_b) &&
+		    !sonde_profile__resource_at(target, i, NULL, &x, NULL) &&
 		    !json_object_set_new(x, "uid", json_string(cmd_a)))
 			n++;
 	}

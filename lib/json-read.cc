@@ -18,7 +18,10 @@
  * tests/unit/test-json.c and tests/fuzz/fuzz-json.c hold the two readers to
  * the same trees.
  */
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string_view>
@@ -26,6 +29,7 @@
 #include <simdjson.h>
 
 extern "C" {
+#include <sonde/profile.h>
 #include "json.h"
 #include "strmap.h"
 }
@@ -166,6 +170,69 @@ class builder
 
 static_assert(SIMDJSON_PADDING <= SONDE_JSON_SLACK, "simdjson reads past the slack");
 
+/*
+ * Whether e holds nothing the builder would refuse (so that making its tree
+ * later cannot fail but for memory): no NUL in a string or key, no integer
+ * above INT64_MAX, no key twice in one object.
+ */
+bool clean(dom::element e)
+{
+	switch (e.type()) {
+	case dom::element_type::OBJECT: {
+		dom::object o = e.get_object().value_unsafe();
+		size_t n = o.size();
+
+		if (n > 16) {
+			struct sonde_strmap seen = {};
+			bool ok = true;
+
+			for (dom::key_value_pair kv : o) {
+				bool again = false;
+
+				if (!ok || std::memchr(kv.key.data(), 0, kv.key.size()) ||
+				    !sonde_strmap__upsert(&seen, kv.key.data(), kv.key.size(),
+							  &again) ||
+				    again || !clean(kv.value))
+					ok = false;
+			}
+			sonde_strmap__release(&seen);
+			return ok;
+		}
+		std::string_view keys[16];
+		size_t k = 0;
+
+		for (dom::key_value_pair kv : o) {
+			if (std::memchr(kv.key.data(), 0, kv.key.size()))
+				return false;
+			for (size_t j = 0; j < k; j++)
+				if (keys[j] == kv.key)
+					return false;
+			keys[k++] = kv.key;
+			if (!clean(kv.value))
+				return false;
+		}
+		return true;
+	}
+	case dom::element_type::ARRAY: {
+		dom::array a = e.get_array().value_unsafe();
+
+		for (dom::element c : a)
+			if (!clean(c))
+				return false;
+		return true;
+	}
+	case dom::element_type::UINT64:
+		return false;
+	case dom::element_type::STRING: {
+		std::string_view v = e.get_string().value_unsafe();
+
+		return !std::memchr(v.data(), 0, v.size());
+	}
+	default:
+		return true;
+	}
+}
+
 json_t *fast(const char *buf, size_t len, size_t slack)
 {
 	dom::parser parser;
@@ -181,6 +248,340 @@ json_t *fast(const char *buf, size_t len, size_t slack)
 }
 
 } // namespace
+
+/*
+ * A profile whose resources stay on simdjson's tape (see json.h): the tape
+ * and its strings, and each resource's two values on it.
+ */
+struct sonde_json_pack {
+	dom::document doc;
+	std::vector<const char *> keys;	 /* in resource_type_map's order */
+	std::vector<dom::element> fixed; /* its values there */
+	std::vector<dom::element> cols;	 /* and in resources (when has_cols) */
+	std::vector<unsigned char> has_cols;
+	std::vector<size_t> res_order; /* resources' own order, when not that one */
+	dom::element rtm, res;
+	builder b; /* shares equal small values between the trees made */
+};
+
+namespace
+{
+
+/*
+ * Each resource of rtm matched with its columns in res: false where the
+ * document is one to leave to jansson (a key twice in either), with
+ * pk->keys etc. filled otherwise.
+ */
+bool match(sonde_json_pack *pk)
+{
+	dom::object rtm = pk->rtm.get_object().value_unsafe();
+	dom::object res = pk->res.get_object().value_unsafe();
+	struct sonde_strmap at = {};
+	size_t n = rtm.size(), i = 0;
+	bool ok = true, in_step = true;
+
+	pk->keys.reserve(n);
+	pk->fixed.reserve(n);
+	pk->cols.resize(n);
+	pk->has_cols.assign(n, 0);
+	for (dom::key_value_pair kv : rtm) {
+		bool again = false;
+		uint64_t *v;
+
+		if (std::memchr(kv.key.data(), 0, kv.key.size()) || !clean(kv.value) ||
+		    !(v = sonde_strmap__upsert(&at, kv.key.data(), kv.key.size(), &again)) ||
+		    again) {
+			ok = false;
+			break;
+		}
+		*v = i++;
+		pk->keys.push_back(kv.key.data());
+		pk->fixed.push_back(kv.value);
+	}
+	i = 0;
+	for (dom::key_value_pair kv : res) {
+		size_t k;
+
+		if (!ok)
+			break;
+		if (std::memchr(kv.key.data(), 0, kv.key.size()) || !clean(kv.value)) {
+			ok = false;
+			break;
+		}
+		if (in_step && i < n && kv.key == std::string_view(pk->keys[i])) {
+			k = i;
+		} else {
+			uint64_t *v = sonde_strmap__get(&at, kv.key.data(), kv.key.size());
+
+			if (in_step) {
+				in_step = false;
+				for (size_t j = 0; j < i; j++)
+					pk->res_order.push_back(j);
+			}
+			if (!v) { /* columns without an entry: jansson's tree says so */
+				ok = false;
+				break;
+			}
+			k = (size_t)*v;
+		}
+		i++;
+		if (pk->has_cols[k]) { /* a key twice */
+			ok = false;
+			break;
+		}
+		if (!in_step)
+			pk->res_order.push_back(k);
+		pk->has_cols[k] = 1;
+		pk->cols[k] = kv.value;
+	}
+	/* resources in step with resource_type_map but fewer: the same order */
+	if (ok && in_step && i < n)
+		for (size_t j = 0; j < i; j++)
+			pk->res_order.push_back(j);
+	sonde_strmap__release(&at);
+	return ok;
+}
+
+json_t *fast_packed(const char *buf, size_t len, size_t slack, sonde_json_pack **out)
+{
+	sonde_json_pack *pk = new sonde_json_pack;
+	dom::element root;
+	json_t *tree = nullptr;
+	int seen = 0;
+
+	*out = nullptr;
+	if (len >= 3 && !std::memcmp(buf, "\xef\xbb\xbf", 3)) {
+		delete pk;
+		return nullptr;
+	}
+	{
+		dom::parser parser;
+
+		if (parser.parse_into_document(pk->doc, buf, len, slack < SIMDJSON_PADDING)
+			    .get(root) != SUCCESS) {
+			delete pk;
+			return nullptr;
+		}
+	}
+	if (root.type() != dom::element_type::OBJECT) {
+		if (root.type() == dom::element_type::ARRAY)
+			tree = pk->b.tree(root);
+		delete pk;
+		return tree;
+	}
+	dom::object o = root.get_object().value_unsafe();
+	bool versioned = false;
+
+	for (dom::key_value_pair kv : o) {
+		if (kv.key == "resource_type_map" && kv.value.is_object()) {
+			pk->rtm = kv.value;
+			seen |= 1;
+		} else if (kv.key == "resources" && kv.value.is_object()) {
+			pk->res = kv.value;
+			seen |= 2;
+		} else if (kv.key == "format_version") {
+			versioned = true;
+		}
+	}
+	/* a profile of the documented form, whose two maps jansson would read alike */
+	if (seen != 3 || !versioned || !match(pk)) {
+		tree = pk->b.tree(root);
+		delete pk;
+		return tree;
+	}
+	/* the rest as a tree, with the two maps empty objects in their places */
+	tree = json_object();
+	size_t n = 0;
+
+	for (dom::key_value_pair kv : o) {
+		const char *key = kv.key.data();
+		bool packed = kv.key == "resource_type_map" || kv.key == "resources";
+		json_t *v;
+
+		if (std::memchr(key, 0, kv.key.size())) {
+			n = (size_t)-1;
+			break;
+		}
+		v = packed ? json_object() : pk->b.tree(kv.value);
+		if (!v || json_object_set_new_nocheck(tree, key, v) ||
+		    json_object_size(tree) != ++n) {
+			n = (size_t)-1;
+			break;
+		}
+	}
+	if (!tree || n == (size_t)-1) {
+		json_decref(tree);
+		delete pk;
+		return nullptr;
+	}
+	*out = pk;
+	return tree;
+}
+
+} // namespace
+
+extern "C" json_t *sonde_json__load_packed(const char *buf, size_t len, size_t slack,
+					   json_error_t *err, struct sonde_json_pack **pack)
+{
+	json_t *root = nullptr;
+
+	*pack = nullptr;
+	try {
+		root = fast_packed(buf, len, slack, pack);
+	} catch (...) {
+		root = nullptr; /* out of memory in simdjson: jansson decides */
+	}
+	return root ? root : json_loadb(buf, len, JSON_REJECT_DUPLICATES, err);
+}
+
+extern "C" void sonde_json_pack__free(struct sonde_json_pack *pk)
+{
+	delete pk;
+}
+
+extern "C" size_t sonde_json_pack__count(const struct sonde_json_pack *pk)
+{
+	return pk->keys.size();
+}
+
+extern "C" const char *sonde_json_pack__key(const struct sonde_json_pack *pk, size_t i)
+{
+	return pk->keys[i];
+}
+
+extern "C" int sonde_json_pack__check(const struct sonde_json_pack *pk, size_t i)
+{
+	size_t len = (size_t)-1;
+
+	if (!pk->fixed[i].is_object())
+		return SONDE_PACK_FIXED_NOT_OBJECT;
+	if (!pk->has_cols[i])
+		return 0;
+	if (!pk->cols[i].is_object())
+		return SONDE_PACK_COLUMNS_NOT_OBJECT;
+	dom::object cols = pk->cols[i].get_object().value_unsafe();
+
+	for (dom::key_value_pair kv : cols) {
+		if (!kv.value.is_array())
+			return SONDE_PACK_COLUMN_NOT_ARRAY;
+		size_t m = kv.value.get_array().value_unsafe().size();
+
+		if (len != (size_t)-1 && m != len)
+			return SONDE_PACK_COLUMN_LENGTHS;
+		len = m;
+	}
+	return 0;
+}
+
+extern "C" size_t sonde_json_pack__res_order(const struct sonde_json_pack *pk, size_t j)
+{
+	return pk->res_order.empty() ? j : pk->res_order[j];
+}
+
+extern "C" size_t sonde_json_pack__res_count(const struct sonde_json_pack *pk)
+{
+	return pk->res_order.empty() ? pk->keys.size() : pk->res_order.size();
+}
+
+extern "C" json_t *sonde_json_pack__fixed(struct sonde_json_pack *pk, size_t i)
+{
+	try {
+		return pk->b.tree(pk->fixed[i]);
+	} catch (...) {
+		return nullptr;
+	}
+}
+
+extern "C" json_t *sonde_json_pack__columns(struct sonde_json_pack *pk, size_t i)
+{
+	try {
+		return pk->has_cols[i] ? pk->b.tree(pk->cols[i]) : json_object();
+	} catch (...) {
+		return nullptr;
+	}
+}
+
+namespace
+{
+
+bool member(dom::element obj, const char *name, dom::element *out)
+{
+	if (!obj.is_object())
+		return false;
+	dom::object o = obj.get_object().value_unsafe();
+
+	for (dom::key_value_pair kv : o)
+		if (kv.key == name) {
+			*out = kv.value;
+			return true;
+		}
+	return false;
+}
+
+} // namespace
+
+extern "C" int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, size_t i,
+					     const char *name, struct sonde_scalar *out)
+{
+	dom::element v;
+
+	*out = sonde_scalar{};
+	if (!member(pk->fixed[i], name, &v))
+		return -1;
+	switch (v.type()) {
+	case dom::element_type::OBJECT:
+		return out->type = JSON_OBJECT;
+	case dom::element_type::ARRAY:
+		return out->type = JSON_ARRAY;
+	case dom::element_type::STRING:
+		out->s = v.get_c_str().value_unsafe();
+		return out->type = JSON_STRING;
+	case dom::element_type::INT64:
+		out->i = v.get_int64().value_unsafe();
+		out->d = (double)out->i;
+		return out->type = JSON_INTEGER;
+	case dom::element_type::UINT64: /* not in a pack (clean) */
+	case dom::element_type::DOUBLE:
+		out->d = v.get_double().value_unsafe();
+		return out->type = JSON_REAL;
+	case dom::element_type::BOOL:
+		return out->type = v.get_bool().value_unsafe() ? JSON_TRUE : JSON_FALSE;
+	case dom::element_type::NULL_VALUE:
+		return out->type = JSON_NULL;
+	}
+	return -1;
+}
+
+extern "C" long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_t i,
+					 const char *column, double **vals, size_t *cap)
+{
+	dom::element col;
+	size_t n, k = 0;
+
+	if (!pk->has_cols[i] || !member(pk->cols[i], column, &col) || !col.is_array())
+		return -ENOENT;
+	dom::array a = col.get_array().value_unsafe();
+
+	n = a.size();
+	if (n > *cap) {
+		double *nv = (double *)realloc(*vals, n * sizeof(double));
+
+		if (!nv)
+			return -ENOMEM;
+		*vals = nv;
+		*cap = n;
+	}
+	for (dom::element e : a) {
+		double d = NAN;
+
+		if (e.type() == dom::element_type::INT64)
+			d = (double)e.get_int64().value_unsafe();
+		else if (e.type() == dom::element_type::DOUBLE)
+			d = e.get_double().value_unsafe();
+		(*vals)[k++] = d;
+	}
+	return (long)k;
+}
 
 extern "C" json_t *sonde_json__load_fast(const char *buf, size_t len, size_t slack)
 {

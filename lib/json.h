@@ -42,6 +42,48 @@ void sonde_json__ints_release(struct sonde_json_ints *k);
 json_t *sonde_json__load(const char *buf, size_t len, size_t slack, json_error_t *err);
 /* simdjson's part alone: NULL where it leaves the document to jansson */
 json_t *sonde_json__load_fast(const char *buf, size_t len, size_t slack);
+/*
+ * A profile's resources kept on simdjson's tape. sonde_json__load_packed()
+ * reads as sonde_json__load() does, except that a document with a
+ * format_version whose resource_type_map and resources are objects (that
+ * jansson would read: no key twice, and every resources key in
+ * resource_type_map) comes back with those two members empty objects, and
+ * *pack (NULL otherwise) holding them: the tape, 16 bytes a value, instead of
+ * a jansson tree of about a kilobyte a resource. Resource i is the i-th entry
+ * of resource_type_map. sonde_json_pack__fixed() and __columns() make its two
+ * trees (new references; an empty object for a resource without columns;
+ * NULL: no memory), sharing equal small values with the trees made before:
+ * not thread-safe. The rest read the tape and may be called from any thread:
+ * __check() says what is wrong with resource i's two values as a profile
+ * (0: nothing), __fixed_scalar() reads one fixed property (its jansson type,
+ * -1 when absent; s points into the tape), __numbers() one column as doubles
+ * (NAN where a value is not a number; -ENOENT when absent). Resources were in
+ * the document in the order __res_order(j), j < __res_count(); those without
+ * columns come after them.
+ */
+struct sonde_json_pack;
+enum {
+	SONDE_PACK_FIXED_NOT_OBJECT = 1,
+	SONDE_PACK_COLUMNS_NOT_OBJECT,
+	SONDE_PACK_COLUMN_NOT_ARRAY,
+	SONDE_PACK_COLUMN_LENGTHS,
+};
+struct sonde_scalar; /* sonde/profile.h */
+json_t *sonde_json__load_packed(const char *buf, size_t len, size_t slack, json_error_t *err,
+				struct sonde_json_pack **pack);
+void sonde_json_pack__free(struct sonde_json_pack *pk);
+size_t sonde_json_pack__count(const struct sonde_json_pack *pk);
+const char *sonde_json_pack__key(const struct sonde_json_pack *pk, size_t i);
+int sonde_json_pack__check(const struct sonde_json_pack *pk, size_t i);
+size_t sonde_json_pack__res_count(const struct sonde_json_pack *pk);
+size_t sonde_json_pack__res_order(const struct sonde_json_pack *pk, size_t j);
+json_t *sonde_json_pack__fixed(struct sonde_json_pack *pk, size_t i);
+json_t *sonde_json_pack__columns(struct sonde_json_pack *pk, size_t i);
+int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, size_t i, const char *name,
+				  struct sonde_scalar *out);
+long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_t i, const char *column,
+			      double **vals, size_t *cap);
+
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v);
 int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent,
 			      size_t depth);

@@ -13,6 +13,8 @@
  *  - all columns of one resource have the same length.
  */
 #include <errno.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,17 @@ struct sonde_profile {
 	json_t **fixed, **cols;
 	size_t n, cap;
 	size_t indexed; /* keys[0..indexed) are in index */
+	/*
+	 * A loaded profile's resources stay on the JSON reader's tape (json.h)
+	 * until a view asks for one's trees (made then, kept: fixed[i] and
+	 * cols[i], NULL until made, are the profile's own references for i <
+	 * packed) or something needs the whole document (thaw(): rtm and res,
+	 * empty until then, are filled in the document's order).
+	 */
+	struct sonde_json_pack *pack;
+	size_t packed;
+	bool thawed;
+	pthread_mutex_t lock; /* making a packed resource's trees */
 };
 
 static const char *const toplevel_objects[] = {
@@ -95,6 +108,7 @@ static struct sonde_profile *wrap(json_t *root)
 	p->res = json_object_get(root, "resources");
 	p->index = json_object();
 	p->uid_counts = json_object();
+	pthread_mutex_init(&p->lock, NULL);
 	if (!p->index || !p->uid_counts) {
 		json_decref(p->index);
 		json_decref(p->uid_counts);
@@ -124,8 +138,16 @@ struct sonde_profile *sonde_profile__new(const char *type)
 
 void sonde_profile__free(struct sonde_profile *p)
 {
+	size_t i;
+
 	if (!p)
 		return;
+	for (i = 0; i < p->packed; i++) {
+		json_decref(p->fixed[i]);
+		json_decref(p->cols[i]);
+	}
+	sonde_json_pack__free(p->pack);
+	pthread_mutex_destroy(&p->lock);
 	free(p->keys);
 	free(p->fixed);
 	free(p->cols);
@@ -135,9 +157,93 @@ void sonde_profile__free(struct sonde_profile *p)
 	free(p);
 }
 
+/* Resource i's trees made from the tape, where not made before; the lock held. */
+static int unpack_locked(struct sonde_profile *w, size_t i)
+{
+	if (!w->fixed[i])
+		__atomic_store_n(&w->fixed[i], sonde_json_pack__fixed(w->pack, i),
+				 __ATOMIC_RELEASE);
+	if (!w->cols[i])
+		__atomic_store_n(&w->cols[i], sonde_json_pack__columns(w->pack, i),
+				 __ATOMIC_RELEASE);
+	return w->fixed[i] && w->cols[i] ? 0 : -ENOMEM;
+}
+
+/* The same, taking the lock when they are not both made. 0 or -ENOMEM. */
+static int unpack(const struct sonde_profile *p, size_t i)
+{
+	struct sonde_profile *w = (struct sonde_profile *)p; /* a cache: the same answers */
+	int rc;
+
+	if (i >= p->packed || (__atomic_load_n(&p->fixed[i], __ATOMIC_ACQUIRE) &&
+			       __atomic_load_n(&p->cols[i], __ATOMIC_ACQUIRE)))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	rc = unpack_locked(w, i);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+/*
+ * Every packed resource into resource_type_map and resources, in the
+ * document's order (those without columns after the rest, as a tree-loaded
+ * profile adds them): the profile is then what a tree would have made. Under
+ * the lock, so that views on several threads may ask at once.
+ */
+static int thaw(const struct sonde_profile *p)
+{
+	struct sonde_profile *w = (struct sonde_profile *)p;
+	size_t i, j, nres;
+	unsigned char *placed = NULL;
+	int rc = 0;
+
+	if (!p->pack || __atomic_load_n(&p->thawed, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	if (p->thawed)
+		goto out;
+	for (i = 0; i < p->packed && !rc; i++)
+		rc = unpack_locked(w, i);
+	placed = rc ? NULL : calloc(p->packed ? p->packed : 1, 1);
+	if (!placed) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* set again after a failure part way: the same keys, the same values */
+	for (i = 0; i < p->packed; i++)
+		rc |= json_object_set_nocheck(p->rtm, p->keys[i], p->fixed[i]);
+	nres = sonde_json_pack__res_count(p->pack);
+	for (j = 0; j < nres; j++) {
+		i = sonde_json_pack__res_order(p->pack, j);
+		placed[i] = 1;
+		rc |= json_object_set_nocheck(p->res, p->keys[i], p->cols[i]);
+	}
+	for (i = 0; i < p->packed; i++)
+		if (!placed[i])
+			rc |= json_object_set_nocheck(p->res, p->keys[i], p->cols[i]);
+	if (rc)
+		rc = -ENOMEM;
+	else
+		__atomic_store_n(&w->thawed, true, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&w->lock);
+	free(placed);
+	return rc;
+}
+
 json_t *sonde_profile__root(const struct sonde_profile *p)
 {
+	thaw(p); /* out of memory: the document without some resources */
 	return p->root;
+}
+
+json_t *sonde_profile__part(const struct sonde_profile *p, const char *name)
+{
+	json_t *v = json_object_get(p->root, name);
+
+	if (v && (v == p->rtm || v == p->res))
+		thaw(p);
+	return v;
 }
 
 json_t *sonde_profile__header(const struct sonde_profile *p)
@@ -302,7 +408,7 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 		err |= json_object_set_new(fixed, "type", json_string(type));
 	if (subtype)
 		err |= json_object_set_new(fixed, "subtype", json_string(subtype));
-	canon = err || index_pending(p) ? NULL : canonical(fixed);
+	canon = err || thaw(p) || index_pending(p) ? NULL : canonical(fixed);
 	if (!canon) {
 		json_decref(fixed);
 		return -ENOMEM;
@@ -345,6 +451,10 @@ int sonde_profile__append(struct sonde_profile *p, long res, const char *column,
 		json_decref(value);
 		return -ERANGE;
 	}
+	if (thaw(p)) {
+		json_decref(value);
+		return -ENOMEM;
+	}
 	cols = p->cols[res];
 	arr = json_object_get(cols, column);
 	if (!arr) {
@@ -367,6 +477,8 @@ int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const 
 {
 	if (res >= p->n)
 		return -ERANGE;
+	if ((fixed || columns) && unpack(p, res))
+		return -ENOMEM;
 	if (key)
 		*key = p->keys[res];
 	if (fixed)
@@ -374,6 +486,70 @@ int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const 
 	if (columns)
 		*columns = p->cols[res];
 	return 0;
+}
+
+/* Resource i's tree of fixed properties (which == 0) or columns, if made; NULL when packed. */
+static json_t *made(const struct sonde_profile *p, size_t i, int which)
+{
+	json_t *const *a = which ? p->cols : p->fixed;
+
+	return i < p->packed ? __atomic_load_n(&a[i], __ATOMIC_ACQUIRE) : a[i];
+}
+
+int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const char *name,
+				struct sonde_scalar *out)
+{
+	json_t *fixed, *v;
+
+	memset(out, 0, sizeof(*out));
+	out->type = -1;
+	if (res >= p->n)
+		return -1;
+	fixed = made(p, res, 0);
+	if (!fixed && p->pack)
+		return sonde_json_pack__fixed_scalar(p->pack, res, name, out);
+	v = json_object_get(fixed, name);
+	if (!v)
+		return -1;
+	out->type = (int)json_typeof(v);
+	out->s = json_string_value(v);
+	out->i = json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+	out->d = json_number_value(v);
+	return out->type;
+}
+
+const char *sonde_profile__fixed_string(const struct sonde_profile *p, size_t res, const char *name)
+{
+	struct sonde_scalar v;
+
+	return sonde_profile__fixed_scalar(p, res, name, &v) == JSON_STRING ? v.s : NULL;
+}
+
+long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const char *column,
+			    double **vals, size_t *cap)
+{
+	json_t *cols, *col, *v;
+	size_t n, j;
+
+	if (res >= p->n)
+		return -ENOENT;
+	cols = made(p, res, 1);
+	if (!cols && p->pack)
+		return sonde_json_pack__numbers(p->pack, res, column, vals, cap);
+	col = json_object_get(cols, column);
+	if (!json_is_array(col))
+		return -ENOENT;
+	n = json_array_size(col);
+	if (n > *cap) {
+		double *nv = realloc(*vals, n * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*vals = nv;
+		*cap = n;
+	}
+	json_array_foreach(col, j, v)(*vals)[j] = json_is_number(v) ? json_number_value(v) : NAN;
+	return (long)n;
 }
 
 size_t sonde_profile__column_len(json_t *columns, const char *column)
@@ -424,6 +600,10 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 	json_t *v, *r;
 	int err, first = 1, rfirst;
 
+	if (thaw(p)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	err = sonde_strbuf__addch(&sb, '{');
 	json_object_foreach(p->root, key, v)
 	{
@@ -680,6 +860,37 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 	return 0;
 }
 
+/* index_loaded() for a packed profile: the same checks, on the tape. */
+static int index_packed(struct sonde_profile *p, const char *name, struct sonde_strbuf *err)
+{
+	static const char *const why[] = {
+		[SONDE_PACK_FIXED_NOT_OBJECT] =
+			"'%s': resource_type_map entry '%s' is not an object",
+		[SONDE_PACK_COLUMNS_NOT_OBJECT] = "'%s': resources entry '%s' is not an object",
+		[SONDE_PACK_COLUMN_NOT_ARRAY] = "'%s': a column of resource '%s' is not an array",
+		[SONDE_PACK_COLUMN_LENGTHS] = "'%s': the columns of resource '%s' differ in length",
+	};
+	size_t n = sonde_json_pack__count(p->pack), i;
+
+	for (i = 0; i < n; i++) {
+		int bad = sonde_json_pack__check(p->pack, i);
+
+		if (bad) {
+			fail(err, EINVAL, why[bad], name, sonde_json_pack__key(p->pack, i));
+			return -EINVAL;
+		}
+	}
+	p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
+	p->fixed = calloc(n ? n : 1, sizeof(*p->fixed));
+	p->cols = calloc(n ? n : 1, sizeof(*p->cols));
+	if (!p->keys || !p->fixed || !p->cols)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		p->keys[i] = sonde_json_pack__key(p->pack, i);
+	p->n = p->cap = p->packed = n;
+	return 0;
+}
+
 /*
  * Python's json module (Perun's) writes NaN, Infinity and -Infinity as bare
  * words, which JSON does not have. A copy of buf with each of them, outside
@@ -892,7 +1103,8 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 {
 	char why[128];
 	json_error_t jerr;
-	json_t *root = sonde_json__load(buf, len, slack, &jerr), *fv, *v, *records;
+	struct sonde_json_pack *pack = NULL;
+	json_t *root = sonde_json__load_packed(buf, len, slack, &jerr, &pack), *fv, *v, *records;
 	struct sonde_profile *p;
 	const char *const *k;
 	size_t nonfinite = 0;
@@ -903,7 +1115,7 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 		char *copy = nonfinite_as_null(buf, len, &l2, &nonfinite);
 
 		if (copy && nonfinite)
-			root = sonde_json__load(copy, l2, 0, NULL);
+			root = sonde_json__load_packed(copy, l2, 0, NULL, &pack);
 		free(copy);
 	}
 	if (!root) {
@@ -924,6 +1136,7 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 	}
 	if (!json_is_object(root)) {
 		json_decref(root);
+		sonde_json_pack__free(pack);
 		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
 			    "the document is not a JSON object");
 	}
@@ -931,6 +1144,7 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 	perun = fv == NULL;
 	if (fv && (!json_is_integer(fv) || json_integer_value(fv) < 1)) {
 		json_decref(root);
+		sonde_json_pack__free(pack);
 		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
 			    "format_version is not a positive integer");
 	}
@@ -941,6 +1155,7 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 			 "format_version %lld is newer than this sonde reads (%d); upgrade sonde",
 			 (long long)json_integer_value(fv), SONDE_PROFILE_FORMAT_VERSION);
 		json_decref(root);
+		sonde_json_pack__free(pack);
 		return fail(err, ENOTSUP, "'%s' has %s", name, detail);
 	}
 	for (k = toplevel_objects; *k; k++) {
@@ -950,16 +1165,19 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 
 			snprintf(detail, sizeof(detail), "'%s' is not an object", *k);
 			json_decref(root);
+			sonde_json_pack__free(pack);
 			return fail(err, EINVAL, "'%s' is not a profile: %s", name, detail);
 		}
 	}
 	if (mistyped(root, why, sizeof(why))) {
 		json_decref(root);
+		sonde_json_pack__free(pack);
 		return fail(err, EINVAL, "'%s' is not a profile: %s", name, why);
 	}
 	if (perun && !json_object_get(root, "header") && !json_object_get(root, "resources") &&
 	    !json_object_get(root, "global") && !json_object_get(root, "snapshots")) {
 		json_decref(root);
+		sonde_json_pack__free(pack);
 		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
 			    "no format_version, header or resources");
 	}
@@ -971,6 +1189,7 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 	if (fill_defaults(root, NULL)) {
 		json_decref(records);
 		json_decref(root);
+		sonde_json_pack__free(pack);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -999,10 +1218,12 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 	if (!p) {
 		json_decref(records);
 		json_decref(root);
+		sonde_json_pack__free(pack);
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (index_loaded(p, name, err)) {
+	p->pack = pack;
+	if (pack ? index_packed(p, name, err) : index_loaded(p, name, err)) {
 		json_decref(records);
 		sonde_profile__free(p);
 		errno = EINVAL;

@@ -2,26 +2,29 @@
  * table.c - summarise each resource's amount column (see table.h).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/table.h>
 
-static void make_label(struct sonde_table_row *r, const char *cmd, bool subtypes)
+/* A row's label (at most 255 bytes) into buf[256]; its length. */
+static size_t make_label(const struct sonde_table_row *r, const char *cmd, bool subtypes, char *buf)
 {
 	const char *metric = r->subtype ? r->subtype : r->type ? r->type : "amount";
-	size_t len = sizeof(r->label), k;
+	size_t len = 256, k;
 
 	if (!r->uid || (cmd && !strcmp(r->uid, cmd)))
-		k = (size_t)snprintf(r->label, len, "%s", metric);
+		k = (size_t)snprintf(buf, len, "%s", metric);
 	else if (subtypes && r->subtype && strcmp(r->subtype, r->uid))
-		k = (size_t)snprintf(r->label, len, "%s (%s)", r->uid, r->subtype);
+		k = (size_t)snprintf(buf, len, "%s (%s)", r->uid, r->subtype);
 	else
-		k = (size_t)snprintf(r->label, len, "%s", r->uid);
+		k = (size_t)snprintf(buf, len, "%s", r->uid);
 	if (r->region && k < len)
-		k += (size_t)snprintf(r->label + k, len - k, " [region %s]", r->region);
+		k += (size_t)snprintf(buf + k, len - k, " [region %s]", r->region);
 	if (r->workload && k < len)
-		snprintf(r->label + k, len - k, " @%s", r->workload);
+		snprintf(buf + k, len - k, " @%s", r->workload);
+	return strlen(buf);
 }
 
 int sonde_table__rows(const struct sonde_profile *p, struct sonde_table_row **rows, size_t *n)
@@ -35,36 +38,26 @@ int sonde_table__rows(const struct sonde_profile *p, struct sonde_table_row **ro
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < count; i++) {
-		json_t *fixed, *cols, *amount, *a;
 		struct sonde_table_row *r = &v[k];
-		size_t j, m = 0;
+		long got = sonde_profile__numbers(p, i, "amount", &x, &xcap), j;
+		size_t m = 0;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
-		amount = json_object_get(cols, "amount");
-		if (json_array_size(amount) > xcap) {
-			double *nx = realloc(x, json_array_size(amount) * sizeof(*nx));
-
-			if (!nx) {
-				free(x);
-				free(v);
-				return -ENOMEM;
-			}
-			x = nx;
-			xcap = json_array_size(amount);
+		if (got == -ENOMEM) {
+			free(x);
+			free(v);
+			return -ENOMEM;
 		}
-		json_array_foreach(amount, j, a)
-		{
-			if (json_is_number(a))
-				x[m++] = json_number_value(a);
-		}
+		for (j = 0; j < got; j++) /* the numbers, in place */
+			if (!isnan(x[j]))
+				x[m++] = x[j];
 		if (!m)
 			continue;
-		r->uid = json_string_value(json_object_get(fixed, "uid"));
-		r->type = json_string_value(json_object_get(fixed, "type"));
-		r->subtype = json_string_value(json_object_get(fixed, "subtype"));
-		r->workload = json_string_value(json_object_get(fixed, "workload"));
-		r->region = json_string_value(json_object_get(fixed, "region"));
-		r->unit = json_string_value(json_object_get(fixed, "unit"));
+		r->uid = sonde_profile__fixed_string(p, i, "uid");
+		r->type = sonde_profile__fixed_string(p, i, "type");
+		r->subtype = sonde_profile__fixed_string(p, i, "subtype");
+		r->workload = sonde_profile__fixed_string(p, i, "workload");
+		r->region = sonde_profile__fixed_string(p, i, "region");
+		r->unit = sonde_profile__fixed_string(p, i, "unit");
 		if (!r->unit && r->type) /* by type; a mixed profile's by subtype (trace: time) */
 			r->unit = json_string_value(json_object_get(units, r->type));
 		if (!r->unit && r->subtype)
@@ -85,8 +78,27 @@ int sonde_table__rows(const struct sonde_profile *p, struct sonde_table_row **ro
 		for (i = 1; i < k && !subtypes; i++)
 			subtypes =
 				v[i].subtype && v[0].subtype && strcmp(v[i].subtype, v[0].subtype);
+		char label[256], *at;
+		size_t total = 0;
+		struct sonde_table_row *w;
+
+		/* the labels after the rows, in the same block: freed with it */
 		for (i = 0; i < k; i++)
-			make_label(&v[i], cmd, subtypes);
+			total += make_label(&v[i], cmd, subtypes, label) + 1;
+		w = realloc(v, k * sizeof(*v) + total + 1); /* + 1: never 0 bytes */
+		if (!w) {
+			free(v);
+			return -ENOMEM;
+		}
+		v = w;
+		at = (char *)(v + k);
+		for (i = 0; i < k; i++) {
+			size_t len = make_label(&v[i], cmd, subtypes, label);
+
+			memcpy(at, label, len + 1);
+			v[i].label = at;
+			at += len + 1;
+		}
 	}
 	*rows = v;
 	*n = k;

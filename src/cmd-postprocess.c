@@ -80,7 +80,7 @@ static int parse_decay(const char *s, double *alpha)
 
 static void print_models(const struct sonde_profile *p, const char *name, size_t first)
 {
-	json_t *models = json_object_get(sonde_profile__root(p), "models"), *m;
+	json_t *models = sonde_profile__part(p, "models"), *m;
 	size_t i;
 
 	for (i = first; i < json_array_size(models); i++) {
@@ -255,7 +255,7 @@ int cmd_postprocess(int argc, char **argv)
 			cli_error("postprocess", "cannot write '%s': %s", dest, strerror(-rc));
 			code = EXIT_FAILURE_;
 		} else {
-			json_t *all = json_object_get(sonde_profile__root(p), "models");
+			json_t *all = sonde_profile__part(p, "models");
 
 			printf("%s: %zu %s model%s of %s per %s written to %s\n", o.name, added,
 			       o.name, added == 1 ? "" : "s", o.of, o.per, dest);

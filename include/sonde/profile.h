@@ -67,8 +67,16 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len);
 /* Atomically write to path. Returns 0 or -errno. */
 int sonde_profile__save(const struct sonde_profile *p, const char *path);
 
-/* Borrowed parts of the document; always objects (arrays for models). */
+/*
+ * Borrowed parts of the document; always objects (arrays for models). A
+ * loaded profile keeps its resources compact until they are asked for: root()
+ * makes the whole document (a jansson tree of about a kilobyte a resource),
+ * so views that only read a member name it with __part() (which makes the
+ * resources only when the member is resource_type_map or resources) and
+ * read resources through __resource_at(), __fixed_scalar() and __numbers().
+ */
 json_t *sonde_profile__root(const struct sonde_profile *p);
+json_t *sonde_profile__part(const struct sonde_profile *p, const char *name);
 json_t *sonde_profile__header(const struct sonde_profile *p);
 json_t *sonde_profile__stats(const struct sonde_profile *p);
 json_t *sonde_profile__metadata(const struct sonde_profile *p);
@@ -96,6 +104,31 @@ size_t sonde_profile__resource_count(const struct sonde_profile *p);
  */
 int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const char **key,
 			       json_t **fixed, json_t **columns);
+
+/*
+ * One fixed property of resource res, read without making the resource's
+ * tree: its json_type (-1 when absent), and the value of a string (s,
+ * borrowed while the profile lives), an integer (i, and d) or a real (d).
+ * Returns the type.
+ */
+struct sonde_scalar {
+	int type;
+	const char *s;
+	long long i;
+	double d;
+};
+int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const char *name,
+				struct sonde_scalar *out);
+/* The same for a string property: NULL when absent or not a string. */
+const char *sonde_profile__fixed_string(const struct sonde_profile *p, size_t res,
+					const char *name);
+/*
+ * Column `column` of resource res as doubles (NAN where a value is not a
+ * number) into *vals, grown to *cap as needed: how many, -ENOENT when the
+ * resource has no such column, or -ENOMEM.
+ */
+long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const char *column,
+			    double **vals, size_t *cap);
 
 /* Length of a column of a resource (0 when absent). */
 size_t sonde_profile__column_len(json_t *columns, const char *column);

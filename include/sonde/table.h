@@ -22,9 +22,10 @@ struct sonde_table_row {
 	 * What the row is, for people: the metric of a profile whose resources are
 	 * the command (time), else the uid (function, site, counter), with the
 	 * subtype when the profile has several (malloc, free), the region and the
-	 * workload ("make:a.c:16 (malloc)", "cycles [region solve]", "real @100").
+	 * workload ("make:a.c:16 (malloc)", "cycles [region solve]", "real @100"),
+	 * at most 255 bytes; in the rows' block, freed with it.
 	 */
-	char label[256];
+	const char *label;
 };
 
 /*

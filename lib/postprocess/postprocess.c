@@ -60,31 +60,39 @@ static int extend(double **a, size_t n)
 int sonde_points__collect(const struct sonde_profile *p, const char *of, const char *per,
 			  struct sonde_points **out, size_t *nout)
 {
-	size_t n = sonde_profile__resource_count(p), i, j, cap = 0, ng = 0;
+	size_t n = sonde_profile__resource_count(p), i, cap = 0, ng = 0, ycap = 0, xcap = 0;
 	struct sonde_points *g = NULL;
 	struct sonde_strmap index = SONDE_STRMAP_INIT; /* uid, type, subtype -> group */
 	struct sonde_strbuf key = SONDE_STRBUF_INIT, uid = SONDE_STRBUF_INIT;
+	double *ys = NULL, *xs = NULL;
 	int rc = 0;
 
+	/* the values and names read without making the resources' trees */
 	for (i = 0; i < n && !rc; i++) {
-		json_t *fixed, *cols, *ys, *xs;
+		long len = sonde_profile__numbers(p, i, of, &ys, &ycap), j,
+		     xlen = len > 0 ? sonde_profile__numbers(p, i, per, &xs, &xcap) : 0;
+		struct sonde_scalar u;
 		uint64_t *at;
 		bool hit;
 		const char *type, *sub;
 		struct sonde_points *pt;
-		size_t len;
+		json_t *fixed;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
-		ys = json_object_get(cols, of);
-		xs = json_object_get(cols, per);
-		len = json_array_size(ys);
-		if (!len || json_array_size(xs) != len)
+		if (len == -ENOMEM || xlen == -ENOMEM) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (len <= 0 || xlen != len)
 			continue;
-		type = json_string_value(json_object_get(fixed, "type"));
-		sub = json_string_value(json_object_get(fixed, "subtype"));
+		type = sonde_profile__fixed_string(p, i, "type");
+		sub = sonde_profile__fixed_string(p, i, "subtype");
 		sonde_strbuf__reset(&uid);
 		sonde_strbuf__reset(&key);
-		rc = sonde_profile__uid_string(json_object_get(fixed, "uid"), &uid);
+		if (sonde_profile__fixed_scalar(p, i, "uid", &u) == JSON_STRING)
+			rc = sonde_strbuf__adds(&uid, u.s);
+		else if (!(rc = sonde_profile__resource_at(p, i, NULL, &fixed, NULL)))
+			/* an object's values joined, or the JSON of anything else */
+			rc = sonde_profile__uid_string(json_object_get(fixed, "uid"), &uid);
 		rc |= sonde_strbuf__addf(&key, "%s\x1f%s\x1f%s", uid.buf ? uid.buf : "",
 					 type ? type : "", sub ? sub : "");
 		if (rc)
@@ -108,19 +116,19 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 				break;
 			}
 		}
-		rc = extend(&pt->x, pt->n + len);
-		rc = rc ? rc : extend(&pt->y, pt->n + len);
+		rc = extend(&pt->x, pt->n + (size_t)len);
+		rc = rc ? rc : extend(&pt->y, pt->n + (size_t)len);
 		if (rc)
 			break;
 		for (j = 0; j < len; j++) {
-			json_t *a = json_array_get(xs, j), *b = json_array_get(ys, j);
-
-			if (!json_is_number(a) || !json_is_number(b))
+			if (isnan(xs[j]) || isnan(ys[j]))
 				continue;
-			pt->x[pt->n] = json_number_value(a);
-			pt->y[pt->n++] = json_number_value(b);
+			pt->x[pt->n] = xs[j];
+			pt->y[pt->n++] = ys[j];
 		}
 	}
+	free(ys);
+	free(xs);
 	sonde_strmap__release(&index);
 	sonde_strbuf__release(&key);
 	sonde_strbuf__release(&uid);
@@ -496,7 +504,7 @@ int sonde_postprocess__best(const struct sonde_profile *p, const char *uid, cons
 int sonde_postprocess__model(const struct sonde_profile *p, const char *uid, const char *type,
 			     const char *subtype, int kind, struct sonde_fit *out)
 {
-	json_t *models = json_object_get(sonde_profile__root(p), "models"), *m;
+	json_t *models = sonde_profile__part(p, "models"), *m;
 	struct sonde_fit f;
 	bool found = false;
 	size_t i;

@@ -264,54 +264,114 @@ static const char *field(json_t *fixed, json_t *cols, const char *name, size_t r
 	return buf->buf ? buf->buf : "";
 }
 
-static bool same_type(json_t *fixed, const char *type)
+/*
+ * field() for a fixed property, read without making the resource's tree
+ * (made only for a uid that is not a string).
+ */
+static const char *fixed_field(const struct sonde_profile *p, size_t i, const char *name,
+			       struct sonde_strbuf *buf)
 {
-	const char *t = json_string_value(json_object_get(fixed, "type"));
+	struct sonde_scalar v;
+	bool dummy;
+	json_t *fixed;
 
-	return t && !strcmp(t, type);
+	sonde_strbuf__reset(buf);
+	if (!name)
+		return "";
+	switch (sonde_profile__fixed_scalar(p, i, name, &v)) {
+	case JSON_STRING:
+		sonde_strbuf__adds(buf, v.s);
+		break;
+	case JSON_INTEGER:
+	case JSON_REAL:
+	case JSON_TRUE:
+	case JSON_FALSE:
+		if (!strcmp(name, "uid")) /* uid_string()'s compact JSON */
+			return sonde_profile__resource_at(p, i, NULL, &fixed, NULL)
+				       ? ""
+				       : field(fixed, NULL, name, 0, buf, &dummy);
+		if (v.type == JSON_INTEGER)
+			sonde_strbuf__addf(buf, "%lld", v.i);
+		else if (v.type == JSON_REAL)
+			sonde_strbuf__addf(buf, "%g", v.d);
+		else
+			sonde_strbuf__adds(buf, v.type == JSON_TRUE ? "true" : "false");
+		break;
+	default: /* absent, null, an array or an object */
+		if (!strcmp(name, "uid"))
+			return v.type == -1 || sonde_profile__resource_at(p, i, NULL, &fixed, NULL)
+				       ? ""
+				       : field(fixed, NULL, name, 0, buf, &dummy);
+		sonde_strbuf__adds(buf, "(none)");
+		break;
+	}
+	return buf->buf ? buf->buf : "";
 }
 
-/* Aggregate of over (per, by) for every row of every resource. */
+/*
+ * Aggregate of over (per, by) for every row of every resource. The values
+ * and fixed properties are read without making the resources' trees; a
+ * resource whose category or group is one of its columns (other than a
+ * numeric per) is read through its tree.
+ */
 static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opts *o, bool numeric,
 		     struct agg *a)
 {
-	size_t n = sonde_profile__resource_count(p), i, j;
+	size_t n = sonde_profile__resource_count(p), i, ycap = 0, xcap = 0, tcap = 0;
 	struct sonde_strbuf cb = SONDE_STRBUF_INIT, gb = SONDE_STRBUF_INIT;
+	double *ys = NULL, *xs = NULL, *tmp = NULL;
 	int rc = 0;
 
 	memset(a, 0, sizeof(*a));
 	for (i = 0; i < n && !rc; i++) {
-		json_t *fixed, *cols, *ys, *xs;
+		long ny = sonde_profile__numbers(p, i, o->of, &ys, &ycap), nx = 0, j;
+		json_t *fixed = NULL, *cols = NULL;
 		struct cell *c = NULL;
-		bool cat_row = false, grp_row = false;
+		bool cat_row = false, grp_row = false, by_tree;
+		const char *type;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
-		ys = json_object_get(cols, o->of);
-		xs = json_object_get(cols, o->per);
-		if (!json_array_size(ys) || (numeric && !xs))
+		if (numeric && ny > 0)
+			nx = sonde_profile__numbers(p, i, o->per, &xs, &xcap);
+		if (ny == -ENOMEM || nx == -ENOMEM) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (ny <= 0 || nx < 0)
 			continue;
-		if (o->type && !same_type(fixed, o->type))
+		type = o->type ? sonde_profile__fixed_string(p, i, "type") : NULL;
+		if (o->type && (!type || strcmp(type, o->type)))
 			continue;
-		for (j = 0; j < json_array_size(ys); j++) {
-			json_t *y = json_array_get(ys, j),
-			       *x = numeric ? json_array_get(xs, j) : NULL;
-			double v = json_number_value(y);
+		/* a category or group from a column: per row, through the tree */
+		by_tree = (!numeric && o->per &&
+			   sonde_profile__numbers(p, i, o->per, &tmp, &tcap) >= 0) ||
+			  (o->by && sonde_profile__numbers(p, i, o->by, &tmp, &tcap) >= 0);
+		if (by_tree && sonde_profile__resource_at(p, i, NULL, &fixed, &cols)) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (j = 0; j < ny; j++) {
+			double v = ys[j], x = numeric && j < nx ? xs[j] : NAN;
 
-			if (!json_is_number(y) || (numeric && !json_is_number(x)))
+			if (isnan(v) || (numeric && isnan(x)))
 				continue;
 			if (!c || cat_row || grp_row) {
 				const char *cat, *grp;
 
 				if (numeric) {
 					sonde_strbuf__reset(&cb);
-					sonde_strbuf__addf(&cb, "%.17g", json_number_value(x));
+					sonde_strbuf__addf(&cb, "%.17g", x);
 					cat = cb.buf;
 					cat_row = true;
 				} else {
-					cat = field(fixed, cols, o->per, j, &cb, &cat_row);
+					cat = by_tree ? field(fixed, cols, o->per, (size_t)j, &cb,
+							      &cat_row)
+						      : fixed_field(p, i, o->per, &cb);
 				}
-				grp = o->by ? field(fixed, cols, o->by, j, &gb, &grp_row) : "";
-				c = agg_cell(a, cat, grp, numeric ? json_number_value(x) : 0);
+				grp = !o->by ? ""
+				      : by_tree
+					      ? field(fixed, cols, o->by, (size_t)j, &gb, &grp_row)
+					      : fixed_field(p, i, o->by, &gb);
+				c = agg_cell(a, cat, grp, numeric ? x : 0);
 				if (!c) {
 					rc = -ENOMEM;
 					break;
@@ -327,6 +387,9 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 			c->count++;
 		}
 	}
+	free(ys);
+	free(xs);
+	free(tmp);
 	sonde_strbuf__release(&cb);
 	sonde_strbuf__release(&gb);
 	return rc;
@@ -982,7 +1045,7 @@ int sonde_view__scatter(const struct sonde_profile *p, const struct sonde_chart_
 {
 	struct sonde_points *g;
 	size_t ng, i, total = 0, shown;
-	json_t *models = json_object_get(sonde_profile__root(p), "models");
+	json_t *models = sonde_profile__part(p, "models");
 	const char *unit = value_unit(p, o);
 	struct sonde_strbuf body = SONDE_STRBUF_INIT;
 	char title[256];

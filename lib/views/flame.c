@@ -49,8 +49,13 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 		bool hit;
 		struct sonde_strbuf line = SONDE_STRBUF_INIT;
 		json_int_t w;
+		struct sonde_scalar t, s;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		/* without a trace and a summary, not made into a tree */
+		if (sonde_profile__fixed_scalar(p, i, "trace", &t) != JSON_ARRAY ||
+		    sonde_profile__fixed_scalar(p, i, "summary", &s) != JSON_OBJECT ||
+		    sonde_profile__resource_at(p, i, NULL, &fixed, &cols))
+			continue;
 		trace = json_object_get(fixed, "trace");
 		sum = json_object_get(fixed, "summary");
 		if (!json_array_size(trace) || !sum)
@@ -112,14 +117,14 @@ int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct
 	bool count =
 		!strcmp(weight, "count") || !strcmp(weight, "calls") || !strcmp(weight, "samples");
 
-	if (json_object_get(sonde_profile__root(p), "trace"))
+	if (sonde_profile__part(p, "trace"))
 		return view_trace_folded(p, count, out, add_frame);
 	return memory_folded(p, count ? "count" : "bytes", out);
 }
 
 const char *sonde_view__flame_weight(const struct sonde_profile *p, const char **unit)
 {
-	bool trace = json_object_get(sonde_profile__root(p), "trace") != NULL;
+	bool trace = sonde_profile__part(p, "trace") != NULL;
 
 	*unit = trace ? "ns" : "B";
 	return trace ? "time" : "bytes";

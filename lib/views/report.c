@@ -135,8 +135,7 @@ static int summary_table(struct sonde_strbuf *out, const struct sonde_table_row 
 
 static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 {
-	json_t *h = sonde_profile__header(p),
-	       *m = json_object_get(sonde_profile__root(p), "machine"),
+	json_t *h = sonde_profile__header(p), *m = sonde_profile__part(p, "machine"),
 	       *md = sonde_profile__metadata(p), *st = sonde_profile__stats(p);
 	int rc = sonde_strbuf__adds(out, "<h3>How it was measured</h3><table class=\"facts\">\n");
 
@@ -144,7 +143,7 @@ static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 	rc |= fact(out, "type", json_object_get(h, "type"));
 	rc |= fact(out, "collector", json_object_get(sonde_profile__collector_info(p), "name"));
 	rc |= fact(out, "workload", json_object_get(h, "workload"));
-	rc |= fact(out, "commit", json_object_get(sonde_profile__root(p), "origin"));
+	rc |= fact(out, "commit", sonde_profile__part(p, "origin"));
 	rc |= fact(out, "uncommitted changes", json_object_get(md, "dirty"));
 	rc |= fact(out, "date", json_object_get(md, "date"));
 	rc |= fact(out, "sonde", json_object_get(md, "sonde_version"));
@@ -232,8 +231,8 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p,
 	}
 	if (json_is_object(json_object_get(st, "trace"))) {
 		/* every call counts (the rows are a sample): the functions' summaries */
-		json_t *rtm = json_object_get(sonde_profile__root(p), "resource_type_map"), *r;
-		const char *key, *top[3] = { 0 };
+		json_t *r, *top[3] = { 0 };
+		size_t nres = sonde_profile__resource_count(p), at;
 		double tot[3] = { -1, -1, -1 };
 		int k;
 
@@ -241,9 +240,12 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p,
 		const char *count = smp ? "samples" : "calls";
 
 		rc |= kv_num(out, count, json_object_get(json_object_get(st, "trace"), count), "");
-		json_object_foreach(rtm, key, r)
-		{
-			double t = json_number_value(
+		for (at = 0; at < nres; at++) {
+			double t;
+
+			if (sonde_profile__resource_at(p, at, NULL, &r, NULL))
+				break;
+			t = json_number_value(
 				json_object_get(json_object_get(r, "summary"), "total"));
 
 			for (k = 0; k < 3; k++)
@@ -253,13 +255,12 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p,
 					memmove(top + k + 1, top + k,
 						(size_t)(2 - k) * sizeof(*top));
 					tot[k] = t;
-					top[k] = key;
+					top[k] = r;
 					break;
 				}
 		}
 		for (k = 0; k < 3 && top[k]; k++) {
-			json_t *x = json_object_get(rtm, top[k]),
-			       *sm = json_object_get(x, "summary");
+			json_t *x = top[k], *sm = json_object_get(x, "summary");
 			char a[40], v[96];
 			long long calls = (long long)json_number_value(json_object_get(sm, count));
 

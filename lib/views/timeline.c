@@ -111,7 +111,7 @@ static int counter_tracks(const struct sonde_profile *p, const struct sink *k, l
 
 static int sched_spans(const struct sonde_profile *p, const struct sink *k)
 {
-	json_t *sc = json_object_get(sonde_profile__root(p), "sched");
+	json_t *sc = sonde_profile__part(p, "sched");
 	json_t *states = json_object_get(sc, "states"), *x;
 	struct u64map pid_of = { 0 }; /* tid -> pid */
 	size_t i;
@@ -156,7 +156,7 @@ static int sched_spans(const struct sonde_profile *p, const struct sink *k)
  */
 static int func_spans(const struct sonde_profile *p, const struct sink *k)
 {
-	json_t *tr = json_object_get(sonde_profile__root(p), "trace");
+	json_t *tr = sonde_profile__part(p, "trace");
 	json_t *funcs = json_object_get(tr, "functions"), *x;
 	size_t i;
 	int d;
@@ -263,7 +263,7 @@ static int walk(const struct sonde_profile *p, const struct sink *k)
 
 	if (!type)
 		return -EINVAL;
-	if (json_object_get(sonde_profile__root(p), "trace"))
+	if (sonde_profile__part(p, "trace"))
 		return func_spans(p, k);
 	snprintf(name, sizeof(name), "sonde: %s", sget(ci, "name") ? sget(ci, "name") : type);
 	if (!strcmp(type, "sched"))
@@ -363,9 +363,8 @@ int sonde_view__timeline(const struct sonde_profile *const *p, size_t n, struct 
 		return rc;
 	sonde_strbuf__adds(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	for (i = 0; i < n && rc != -ENOMEM; i++) {
-		rc = json_object_get(sonde_profile__root(p[i]), "trace")
-			     ? view_trace_events(p[i], out, &o.first)
-			     : walk(p[i], &k);
+		rc = sonde_profile__part(p[i], "trace") ? view_trace_events(p[i], out, &o.first)
+							: walk(p[i], &k);
 		if (!rc)
 			any = true;
 	}

@@ -26,8 +26,8 @@ static json_int_t iget(json_t *o, const char *k)
 /* A sampled profile: counts are samples, times are the samples' weights (estimates). */
 static bool sampled(const struct sonde_profile *p)
 {
-	const char *c = json_string_value(
-		json_object_get(json_object_get(sonde_profile__root(p), "trace"), "count"));
+	const char *c =
+		json_string_value(json_object_get(sonde_profile__part(p, "trace"), "count"));
 
 	return c && !strcmp(c, "samples");
 }
@@ -341,7 +341,7 @@ static int by_incl(const void *a, const void *b, void *arg)
 /* Load trace.contexts; node ids map to positions (+1: 0 is the root). */
 static int cct_load(const struct sonde_profile *p, struct cct *t)
 {
-	json_t *tr = json_object_get(sonde_profile__root(p), "trace"), *nodes, *row;
+	json_t *tr = sonde_profile__part(p, "trace"), *nodes, *row;
 	size_t i, *count, *pos;
 	json_int_t *where;
 
@@ -658,7 +658,7 @@ static void frame_plain(struct sonde_strbuf *sb, const char *name)
 static int add_samples(const struct sonde_profile *p, struct sonde_strbuf *out, bool *firstp)
 {
 	bool first = *firstp;
-	json_t *smp = json_object_get(json_object_get(sonde_profile__root(p), "trace"), "samples");
+	json_t *smp = json_object_get(sonde_profile__part(p, "trace"), "samples");
 	json_t *x, *where = json_object();
 	struct cct t;
 	size_t i;
@@ -714,7 +714,7 @@ static int add_samples(const struct sonde_profile *p, struct sonde_strbuf *out, 
 /* The trace profile's events for the timeline (timeline.c writes the document around them). */
 int view_trace_events(const struct sonde_profile *p, struct sonde_strbuf *out, bool *firstp)
 {
-	json_t *tr = json_object_get(sonde_profile__root(p), "trace");
+	json_t *tr = sonde_profile__part(p, "trace");
 	json_t *slices = json_object_get(tr, "slices"), *funcs = json_object_get(tr, "functions");
 	json_t *x, *m;
 	struct slice *s;

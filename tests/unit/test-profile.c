@@ -1,5 +1,6 @@
 /* Unit tests: the profile model, loading (errors, newer formats, Perun forms), saving. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -174,12 +175,110 @@ static void test_round_trip(void **state)
 	sonde_strbuf__release(&err);
 }
 
+/*
+ * A loaded profile's resources stay on the reader's tape: read through the
+ * accessors without their trees, made on request, and written back in the
+ * document's order (those without columns last, as before).
+ */
+static void test_packed(void **state)
+{
+	static const char doc[] = "{\"format_version\": 1, \"header\": {\"type\": \"mixed\"},"
+				  " \"resource_type_map\": {"
+				  "  \"a#0\": {\"uid\": \"a\", \"type\": \"time\", \"n\": 7, "
+				  "\"r\": 0.5, \"b\": true},"
+				  "  \"b#0\": {\"uid\": {\"f\": \"m\", \"l\": 3}},"
+				  "  \"c#0\": {\"uid\": \"c\"}},"
+				  " \"resources\": {\"b#0\": {\"amount\": [1, null, \"x\", 2.5]},"
+				  "  \"a#0\": {\"amount\": [4], \"size\": [9]}}}";
+	static const char *const abc[] = { "a#0", "b#0", "c#0" }, *const bac[] = { "b#0", "a#0",
+										   "c#0" };
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *p = parse(doc, &err);
+	struct sonde_scalar v;
+	double *vals = NULL;
+	size_t cap = 0, len, i;
+	const char *key;
+	json_t *fixed, *cols, *back, *m;
+	char *text;
+	void *it;
+
+	assert_non_null(p);
+	assert_int_equal(sonde_profile__resource_count(p), 3);
+	assert_int_equal(sonde_profile__fixed_scalar(p, 0, "n", &v), JSON_INTEGER);
+	assert_int_equal(v.i, 7);
+	assert_int_equal(sonde_profile__fixed_scalar(p, 0, "r", &v), JSON_REAL);
+	assert_true(v.d == 0.5);
+	assert_int_equal(sonde_profile__fixed_scalar(p, 0, "b", &v), JSON_TRUE);
+	assert_int_equal(sonde_profile__fixed_scalar(p, 0, "none", &v), -1);
+	assert_int_equal(sonde_profile__fixed_scalar(p, 1, "uid", &v), JSON_OBJECT);
+	assert_string_equal(sonde_profile__fixed_string(p, 0, "type"), "time");
+	assert_null(sonde_profile__fixed_string(p, 0, "n"));
+	assert_int_equal(sonde_profile__numbers(p, 1, "amount", &vals, &cap), 4);
+	assert_true(vals[0] == 1 && isnan(vals[1]) && isnan(vals[2]) && vals[3] == 2.5);
+	assert_int_equal(sonde_profile__numbers(p, 0, "size", &vals, &cap), 1);
+	assert_true(vals[0] == 9);
+	assert_int_equal(sonde_profile__numbers(p, 2, "amount", &vals, &cap), -ENOENT);
+	assert_int_equal(sonde_profile__numbers(p, 0, "nope", &vals, &cap), -ENOENT);
+	/* a member other than the two maps: they stay packed */
+	assert_string_equal(
+		json_string_value(json_object_get(sonde_profile__part(p, "header"), "type")),
+		"mixed");
+	/* made on request; a change to a tree is what the accessors then read */
+	assert_int_equal(sonde_profile__resource_at(p, 2, &key, &fixed, &cols), 0);
+	assert_string_equal(key, "c#0");
+	assert_int_equal(json_object_size(cols), 0);
+	json_object_set_new(fixed, "uid", json_string("z"));
+	assert_string_equal(sonde_profile__fixed_string(p, 2, "uid"), "z");
+	/* written back: resource_type_map in its order, resources in theirs, c#0 last */
+	text = sonde_profile__dump(p, &len);
+	assert_non_null(text);
+	back = json_loads(text, 0, NULL);
+	assert_non_null(back);
+	m = json_object_get(back, "resource_type_map");
+	it = json_object_iter(m);
+	for (i = 0; i < 3; i++, it = json_object_iter_next(m, it))
+		assert_string_equal(json_object_iter_key(it), abc[i]);
+	m = json_object_get(back, "resources");
+	it = json_object_iter(m);
+	for (i = 0; i < 3; i++, it = json_object_iter_next(m, it))
+		assert_string_equal(json_object_iter_key(it), bac[i]);
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_object_get(json_object_get(back, "resource_type_map"), "c#0"), "uid")),
+		"z");
+	assert_int_equal(json_array_size(json_object_get(json_object_get(m, "b#0"), "amount")), 4);
+	/* the whole document is the tree now: the same answers */
+	assert_int_equal(json_object_size(json_object_get(sonde_profile__root(p), "resources")), 3);
+	assert_string_equal(sonde_profile__fixed_string(p, 0, "type"), "time");
+	/* and a resource added to it comes after the loaded ones */
+	assert_int_equal(sonde_profile__resource(p, "a", "time", NULL, NULL), 3);
+	json_decref(back);
+	free(text);
+	free(vals);
+	sonde_profile__free(p);
+	/* an error found on the tape names the resource, as the tree's check did */
+	assert_null(parse("{\"format_version\": 1, \"resource_type_map\": {\"a#0\": 3},"
+			  " \"resources\": {}}",
+			  &err));
+	assert_non_null(strstr(err.buf, "resource_type_map entry 'a#0' is not an object"));
+	assert_null(parse("{\"format_version\": 1, \"resource_type_map\": {\"a#0\": {}},"
+			  " \"resources\": {\"a#0\": {\"amount\": 1}}}",
+			  &err));
+	assert_non_null(strstr(err.buf, "a column of resource 'a#0' is not an array"));
+	/* a key twice: jansson reads it and refuses it */
+	assert_null(parse("{\"format_version\": 1, \"resource_type_map\": {\"a#0\": {},"
+			  " \"a#0\": {}}, \"resources\": {}}",
+			  &err));
+	assert_non_null(strstr(err.buf, "duplicate"));
+	sonde_strbuf__release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resources),      cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_perun_records),  cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_resource_order),
+		cmocka_unit_test(test_resource_order), cmocka_unit_test(test_packed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
