@@ -30,6 +30,7 @@
 
 extern "C" {
 #include <sonde/profile.h>
+#include <sonde/strbuf.h>
 #include "json.h"
 #include "strmap.h"
 }
@@ -526,6 +527,7 @@ extern "C" int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, s
 	dom::element v;
 
 	*out = sonde_scalar{};
+	out->type = -1;
 	if (!member(pk->fixed[i], name, &v))
 		return -1;
 	switch (v.type()) {
@@ -550,6 +552,92 @@ extern "C" int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, s
 		return out->type = JSON_NULL;
 	}
 	return -1;
+}
+
+namespace
+{
+
+/* json.c's dump() over the tape: the same bytes for the same values */
+int tape_dump(struct sonde_strbuf *sb, dom::element v, size_t indent, size_t depth, bool flat)
+{
+	int err = 0;
+	bool first = true;
+
+	switch (v.type()) {
+	case dom::element_type::OBJECT: {
+		dom::object o = v.get_object().value_unsafe();
+
+		err = sonde_strbuf__addch(sb, '{');
+		for (dom::key_value_pair kv : o) {
+			if (err)
+				break;
+			if (!first)
+				err |= sonde_strbuf__addch(sb, ',');
+			first = false;
+			if (indent)
+				err |= sonde_json__put_indent(sb, indent * (depth + 1));
+			err |= sonde_json__put_string(sb, kv.key.data(), kv.key.size());
+			err |= indent ? sonde_strbuf__add(sb, ": ", 2)
+				      : sonde_strbuf__addch(sb, ':');
+			err |= tape_dump(sb, kv.value, indent, depth + 1, flat);
+		}
+		if (indent && !first)
+			err |= sonde_json__put_indent(sb, indent * depth);
+		return err | sonde_strbuf__addch(sb, '}');
+	}
+	case dom::element_type::ARRAY: {
+		dom::array a = v.get_array().value_unsafe();
+		bool scalars = true;
+
+		if (indent && flat) {
+			for (dom::element e : a)
+				if (e.is_object() || e.is_array())
+					scalars = false;
+			if (scalars)
+				indent = 0;
+		}
+		err = sonde_strbuf__addch(sb, '[');
+		for (dom::element e : a) {
+			if (err)
+				break;
+			if (!first)
+				err |= sonde_strbuf__addch(sb, ',');
+			first = false;
+			if (indent)
+				err |= sonde_json__put_indent(sb, indent * (depth + 1));
+			err |= tape_dump(sb, e, indent, depth + 1, flat);
+		}
+		if (indent && !first)
+			err |= sonde_json__put_indent(sb, indent * depth);
+		return err | sonde_strbuf__addch(sb, ']');
+	}
+	case dom::element_type::STRING: {
+		std::string_view s = v.get_string().value_unsafe();
+
+		return sonde_json__put_string(sb, s.data(), s.size());
+	}
+	case dom::element_type::INT64:
+		return sonde_json__put_integer(sb, v.get_int64().value_unsafe());
+	case dom::element_type::DOUBLE:
+		return sonde_json__put_real(sb, v.get_double().value_unsafe());
+	case dom::element_type::BOOL:
+		return sonde_strbuf__adds(sb, v.get_bool().value_unsafe() ? "true" : "false");
+	case dom::element_type::NULL_VALUE:
+		return sonde_strbuf__adds(sb, "null");
+	case dom::element_type::UINT64: /* not in a pack (clean) */
+		break;
+	}
+	return -EINVAL;
+}
+
+} // namespace
+
+extern "C" int sonde_json_pack__dump(const struct sonde_json_pack *pk, size_t i, int which,
+				     struct sonde_strbuf *sb, size_t indent, size_t depth, int flat)
+{
+	if (which && !pk->has_cols[i])
+		return sonde_strbuf__adds(sb, "{}") ? -ENOMEM : 0;
+	return tape_dump(sb, which ? pk->cols[i] : pk->fixed[i], indent, depth, flat) ? -ENOMEM : 0;
 }
 
 extern "C" long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_t i,

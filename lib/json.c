@@ -397,3 +397,23 @@ int sonde_json__dump_string(struct sonde_strbuf *sb, const char *s)
 {
 	return add_string(sb, s, strlen(s)) ? -ENOMEM : 0;
 }
+
+int sonde_json__put_string(struct sonde_strbuf *sb, const char *s, size_t len)
+{
+	return add_string(sb, s, len) ? -ENOMEM : 0;
+}
+
+int sonde_json__put_integer(struct sonde_strbuf *sb, json_int_t i)
+{
+	return add_integer(sb, i) ? -ENOMEM : 0;
+}
+
+int sonde_json__put_real(struct sonde_strbuf *sb, double v)
+{
+	return add_real(sb, v) ? -ENOMEM : 0;
+}
+
+int sonde_json__put_indent(struct sonde_strbuf *sb, size_t spaces)
+{
+	return add_indent(sb, spaces) ? -ENOMEM : 0;
+}

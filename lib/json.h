@@ -81,6 +81,13 @@ json_t *sonde_json_pack__fixed(struct sonde_json_pack *pk, size_t i);
 json_t *sonde_json_pack__columns(struct sonde_json_pack *pk, size_t i);
 int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, size_t i, const char *name,
 				  struct sonde_scalar *out);
+/*
+ * Resource i's fixed properties (which 0) or columns (which 1) written as
+ * sonde_json__dump_layout (flat) or __dump_indented would write their tree:
+ * indent 0 is compact. 0 or -ENOMEM.
+ */
+int sonde_json_pack__dump(const struct sonde_json_pack *pk, size_t i, int which,
+			  struct sonde_strbuf *sb, size_t indent, size_t depth, int flat);
 long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_t i, const char *column,
 			      double **vals, size_t *cap);
 
@@ -90,6 +97,11 @@ int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t i
 /* The same, except that an array of scalars goes on one line (profiles). */
 int sonde_json__dump_layout(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t depth);
 int sonde_json__dump_string(struct sonde_strbuf *sb, const char *s);
+/* The writers' parts, for the tape's writer (json-read.cc): the same bytes. */
+int sonde_json__put_string(struct sonde_strbuf *sb, const char *s, size_t len);
+int sonde_json__put_integer(struct sonde_strbuf *sb, json_int_t i);
+int sonde_json__put_real(struct sonde_strbuf *sb, double v);
+int sonde_json__put_indent(struct sonde_strbuf *sb, size_t spaces);
 /*
  * v as jansson writes it, into buf (48 bytes), without printf: its length, or
  * 0 where printf is needed (an exponent, or digits too near a rounding tie).

@@ -472,28 +472,30 @@ size_t sonde_profile__resource_count(const struct sonde_profile *p)
 	return p->n;
 }
 
-int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const char **key,
-			       json_t **fixed, json_t **columns)
-{
-	if (res >= p->n)
-		return -ERANGE;
-	if ((fixed || columns) && unpack(p, res))
-		return -ENOMEM;
-	if (key)
-		*key = p->keys[res];
-	if (fixed)
-		*fixed = p->fixed[res];
-	if (columns)
-		*columns = p->cols[res];
-	return 0;
-}
-
 /* Resource i's tree of fixed properties (which == 0) or columns, if made; NULL when packed. */
 static json_t *made(const struct sonde_profile *p, size_t i, int which)
 {
 	json_t *const *a = which ? p->cols : p->fixed;
 
 	return i < p->packed ? __atomic_load_n(&a[i], __ATOMIC_ACQUIRE) : a[i];
+}
+
+int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const char **key,
+			       json_t **fixed, json_t **columns)
+{
+	int rc;
+
+	if (res >= p->n)
+		return -ERANGE;
+	/* out of memory: NULL for a tree not made (jansson's getters take NULL) */
+	rc = fixed || columns ? unpack(p, res) : 0;
+	if (key)
+		*key = p->keys[res];
+	if (fixed)
+		*fixed = made(p, res, 0);
+	if (columns)
+		*columns = made(p, res, 1);
+	return rc;
 }
 
 int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const char *name,
@@ -593,17 +595,56 @@ int sonde_profile__add_workload_warning(struct sonde_profile *p, const char *cod
  * does every array of scalars (a timeline slice, a context): a profile with a
  * million values stays a file of a few lines per resource, not a million lines.
  */
+/*
+ * A packed profile's resource_type_map (res 0) or resources (1) as the tree
+ * would be written (dump_layout at depth 1, or one compact line each): from
+ * the tape, or from the trees made (and perhaps changed) since the load.
+ */
+static int dump_packed(const struct sonde_profile *p, struct sonde_strbuf *sb, int res)
+{
+	size_t nres = res ? sonde_json_pack__res_count(p->pack) : p->packed, j, i, next = 0;
+	unsigned char *placed = res ? calloc(p->packed ? p->packed : 1, 1) : NULL;
+	int err = res && !placed ? -ENOMEM : sonde_strbuf__addch(sb, '{');
+
+	for (j = 0; j < p->packed && !err; j++) {
+		json_t *t;
+
+		/* resources: in the document's order, then those without columns */
+		if (res && j < nres)
+			i = sonde_json_pack__res_order(p->pack, j);
+		else if (res)
+			for (i = next; placed[i]; i++, next++)
+				;
+		else
+			i = j;
+		if (res)
+			placed[i] = 1;
+		t = made(p, i, res);
+		if (j)
+			err |= sonde_strbuf__addch(sb, ',');
+		err |= sonde_strbuf__adds(sb, "\n  ");
+		err |= sonde_json__dump_string(sb, p->keys[i]);
+		err |= sonde_strbuf__adds(sb, ": ");
+		if (t)
+			err |= res ? sonde_json__dump_compact(sb, t)
+				   : sonde_json__dump_layout(sb, t, 1, 2);
+		else
+			err |= sonde_json_pack__dump(p->pack, i, res, sb, res ? 0 : 1, 2, 1);
+	}
+	free(placed);
+	if (p->packed)
+		err |= sonde_strbuf__adds(sb, "\n ");
+	return err | sonde_strbuf__addch(sb, '}');
+}
+
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	const char *key, *rk;
 	json_t *v, *r;
 	int err, first = 1, rfirst;
+	bool packed = p->pack && !__atomic_load_n(&p->thawed, __ATOMIC_ACQUIRE);
 
-	if (thaw(p)) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	err = sonde_strbuf__addch(&sb, '{');
 	json_object_foreach(p->root, key, v)
 	{
@@ -611,6 +652,10 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 		first = 0;
 		err |= sonde_json__dump_string(&sb, key);
 		err |= sonde_strbuf__adds(&sb, ": ");
+		if (packed && (v == p->rtm || v == p->res)) {
+			err |= dump_packed(p, &sb, v == p->res);
+			continue;
+		}
 		if (v != p->res) {
 			err |= sonde_json__dump_layout(&sb, v, 1, 1);
 			continue;

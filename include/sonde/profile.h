@@ -99,8 +99,10 @@ int sonde_profile__append(struct sonde_profile *p, long res, const char *column,
 
 size_t sonde_profile__resource_count(const struct sonde_profile *p);
 /*
- * The res-th resource: its key ("uid#n"), fixed properties and columns (borrowed).
- * Returns 0 or -ERANGE.
+ * The res-th resource: its key ("uid#n"), fixed properties and columns
+ * (borrowed; for a loaded profile, made on the first request and kept).
+ * Returns 0, -ERANGE, or -ENOMEM (a tree that could not be made is NULL).
+ * Safe from several threads at once, as are the accessors below.
  */
 int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const char **key,
 			       json_t **fixed, json_t **columns);

@@ -370,8 +370,8 @@ static bool same(json_t *m, const char *key, const char *v)
 int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postprocess_options *o,
 			     size_t *added, struct sonde_strbuf *err)
 {
-	json_t *root = sonde_profile__root(p), *models = json_object_get(root, "models"), *fresh,
-	       *pp = json_object_get(root, "postprocessors"), *rec;
+	json_t *models = sonde_profile__part(p, "models"), *fresh,
+	       *pp = sonde_profile__part(p, "postprocessors"), *rec;
 	struct sonde_points *g;
 	struct group_fit *fits;
 	size_t ng, i, total = 0;
@@ -426,7 +426,7 @@ int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postpro
 		return -ENOMEM;
 	if (!json_is_array(models)) {
 		models = json_array();
-		json_object_set_new(root, "models", models);
+		json_object_set_new(sonde_profile__root(p), "models", models);
 	}
 	/* Running a postprocessor again replaces its earlier models of the same data. */
 	for (i = json_array_size(models); i-- > 0;) {
@@ -440,7 +440,7 @@ int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postpro
 	json_decref(fresh);
 	if (!json_is_array(pp)) {
 		pp = json_array();
-		json_object_set_new(root, "postprocessors", pp);
+		json_object_set_new(sonde_profile__root(p), "postprocessors", pp);
 	}
 	rec = json_object();
 	json_object_set_new(rec, "name", json_string(o->name));

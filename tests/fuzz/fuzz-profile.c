@@ -4,9 +4,11 @@
  * and drawing it ends in an answer or an error: no crash, no hang, no leak.
  * Bytes that start as gzip or zstd data go through the decompressor first.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <jansson.h>
 #include "sonde/check.h"
 #include "sonde/compress.h"
@@ -101,6 +103,55 @@ static void views(struct sonde_profile *p)
 	sonde_strbuf__release(&b);
 }
 
+/* The same scalar, read from the tape and from the tree. */
+static bool same_scalar(const struct sonde_scalar *a, const struct sonde_scalar *b)
+{
+	return a->type == b->type && a->i == b->i &&
+	       (a->d == b->d || (a->d != a->d && b->d != b->d)) &&
+	       (!a->s || !b->s ? a->s == b->s : !strcmp(a->s, b->s));
+}
+
+/*
+ * A loaded profile read through its accessors before and after its trees are
+ * made, and written before and after: the same answers, the same bytes.
+ */
+static void packed(struct sonde_profile *p)
+{
+	static const char *const names[] = { "uid", "type", "subtype", "workload", "n" };
+	size_t n = sonde_profile__resource_count(p), i, k, l0, l1, cap = 0, cap2 = 0;
+	struct sonde_scalar a[5], b;
+	double *v = NULL, *w = NULL;
+	json_t *fixed, *cols;
+	char *t0 = sonde_profile__dump(p, &l0), *t1;
+
+	for (i = 0; i < n && i < 1000; i++) {
+		long got = sonde_profile__numbers(p, i, "amount", &v, &cap), again;
+
+		for (k = 0; k < 5; k++)
+			sonde_profile__fixed_scalar(p, i, names[k], &a[k]);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols))
+			continue;
+		again = sonde_profile__numbers(p, i, "amount", &w, &cap2);
+		if (got != again)
+			abort();
+		for (k = 0; got > 0 && k < (size_t)got; k++)
+			if (v[k] != w[k] && !(v[k] != v[k] && w[k] != w[k]))
+				abort();
+		for (k = 0; k < 5; k++)
+			if (sonde_profile__fixed_scalar(p, i, names[k], &b) != a[k].type ||
+			    !same_scalar(&a[k], &b))
+				abort();
+	}
+	free(v);
+	free(w);
+	sonde_profile__root(p); /* every tree made */
+	t1 = sonde_profile__dump(p, &l1);
+	if (t0 && t1 && strcmp(t0, t1))
+		abort();
+	free(t0);
+	free(t1);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
 	struct sonde_profile *p;
@@ -117,6 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	free(plain);
 	if (!p)
 		return 0;
+	packed(p);
 	views(p);
 	sonde_profile__free(p);
 	return 0;

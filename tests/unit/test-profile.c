@@ -210,6 +210,7 @@ static void test_packed(void **state)
 	assert_true(v.d == 0.5);
 	assert_int_equal(sonde_profile__fixed_scalar(p, 0, "b", &v), JSON_TRUE);
 	assert_int_equal(sonde_profile__fixed_scalar(p, 0, "none", &v), -1);
+	assert_int_equal(v.type, -1);
 	assert_int_equal(sonde_profile__fixed_scalar(p, 1, "uid", &v), JSON_OBJECT);
 	assert_string_equal(sonde_profile__fixed_string(p, 0, "type"), "time");
 	assert_null(sonde_profile__fixed_string(p, 0, "n"));
@@ -223,6 +224,22 @@ static void test_packed(void **state)
 	assert_string_equal(
 		json_string_value(json_object_get(sonde_profile__part(p, "header"), "type")),
 		"mixed");
+	/* written from the tape, the same bytes as from the trees */
+	{
+		struct sonde_profile *q = parse(doc, &err);
+		size_t l0, l1;
+		char *t0 = sonde_profile__dump(p, &l0), *t1;
+
+		assert_non_null(q);
+		assert_non_null(sonde_profile__root(q)); /* every tree made */
+		t1 = sonde_profile__dump(q, &l1);
+		assert_non_null(t0);
+		assert_non_null(t1);
+		assert_string_equal(t0, t1);
+		free(t0);
+		free(t1);
+		sonde_profile__free(q);
+	}
 	/* made on request; a change to a tree is what the accessors then read */
 	assert_int_equal(sonde_profile__resource_at(p, 2, &key, &fixed, &cols), 0);
 	assert_string_equal(key, "c#0");
@@ -247,8 +264,16 @@ static void test_packed(void **state)
 			json_object_get(json_object_get(back, "resource_type_map"), "c#0"), "uid")),
 		"z");
 	assert_int_equal(json_array_size(json_object_get(json_object_get(m, "b#0"), "amount")), 4);
-	/* the whole document is the tree now: the same answers */
+	/* the whole document is the tree now: the same answers, the same bytes */
 	assert_int_equal(json_object_size(json_object_get(sonde_profile__root(p), "resources")), 3);
+	{
+		size_t l2;
+		char *t2 = sonde_profile__dump(p, &l2);
+
+		assert_non_null(t2);
+		assert_string_equal(t2, text);
+		free(t2);
+	}
 	assert_string_equal(sonde_profile__fixed_string(p, 0, "type"), "time");
 	/* and a resource added to it comes after the loaded ones */
 	assert_int_equal(sonde_profile__resource(p, "a", "time", NULL, NULL), 3);
