@@ -76,22 +76,24 @@ static char *dup0(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static int key_of(json_t *fixed, const char *s, struct sonde_strbuf *uid, struct sonde_strbuf *key)
+/* Resource i's key: uid, type, subtype s and workload, and its uid's text. */
+static int key_of(const struct sonde_profile *p, size_t i, const char *s, struct sonde_strbuf *uid,
+		  struct sonde_strbuf *key)
 {
-	const char *t = json_string_value(json_object_get(fixed, "type"));
-	const char *w = json_string_value(json_object_get(fixed, "workload"));
+	const char *t = sonde_profile__fixed_string(p, i, "type");
+	const char *w = sonde_profile__fixed_string(p, i, "workload");
 
 	sonde_strbuf__reset(uid);
 	sonde_strbuf__reset(key);
-	if (sonde_profile__uid_string(json_object_get(fixed, "uid"), uid))
+	if (sonde_profile__uid_text(p, i, uid))
 		return -ENOMEM;
 	return sonde_strbuf__addf(key, "%s\x1f%s\x1f%s\x1f%s", uid->buf ? uid->buf : "", t ? t : "",
 				  s ? s : "", w ? w : "");
 }
 
-/* The side of key, added (with its names from fixed and subtype) if new. */
-static int side_of(struct sides *out, const char *key, const char *uid, json_t *fixed,
-		   const char *subtype, struct side **sp)
+/* The side of key, added (with resource i's names and subtype) if new. */
+static int side_of(struct sides *out, const char *key, const char *uid,
+		   const struct sonde_profile *p, size_t i, const char *subtype, struct side **sp)
 {
 	bool hit;
 	uint64_t *at = sonde_strmap__upserts(&out->index, key, &hit);
@@ -109,11 +111,11 @@ static int side_of(struct sides *out, const char *key, const char *uid, json_t *
 	s->uid = strdup(uid ? uid : "");
 	if (!s->key || !s->uid)
 		return -ENOMEM;
-	s->type = dup0(json_string_value(json_object_get(fixed, "type")));
+	s->type = dup0(sonde_profile__fixed_string(p, i, "type"));
 	s->subtype = dup0(subtype);
-	s->msubtype = dup0(json_string_value(json_object_get(fixed, "subtype")));
-	s->workload = dup0(json_string_value(json_object_get(fixed, "workload")));
-	s->location = dup0(json_string_value(json_object_get(fixed, "location")));
+	s->msubtype = dup0(sonde_profile__fixed_string(p, i, "subtype"));
+	s->workload = dup0(sonde_profile__fixed_string(p, i, "workload"));
+	s->location = dup0(sonde_profile__fixed_string(p, i, "location"));
 	*sp = s;
 	return 0;
 }
@@ -151,47 +153,55 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 	double all = (double)json_integer_value(json_object_get(tr, "samples"));
 	double weight = json_number_value(json_object_get(tr, "sample_weight_ns"));
 	bool sampled = json_is_integer(json_object_get(tr, "samples")) && all > 0 && weight > 0;
+	double *amount = NULL;
+	size_t acap = 0;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->all = sampled ? all : 0;
 	for (i = 0; i < n && !rc; i++) {
-		json_t *fixed, *cols, *amount, *summary;
+		const char *sub = sonde_profile__fixed_string(p, i, "subtype");
+		struct sonde_scalar total, part;
 		struct side *s;
+		long m;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
-		summary = json_object_get(fixed, "summary");
-		if ((sampled || trace) && json_is_number(json_object_get(summary, "total"))) {
+		/* names and numbers read on the tape: no resource made into a tree */
+		sonde_profile__fixed_member(p, i, "summary", "total", &total);
+		if ((sampled || trace) && (total.type == JSON_INTEGER || total.type == JSON_REAL)) {
 			static const char *const parts[] = { "total", "self" };
 
 			/* sampled: the function's shares of all the samples' weight */
 			for (j = 0; j < 2 && !rc; j++) {
-				rc = key_of(fixed, parts[j], &uid, &key);
+				rc = key_of(p, i, parts[j], &uid, &key);
 				if (!rc)
-					rc = side_of(out, key.buf, uid.buf, fixed, parts[j], &s);
+					rc = side_of(out, key.buf, uid.buf, p, i, parts[j], &s);
 				if (!rc) {
+					sonde_profile__fixed_member(p, i, "summary", parts[j],
+								    &part);
 					s->all = sampled ? all : 0;
 					s->totals = !sampled;
-					rc = side_add(s, json_number_value(json_object_get(
-								 summary, parts[j])) /
+					rc = side_add(s, (part.type == JSON_INTEGER ||
+									  part.type == JSON_REAL
+								  ? part.d
+								  : 0) /
 								 (sampled ? weight : 1));
 				}
 			}
 			continue;
 		}
-		amount = json_object_get(cols, "amount");
-		rc = key_of(fixed, json_string_value(json_object_get(fixed, "subtype")), &uid,
-			    &key);
-		if (!rc)
-			rc = side_of(out, key.buf, uid.buf, fixed,
-				     json_string_value(json_object_get(fixed, "subtype")), &s);
-		for (j = 0; !rc && j < json_array_size(amount); j++) {
-			json_t *v = json_array_get(amount, j);
-
-			if (json_is_number(v))
-				rc = side_add(s, json_number_value(v));
+		m = sonde_profile__numbers(p, i, "amount", &amount, &acap);
+		if (m == -ENOMEM) {
+			rc = -ENOMEM;
+			break;
 		}
+		rc = key_of(p, i, sub, &uid, &key);
+		if (!rc)
+			rc = side_of(out, key.buf, uid.buf, p, i, sub, &s);
+		for (j = 0; !rc && m > 0 && j < (size_t)m; j++)
+			if (!isnan(amount[j]))
+				rc = side_add(s, amount[j]);
 	}
+	free(amount);
 	sonde_strbuf__release(&uid);
 	sonde_strbuf__release(&key);
 	return rc;

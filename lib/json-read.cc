@@ -505,7 +505,7 @@ extern "C" json_t *sonde_json_pack__columns(struct sonde_json_pack *pk, size_t i
 namespace
 {
 
-bool member(dom::element obj, const char *name, dom::element *out)
+bool member_of(dom::element obj, const char *name, dom::element *out)
 {
 	if (!obj.is_object())
 		return false;
@@ -521,15 +521,12 @@ bool member(dom::element obj, const char *name, dom::element *out)
 
 } // namespace
 
-extern "C" int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, size_t i,
-					     const char *name, struct sonde_scalar *out)
+namespace
 {
-	dom::element v;
 
-	*out = sonde_scalar{};
-	out->type = -1;
-	if (!member(pk->fixed[i], name, &v))
-		return -1;
+/* v's type and value, as sonde_json_pack__fixed_scalar() gives them */
+int scalar_of(dom::element v, struct sonde_scalar *out)
+{
 	switch (v.type()) {
 	case dom::element_type::OBJECT:
 		return out->type = JSON_OBJECT;
@@ -552,6 +549,51 @@ extern "C" int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, s
 		return out->type = JSON_NULL;
 	}
 	return -1;
+}
+
+} // namespace
+
+extern "C" int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, size_t i,
+					     const char *name, const char *member,
+					     struct sonde_scalar *out)
+{
+	dom::element v;
+
+	*out = sonde_scalar{};
+	out->type = -1;
+	if (!member_of(pk->fixed[i], name, &v) || (member && !member_of(v, member, &v)))
+		return -1;
+	return scalar_of(v, out);
+}
+
+extern "C" long sonde_json_pack__fixed_strings(const struct sonde_json_pack *pk, size_t i,
+					       const char *name, const char *member,
+					       const char ***out, size_t *cap)
+{
+	dom::element v;
+	size_t n, k = 0;
+
+	if (!member_of(pk->fixed[i], name, &v) || !v.is_array())
+		return -ENOENT;
+	dom::array a = v.get_array().value_unsafe();
+
+	n = a.size();
+	if (n > *cap) {
+		const char **nv = (const char **)realloc(*out, n * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*out = nv;
+		*cap = n;
+	}
+	for (dom::element e : a) {
+		dom::element m;
+
+		(*out)[k++] = member_of(e, member, &m) && m.is_string()
+				      ? m.get_c_str().value_unsafe()
+				      : nullptr;
+	}
+	return (long)k;
 }
 
 namespace
@@ -646,7 +688,7 @@ extern "C" long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_
 	dom::element col;
 	size_t n, k = 0;
 
-	if (!pk->has_cols[i] || !member(pk->cols[i], column, &col) || !col.is_array())
+	if (!pk->has_cols[i] || !member_of(pk->cols[i], column, &col) || !col.is_array())
 		return -ENOENT;
 	dom::array a = col.get_array().value_unsafe();
 

@@ -55,8 +55,10 @@ json_t *sonde_json__load_fast(const char *buf, size_t len, size_t slack);
  * NULL: no memory), sharing equal small values with the trees made before:
  * not thread-safe. The rest read the tape and may be called from any thread:
  * __check() says what is wrong with resource i's two values as a profile
- * (0: nothing), __fixed_scalar() reads one fixed property (its jansson type,
- * -1 when absent; s points into the tape), __numbers() one column as doubles
+ * (0: nothing), __fixed_scalar() reads one fixed property, or a member of
+ * one (its jansson type, -1 when absent; s points into the tape),
+ * __fixed_strings() a member of each object of an array property (NULL where
+ * it is not a string), __numbers() one column as doubles
  * (NAN where a value is not a number; -ENOENT when absent). Resources were in
  * the document in the order __res_order(j), j < __res_count(); those without
  * columns come after them.
@@ -80,7 +82,9 @@ size_t sonde_json_pack__res_order(const struct sonde_json_pack *pk, size_t j);
 json_t *sonde_json_pack__fixed(struct sonde_json_pack *pk, size_t i);
 json_t *sonde_json_pack__columns(struct sonde_json_pack *pk, size_t i);
 int sonde_json_pack__fixed_scalar(const struct sonde_json_pack *pk, size_t i, const char *name,
-				  struct sonde_scalar *out);
+				  const char *member, struct sonde_scalar *out);
+long sonde_json_pack__fixed_strings(const struct sonde_json_pack *pk, size_t i, const char *name,
+				    const char *member, const char ***out, size_t *cap);
 /*
  * Resource i's fixed properties (which 0) or columns (which 1) written as
  * sonde_json__dump_layout (flat) or __dump_indented would write their tree:

@@ -498,8 +498,9 @@ int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const 
 	return rc;
 }
 
-int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const char *name,
-				struct sonde_scalar *out)
+/* fixed_scalar() and fixed_member(): name, or member of name when member. */
+static int fixed_value(const struct sonde_profile *p, size_t res, const char *name,
+		       const char *member, struct sonde_scalar *out)
 {
 	json_t *fixed, *v;
 
@@ -509,8 +510,10 @@ int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const
 		return -1;
 	fixed = made(p, res, 0);
 	if (!fixed && p->pack)
-		return sonde_json_pack__fixed_scalar(p->pack, res, name, out);
+		return sonde_json_pack__fixed_scalar(p->pack, res, name, member, out);
 	v = json_object_get(fixed, name);
+	if (member)
+		v = json_object_get(v, member);
 	if (!v)
 		return -1;
 	out->type = (int)json_typeof(v);
@@ -518,6 +521,57 @@ int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const
 	out->i = json_is_integer(v) ? (long long)json_integer_value(v) : 0;
 	out->d = json_number_value(v);
 	return out->type;
+}
+
+int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const char *name,
+				struct sonde_scalar *out)
+{
+	return fixed_value(p, res, name, NULL, out);
+}
+
+int sonde_profile__fixed_member(const struct sonde_profile *p, size_t res, const char *name,
+				const char *member, struct sonde_scalar *out)
+{
+	return fixed_value(p, res, name, member, out);
+}
+
+long sonde_profile__fixed_strings(const struct sonde_profile *p, size_t res, const char *name,
+				  const char *member, const char ***out, size_t *cap)
+{
+	json_t *fixed, *a, *e;
+	size_t n, j;
+
+	if (res >= p->n)
+		return -ENOENT;
+	fixed = made(p, res, 0);
+	if (!fixed && p->pack)
+		return sonde_json_pack__fixed_strings(p->pack, res, name, member, out, cap);
+	a = json_object_get(fixed, name);
+	if (!json_is_array(a))
+		return -ENOENT;
+	n = json_array_size(a);
+	if (n > *cap) {
+		const char **nv = realloc(*out, n * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*out = nv;
+		*cap = n;
+	}
+	json_array_foreach(a, j, e)(*out)[j] = json_string_value(json_object_get(e, member));
+	return (long)n;
+}
+
+int sonde_profile__uid_text(const struct sonde_profile *p, size_t res, struct sonde_strbuf *out)
+{
+	struct sonde_scalar u;
+	json_t *fixed;
+
+	if (fixed_value(p, res, "uid", NULL, &u) == JSON_STRING)
+		return sonde_strbuf__adds(out, u.s);
+	if (sonde_profile__resource_at(p, res, NULL, &fixed, NULL))
+		return -ENOMEM;
+	return sonde_profile__uid_string(json_object_get(fixed, "uid"), out);
 }
 
 const char *sonde_profile__fixed_string(const struct sonde_profile *p, size_t res, const char *name)

@@ -121,6 +121,17 @@ struct sonde_scalar {
 };
 int sonde_profile__fixed_scalar(const struct sonde_profile *p, size_t res, const char *name,
 				struct sonde_scalar *out);
+/* The same for member `member` of an object property (summary.bytes, say). */
+int sonde_profile__fixed_member(const struct sonde_profile *p, size_t res, const char *name,
+				const char *member, struct sonde_scalar *out);
+/*
+ * A property that is an array of objects (a memory resource's trace): each
+ * one's member `member` as a string (NULL where it is not one), into *out
+ * grown to *cap: how many, -ENOENT when the property is not an array, or
+ * -ENOMEM. The strings are borrowed while the profile lives.
+ */
+long sonde_profile__fixed_strings(const struct sonde_profile *p, size_t res, const char *name,
+				  const char *member, const char ***out, size_t *cap);
 /* The same for a string property: NULL when absent or not a string. */
 const char *sonde_profile__fixed_string(const struct sonde_profile *p, size_t res,
 					const char *name);
@@ -154,5 +165,7 @@ int sonde_profile__add_records(struct sonde_profile *p, json_t *records);
 
 /* The string form of a uid (a string as is; an object's values joined by ':'). */
 int sonde_profile__uid_string(json_t *uid, struct sonde_strbuf *out);
+/* The same for resource res's uid, its tree made only for a uid not a string. */
+int sonde_profile__uid_text(const struct sonde_profile *p, size_t res, struct sonde_strbuf *out);
 
 #endif

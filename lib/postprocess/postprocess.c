@@ -71,12 +71,10 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 	for (i = 0; i < n && !rc; i++) {
 		long len = sonde_profile__numbers(p, i, of, &ys, &ycap), j,
 		     xlen = len > 0 ? sonde_profile__numbers(p, i, per, &xs, &xcap) : 0;
-		struct sonde_scalar u;
 		uint64_t *at;
 		bool hit;
 		const char *type, *sub;
 		struct sonde_points *pt;
-		json_t *fixed;
 
 		if (len == -ENOMEM || xlen == -ENOMEM) {
 			rc = -ENOMEM;
@@ -88,11 +86,7 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 		sub = sonde_profile__fixed_string(p, i, "subtype");
 		sonde_strbuf__reset(&uid);
 		sonde_strbuf__reset(&key);
-		if (sonde_profile__fixed_scalar(p, i, "uid", &u) == JSON_STRING)
-			rc = sonde_strbuf__adds(&uid, u.s);
-		else if (!(rc = sonde_profile__resource_at(p, i, NULL, &fixed, NULL)))
-			/* an object's values joined, or the JSON of anything else */
-			rc = sonde_profile__uid_string(json_object_get(fixed, "uid"), &uid);
+		rc = sonde_profile__uid_text(p, i, &uid);
 		rc |= sonde_strbuf__addf(&key, "%s\x1f%s\x1f%s", uid.buf ? uid.buf : "",
 					 type ? type : "", sub ? sub : "");
 		if (rc)

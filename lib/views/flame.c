@@ -40,44 +40,38 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 	struct folded_line {
 		char *text;
 		json_int_t w;
-	} *lines = NULL; /* in the order first seen */
+	} *lines = NULL;	 /* in the order first seen */
+	const char **fns = NULL; /* a stack's functions, innermost first */
+	size_t fcap = 0;
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
-		json_t *fixed, *cols, *trace, *sum;
+		long depth = sonde_profile__fixed_strings(p, i, "trace", "function", &fns, &fcap);
+		struct sonde_scalar sum, freed, w;
 		uint64_t *at;
 		bool hit;
 		struct sonde_strbuf line = SONDE_STRBUF_INIT;
-		json_int_t w;
-		struct sonde_scalar t, s;
 
-		/* without a trace and a summary, not made into a tree */
-		if (sonde_profile__fixed_scalar(p, i, "trace", &t) != JSON_ARRAY ||
-		    sonde_profile__fixed_scalar(p, i, "summary", &s) != JSON_OBJECT ||
-		    sonde_profile__resource_at(p, i, NULL, &fixed, &cols))
+		/* read on the tape: no resource is made into a tree */
+		if (depth == -ENOMEM) {
+			err = -ENOMEM;
+			break;
+		}
+		if (depth <= 0 || sonde_profile__fixed_scalar(p, i, "summary", &sum) < 0)
 			continue;
-		trace = json_object_get(fixed, "trace");
-		sum = json_object_get(fixed, "summary");
-		if (!json_array_size(trace) || !sum)
-			continue;
-		if (json_object_get(sum, "freed") == NULL)
+		if (sonde_profile__fixed_member(p, i, "summary", "freed", &freed) < 0)
 			continue; /* frees: the flame graph is of what was allocated */
-		w = json_integer_value(json_object_get(sum, weight));
-		if (w <= 0)
+		if (sonde_profile__fixed_member(p, i, "summary", weight, &w) != JSON_INTEGER ||
+		    w.i <= 0)
 			continue;
-		top = json_array_size(trace);
-		for (j = json_array_size(trace); j-- > 0;) {
-			const char *fn = json_string_value(
-				json_object_get(json_array_get(trace, j), "function"));
-
-			if (fn && !strcmp(fn, "main")) {
+		top = (size_t)depth;
+		for (j = (size_t)depth; j-- > 0;)
+			if (fns[j] && !strcmp(fns[j], "main")) {
 				top = j + 1;
 				break;
 			}
-		}
 		for (j = top; j-- > 0;) {
-			add_frame(&line, json_string_value(json_object_get(json_array_get(trace, j),
-									   "function")));
+			add_frame(&line, fns[j]);
 			if (j)
 				sonde_strbuf__addch(&line, ';');
 		}
@@ -87,11 +81,11 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 		}
 		at = sonde_strmap__upsert(&index, line.buf, line.len, &hit);
 		if (at && hit) {
-			lines[*at].w += w;
+			lines[*at].w += (json_int_t)w.i;
 		} else if (at && !sonde_grow((void **)&lines, &cap, nlines + 1, sizeof(*lines))) {
 			*at = nlines;
-			lines[nlines] =
-				(struct folded_line){ sonde_strbuf__detach(&line, NULL), w };
+			lines[nlines] = (struct folded_line){ sonde_strbuf__detach(&line, NULL),
+							      (json_int_t)w.i };
 			err = lines[nlines++].text ? 0 : -ENOMEM;
 		} else {
 			err = -ENOMEM;
@@ -105,6 +99,7 @@ static int memory_folded(const struct sonde_profile *p, const char *weight,
 		free(lines[i].text);
 	}
 	free(lines);
+	free(fns);
 	sonde_strmap__release(&index);
 	if (err)
 		return -ENOMEM;
