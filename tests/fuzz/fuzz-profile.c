@@ -121,14 +121,23 @@ static void packed(struct sonde_profile *p)
 	size_t n = sonde_profile__resource_count(p), i, k, l0, l1, cap = 0, cap2 = 0;
 	struct sonde_scalar a[5], b;
 	double *v = NULL, *w = NULL;
+	const char **f = NULL, *f0[8];
+	size_t fcap = 0;
 	json_t *fixed, *cols;
 	char *t0 = sonde_profile__dump(p, &l0), *t1;
 
 	for (i = 0; i < n && i < 1000; i++) {
 		long got = sonde_profile__numbers(p, i, "amount", &v, &cap), again;
+		long nf = sonde_profile__fixed_strings(p, i, "trace", "function", &f, &fcap);
+		struct sonde_scalar m0, m1;
+		struct sonde_strbuf u0 = SONDE_STRBUF_INIT, u1 = SONDE_STRBUF_INIT;
+		int r0 = sonde_profile__uid_text(p, i, &u0), r1;
 
 		for (k = 0; k < 5; k++)
 			sonde_profile__fixed_scalar(p, i, names[k], &a[k]);
+		sonde_profile__fixed_member(p, i, "summary", "bytes", &m0);
+		for (k = 0; nf > 0 && k < (size_t)nf && k < 8; k++) /* borrowed: live with p */
+			f0[k] = f[k];
 		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols))
 			continue;
 		again = sonde_profile__numbers(p, i, "amount", &w, &cap2);
@@ -141,7 +150,21 @@ static void packed(struct sonde_profile *p)
 			if (sonde_profile__fixed_scalar(p, i, names[k], &b) != a[k].type ||
 			    !same_scalar(&a[k], &b))
 				abort();
+		if (sonde_profile__fixed_member(p, i, "summary", "bytes", &m1) != m0.type ||
+		    !same_scalar(&m0, &m1))
+			abort();
+		if (sonde_profile__fixed_strings(p, i, "trace", "function", &f, &fcap) != nf)
+			abort();
+		for (k = 0; nf > 0 && k < (size_t)nf && k < 8; k++)
+			if (!f[k] != !f0[k] || (f[k] && strcmp(f[k], f0[k])))
+				abort();
+		r1 = sonde_profile__uid_text(p, i, &u1);
+		if (r0 != r1 || (u0.buf && u1.buf ? strcmp(u0.buf, u1.buf) : u0.buf != u1.buf))
+			abort();
+		sonde_strbuf__release(&u0);
+		sonde_strbuf__release(&u1);
 	}
+	free(f);
 	free(v);
 	free(w);
 	sonde_profile__root(p); /* every tree made */

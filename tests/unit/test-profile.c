@@ -185,7 +185,8 @@ static void test_packed(void **state)
 	static const char doc[] = "{\"format_version\": 1, \"header\": {\"type\": \"mixed\"},"
 				  " \"resource_type_map\": {"
 				  "  \"a#0\": {\"uid\": \"a\", \"type\": \"time\", \"n\": 7, "
-				  "\"r\": 0.5, \"b\": true},"
+				  "\"r\": 0.5, \"b\": true, \"summary\": {\"bytes\": 64},"
+				  " \"trace\": [{\"function\": \"f\"}, 3, {\"function\": 1}]},"
 				  "  \"b#0\": {\"uid\": {\"f\": \"m\", \"l\": 3}},"
 				  "  \"c#0\": {\"uid\": \"c\"}},"
 				  " \"resources\": {\"b#0\": {\"amount\": [1, null, \"x\", 2.5]},"
@@ -212,6 +213,28 @@ static void test_packed(void **state)
 	assert_int_equal(sonde_profile__fixed_scalar(p, 0, "none", &v), -1);
 	assert_int_equal(v.type, -1);
 	assert_int_equal(sonde_profile__fixed_scalar(p, 1, "uid", &v), JSON_OBJECT);
+	assert_int_equal(sonde_profile__fixed_member(p, 0, "summary", "bytes", &v), JSON_INTEGER);
+	assert_int_equal(v.i, 64);
+	assert_int_equal(sonde_profile__fixed_member(p, 0, "summary", "count", &v), -1);
+	assert_int_equal(sonde_profile__fixed_member(p, 0, "n", "x", &v), -1);
+	{
+		const char **fns = NULL;
+		size_t fcap = 0;
+		struct sonde_strbuf u = SONDE_STRBUF_INIT;
+
+		assert_int_equal(
+			sonde_profile__fixed_strings(p, 0, "trace", "function", &fns, &fcap), 3);
+		assert_string_equal(fns[0], "f");
+		assert_null(fns[1]);
+		assert_null(fns[2]);
+		assert_int_equal(sonde_profile__fixed_strings(p, 0, "n", "function", &fns, &fcap),
+				 -ENOENT);
+		free(fns);
+		/* an object uid's text: its values joined (its tree made for it) */
+		assert_int_equal(sonde_profile__uid_text(p, 1, &u), 0);
+		assert_string_equal(u.buf, "m:3");
+		sonde_strbuf__release(&u);
+	}
 	assert_string_equal(sonde_profile__fixed_string(p, 0, "type"), "time");
 	assert_null(sonde_profile__fixed_string(p, 0, "n"));
 	assert_int_equal(sonde_profile__numbers(p, 1, "amount", &vals, &cap), 4);
