@@ -31,6 +31,7 @@
 extern "C" {
 #include <sonde/profile.h>
 #include <sonde/strbuf.h>
+#include "grow.h"
 #include "json.h"
 #include "strmap.h"
 }
@@ -578,14 +579,8 @@ extern "C" long sonde_json_pack__fixed_strings(const struct sonde_json_pack *pk,
 	dom::array a = v.get_array().value_unsafe();
 
 	n = a.size();
-	if (n > *cap) {
-		const char **nv = (const char **)realloc(*out, n * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		*out = nv;
-		*cap = n;
-	}
+	if (sonde_grow((void **)out, cap, n, sizeof(**out)))
+		return -ENOMEM;
 	for (dom::element e : a) {
 		dom::element m;
 
@@ -598,6 +593,23 @@ extern "C" long sonde_json_pack__fixed_strings(const struct sonde_json_pack *pk,
 
 namespace
 {
+
+/* Before a member or an element: a comma after the first, and its own line when indented. */
+int lead(struct sonde_strbuf *sb, bool *first, size_t indent, size_t depth)
+{
+	int err = *first ? 0 : sonde_strbuf__addch(sb, ',');
+
+	*first = false;
+	return indent ? err | sonde_json__put_indent(sb, indent * (depth + 1)) : err;
+}
+
+/* The closing bracket, on its own line when indented and after something. */
+int closing(struct sonde_strbuf *sb, bool first, size_t indent, size_t depth, char c)
+{
+	int err = indent && !first ? sonde_json__put_indent(sb, indent * depth) : 0;
+
+	return err | sonde_strbuf__addch(sb, c);
+}
 
 /* json.c's dump() over the tape: the same bytes for the same values */
 int tape_dump(struct sonde_strbuf *sb, dom::element v, size_t indent, size_t depth, bool flat)
@@ -613,25 +625,19 @@ int tape_dump(struct sonde_strbuf *sb, dom::element v, size_t indent, size_t dep
 		for (dom::key_value_pair kv : o) {
 			if (err)
 				break;
-			if (!first)
-				err |= sonde_strbuf__addch(sb, ',');
-			first = false;
-			if (indent)
-				err |= sonde_json__put_indent(sb, indent * (depth + 1));
+			err |= lead(sb, &first, indent, depth);
 			err |= sonde_json__put_string(sb, kv.key.data(), kv.key.size());
 			err |= indent ? sonde_strbuf__add(sb, ": ", 2)
 				      : sonde_strbuf__addch(sb, ':');
 			err |= tape_dump(sb, kv.value, indent, depth + 1, flat);
 		}
-		if (indent && !first)
-			err |= sonde_json__put_indent(sb, indent * depth);
-		return err | sonde_strbuf__addch(sb, '}');
+		return err | closing(sb, first, indent, depth, '}');
 	}
 	case dom::element_type::ARRAY: {
 		dom::array a = v.get_array().value_unsafe();
 		bool scalars = true;
 
-		if (indent && flat) {
+		if (indent && flat) { /* an array of scalars on one line */
 			for (dom::element e : a)
 				if (e.is_object() || e.is_array())
 					scalars = false;
@@ -642,16 +648,10 @@ int tape_dump(struct sonde_strbuf *sb, dom::element v, size_t indent, size_t dep
 		for (dom::element e : a) {
 			if (err)
 				break;
-			if (!first)
-				err |= sonde_strbuf__addch(sb, ',');
-			first = false;
-			if (indent)
-				err |= sonde_json__put_indent(sb, indent * (depth + 1));
+			err |= lead(sb, &first, indent, depth);
 			err |= tape_dump(sb, e, indent, depth + 1, flat);
 		}
-		if (indent && !first)
-			err |= sonde_json__put_indent(sb, indent * depth);
-		return err | sonde_strbuf__addch(sb, ']');
+		return err | closing(sb, first, indent, depth, ']');
 	}
 	case dom::element_type::STRING: {
 		std::string_view s = v.get_string().value_unsafe();
@@ -693,14 +693,8 @@ extern "C" long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_
 	dom::array a = col.get_array().value_unsafe();
 
 	n = a.size();
-	if (n > *cap) {
-		double *nv = (double *)realloc(*vals, n * sizeof(double));
-
-		if (!nv)
-			return -ENOMEM;
-		*vals = nv;
-		*cap = n;
-	}
+	if (sonde_grow((void **)vals, cap, n, sizeof(**vals)))
+		return -ENOMEM;
 	for (dom::element e : a) {
 		double d = NAN;
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sonde/file.h>
 #include <sonde/profile.h>
+#include "grow.h"
 #include "json.h"
 
 struct sonde_profile {
@@ -550,14 +551,8 @@ long sonde_profile__fixed_strings(const struct sonde_profile *p, size_t res, con
 	if (!json_is_array(a))
 		return -ENOENT;
 	n = json_array_size(a);
-	if (n > *cap) {
-		const char **nv = realloc(*out, n * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		*out = nv;
-		*cap = n;
-	}
+	if (sonde_grow((void **)out, cap, n, sizeof(**out)))
+		return -ENOMEM;
 	json_array_foreach(a, j, e)(*out)[j] = json_string_value(json_object_get(e, member));
 	return (long)n;
 }
@@ -596,14 +591,8 @@ long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const cha
 	if (!json_is_array(col))
 		return -ENOENT;
 	n = json_array_size(col);
-	if (n > *cap) {
-		double *nv = realloc(*vals, n * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		*vals = nv;
-		*cap = n;
-	}
+	if (sonde_grow((void **)vals, cap, n, sizeof(**vals)))
+		return -ENOMEM;
 	json_array_foreach(col, j, v)(*vals)[j] = json_is_number(v) ? json_number_value(v) : NAN;
 	return (long)n;
 }
