@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../../grow.h"
+#include "../../procfile.h"
 #include "../../ticker.h"
 #include "../../u64map.h"
 #include "loader.h"
@@ -32,21 +33,6 @@ struct sc_proc {
 	bool too_deep; /* a tree deeper than MAX_DEPTH: its depths not read */
 };
 
-static ssize_t read_file(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return n;
-}
-
 static unsigned long long field(const char *buf, const char *key)
 {
 	const char *p = strstr(buf, key);
@@ -62,7 +48,7 @@ static void read_thread(struct sc_proc *p, pid_t pid, pid_t tid)
 	size_t k;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-	if (read_file(path, buf, sizeof(buf)) <= 0 ||
+	if (sonde_procfile__read(NULL, path, buf, sizeof(buf)) <= 0 ||
 	    sscanf(buf, "%llu %llu %llu", &run, &wait, &slices) != 3)
 		return;
 	if (u64map__element(&p->seen, (uint64_t)tid, (void **)&p->t, &p->n, &p->cap, sizeof(*p->t),
@@ -76,7 +62,7 @@ static void read_thread(struct sc_proc *p, pid_t pid, pid_t tid)
 	t->oncpu_ns = run;
 	t->runq_ns = wait;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	if (read_file(path, buf, sizeof(buf)) > 0) {
+	if (sonde_procfile__read(NULL, path, buf, sizeof(buf)) > 0) {
 		char *nl;
 
 		t->vol = field(buf, "voluntary_ctxt_switches:");
@@ -87,30 +73,6 @@ static void read_thread(struct sc_proc *p, pid_t pid, pid_t tid)
 				 buf + 6);
 		}
 	}
-}
-
-/* A list file read whole: in small when it fits, else on the heap (freed by the caller). */
-static char *read_list(const char *path, char *small, size_t size)
-{
-	char *buf = small;
-	ssize_t n;
-
-	while ((n = read_file(path, buf, size)) == (ssize_t)size - 1) {
-		char *big = malloc(size * 2);
-
-		if (buf != small)
-			free(buf);
-		if (!big)
-			return NULL;
-		buf = big;
-		size *= 2;
-	}
-	if (n <= 0) {
-		if (buf != small)
-			free(buf);
-		return NULL;
-	}
-	return buf;
 }
 
 static void walk(struct sc_proc *p, pid_t pid, int depth)
@@ -133,7 +95,7 @@ static void walk(struct sc_proc *p, pid_t pid, int depth)
 			continue;
 		read_thread(p, pid, tid);
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
-		list = read_list(path, small, sizeof(small));
+		list = sonde_procfile__read_all(NULL, path, small, sizeof(small));
 		for (c = list ? strtok_r(list, " \n", &save) : NULL; c;
 		     c = strtok_r(NULL, " \n", &save))
 			walk(p, (pid_t)atoi(c), depth + 1);

@@ -35,6 +35,7 @@
 #include <sonde/collector.h>
 #include <stddef.h>
 #include "../../grow.h"
+#include "../../procfile.h"
 #include "../../ticker.h"
 #include "../../u64map.h"
 
@@ -190,57 +191,6 @@ static const char *const mfile_path[] = { "/proc/stat",		"/proc/meminfo",
 					  "/proc/pressure/cpu", "/proc/pressure/memory",
 					  "/proc/pressure/io",	"/proc/net/dev" };
 
-static ssize_t slurp(const char *path, char *buf, size_t size);
-
-/*
- * Read a /proc file whole through a descriptor kept open (*fd: fd + 1, 0 when
- * closed): a pread from 0 regenerates it, at a third of the cost of opening it
- * again. Without a descriptor to spare, open and close it each time. path is
- * read only when *fd is closed: callers format it only then.
- */
-static ssize_t pf_read(int *fd, const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-
-	if (!*fd) {
-		int f = open(path, O_RDONLY | O_CLOEXEC);
-
-		if (f < 0)
-			return errno == EMFILE || errno == ENFILE ? slurp(path, buf, size) : -errno;
-		*fd = f + 1;
-	}
-	n = pread(*fd - 1, buf, size - 1, 0);
-	if (n < 0) { /* the process or thread has gone */
-		n = -errno;
-		close(*fd - 1);
-		*fd = 0;
-		return n;
-	}
-	buf[n] = 0;
-	return n;
-}
-
-static void pf_close(int *fd)
-{
-	if (*fd)
-		close(*fd - 1);
-	*fd = 0;
-}
-
-static ssize_t slurp(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n, got = 0;
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got < size - 1 && (n = read(fd, buf + got, size - 1 - (size_t)got)) > 0)
-		got += n;
-	close(fd);
-	buf[got] = 0;
-	return got;
-}
-
 /*
  * The next unsigned decimal at or after p (spaces skipped), into *v; where it
  * ended. Hand-written: at 100 samples a second, sscanf's and strtoull's
@@ -276,7 +226,7 @@ static void read_stat(struct system_state *st, struct raw *r)
 	char *line, *save;
 
 	r->ncpu = 0;
-	if (pf_read(&st->fd[F_STAT], mfile_path[F_STAT], buf, sizeof(buf)) <= 0)
+	if (sonde_procfile__read(&st->fd[F_STAT], mfile_path[F_STAT], buf, sizeof(buf)) <= 0)
 		return;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long v[8] = { 0 };
@@ -309,7 +259,7 @@ static void read_meminfo(struct system_state *st, struct raw *r)
 	double total = NAN, avail = NAN, cached = NAN, swt = NAN, swf = NAN;
 	int found = 0;
 
-	if (pf_read(&st->fd[F_MEMINFO], mfile_path[F_MEMINFO], buf, sizeof(buf)) <= 0)
+	if (sonde_procfile__read(&st->fd[F_MEMINFO], mfile_path[F_MEMINFO], buf, sizeof(buf)) <= 0)
 		return;
 	/* the five are among the first twenty lines of fifty: stop when they are read */
 	for (p = buf; p && *p && found < 5; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
@@ -345,7 +295,7 @@ static bool read_psi(struct system_state *st, enum mfile f, unsigned long long *
 {
 	char buf[512], *p;
 
-	if (pf_read(&st->fd[f], mfile_path[f], buf, sizeof(buf)) <= 0)
+	if (sonde_procfile__read(&st->fd[f], mfile_path[f], buf, sizeof(buf)) <= 0)
 		return false;
 	p = strstr(buf, "some");
 	if (!p || !(p = strstr(p, "total=")))
@@ -372,7 +322,7 @@ static void read_disks(struct system_state *st, struct raw *r)
 
 		if (!st->disk_fd[i])
 			snprintf(path, sizeof(path), "/sys/block/%s/stat", st->disks[i]);
-		if (pf_read(&st->disk_fd[i], path, buf, sizeof(buf)) <= 0)
+		if (sonde_procfile__read(&st->disk_fd[i], path, buf, sizeof(buf)) <= 0)
 			continue;
 		/* reads merged sectors ms writes merged sectors ... */
 		for (k = 0; k < 7; k++)
@@ -387,7 +337,7 @@ static void read_net(struct system_state *st, struct raw *r)
 	char buf[16384], *line, *save;
 
 	r->net[0] = r->net[1] = 0;
-	if (pf_read(&st->fd[F_NET], mfile_path[F_NET], buf, sizeof(buf)) <= 0)
+	if (sonde_procfile__read(&st->fd[F_NET], mfile_path[F_NET], buf, sizeof(buf)) <= 0)
 		return;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *colon = strchr(line, ':'), *name = line;
@@ -421,7 +371,7 @@ static long read_thread(struct system_state *st, pid_t pid, pid_t tid)
 	if (!st->thr[k].fd[0])
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
 	st->thr[k].ran = true;
-	if (pf_read(&st->thr[k].fd[0], path, buf, sizeof(buf)) > 0 && buf[0] >= '0' &&
+	if (sonde_procfile__read(&st->thr[k].fd[0], path, buf, sizeof(buf)) > 0 && buf[0] >= '0' &&
 	    buf[0] <= '9') {
 		next_u64(next_u64(next_u64(buf, &run), &wait), &slices);
 		/* a thread's first reading, or one that ran since: both move on a CPU */
@@ -442,34 +392,22 @@ static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth);
  */
 static void kids_of(struct system_state *st, pid_t pid, pid_t tid, long t, struct raw *r, int depth)
 {
-	char path[96], small[4096], *buf = small, *c, *save;
-	size_t size = sizeof(small);
-	ssize_t n;
+	char path[96], small[4096], *list, *c, *save;
 
 	if (t < 0 || (!st->thr[t].ran && !st->thr[t].kids && st->thr[t].fd[1]))
 		return;
 	if (!st->thr[t].fd[1])
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
-	/* a long list does not fit: read it again into twice the room */
-	while ((n = pf_read(&st->thr[t].fd[1], path, buf, size)) == (ssize_t)size - 1) {
-		char *big = malloc(size * 2);
-
-		if (!big) {
-			st->errors++;
-			break;
-		}
-		if (buf != small)
-			free(buf);
-		buf = big;
-		size *= 2;
-	}
+	list = sonde_procfile__read_all(&st->thr[t].fd[1], path, small, sizeof(small));
+	if (!list && errno == ENOMEM)
+		st->errors++;
 	st->thr[t].kids = false;
-	for (c = n > 0 ? strtok_r(buf, " \n", &save) : NULL; c; c = strtok_r(NULL, " \n", &save)) {
+	for (c = list ? strtok_r(list, " \n", &save) : NULL; c; c = strtok_r(NULL, " \n", &save)) {
 		st->thr[t].kids = true;
 		walk(st, (pid_t)atoi(c), r, depth + 1);
 	}
-	if (buf != small)
-		free(buf);
+	if (list != small)
+		free(list);
 }
 
 /* One thread of pid: its own values, then the processes it started (all of them). */
@@ -488,7 +426,7 @@ static void read_io(struct system_state *st, pid_t pid, size_t k)
 
 	if (!st->pacc[k].fd[1])
 		snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
-	if (pf_read(&st->pacc[k].fd[1], path, buf, sizeof(buf)) <= 0)
+	if (sonde_procfile__read(&st->pacc[k].fd[1], path, buf, sizeof(buf)) <= 0)
 		return;
 	for (i = 0; i < 4; i++) {
 		unsigned long long v = 0;
@@ -519,7 +457,8 @@ static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth)
 	}
 	if (!st->pacc[k].fd[0])
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (pf_read(&st->pacc[k].fd[0], path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+	if (sonde_procfile__read(&st->pacc[k].fd[0], path, buf, sizeof(buf)) <= 0 ||
+	    !(p = strrchr(buf, ')')))
 		return;
 	/* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
 	   cmajflt utime stime cutime cstime priority nice num_threads itrealvalue starttime
@@ -575,12 +514,12 @@ static void forget_tree(struct system_state *st)
 	size_t i;
 
 	for (i = 0; i < st->nthr; i++) {
-		pf_close(&st->thr[i].fd[0]);
-		pf_close(&st->thr[i].fd[1]);
+		sonde_procfile__close(&st->thr[i].fd[0]);
+		sonde_procfile__close(&st->thr[i].fd[1]);
 	}
 	for (i = 0; i < st->npacc; i++) {
-		pf_close(&st->pacc[i].fd[0]);
-		pf_close(&st->pacc[i].fd[1]);
+		sonde_procfile__close(&st->pacc[i].fd[0]);
+		sonde_procfile__close(&st->pacc[i].fd[1]);
 		if (st->pacc[i].task)
 			closedir(st->pacc[i].task);
 		st->pacc[i].task = NULL;
@@ -1006,13 +945,13 @@ static void system_cleanup(struct sonde_collection *c)
 	for (i = 0; i < st->ndisks; i++) {
 		free(st->disks[i]);
 		if (st->disk_fd)
-			pf_close(&st->disk_fd[i]);
+			sonde_procfile__close(&st->disk_fd[i]);
 	}
 	free(st->disk_fd);
 	free(st->disks);
 	forget_tree(st);
 	for (i = 0; i < sizeof(st->fd) / sizeof(st->fd[0]); i++)
-		pf_close(&st->fd[i]);
+		sonde_procfile__close(&st->fd[i]);
 	free(st->thr);
 	free(st->pacc);
 	free(st->vals);
