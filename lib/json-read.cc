@@ -235,18 +235,29 @@ bool clean(dom::element e)
 	}
 }
 
-json_t *fast(const char *buf, size_t len, size_t slack)
+/*
+ * The document parsed into doc (its tape kept after the parser's working
+ * buffers are freed), *root its top: false for a document left to jansson.
+ */
+bool parse_doc(const char *buf, size_t len, size_t slack, dom::document &doc, dom::element *root)
 {
 	dom::parser parser;
-	dom::element root;
 
 	if (len >= 3 && !std::memcmp(buf, "\xef\xbb\xbf", 3))
-		return nullptr;
-	if (parser.parse(buf, len, slack < SIMDJSON_PADDING).get(root) != SUCCESS)
-		return nullptr;
-	if (root.type() != dom::element_type::OBJECT && root.type() != dom::element_type::ARRAY)
-		return nullptr;
-	return builder().tree(root);
+		return false;
+	if (parser.parse_into_document(doc, buf, len, slack < SIMDJSON_PADDING).get(*root) !=
+	    SUCCESS)
+		return false;
+	return root->type() == dom::element_type::OBJECT ||
+	       root->type() == dom::element_type::ARRAY;
+}
+
+json_t *fast(const char *buf, size_t len, size_t slack)
+{
+	dom::document doc;
+	dom::element root;
+
+	return parse_doc(buf, len, slack, doc, &root) ? builder().tree(root) : nullptr;
 }
 
 } // namespace
@@ -352,22 +363,12 @@ json_t *fast_packed(const char *buf, size_t len, size_t slack, sonde_json_pack *
 	int seen = 0;
 
 	*out = nullptr;
-	if (len >= 3 && !std::memcmp(buf, "\xef\xbb\xbf", 3)) {
+	if (!parse_doc(buf, len, slack, pk->doc, &root)) {
 		delete pk;
 		return nullptr;
 	}
-	{
-		dom::parser parser;
-
-		if (parser.parse_into_document(pk->doc, buf, len, slack < SIMDJSON_PADDING)
-			    .get(root) != SUCCESS) {
-			delete pk;
-			return nullptr;
-		}
-	}
-	if (root.type() != dom::element_type::OBJECT) {
-		if (root.type() == dom::element_type::ARRAY)
-			tree = pk->b.tree(root);
+	if (root.type() == dom::element_type::ARRAY) {
+		tree = pk->b.tree(root);
 		delete pk;
 		return tree;
 	}
@@ -693,6 +694,8 @@ extern "C" long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_
 	dom::array a = col.get_array().value_unsafe();
 
 	n = a.size();
+	if (!vals)
+		return (long)n;
 	if (sonde_grow((void **)vals, cap, n, sizeof(**vals)))
 		return -ENOMEM;
 	for (dom::element e : a) {

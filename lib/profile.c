@@ -186,6 +186,32 @@ static int unpack(const struct sonde_profile *p, size_t i)
 }
 
 /*
+ * The packed resources in the order resources held them, then those without
+ * columns (where a tree-loaded profile adds them): n indices to free, or NULL.
+ */
+static size_t *res_order(const struct sonde_profile *p)
+{
+	size_t nres = sonde_json_pack__res_count(p->pack), n = p->packed ? p->packed : 1, i, j;
+	size_t *order = malloc(n * sizeof(*order));
+	unsigned char *placed = calloc(n, 1);
+
+	if (order && placed) {
+		for (j = 0; j < nres; j++) {
+			order[j] = sonde_json_pack__res_order(p->pack, j);
+			placed[order[j]] = 1;
+		}
+		for (i = 0; i < p->packed; i++)
+			if (!placed[i])
+				order[j++] = i;
+	} else {
+		free(order);
+		order = NULL;
+	}
+	free(placed);
+	return order;
+}
+
+/*
  * Every packed resource into resource_type_map and resources, in the
  * document's order (those without columns after the rest, as a tree-loaded
  * profile adds them): the profile is then what a tree would have made. Under
@@ -194,8 +220,7 @@ static int unpack(const struct sonde_profile *p, size_t i)
 static int thaw(const struct sonde_profile *p)
 {
 	struct sonde_profile *w = (struct sonde_profile *)p;
-	size_t i, j, nres;
-	unsigned char *placed = NULL;
+	size_t i, *order = NULL;
 	int rc = 0;
 
 	if (!p->pack || __atomic_load_n(&p->thawed, __ATOMIC_ACQUIRE))
@@ -205,30 +230,23 @@ static int thaw(const struct sonde_profile *p)
 		goto out;
 	for (i = 0; i < p->packed && !rc; i++)
 		rc = unpack_locked(w, i);
-	placed = rc ? NULL : calloc(p->packed ? p->packed : 1, 1);
-	if (!placed) {
+	order = rc ? NULL : res_order(p);
+	if (!order) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	/* set again after a failure part way: the same keys, the same values */
-	for (i = 0; i < p->packed; i++)
+	for (i = 0; i < p->packed; i++) {
 		rc |= json_object_set_nocheck(p->rtm, p->keys[i], p->fixed[i]);
-	nres = sonde_json_pack__res_count(p->pack);
-	for (j = 0; j < nres; j++) {
-		i = sonde_json_pack__res_order(p->pack, j);
-		placed[i] = 1;
-		rc |= json_object_set_nocheck(p->res, p->keys[i], p->cols[i]);
+		rc |= json_object_set_nocheck(p->res, p->keys[order[i]], p->cols[order[i]]);
 	}
-	for (i = 0; i < p->packed; i++)
-		if (!placed[i])
-			rc |= json_object_set_nocheck(p->res, p->keys[i], p->cols[i]);
 	if (rc)
 		rc = -ENOMEM;
 	else
 		__atomic_store_n(&w->thawed, true, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&w->lock);
-	free(placed);
+	free(order);
 	return rc;
 }
 
@@ -591,6 +609,8 @@ long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const cha
 	if (!json_is_array(col))
 		return -ENOENT;
 	n = json_array_size(col);
+	if (!vals)
+		return (long)n;
 	if (sonde_grow((void **)vals, cap, n, sizeof(**vals)))
 		return -ENOMEM;
 	json_array_foreach(col, j, v)(*vals)[j] = json_is_number(v) ? json_number_value(v) : NAN;
@@ -634,34 +654,19 @@ int sonde_profile__add_workload_warning(struct sonde_profile *p, const char *cod
 }
 
 /*
- * Indented JSON, except that each resource's columns go on one line, and so
- * does every array of scalars (a timeline slice, a context): a profile with a
- * million values stays a file of a few lines per resource, not a million lines.
- */
-/*
  * A packed profile's resource_type_map (res 0) or resources (1) as the tree
  * would be written (dump_layout at depth 1, or one compact line each): from
  * the tape, or from the trees made (and perhaps changed) since the load.
  */
 static int dump_packed(const struct sonde_profile *p, struct sonde_strbuf *sb, int res)
 {
-	size_t nres = res ? sonde_json_pack__res_count(p->pack) : p->packed, j, i, next = 0;
-	unsigned char *placed = res ? calloc(p->packed ? p->packed : 1, 1) : NULL;
-	int err = res && !placed ? -ENOMEM : sonde_strbuf__addch(sb, '{');
+	size_t *order = res ? res_order(p) : NULL, j, i;
+	int err = res && !order ? -ENOMEM : sonde_strbuf__addch(sb, '{');
 
 	for (j = 0; j < p->packed && !err; j++) {
 		json_t *t;
 
-		/* resources: in the document's order, then those without columns */
-		if (res && j < nres)
-			i = sonde_json_pack__res_order(p->pack, j);
-		else if (res)
-			for (i = next; placed[i]; i++, next++)
-				;
-		else
-			i = j;
-		if (res)
-			placed[i] = 1;
+		i = res ? order[j] : j;
 		t = made(p, i, res);
 		if (j)
 			err |= sonde_strbuf__addch(sb, ',');
@@ -674,12 +679,17 @@ static int dump_packed(const struct sonde_profile *p, struct sonde_strbuf *sb, i
 		else
 			err |= sonde_json_pack__dump(p->pack, i, res, sb, res ? 0 : 1, 2, 1);
 	}
-	free(placed);
+	free(order);
 	if (p->packed)
 		err |= sonde_strbuf__adds(sb, "\n ");
 	return err | sonde_strbuf__addch(sb, '}');
 }
 
+/*
+ * Indented JSON, except that each resource's columns go on one line, and so
+ * does every array of scalars (a timeline slice, a context): a profile with a
+ * million values stays a file of a few lines per resource, not a million lines.
+ */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
@@ -883,6 +893,14 @@ static int convert_perun(struct sonde_profile *p, json_t *root, json_t *records)
 	return err;
 }
 
+/* What is wrong with a resource (name, key), by json.h's SONDE_PACK_* */
+static const char *const bad_resource[] = {
+	[SONDE_PACK_FIXED_NOT_OBJECT] = "'%s': resource_type_map entry '%s' is not an object",
+	[SONDE_PACK_COLUMNS_NOT_OBJECT] = "'%s': resources entry '%s' is not an object",
+	[SONDE_PACK_COLUMN_NOT_ARRAY] = "'%s': a column of resource '%s' is not an array",
+	[SONDE_PACK_COLUMN_LENGTHS] = "'%s': the columns of resource '%s' differ in length",
+};
+
 /* Check the columnar part and build the lookup structures. */
 static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_strbuf *err)
 {
@@ -896,8 +914,7 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 		size_t len = (size_t)-1;
 
 		if (!json_is_object(fixed)) {
-			fail(err, EINVAL, "'%s': resource_type_map entry '%s' is not an object",
-			     name, key);
+			fail(err, EINVAL, bad_resource[SONDE_PACK_FIXED_NOT_OBJECT], name, key);
 			return -EINVAL;
 		}
 		/* resources in the order of resource_type_map: no lookup */
@@ -913,19 +930,18 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 			json_object_set_new(p->res, key, cols);
 		}
 		if (!json_is_object(cols)) {
-			fail(err, EINVAL, "'%s': resources entry '%s' is not an object", name, key);
+			fail(err, EINVAL, bad_resource[SONDE_PACK_COLUMNS_NOT_OBJECT], name, key);
 			return -EINVAL;
 		}
 		json_object_foreach(cols, ck, col)
 		{
 			if (!json_is_array(col)) {
-				fail(err, EINVAL, "'%s': a column of resource '%s' is not an array",
-				     name, key);
+				fail(err, EINVAL, bad_resource[SONDE_PACK_COLUMN_NOT_ARRAY], name,
+				     key);
 				return -EINVAL;
 			}
 			if (len != (size_t)-1 && json_array_size(col) != len) {
-				fail(err, EINVAL,
-				     "'%s': the columns of resource '%s' differ in length", name,
+				fail(err, EINVAL, bad_resource[SONDE_PACK_COLUMN_LENGTHS], name,
 				     key);
 				return -EINVAL;
 			}
@@ -951,20 +967,14 @@ static int index_loaded(struct sonde_profile *p, const char *name, struct sonde_
 /* index_loaded() for a packed profile: the same checks, on the tape. */
 static int index_packed(struct sonde_profile *p, const char *name, struct sonde_strbuf *err)
 {
-	static const char *const why[] = {
-		[SONDE_PACK_FIXED_NOT_OBJECT] =
-			"'%s': resource_type_map entry '%s' is not an object",
-		[SONDE_PACK_COLUMNS_NOT_OBJECT] = "'%s': resources entry '%s' is not an object",
-		[SONDE_PACK_COLUMN_NOT_ARRAY] = "'%s': a column of resource '%s' is not an array",
-		[SONDE_PACK_COLUMN_LENGTHS] = "'%s': the columns of resource '%s' differ in length",
-	};
 	size_t n = sonde_json_pack__count(p->pack), i;
 
 	for (i = 0; i < n; i++) {
 		int bad = sonde_json_pack__check(p->pack, i);
 
 		if (bad) {
-			fail(err, EINVAL, why[bad], name, sonde_json_pack__key(p->pack, i));
+			fail(err, EINVAL, bad_resource[bad], name,
+			     sonde_json_pack__key(p->pack, i));
 			return -EINVAL;
 		}
 	}

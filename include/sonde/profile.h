@@ -137,8 +137,8 @@ const char *sonde_profile__fixed_string(const struct sonde_profile *p, size_t re
 					const char *name);
 /*
  * Column `column` of resource res as doubles (NAN where a value is not a
- * number) into *vals, grown to *cap as needed: how many, -ENOENT when the
- * resource has no such column, or -ENOMEM.
+ * number) into *vals, grown to *cap as needed (vals NULL: only how many): how
+ * many, -ENOENT when the resource has no such column, or -ENOMEM.
  */
 long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const char *column,
 			    double **vals, size_t *cap);

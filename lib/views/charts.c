@@ -238,6 +238,28 @@ static void agg_release(struct agg *a)
 	sonde_strmap__release(&a->index);
 }
 
+/* A value as text: a string as it is, a number, true or false, else "(none)". */
+static void scalar_text(const struct sonde_scalar *v, struct sonde_strbuf *buf)
+{
+	switch (v->type) {
+	case JSON_STRING:
+		sonde_strbuf__adds(buf, v->s);
+		break;
+	case JSON_INTEGER:
+		sonde_strbuf__addf(buf, "%lld", v->i);
+		break;
+	case JSON_REAL:
+		sonde_strbuf__addf(buf, "%g", v->d);
+		break;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		sonde_strbuf__adds(buf, v->type == JSON_TRUE ? "true" : "false");
+		break;
+	default:
+		sonde_strbuf__adds(buf, "(none)");
+	}
+}
+
 /* A field of a resource's row as text: a column value, else a fixed property. */
 static const char *field(json_t *fixed, json_t *cols, const char *name, size_t row,
 			 struct sonde_strbuf *buf, bool *per_row)
@@ -249,61 +271,32 @@ static const char *field(json_t *fixed, json_t *cols, const char *name, size_t r
 	if (!name)
 		return "";
 	v = col ? json_array_get(col, row) : json_object_get(fixed, name);
-	if (!col && !strcmp(name, "uid"))
+	if (!col && !strcmp(name, "uid")) {
 		sonde_profile__uid_string(v, buf);
-	else if (json_is_string(v))
-		sonde_strbuf__adds(buf, json_string_value(v));
-	else if (json_is_integer(v))
-		sonde_strbuf__addf(buf, "%lld", (long long)json_integer_value(v));
-	else if (json_is_number(v))
-		sonde_strbuf__addf(buf, "%g", json_number_value(v));
-	else if (json_is_boolean(v))
-		sonde_strbuf__adds(buf, json_is_true(v) ? "true" : "false");
-	else
-		sonde_strbuf__adds(buf, "(none)");
+	} else {
+		struct sonde_scalar s = { v ? (int)json_typeof(v) : -1, json_string_value(v),
+					  json_is_integer(v) ? (long long)json_integer_value(v) : 0,
+					  json_number_value(v) };
+
+		scalar_text(&s, buf);
+	}
 	return buf->buf ? buf->buf : "";
 }
 
-/*
- * field() for a fixed property, read without making the resource's tree
- * (made only for a uid that is not a string).
- */
+/* field() for a fixed property, read without making the resource's tree. */
 static const char *fixed_field(const struct sonde_profile *p, size_t i, const char *name,
 			       struct sonde_strbuf *buf)
 {
 	struct sonde_scalar v;
-	bool dummy;
-	json_t *fixed;
 
 	sonde_strbuf__reset(buf);
 	if (!name)
 		return "";
-	switch (sonde_profile__fixed_scalar(p, i, name, &v)) {
-	case JSON_STRING:
-		sonde_strbuf__adds(buf, v.s);
-		break;
-	case JSON_INTEGER:
-	case JSON_REAL:
-	case JSON_TRUE:
-	case JSON_FALSE:
-		if (!strcmp(name, "uid")) /* uid_string()'s compact JSON */
-			return sonde_profile__resource_at(p, i, NULL, &fixed, NULL)
-				       ? ""
-				       : field(fixed, NULL, name, 0, buf, &dummy);
-		if (v.type == JSON_INTEGER)
-			sonde_strbuf__addf(buf, "%lld", v.i);
-		else if (v.type == JSON_REAL)
-			sonde_strbuf__addf(buf, "%g", v.d);
-		else
-			sonde_strbuf__adds(buf, v.type == JSON_TRUE ? "true" : "false");
-		break;
-	default: /* absent, null, an array or an object */
-		if (!strcmp(name, "uid"))
-			return v.type == -1 || sonde_profile__resource_at(p, i, NULL, &fixed, NULL)
-				       ? ""
-				       : field(fixed, NULL, name, 0, buf, &dummy);
-		sonde_strbuf__adds(buf, "(none)");
-		break;
+	if (!strcmp(name, "uid")) {
+		sonde_profile__uid_text(p, i, buf);
+	} else {
+		sonde_profile__fixed_scalar(p, i, name, &v);
+		scalar_text(&v, buf);
 	}
 	return buf->buf ? buf->buf : "";
 }
@@ -317,9 +310,9 @@ static const char *fixed_field(const struct sonde_profile *p, size_t i, const ch
 static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opts *o, bool numeric,
 		     struct agg *a)
 {
-	size_t n = sonde_profile__resource_count(p), i, ycap = 0, xcap = 0, tcap = 0;
+	size_t n = sonde_profile__resource_count(p), i, ycap = 0, xcap = 0;
 	struct sonde_strbuf cb = SONDE_STRBUF_INIT, gb = SONDE_STRBUF_INIT;
-	double *ys = NULL, *xs = NULL, *tmp = NULL;
+	double *ys = NULL, *xs = NULL;
 	int rc = 0;
 
 	memset(a, 0, sizeof(*a));
@@ -343,8 +336,8 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 			continue;
 		/* a category or group from a column: per row, through the tree */
 		by_tree = (!numeric && o->per &&
-			   sonde_profile__numbers(p, i, o->per, &tmp, &tcap) >= 0) ||
-			  (o->by && sonde_profile__numbers(p, i, o->by, &tmp, &tcap) >= 0);
+			   sonde_profile__numbers(p, i, o->per, NULL, NULL) >= 0) ||
+			  (o->by && sonde_profile__numbers(p, i, o->by, NULL, NULL) >= 0);
 		if (by_tree && sonde_profile__resource_at(p, i, NULL, &fixed, &cols)) {
 			rc = -ENOMEM;
 			break;
@@ -389,7 +382,6 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 	}
 	free(ys);
 	free(xs);
-	free(tmp);
 	sonde_strbuf__release(&cb);
 	sonde_strbuf__release(&gb);
 	return rc;
