@@ -24,13 +24,25 @@
 static const double decades[] = { 1e-4, 1e-3, 1e-2, 1e-1, 1e0,	1e1,  1e2,  1e3,  1e4, 1e5,
 				  1e6,	1e7,  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14 };
 
-/* The decimal digits of u, written backwards from end; returns the first. */
+static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+			       "25262728293031323334353637383940414243444546474849"
+			       "50515253545556575859606162636465666768697071727374"
+			       "75767778798081828384858687888990919293949596979899";
+
+/* The decimal digits of u, written backwards from end, two a step; returns the first. */
 static char *digits(char *end, uint64_t u)
 {
-	do {
-		*--end = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
+	while (u >= 100) {
+		end -= 2;
+		memcpy(end, pairs + 2 * (u % 100), 2);
+		u /= 100;
+	}
+	if (u >= 10) {
+		end -= 2;
+		memcpy(end, pairs + 2 * u, 2);
+	} else {
+		*--end = (char)('0' + u);
+	}
 	return end;
 }
 
@@ -81,10 +93,6 @@ static int add_real_printf(struct sonde_strbuf *sb, double v)
 }
 
 /* "00".."99" */
-static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-			       "25262728293031323334353637383940414243444546474849"
-			       "50515253545556575859606162636465666768697071727374"
-			       "75767778798081828384858687888990919293949596979899";
 
 /* u < 10^15 as 15 digits at d, zeros in front: two halves side by side, two digits a step */
 static void put15(char *d, uint64_t u)
@@ -295,6 +303,34 @@ static bool scalars(const json_t *v)
 }
 
 /*
+ * The separators of an indented document: what comes before an object's
+ * member (its key and ": " too) or an array's element, and the close.
+ */
+static int member(struct sonde_strbuf *sb, const char *key, size_t indent, size_t depth, bool first)
+{
+	int err = first ? 0 : sonde_strbuf__addch(sb, ',');
+
+	if (indent)
+		err |= add_indent(sb, indent * (depth + 1));
+	err |= add_string(sb, key, strlen(key));
+	return err | (indent ? sonde_strbuf__add(sb, ": ", 2) : sonde_strbuf__addch(sb, ':'));
+}
+
+static int element(struct sonde_strbuf *sb, size_t indent, size_t depth, size_t i)
+{
+	int err = i ? sonde_strbuf__addch(sb, ',') : 0;
+
+	return err | (indent ? add_indent(sb, indent * (depth + 1)) : 0);
+}
+
+static int close_with(struct sonde_strbuf *sb, char c, bool any, size_t indent, size_t depth)
+{
+	int err = indent && any ? add_indent(sb, indent * depth) : 0;
+
+	return err | sonde_strbuf__addch(sb, c);
+}
+
+/*
  * indent 0: compact; else JSON_INDENT(indent), at depth levels in, except,
  * with flat, that an array of scalars is written on one line.
  */
@@ -312,19 +348,11 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 		{
 			if (err)
 				break;
-			if (!first)
-				err |= sonde_strbuf__addch(sb, ',');
+			err |= member(sb, key, indent, depth, first);
 			first = 0;
-			if (indent)
-				err |= add_indent(sb, indent * (depth + 1));
-			err |= add_string(sb, key, strlen(key));
-			err |= indent ? sonde_strbuf__add(sb, ": ", 2)
-				      : sonde_strbuf__addch(sb, ':');
 			err |= dump(sb, e, indent, depth + 1, flat);
 		}
-		if (indent && !first)
-			err |= add_indent(sb, indent * depth);
-		return err | sonde_strbuf__addch(sb, '}');
+		return err | close_with(sb, '}', !first, indent, depth);
 	case JSON_ARRAY:
 		if (indent && flat && scalars(v))
 			indent = 0;
@@ -335,14 +363,10 @@ static int dump(struct sonde_strbuf *sb, const json_t *v, size_t indent, size_t 
 		{
 			if (err)
 				break;
-			if (i)
-				err |= sonde_strbuf__addch(sb, ',');
-			err |= add_indent(sb, indent * (depth + 1));
+			err |= element(sb, indent, depth, i);
 			err |= dump(sb, e, indent, depth + 1, flat);
 		}
-		if (json_array_size(v))
-			err |= add_indent(sb, indent * depth);
-		return err | sonde_strbuf__addch(sb, ']');
+		return err | close_with(sb, ']', json_array_size(v), indent, depth);
 	case JSON_STRING:
 		return add_string(sb, json_string_value(v), json_string_length(v));
 	case JSON_INTEGER:
@@ -416,4 +440,36 @@ int sonde_json__put_real(struct sonde_strbuf *sb, double v)
 int sonde_json__put_indent(struct sonde_strbuf *sb, size_t spaces)
 {
 	return add_indent(sb, spaces) ? -ENOMEM : 0;
+}
+
+int sonde_json__put_member(struct sonde_strbuf *sb, const char *key, size_t indent, size_t depth,
+			   bool first)
+{
+	return member(sb, key, indent, depth, first) ? -ENOMEM : 0;
+}
+
+int sonde_json__put_row(struct sonde_strbuf *sb, const json_int_t *v, size_t n, size_t indent,
+			size_t depth, size_t i)
+{
+	char *o;
+	size_t k;
+
+	if (element(sb, indent, depth, i) || sonde_strbuf__grow(sb, 2 + 21 * n))
+		return -ENOMEM;
+	o = sb->buf + sb->len;
+	*o++ = '[';
+	for (k = 0; k < n; k++) {
+		if (k)
+			*o++ = ',';
+		o = put_integer(o, v[k]);
+	}
+	*o++ = ']';
+	*o = '\0';
+	sb->len = (size_t)(o - sb->buf);
+	return 0;
+}
+
+int sonde_json__put_close(struct sonde_strbuf *sb, char c, size_t n, size_t indent, size_t depth)
+{
+	return close_with(sb, c, n != 0, indent, depth) ? -ENOMEM : 0;
 }

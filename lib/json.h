@@ -20,6 +20,7 @@
 #define SONDE_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct sonde_strbuf;
@@ -106,6 +107,20 @@ int sonde_json__put_string(struct sonde_strbuf *sb, const char *s, size_t len);
 int sonde_json__put_integer(struct sonde_strbuf *sb, json_int_t i);
 int sonde_json__put_real(struct sonde_strbuf *sb, double v);
 int sonde_json__put_indent(struct sonde_strbuf *sb, size_t spaces);
+/*
+ * A document laid out as sonde_json__dump_layout() lays it out, written
+ * without a tree (a timeline of 200 000 slices is a million values, a
+ * malloc each as a tree): at depth levels in, indent spaces a level (0:
+ * compact). After the caller's '{', __put_member() writes what comes before
+ * a member's value (first: the object's first); after its '[',
+ * __put_row() writes element i, an array of n integers on one line;
+ * __put_close() ends an object or array of n members with c. 0 or -ENOMEM.
+ */
+int sonde_json__put_member(struct sonde_strbuf *sb, const char *key, size_t indent, size_t depth,
+			   bool first);
+int sonde_json__put_row(struct sonde_strbuf *sb, const json_int_t *v, size_t n, size_t indent,
+			size_t depth, size_t i);
+int sonde_json__put_close(struct sonde_strbuf *sb, char c, size_t n, size_t indent, size_t depth);
 /*
  * v as jansson writes it, into buf (48 bytes), without printf: its length, or
  * 0 where printf is needed (an exponent, or digits too near a rounding tie).

@@ -27,7 +27,7 @@ int sonde_profile__stamp_origin(struct sonde_profile *p, const struct sonde_git_
 	struct tm tm;
 	int rc = 0;
 
-	rc |= sonde_profile__set(sonde_profile__root(p), "machine", sonde_sysinfo__machine());
+	rc |= sonde_profile__set_part(p, "machine", sonde_sysinfo__machine());
 	if (o->commit[0]) {
 		rc |= sonde_profile__set_origin(p, o->commit);
 		rc |= sonde_profile__set(md, "dirty", json_boolean(o->dirty == 1));

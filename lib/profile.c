@@ -47,7 +47,19 @@ struct sonde_profile {
 	struct sonde_json_pack *pack;
 	size_t packed;
 	bool thawed;
-	pthread_mutex_t lock; /* making a packed resource's trees */
+	pthread_mutex_t lock; /* making a packed resource's trees, or a text part's */
+	/*
+	 * Top-level members a writer gave as JSON text (sonde_profile__set_text):
+	 * root holds an empty object in each one's place until the member's tree
+	 * is asked for; the text is written as it is.
+	 */
+	struct text_part {
+		char *name;
+		json_t *holder; /* borrowed from root; NULL once the tree is made */
+		char *text;
+		size_t len;
+	} * texts;
+	size_t ntexts, ntexts_cap;
 };
 
 static const char *const toplevel_objects[] = {
@@ -148,6 +160,11 @@ void sonde_profile__free(struct sonde_profile *p)
 		json_decref(p->cols[i]);
 	}
 	sonde_json_pack__free(p->pack);
+	for (i = 0; i < p->ntexts; i++) {
+		free(p->texts[i].name);
+		free(p->texts[i].text);
+	}
+	free(p->texts);
 	pthread_mutex_destroy(&p->lock);
 	free(p->keys);
 	free(p->fixed);
@@ -250,9 +267,42 @@ out:
 	return rc;
 }
 
+/* The text part called name (NULL: every one) made a tree in its place. */
+static int thaw_text(const struct sonde_profile *p, const char *name)
+{
+	struct sonde_profile *w = (struct sonde_profile *)p;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < p->ntexts; i++) {
+		struct text_part *t = &w->texts[i];
+		json_t *tree;
+
+		if ((name && strcmp(t->name, name)) ||
+		    !__atomic_load_n(&t->holder, __ATOMIC_ACQUIRE))
+			continue;
+		pthread_mutex_lock(&w->lock);
+		if (t->holder) {
+			/* the text is this library's own writing: only memory can fail */
+			tree = sonde_json__load(t->text, t->len, 0, NULL);
+			if (tree && !json_object_set_new_nocheck(p->root, t->name, tree)) {
+				free(t->text);
+				t->text = NULL;
+				__atomic_store_n(&t->holder, NULL, __ATOMIC_RELEASE);
+			} else {
+				rc = -ENOMEM;
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
+	return rc;
+}
+
 json_t *sonde_profile__root(const struct sonde_profile *p)
 {
-	thaw(p); /* out of memory: the document without some resources */
+	/* out of memory: the document without some resources, or a part empty */
+	thaw(p);
+	thaw_text(p, NULL);
 	return p->root;
 }
 
@@ -262,7 +312,74 @@ json_t *sonde_profile__part(const struct sonde_profile *p, const char *name)
 
 	if (v && (v == p->rtm || v == p->res))
 		thaw(p);
+	if (v && p->ntexts) {
+		thaw_text(p, name);
+		v = json_object_get(p->root, name);
+	}
 	return v;
+}
+
+/* The text part called name, if it is still text. */
+static struct text_part *text_of(struct sonde_profile *p, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < p->ntexts; i++)
+		if (p->texts[i].holder && !strcmp(p->texts[i].name, name))
+			return &p->texts[i];
+	return NULL;
+}
+
+int sonde_profile__set_part(struct sonde_profile *p, const char *name, json_t *value)
+{
+	struct text_part *t = text_of(p, name);
+
+	if (!value)
+		return -ENOMEM;
+	if (json_object_set_new(p->root, name, value))
+		return -ENOMEM;
+	if (t) { /* replaced */
+		free(t->text);
+		t->text = NULL;
+		t->holder = NULL;
+	}
+	return 0;
+}
+
+int sonde_profile__set_text(struct sonde_profile *p, const char *name, struct sonde_strbuf *text)
+{
+	struct text_part *t = text_of(p, name);
+	json_t *holder = json_object();
+	size_t len = 0;
+	char *s = sonde_strbuf__detach(text, &len);
+
+	if (t) {
+		free(t->text);
+		t->text = NULL;
+		t->holder = NULL;
+	} else if (s && holder &&
+		   !sonde_grow((void **)&p->texts, &p->ntexts_cap, p->ntexts + 1,
+			       sizeof(*p->texts))) {
+		t = &p->texts[p->ntexts];
+		*t = (struct text_part){ .name = strdup(name) };
+		if (t->name)
+			p->ntexts++;
+		else
+			t = NULL;
+	}
+	if (!t || !s || !holder) {
+		json_decref(holder);
+		free(s);
+		return -ENOMEM;
+	}
+	if (json_object_set_new_nocheck(p->root, name, holder)) { /* (holder taken) */
+		free(s);
+		return -ENOMEM;
+	}
+	t->text = s;
+	t->len = len;
+	t->holder = holder;
+	return 0;
 }
 
 json_t *sonde_profile__header(const struct sonde_profile *p)
@@ -697,6 +814,7 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 	json_t *v, *r;
 	int err, first = 1, rfirst;
 	bool packed = p->pack && !__atomic_load_n(&p->thawed, __ATOMIC_ACQUIRE);
+	const struct text_part *t;
 
 	err = sonde_strbuf__addch(&sb, '{');
 	json_object_foreach(p->root, key, v)
@@ -707,6 +825,10 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 		err |= sonde_strbuf__adds(&sb, ": ");
 		if (packed && (v == p->rtm || v == p->res)) {
 			err |= dump_packed(p, &sb, v == p->res);
+			continue;
+		}
+		if (p->ntexts && (t = text_of((struct sonde_profile *)p, key)) && t->holder == v) {
+			err |= sonde_strbuf__add(&sb, t->text, t->len);
 			continue;
 		}
 		if (v != p->res) {

@@ -85,6 +85,19 @@ const char *sonde_profile__type(const struct sonde_profile *p);
 /* The origin commit, or NULL when the profile has none. */
 const char *sonde_profile__origin(const struct sonde_profile *p);
 int sonde_profile__set_origin(struct sonde_profile *p, const char *commit);
+/*
+ * Set a top-level member, without making the rest of the document (as
+ * __root() would); value is stolen. 0 or -ENOMEM.
+ */
+int sonde_profile__set_part(struct sonde_profile *p, const char *name, json_t *value);
+/*
+ * Set a top-level member as JSON text, laid out as the profile's writer lays
+ * it out at depth 1 (sonde_json__put_member and the rest, lib/json.h), for
+ * a writer that would otherwise make a tree of millions of values. The text
+ * (text's buffer, taken: text is left empty) is written as it is; __part()
+ * and __root() make its tree when asked. 0 or -ENOMEM.
+ */
+int sonde_profile__set_text(struct sonde_profile *p, const char *name, struct sonde_strbuf *text);
 /* Set one key of a part; value is stolen. Returns 0 or -errno. */
 int sonde_profile__set(json_t *part, const char *key, json_t *value);
 

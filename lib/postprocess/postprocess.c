@@ -420,7 +420,7 @@ int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postpro
 		return -ENOMEM;
 	if (!json_is_array(models)) {
 		models = json_array();
-		json_object_set_new(sonde_profile__root(p), "models", models);
+		sonde_profile__set_part(p, "models", models);
 	}
 	/* Running a postprocessor again replaces its earlier models of the same data. */
 	for (i = json_array_size(models); i-- > 0;) {
@@ -434,7 +434,7 @@ int sonde_postprocess__apply(struct sonde_profile *p, const struct sonde_postpro
 	json_decref(fresh);
 	if (!json_is_array(pp)) {
 		pp = json_array();
-		json_object_set_new(sonde_profile__root(p), "postprocessors", pp);
+		sonde_profile__set_part(p, "postprocessors", pp);
 	}
 	rec = json_object();
 	json_object_set_new(rec, "name", json_string(o->name));

@@ -325,6 +325,50 @@ static void test_layout(void **state)
 	json_decref(v);
 }
 
+/*
+ * The layout written without a tree: the same bytes as the tree's, for rows
+ * (none, one, several, the extreme integers), a member after them, at depth 1
+ * and compact.
+ */
+static void test_layout_pieces(void **state)
+{
+	static const json_int_t rows[3][3] = { { 0, -1, 9 },
+					       { INT64_MIN, INT64_MAX, 100 },
+					       { 1234567890123, 99, 10 } };
+	size_t indent, n, i, k;
+
+	(void)state;
+	for (indent = 0; indent <= 1; indent++)
+		for (n = 0; n <= 3; n++) {
+			struct sonde_strbuf a = SONDE_STRBUF_INIT, b = SONDE_STRBUF_INIT;
+			json_t *v = json_object(), *arr = json_array();
+
+			json_object_set_new(v, "rows", arr);
+			json_object_set_new(v, "name", json_string("x\"y"));
+			assert_int_equal(sonde_strbuf__addch(&b, '{'), 0);
+			assert_int_equal(sonde_json__put_member(&b, "rows", indent, 1, true), 0);
+			assert_int_equal(sonde_strbuf__addch(&b, '['), 0);
+			for (i = 0; i < n; i++) {
+				json_t *r = json_array();
+
+				for (k = 0; k < 3; k++)
+					json_array_append_new(r, json_integer(rows[i][k]));
+				json_array_append_new(arr, r);
+				assert_int_equal(sonde_json__put_row(&b, rows[i], 3, indent, 2, i),
+						 0);
+			}
+			assert_int_equal(sonde_json__put_close(&b, ']', n, indent, 2), 0);
+			assert_int_equal(sonde_json__put_member(&b, "name", indent, 1, false), 0);
+			assert_int_equal(sonde_json__dump_string(&b, "x\"y"), 0);
+			assert_int_equal(sonde_json__put_close(&b, '}', 2, indent, 1), 0);
+			assert_int_equal(sonde_json__dump_layout(&a, v, indent, 1), 0);
+			assert_string_equal(a.buf, b.buf);
+			sonde_strbuf__release(&a);
+			sonde_strbuf__release(&b);
+			json_decref(v);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_reader_agrees_on_numbers),
 		cmocka_unit_test(test_writer_agrees),
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_layout_pieces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

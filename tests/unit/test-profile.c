@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <sonde/file.h>
 #include <sonde/profile.h>
+#include "json.h"
 
 static void test_resources(void **state)
 {
@@ -321,12 +322,63 @@ static void test_packed(void **state)
 	sonde_strbuf__release(&err);
 }
 
+/*
+ * A member given as text: written as it is, read as the tree its text makes
+ * (only when asked for), replaced by a tree or by other text.
+ */
+static void test_text_part(void **state)
+{
+	struct sonde_profile *p = sonde_profile__new("time"), *q = sonde_profile__new("time");
+	json_t *tree = json_pack("{s:[[i, i], [i, i]], s:s}", "rows", 1, 2, 3, 4, "k", "v");
+	struct sonde_strbuf text = SONDE_STRBUF_INIT;
+	char *a, *b;
+	size_t la, lb;
+
+	(void)state;
+	assert_int_equal(sonde_json__dump_layout(&text, tree, 1, 1), 0);
+	assert_int_equal(sonde_profile__set_text(p, "trace", &text), 0);
+	assert_int_equal(text.len, 0); /* taken */
+	assert_int_equal(sonde_profile__set_part(q, "trace", json_incref(tree)), 0);
+	/* members set after it keep their places; nothing made to set them */
+	assert_int_equal(sonde_profile__set_part(p, "machine", json_object()), 0);
+	assert_int_equal(sonde_profile__set_part(q, "machine", json_object()), 0);
+	a = sonde_profile__dump(p, &la);
+	b = sonde_profile__dump(q, &lb);
+	assert_non_null(strstr(a, "\"rows\": [\n   [1,2],\n   [3,4]\n  ]"));
+	assert_string_equal(a, b);
+	free(a);
+	assert_true(json_equal(sonde_profile__part(p, "trace"), tree));
+	assert_true(json_equal(sonde_profile__root(p), sonde_profile__root(q)));
+	a = sonde_profile__dump(p, &la); /* the tree, written as before */
+	assert_string_equal(a, b);
+	free(a);
+	/* replaced by other text, then by a tree: the last one counts */
+	assert_int_equal(sonde_strbuf__adds(&text, "[1]"), 0);
+	assert_int_equal(sonde_profile__set_text(p, "trace", &text), 0);
+	assert_int_equal(sonde_strbuf__adds(&text, "[2]"), 0);
+	assert_int_equal(sonde_profile__set_text(p, "trace", &text), 0);
+	a = sonde_profile__dump(p, &la);
+	assert_non_null(strstr(a, "\"trace\": [2]"));
+	free(a);
+	assert_int_equal(sonde_profile__set_part(p, "trace", json_string("t")), 0);
+	assert_string_equal(json_string_value(sonde_profile__part(p, "trace")), "t");
+	a = sonde_profile__dump(p, &la);
+	assert_non_null(strstr(a, "\"trace\": \"t\""));
+	free(a);
+	free(b);
+	json_decref(tree);
+	sonde_strbuf__release(&text);
+	sonde_profile__free(p);
+	sonde_profile__free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resources),      cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_perun_records),  cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_resource_order), cmocka_unit_test(test_packed),
+		cmocka_unit_test(test_text_part),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

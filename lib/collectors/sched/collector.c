@@ -456,7 +456,7 @@ static int sched_after(struct sonde_collection *c, struct sonde_profile *p)
 	sonde_profile__set(sonde_profile__stats(p), "sched", s);
 	if (st->use_bpf && st->timeline) {
 		qsort(st->d.events, st->d.nevents, sizeof(*st->d.events), by_time);
-		sonde_profile__set(sonde_profile__root(p), "sched", timeline(st));
+		sonde_profile__set_part(p, "sched", timeline(st));
 	}
 	return rc;
 }

@@ -957,114 +957,84 @@ static int write_rows(struct tr_analysis *a, struct sonde_profile *p, long idx,
 	return err ? -ENOMEM : 0;
 }
 
+/* A member whose value is a tree, at depth 1 of the document (json.h). */
+static int tree_member(struct sonde_strbuf *sb, const char *key, const json_t *v, bool first)
+{
+	return sonde_json__put_member(sb, key, 1, 1, first) | sonde_json__dump_layout(sb, v, 1, 2);
+}
+
 /*
- * Integers written again and again (functions, depths, a thread's pid and tid)
- * as one shared value each: 200 000 slices are 1.2 million integers.
+ * The trace member, written as text (sonde_profile__set_text): its contexts,
+ * slices and samples are rows of integers, 1.2 million of them for 200 000
+ * slices, which as a tree would be a malloc each.
  */
-struct small_ints {
-	struct sonde_json_ints v;
-	uint32_t last_pid, last_tid;
-	json_t *pid, *tid;
-};
-
-static json_t *same_int(json_t **keep, uint32_t *last, uint32_t n)
+static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 {
-	if (!*keep || *last != n) {
-		json_decref(*keep);
-		*keep = json_integer((json_int_t)n);
-		*last = n;
-	}
-	return json_incref(*keep);
-}
+	json_t *funcs = json_array();
+	json_int_t row[6];
+	size_t i, n;
+	int err = funcs ? 0 : -ENOMEM;
 
-static void small_ints__release(struct small_ints *k)
-{
-	sonde_json__ints_release(&k->v);
-	json_decref(k->pid);
-	json_decref(k->tid);
-	memset(k, 0, sizeof(*k));
-}
+	for (i = 0; i < a->nfuncs && !err; i++)
+		err = json_array_append_new(funcs, json_pack("{s:s, s:s}", "name",
+							     func_name(a, &a->funcs[i]), "module",
+							     a->funcs[i].module));
+	err |= sonde_strbuf__addch(sb, '{');
+	err |= tree_member(sb, "functions", funcs, true);
+	json_decref(funcs);
+	/* [id, parent, function, calls, inclusive_ns, exclusive_ns] */
+	err |= sonde_json__put_member(sb, "contexts", 1, 1, false) | sonde_strbuf__addch(sb, '[');
+	for (i = 1, n = 0; i < a->nnodes && !err; i++) {
+		const struct tr_node *nd = &a->nodes[i];
 
-/* [pid, tid, function, depth, start_ns, duration_ns] */
-static json_t *slice_json(struct small_ints *k, const struct tr_slice *s)
-{
-	json_t *v = json_array();
-
-	if (!v || json_array_append_new(v, same_int(&k->pid, &k->last_pid, s->pid)) ||
-	    json_array_append_new(v, same_int(&k->tid, &k->last_tid, s->tid)) ||
-	    json_array_append_new(v, sonde_json__int(&k->v, s->func)) ||
-	    json_array_append_new(v, sonde_json__int(&k->v, s->depth)) ||
-	    json_array_append_new(v, json_integer((json_int_t)s->start)) ||
-	    json_array_append_new(v, json_integer((json_int_t)s->dur))) {
-		json_decref(v);
-		return NULL;
-	}
-	return v;
-}
-
-static json_t *trace_json(struct tr_analysis *a)
-{
-	json_t *funcs = json_array(), *nodes = json_array(), *slices = json_array();
-	struct small_ints ints = { 0 };
-	size_t i;
-
-	if (!funcs || !nodes || !slices)
-		goto fail;
-	for (i = 0; i < a->nfuncs; i++)
-		if (json_array_append_new(funcs, json_pack("{s:s, s:s}", "name",
-							   func_name(a, &a->funcs[i]), "module",
-							   a->funcs[i].module)))
-			goto fail;
-	for (i = 1; i < a->nnodes; i++) {
-		const struct tr_node *n = &a->nodes[i];
-
-		if (!n->calls)
+		if (!nd->calls)
 			continue; /* every call below it was filtered */
-		if (json_array_append_new(nodes,
-					  json_pack("[i, i, I, I, I]", (int)i, (int)n->parent,
-						    (json_int_t)n->func, (json_int_t)n->calls,
-						    (json_int_t)n->incl)) ||
-		    json_array_append_new(json_array_get(nodes, json_array_size(nodes) - 1),
-					  json_integer((json_int_t)n->excl)))
-			goto fail;
+		row[0] = (json_int_t)i;
+		row[1] = (json_int_t)nd->parent;
+		row[2] = (json_int_t)nd->func;
+		row[3] = (json_int_t)nd->calls;
+		row[4] = (json_int_t)nd->incl;
+		row[5] = (json_int_t)nd->excl;
+		err = sonde_json__put_row(sb, row, 6, 1, 2, n++);
 	}
-	for (i = 0; i < a->nslices; i++) {
-		const struct tr_slice *s = &a->slices[i];
+	err |= sonde_json__put_close(sb, ']', n, 1, 2);
+	/* [pid, tid, function, depth, start_ns, duration_ns] */
+	err |= sonde_json__put_member(sb, "slices", 1, 1, false) | sonde_strbuf__addch(sb, '[');
+	for (i = 0, n = 0; i < a->nslices && !err; i++) {
+		const struct tr_slice *x = &a->slices[i];
 
-		if (s->dur == UINT64_MAX || a->funcs[s->func].hidden || s->dur < a->min_time_ns)
+		if (x->dur == UINT64_MAX || a->funcs[x->func].hidden || x->dur < a->min_time_ns)
 			continue;
-		if (json_array_append_new(slices, slice_json(&ints, s)))
-			goto fail;
+		row[0] = (json_int_t)x->pid;
+		row[1] = (json_int_t)x->tid;
+		row[2] = (json_int_t)x->func;
+		row[3] = (json_int_t)x->depth;
+		row[4] = (json_int_t)x->start;
+		row[5] = (json_int_t)x->dur;
+		err = sonde_json__put_row(sb, row, 6, 1, 2, n++);
 	}
-	small_ints__release(&ints);
+	err |= sonde_json__put_close(sb, ']', n, 1, 2);
+	err |= tree_member(sb, "threads", a->threads, false);
+	err |= tree_member(sb, "processes", a->processes, false);
 	if (a->sampled) { /* [pid, tid, ts, context, weight] of the first max_slices samples */
-		json_t *smp = json_array();
-
-		for (i = 0; smp && i < a->nsamples; i++) {
+		err |= sonde_json__put_member(sb, "count", 1, 1, false);
+		err |= sonde_json__dump_string(sb, "samples");
+		err |= sonde_json__put_member(sb, "samples", 1, 1, false);
+		err |= sonde_strbuf__addch(sb, '[');
+		for (i = 0; i < a->nsamples && !err; i++) {
 			const struct tr_sample *x = &a->samples[i];
 
-			if (json_array_append_new(smp,
-						  json_pack("[i, i, I, i, I]", (int)x->pid,
-							    (int)x->tid, (json_int_t)x->ts,
-							    (int)x->ctx, (json_int_t)x->weight))) {
-				json_decref(smp);
-				smp = NULL;
-			}
+			row[0] = (json_int_t)x->pid;
+			row[1] = (json_int_t)x->tid;
+			row[2] = (json_int_t)x->ts;
+			row[3] = (json_int_t)x->ctx;
+			row[4] = (json_int_t)x->weight;
+			err = sonde_json__put_row(sb, row, 5, 1, 2, i);
 		}
-		if (!smp)
-			goto fail;
-		return json_pack("{s:o, s:o, s:o, s:O, s:O, s:s, s:o}", "functions", funcs,
-				 "contexts", nodes, "slices", slices, "threads", a->threads,
-				 "processes", a->processes, "count", "samples", "samples", smp);
+		err |= sonde_json__put_close(sb, ']', a->nsamples, 1, 2);
 	}
-	return json_pack("{s:o, s:o, s:o, s:O, s:O}", "functions", funcs, "contexts", nodes,
-			 "slices", slices, "threads", a->threads, "processes", a->processes);
-fail:
-	small_ints__release(&ints);
-	json_decref(funcs);
-	json_decref(nodes);
-	json_decref(slices);
-	return NULL;
+	err |= sonde_json__put_close(sb, '}', 1, 1, 1);
+	return err ? -ENOMEM : 0;
 }
 
 int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
@@ -1120,9 +1090,12 @@ int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
 			sonde_warning__info(SONDE_WARN_ROWS_SAMPLED)->fix);
 	}
 	if (!rc) {
-		json_t *tr = trace_json(a), *st = stats_json(a);
+		struct sonde_strbuf tr = SONDE_STRBUF_INIT;
+		json_t *st = stats_json(a);
 
-		rc = tr ? sonde_profile__set(sonde_profile__root(p), "trace", tr) : -ENOMEM;
+		rc = trace_text(a, &tr);
+		rc = rc ? rc : sonde_profile__set_text(p, "trace", &tr);
+		sonde_strbuf__release(&tr);
 		if (!rc)
 			rc = st ? sonde_profile__set(sonde_profile__stats(p), "trace", st)
 				: -ENOMEM;
