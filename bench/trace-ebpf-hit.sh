@@ -12,10 +12,11 @@
 # and timeline slices grows with N and is no probe's cost; bpftrace's maps
 # (two counters) cost nothing to print. Medians. Then each tool's BPF programs'
 # own time per call (kernel.bpf_stats_enabled), steadier on a noisy machine.
-# Needs root. Usage: bench/trace-ebpf-hit.sh [BUILD] [N] [ROUNDS]
+# N is a list: the trend at each size, not one point (default: three sizes).
+# Needs root. Usage: bench/trace-ebpf-hit.sh [BUILD] ["N ..."] [ROUNDS]
 set -eu
 BUILD=${1:-build}
-N=${2:-100000}
+NS=${2:-25000 100000 400000}
 ROUNDS=${3:-5}
 SONDE=$BUILD/src/sonde
 TMP=$(mktemp -d)
@@ -24,7 +25,6 @@ trap 'rm -rf "$TMP"' EXIT
 [ "$(id -u)" = 0 ] || { echo "trace-ebpf-hit: needs root (uprobes)"; exit 3; }
 command -v bpftrace >/dev/null || { echo "trace-ebpf-hit: bpftrace is missing (scripts/install-deps)"; exit 3; }
 . "$(dirname "$0")/lib.sh"
-N2=$((N * 2))
 
 # progcost NAMES CMD...: the BPF programs' own time per call (kernel.bpf_stats_enabled:
 # their run_time_ns over run_cnt, 1.5 s into CMD and 1.5 s later, summed over the
@@ -52,35 +52,36 @@ progcost() {
 
 for v in hitwork hitwork-cet hitwork-nofp; do
 	BIN=$(realpath "$BUILD/bench/$v")
-	for f in plain sonde bpft; do : >"$TMP/$f"; done
-	r=0
-	while [ $r -lt "$ROUNDS" ]; do
-		a=$(wall "$BIN" "$N"); b=$(wall "$BIN" "$N2"); echo $((b - a)) >>"$TMP/plain"
-		for k in "$N" "$N2"; do
-			"$SONDE" collect trace -e ebpf -q -s custom -F hit -o "$TMP/p$k.json" -- "$BIN" "$k" >/dev/null
-		done
-		jq -n --slurpfile a "$TMP/p$N.json" --slurpfile b "$TMP/p$N2.json" \
-			'($b[0].stats | .duration_ns - .overhead.sonde_ns) - ($a[0].stats | .duration_ns - .overhead.sonde_ns)' \
-			>>"$TMP/sonde"
-		prog="uprobe:$BIN:hit { @calls = count(); } uretprobe:$BIN:hit { @rets = count(); }"
-		a=$(wall bpftrace -e "$prog" -c "$BIN $N"); b=$(wall bpftrace -e "$prog" -c "$BIN $N2")
-		echo $((b - a)) >>"$TMP/bpft"
-		r=$((r + 1))
-	done
-	calls=$(jq '.stats.trace.calls' "$TMP/p$N2.json")
 	prog="uprobe:$BIN:hit { @calls = count(); } uretprobe:$BIN:hit { @rets = count(); }"
+	first=$(objdump -d "$BIN" | awk '/<hit>:/ {getline; sub(/^[^\t]*\t[^\t]*\t/, ""); print; exit}')
+	echo "$v: hit() starts with $first"
+	for N in $NS; do
+		N2=$((N * 2))
+		for f in plain sonde bpft; do : >"$TMP/$f"; done
+		r=0
+		while [ $r -lt "$ROUNDS" ]; do
+			a=$(wall "$BIN" "$N"); b=$(wall "$BIN" "$N2"); echo $((b - a)) >>"$TMP/plain"
+			for k in "$N" "$N2"; do
+				"$SONDE" collect trace -e ebpf -q -s custom -F hit -o "$TMP/p$k.json" -- "$BIN" "$k" >/dev/null
+			done
+			jq -n --slurpfile a "$TMP/p$N.json" --slurpfile b "$TMP/p$N2.json" \
+				'($b[0].stats | .duration_ns - .overhead.sonde_ns) - ($a[0].stats | .duration_ns - .overhead.sonde_ns)' \
+				>>"$TMP/sonde"
+			a=$(wall bpftrace -e "$prog" -c "$BIN $N"); b=$(wall bpftrace -e "$prog" -c "$BIN $N2")
+			echo $((b - a)) >>"$TMP/bpft"
+			r=$((r + 1))
+		done
+		calls=$(jq '.stats.trace.calls' "$TMP/p$N2.json")
+		awk -v p="$(median "$TMP/plain")" -v s="$(median "$TMP/sonde")" -v b="$(median "$TMP/bpft")" \
+			-v n="$N" -v c="$calls" -v k="$(jq '.stats.trace.cost_ns_per_call' "$TMP/p$N2.json")" 'BEGIN {
+			ps = (s - p) / n; pb = (b - p) / n
+			printf "  N %8d (sonde recorded %d calls at 2N): sonde -e ebpf %6.0f ns/call (calibrated %.0f), bpftrace %6.0f ns/call, sonde / bpftrace %.2f\n",
+				n, c, ps, k, pb, ps / pb
+		}'
+	done
 	ps=$(progcost te_call,te_return "$SONDE" collect trace -e ebpf -q -s custom -F hit \
 		-o "$TMP/long.json" -- "$BIN" 4000000)
 	pb=$(progcost hit bpftrace -e "$prog" -c "$BIN 4000000")
-	first=$(objdump -d "$BIN" | awk '/<hit>:/ {getline; sub(/^[^\t]*\t[^\t]*\t/, ""); print; exit}')
-	awk -v p="$(median "$TMP/plain")" -v s="$(median "$TMP/sonde")" -v b="$(median "$TMP/bpft")" \
-		-v n="$N" -v v="$v" -v c="$calls" -v f="$first" -v k="$(jq '.stats.trace.cost_ns_per_call' "$TMP/p$N2.json")" 'BEGIN {
-		ps = (s - p) / n; pb = (b - p) / n
-		printf "%s: hit() starts with %s; %d calls recorded by sonde at 2N\n", v, f, c
-		printf "  sonde -e ebpf  %8.0f ns/call (calibrated in the profile: %.0f)\n", ps, k
-		printf "  bpftrace       %8.0f ns/call\n", pb
-		printf "  sonde / bpftrace: %.2f\n", ps / pb
-	}'
 	awk -v s="$ps" -v b="$pb" 'BEGIN {
 		printf "  the programs alone: sonde %.0f ns/call, bpftrace %.0f ns/call (%.2f)\n", s, b, b ? s / b : 0
 	}'
