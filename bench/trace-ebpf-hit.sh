@@ -16,7 +16,7 @@
 # Needs root. Usage: bench/trace-ebpf-hit.sh [BUILD] ["N ..."] [ROUNDS]
 set -eu
 BUILD=${1:-build}
-NS=${2:-25000 100000 400000}
+NS=${2:-100000 400000 1600000}
 ROUNDS=${3:-5}
 SONDE=$BUILD/src/sonde
 TMP=$(mktemp -d)
