@@ -1,7 +1,9 @@
 /*
  * u64map.h - a map from 64-bit keys to 64-bit values, for libsonde's insides:
  * open addressing, linear probing, deletion by backward shift (no tombstones,
- * so a map with as many frees as allocations stays fast).
+ * so a map with as many frees as allocations stays fast), at most half full:
+ * at three quarters, the memory replay's probes and shifts through the live
+ * blocks' map took about a fifth more of its time (16 to 32 bytes a key).
  * Every key works: UINT64_MAX, the mark of an empty slot, lives beside the
  * table (has_max, max_v), so keys that come from a target cannot break the
  * map. Code that walks k[] directly does not see that one key.
@@ -78,7 +80,7 @@ static inline int u64map__put(struct u64map *m, uint64_t key, uint64_t val)
 		m->max_v = val;
 		return 0;
 	}
-	if ((m->n + 1) * 4 > m->cap * 3 && u64map__grow(m))
+	if ((m->n + 1) * 2 > m->cap && u64map__grow(m))
 		return -ENOMEM;
 	for (i = u64map__slot(m, key); m->k[i] != U64MAP_EMPTY; i = (i + 1) & (m->cap - 1))
 		if (m->k[i] == key) {
@@ -105,7 +107,7 @@ static inline uint64_t *u64map__upsert(struct u64map *m, uint64_t key, bool *exi
 		m->has_max = true;
 		return &m->max_v;
 	}
-	if ((m->n + 1) * 4 > m->cap * 3 && u64map__grow(m))
+	if ((m->n + 1) * 2 > m->cap && u64map__grow(m))
 		return NULL;
 	for (i = u64map__slot(m, key); m->k[i] != U64MAP_EMPTY; i = (i + 1) & (m->cap - 1))
 		if (m->k[i] == key) {
