@@ -372,13 +372,88 @@ static void test_text_part(void **state)
 	sonde_profile__free(q);
 }
 
+/* jansson's allocations, counted (json_set_alloc_funcs) */
+static size_t jansson_allocs;
+
+static void *counting_malloc(size_t n)
+{
+	jansson_allocs++;
+	return malloc(n);
+}
+
+/*
+ * What the packed reader and the text writer are for, asserted: loading a
+ * profile of 20 000 resources, reading their values and saving it make no
+ * tree per resource (a few hundred of jansson's allocations in all, where
+ * the trees take several per resource), and a member given as text is
+ * written without one.
+ */
+static void test_no_trees(void **state)
+{
+	struct sonde_strbuf doc = SONDE_STRBUF_INIT, err = SONDE_STRBUF_INIT,
+			    text = SONDE_STRBUF_INIT;
+	struct sonde_profile *p;
+	double *vals = NULL;
+	size_t cap = 0, len, i, made;
+	const json_int_t row[2] = { 1, 2 };
+	char *out;
+
+	(void)state;
+	sonde_strbuf__adds(&doc, "{\"format_version\": 1, \"resource_type_map\": {");
+	for (i = 0; i < 20000; i++)
+		sonde_strbuf__addf(&doc, "%s\"r%zu#0\": {\"uid\": \"r%zu\", \"type\": \"time\"}",
+				   i ? "," : "", i, i);
+	sonde_strbuf__adds(&doc, "}, \"resources\": {");
+	for (i = 0; i < 20000; i++)
+		sonde_strbuf__addf(&doc, "%s\"r%zu#0\": {\"amount\": [%zu, 2]}", i ? "," : "", i,
+				   i);
+	sonde_strbuf__adds(&doc, "}}");
+	json_set_alloc_funcs(counting_malloc, free);
+	jansson_allocs = 0;
+	p = sonde_profile__parse(doc.buf, doc.len, "big", &err);
+	assert_non_null(p);
+	assert_int_equal(sonde_profile__resource_count(p), 20000);
+	for (i = 0; i < 20000; i += 997)
+		assert_int_equal(sonde_profile__numbers(p, i, "amount", &vals, &cap), 2);
+	assert_true(vals[0] == 19940.0); /* the last one read: r19940 */
+	out = sonde_profile__dump(p, &len);
+	assert_non_null(strstr(out, "\"r19999#0\": {\"amount\":[19999,2]}"));
+	free(out);
+	made = jansson_allocs;
+	if (made >= 1000)
+		fail_msg("loading, reading and saving 20000 resources made %zu jansson values",
+			 made);
+	/* the tree of everything, for contrast: several values a resource */
+	assert_non_null(sonde_profile__root(p));
+	assert_true(jansson_allocs - made > 40000);
+	sonde_profile__free(p);
+
+	p = sonde_profile__new("time");
+	sonde_strbuf__addch(&text, '[');
+	for (i = 0; i < 20000; i++)
+		assert_int_equal(sonde_json__put_row(&text, row, 2, 1, 1, i), 0);
+	assert_int_equal(sonde_json__put_close(&text, ']', 20000, 1, 1), 0);
+	jansson_allocs = 0;
+	assert_int_equal(sonde_profile__set_text(p, "slices", &text), 0);
+	out = sonde_profile__dump(p, &len);
+	assert_non_null(strstr(out, "\"slices\": [\n  [1,2],\n  [1,2]"));
+	free(out);
+	assert_true(jansson_allocs < 10);
+	assert_int_equal(json_array_size(sonde_profile__part(p, "slices")), 20000);
+	sonde_profile__free(p);
+	json_set_alloc_funcs(malloc, free);
+	free(vals);
+	sonde_strbuf__release(&doc);
+	sonde_strbuf__release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resources),      cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_perun_records),  cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_resource_order), cmocka_unit_test(test_packed),
-		cmocka_unit_test(test_text_part),
+		cmocka_unit_test(test_text_part),      cmocka_unit_test(test_no_trees),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
