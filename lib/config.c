@@ -16,12 +16,30 @@
 
 #define MAX_NODES 100000 /* past this a document is refused (aliases can expand it) */
 
+int sonde_config__xdg_dir(const char *var, const char *fallback, char **dir)
+{
+	const char *xdg = getenv(var), *home = getenv("HOME");
+	int n;
+
+	*dir = NULL;
+	if (xdg && *xdg == '/')
+		n = asprintf(dir, "%s/sonde", xdg);
+	else if (home && *home == '/')
+		n = asprintf(dir, "%s/%s/sonde", home, fallback);
+	else
+		return -ENOENT;
+	if (n < 0) {
+		*dir = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int sonde_config__path(enum sonde_config_scope scope, const char *dir, char **path)
 {
-	const char *env = getenv("SONDE_CONFIG"), *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
+	const char *env = getenv("SONDE_CONFIG");
 	char *top;
-	int n;
+	int n, rc;
 
 	*path = NULL;
 	switch (scope) {
@@ -33,14 +51,15 @@ int sonde_config__path(enum sonde_config_scope scope, const char *dir, char **pa
 		free(top);
 		break;
 	case SONDE_CONFIG_USER:
-		if (env && *env)
+		if (env && *env) {
 			n = asprintf(path, "%s", env);
-		else if (xdg && *xdg == '/')
-			n = asprintf(path, "%s/sonde/config.yaml", xdg);
-		else if (home && *home)
-			n = asprintf(path, "%s/.config/sonde/config.yaml", home);
-		else
-			return -ENOENT;
+			break;
+		}
+		rc = sonde_config__xdg_dir("XDG_CONFIG_HOME", ".config", &top);
+		if (rc)
+			return rc;
+		n = asprintf(path, "%s/config.yaml", top);
+		free(top);
 		break;
 	default:
 		return -EINVAL;

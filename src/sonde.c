@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sonde/config.h>
 #include <sonde/symbols.h>
 #include "cli.h"
 
@@ -80,22 +81,18 @@ static void log_to_stderr(enum sonde_log_level level, const char *domain, const 
  */
 static void symbol_cache(void)
 {
-	const char *env = getenv("SONDE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
-		   *home = getenv("HOME");
-	char dir[4096];
+	const char *env = getenv("SONDE_CACHE_DIR");
+	char *dir;
 
 	if (env) {
 		if (env[0])
 			sonde_symbols__set_cache_dir(env);
 		return;
 	}
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/sonde", xdg);
-	else if (home && home[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/.cache/sonde", home);
-	else
+	if (sonde_config__xdg_dir("XDG_CACHE_HOME", ".cache", &dir))
 		return;
 	sonde_symbols__set_cache_dir(dir);
+	free(dir);
 }
 
 int main(int argc, char **argv)

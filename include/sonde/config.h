@@ -3,7 +3,8 @@
  *
  * Two files, the nearer first: the store's (.sonde/config.yaml, found from a
  * directory upwards) and the user's ($SONDE_CONFIG, else
- * $XDG_CONFIG_HOME/sonde/config.yaml, else ~/.config/sonde/config.yaml).
+ * $XDG_CONFIG_HOME/sonde/config.yaml, else ~/.config/sonde/config.yaml: an
+ * XDG variable or HOME counts only where it holds an absolute path).
  * Merged, a mapping merges key by key, a scalar of the nearer file wins and
  * the lists of both are gathered (the nearer's items first, each item once).
  * Keys are addressed with dots: "execute.pre_run", "collectors.0.name".
@@ -29,6 +30,14 @@ enum sonde_config_scope {
  * above it. MERGED: -EINVAL.
  */
 int sonde_config__path(enum sonde_config_scope scope, const char *dir, char **path);
+
+/*
+ * sonde's directory of a kind (heap): $VAR/sonde where the XDG variable var
+ * holds an absolute path, else $HOME/fallback/sonde where HOME does
+ * ("XDG_CONFIG_HOME", ".config"; "XDG_CACHE_HOME", ".cache"). -ENOENT when
+ * neither does, -ENOMEM.
+ */
+int sonde_config__xdg_dir(const char *var, const char *fallback, char **dir);
 
 /*
  * Parse YAML text (one document; none: an empty mapping) into *out, a
