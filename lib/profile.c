@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/file.h>
+#include <sonde/parallel.h>
 #include <sonde/profile.h>
 #include "grow.h"
 #include "json.h"
@@ -770,24 +771,19 @@ int sonde_profile__add_workload_warning(struct sonde_profile *p, const char *cod
 		       : 0;
 }
 
-/*
- * A packed profile's resource_type_map (res 0) or resources (1) as the tree
- * would be written (dump_layout at depth 1, or one compact line each): from
- * the tape, or from the trees made (and perhaps changed) since the load.
- */
-static int dump_packed(const struct sonde_profile *p, struct sonde_strbuf *sb, int res)
+/* Entries [from, to) of a packed map (dump_packed), each after its separator. */
+static int dump_entries(const struct sonde_profile *p, const size_t *order, int res, size_t from,
+			size_t to, struct sonde_strbuf *sb)
 {
-	size_t *order = res ? res_order(p) : NULL, j, i;
-	int err = res && !order ? -ENOMEM : sonde_strbuf__addch(sb, '{');
+	size_t j, i;
+	int err = 0;
 
-	for (j = 0; j < p->packed && !err; j++) {
+	for (j = from; j < to && !err; j++) {
 		json_t *t;
 
 		i = res ? order[j] : j;
 		t = made(p, i, res);
-		if (j)
-			err |= sonde_strbuf__addch(sb, ',');
-		err |= sonde_strbuf__adds(sb, "\n  ");
+		err |= sonde_strbuf__adds(sb, j ? ",\n  " : "\n  ");
 		err |= sonde_json__dump_string(sb, p->keys[i]);
 		err |= sonde_strbuf__adds(sb, ": ");
 		if (t)
@@ -796,6 +792,64 @@ static int dump_packed(const struct sonde_profile *p, struct sonde_strbuf *sb, i
 		else
 			err |= sonde_json_pack__dump(p->pack, i, res, sb, res ? 0 : 1, 2, 1);
 	}
+	return err;
+}
+
+/*
+ * A map of many entries is written in parts on the machine's CPUs (up to 64
+ * parts of as many entries each), then joined in order.
+ */
+#define DUMP_PARTS 64
+
+struct dump_parts {
+	const struct sonde_profile *p;
+	const size_t *order;
+	int res;
+	size_t nparts;
+	struct sonde_strbuf *sb; /* one a part */
+	int *err;
+};
+
+static void dump_part(void *ctx, size_t k)
+{
+	struct dump_parts *d = ctx;
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT; /* (the parts' side by side share lines) */
+	size_t n = d->p->packed;
+
+	d->err[k] = dump_entries(d->p, d->order, d->res, n * k / d->nparts, n * (k + 1) / d->nparts,
+				 &sb);
+	d->sb[k] = sb;
+}
+
+/*
+ * A packed profile's resource_type_map (res 0) or resources (1) as the tree
+ * would be written (dump_layout at depth 1, or one compact line each): from
+ * the tape, or from the trees made (and perhaps changed) since the load. The
+ * tape and the trees are only read, so parts of it are written at once.
+ */
+static int dump_packed(const struct sonde_profile *p, struct sonde_strbuf *sb, int res)
+{
+	size_t *order = res ? res_order(p) : NULL, k;
+	struct dump_parts d = {
+		p, order, res, p->packed < DUMP_PARTS ? 1 : DUMP_PARTS, NULL, NULL
+	};
+	int err = res && !order ? -ENOMEM : sonde_strbuf__addch(sb, '{');
+
+	if (!err && d.nparts > 1) {
+		d.sb = calloc(d.nparts, sizeof(*d.sb));
+		d.err = calloc(d.nparts, sizeof(*d.err));
+	}
+	if (!err && d.sb && d.err) {
+		sonde_parallel__for(d.nparts, 1, dump_part, &d);
+		for (k = 0; k < d.nparts; k++) {
+			err |= d.err[k] | sonde_strbuf__add(sb, d.sb[k].buf, d.sb[k].len);
+			sonde_strbuf__release(&d.sb[k]);
+		}
+	} else if (!err) { /* one part, or no memory for parts */
+		err = dump_entries(p, order, res, 0, p->packed, sb);
+	}
+	free(d.sb);
+	free(d.err);
 	free(order);
 	if (p->packed)
 		err |= sonde_strbuf__adds(sb, "\n ");
