@@ -108,9 +108,39 @@ double sonde_fit__integral(const struct sonde_fit *f, double a, double b)
 	}
 }
 
-int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double *y, size_t n,
-			  struct sonde_fit *out)
+/*
+ * Points, with the logs of x and y that the models share taken once for all
+ * of them (lx, ly; NaN where x or y is not positive), or NULL: taken as needed.
+ */
+struct pts {
+	const double *x, *y, *lx, *ly;
+};
+
+static struct pts pts_from(struct pts p, size_t off)
 {
+	return (struct pts){ p.x + off, p.y + off, p.lx ? p.lx + off : NULL,
+			     p.ly ? p.ly + off : NULL };
+}
+
+/* The model's u = f(x) of point i: transform_x, through the shared log where there is one. */
+static double u_of(enum sonde_model_kind k, const struct pts *p, size_t i)
+{
+	if (!p->lx)
+		return transform_x(k, p->x[i]);
+	switch (k) {
+	case SONDE_MODEL_LOGARITHMIC:
+	case SONDE_MODEL_POWER:
+		return p->lx[i];
+	case SONDE_MODEL_LINEARITHMIC:
+		return p->x[i] > 0 ? p->x[i] * p->lx[i] : NAN;
+	default:
+		return transform_x(k, p->x[i]);
+	}
+}
+
+static int fit(enum sonde_model_kind k, const struct pts *in, size_t n, struct sonde_fit *out)
+{
+	const double *x = in->x, *y = in->y;
 	double su = 0, sv = 0, suu = 0, suv = 0, mu, mv, a, c, sse_v = 0, sse = 0, sst = 0, my = 0,
 	       s2, t, small[2 * 256], *uv = small;
 	size_t i, m = 0;
@@ -125,14 +155,14 @@ int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double
 		return -ENOMEM;
 	/* Perun's way: a model that takes a log fits the points where it is defined */
 	for (i = 0; i < n; i++) {
-		double u = transform_x(k, x[i]);
+		double u = u_of(k, in, i);
 
 		if (isnan(u) || isnan(y[i]) || (log_y(k) && !(y[i] > 0))) {
 			uv[2 * i] = NAN;
 			continue;
 		}
 		uv[2 * i] = u;
-		uv[2 * i + 1] = log_y(k) ? log(y[i]) : y[i];
+		uv[2 * i + 1] = !log_y(k) ? y[i] : in->ly ? in->ly[i] : log(y[i]);
 		out->x_start = m ? fmin(out->x_start, x[i]) : x[i];
 		out->x_end = m ? fmax(out->x_end, x[i]) : x[i];
 		su += u;
@@ -223,6 +253,14 @@ int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double
 	return 0;
 }
 
+int sonde_regression__fit(enum sonde_model_kind k, const double *x, const double *y, size_t n,
+			  struct sonde_fit *out)
+{
+	struct pts p = { x, y, NULL, NULL };
+
+	return fit(k, &p, n, out);
+}
+
 /* A growing list of fits. */
 struct fits {
 	struct sonde_fit *v;
@@ -257,8 +295,8 @@ static bool slope_significant(const struct sonde_fit *f, unsigned tests)
  * constant model (noise alone raises R^2 above the constant's 0). Returns 0 or
  * -EINVAL when no model applies.
  */
-static int best_fit(unsigned models, const double *x, const double *y, size_t n,
-		    struct sonde_fit *best, struct fits *all)
+static int best_fit(unsigned models, struct pts p, size_t n, struct sonde_fit *best,
+		    struct fits *all)
 {
 	struct sonde_fit f;
 	bool found = false, constant = models & 1u << SONDE_MODEL_CONSTANT;
@@ -266,7 +304,7 @@ static int best_fit(unsigned models, const double *x, const double *y, size_t n,
 	int k, rc;
 
 	for (k = 0; k < SONDE_MODEL_COUNT; k++) {
-		if (!(models & (1u << k)) || sonde_regression__fit(k, x, y, n, &f))
+		if (!(models & (1u << k)) || fit(k, &p, n, &f))
 			continue;
 		if (all && (rc = push(all, &f)))
 			return rc;
@@ -356,22 +394,21 @@ static size_t chunk_end(size_t n, unsigned steps, unsigned i)
 	return (size_t)((double)n * (i + 1) / steps);
 }
 
-static int bisect(unsigned models, const double *x, const double *y, size_t n,
-		  const struct sonde_fit *last, struct fits *out, unsigned depth)
+static int bisect(unsigned models, struct pts p, size_t n, const struct sonde_fit *last,
+		  struct fits *out, unsigned depth)
 {
 	struct sonde_fit half[2];
 	size_t mid = n / 2, off[2] = { 0, mid }, len[2] = { mid, n - mid };
 	int i, rc;
 
-	if (depth > 40 || len[0] < 3 || len[1] < 3 || best_fit(models, x, y, mid, &half[0], NULL) ||
-	    best_fit(models, x + mid, y + mid, n - mid, &half[1], NULL))
+	if (depth > 40 || len[0] < 3 || len[1] < 3 || best_fit(models, p, mid, &half[0], NULL) ||
+	    best_fit(models, pts_from(p, mid), n - mid, &half[1], NULL))
 		return push(out, last);
 	if (half[0].kind == last->kind && half[1].kind == last->kind)
 		return push(out, last);
 	for (i = 0; i < 2; i++) {
 		if (half[i].kind != last->kind)
-			rc = bisect(models, x + off[i], y + off[i], len[i], &half[i], out,
-				    depth + 1);
+			rc = bisect(models, pts_from(p, off[i]), len[i], &half[i], out, depth + 1);
 		else
 			rc = push(out, &half[i]);
 		if (rc)
@@ -386,7 +423,8 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 {
 	struct fits f = { 0 };
 	struct pt *p = NULL;
-	double *xs = NULL, *ys = NULL;
+	double *xs = NULL, *ys = NULL, *lx = NULL, *ly = NULL;
+	struct pts all;
 	struct sonde_fit one;
 	size_t i;
 	int rc = 0;
@@ -400,7 +438,9 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 	p = malloc(n * sizeof(*p));
 	xs = malloc(n * sizeof(*xs));
 	ys = malloc(n * sizeof(*ys));
-	if (!p || !xs || !ys) {
+	lx = malloc(n * sizeof(*lx));
+	ly = malloc(n * sizeof(*ly));
+	if (!p || !xs || !ys || !lx || !ly) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -426,21 +466,25 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 		goto out;
 	}
 	unzip(p, n, xs, ys);
+	for (i = 0; i < n; i++) { /* the logs three models of x and two of y take */
+		lx[i] = xs[i] > 0 ? log(xs[i]) : NAN;
+		ly[i] = ys[i] > 0 ? log(ys[i]) : NAN;
+	}
+	all = (struct pts){ xs, ys, lx, ly };
 	if (steps > n)
 		steps = (unsigned)n;
 
 	switch (method) {
 	case SONDE_REGRESSION_FULL:
-		rc = best_fit(models, xs, ys, n, &one, &f);
+		rc = best_fit(models, all, n, &one, &f);
 		for (i = 0; !rc && i < f.n; i++)
 			if (f.v[i].kind == one.kind)
 				*best = i;
 		break;
 	case SONDE_REGRESSION_INITIAL_GUESS:
-		rc = best_fit(models, xs, ys, chunk_end(n, steps, 0), &one, NULL);
+		rc = best_fit(models, all, chunk_end(n, steps, 0), &one, NULL);
 		if (!rc)
-			rc = sonde_regression__fit(one.kind, xs, ys, n, &one) ? -EINVAL
-									      : push(&f, &one);
+			rc = fit(one.kind, &all, n, &one) ? -EINVAL : push(&f, &one);
 		break;
 	case SONDE_REGRESSION_ITERATIVE: {
 		struct sonde_fit cur[SONDE_MODEL_COUNT];
@@ -449,7 +493,7 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 
 		for (k = 0; k < SONDE_MODEL_COUNT; k++)
 			if ((models & (1u << k)) &&
-			    !sonde_regression__fit(k, xs, ys, chunk_end(n, steps, 0), &cur[k])) {
+			    !fit(k, &all, chunk_end(n, steps, 0), &cur[k])) {
 				done[k] = 1;
 				alive |= 1u << k;
 			}
@@ -466,7 +510,7 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 				rc = push(&f, &cur[b]);
 				break;
 			}
-			if (sonde_regression__fit(b, xs, ys, chunk_end(n, steps, done[b]), &cur[b]))
+			if (fit(b, &all, chunk_end(n, steps, done[b]), &cur[b]))
 				alive &= ~(1u << b);
 			done[b]++;
 		}
@@ -480,7 +524,7 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 		for (s = 0; s < steps; s++) {
 			size_t end = chunk_end(n, steps, s);
 
-			if (!best_fit(models, xs + start, ys + start, end - start, &one, NULL)) {
+			if (!best_fit(models, pts_from(all, start), end - start, &one, NULL)) {
 				rc = push(&f, &one);
 				if (rc)
 					break;
@@ -490,9 +534,9 @@ int sonde_regression__run(enum sonde_regression_method method, unsigned models, 
 		break;
 	}
 	case SONDE_REGRESSION_BISECTION:
-		rc = best_fit(models, xs, ys, n, &one, NULL);
+		rc = best_fit(models, all, n, &one, NULL);
 		if (!rc)
-			rc = bisect(models, xs, ys, n, &one, &f, 0);
+			rc = bisect(models, all, n, &one, &f, 0);
 		break;
 	default:
 		rc = -EINVAL;
@@ -513,5 +557,7 @@ out:
 	free(p);
 	free(xs);
 	free(ys);
+	free(lx);
+	free(ly);
 	return rc;
 }
