@@ -23,11 +23,16 @@ static json_int_t iget(json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
-/* A sampled profile: counts are samples, times are the samples' weights (estimates). */
+/*
+ * A sampled profile: counts are samples, times are the samples' weights
+ * (estimates). Its stats say so, as its trace member does: the stats are
+ * read, as the trace member of a profile just collected is still text (its
+ * tree is 200 000 timeline slices).
+ */
 static bool sampled(const struct sonde_profile *p)
 {
-	const char *c =
-		json_string_value(json_object_get(sonde_profile__part(p, "trace"), "count"));
+	const char *c = json_string_value(
+		json_object_get(json_object_get(sonde_profile__stats(p), "trace"), "count"));
 
 	return c && !strcmp(c, "samples");
 }
