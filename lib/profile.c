@@ -24,6 +24,7 @@
 #include <sonde/profile.h>
 #include "grow.h"
 #include "json.h"
+#include "u64map.h"
 
 struct sonde_profile {
 	json_t *root;
@@ -61,6 +62,15 @@ struct sonde_profile {
 		size_t len;
 	} * texts;
 	size_t ntexts, ntexts_cap;
+	/*
+	 * Resources whose columns a writer gave as text
+	 * (sonde_profile__set_columns_text): cols[i] is an empty object in
+	 * resources until the tree is asked for; ctext[i] (NULL: none) is written
+	 * in its place.
+	 */
+	char **ctext;
+	size_t *clen;
+	size_t ctext_cap, nctext;
 };
 
 static const char *const toplevel_objects[] = {
@@ -166,6 +176,10 @@ void sonde_profile__free(struct sonde_profile *p)
 		free(p->texts[i].text);
 	}
 	free(p->texts);
+	for (i = 0; i < p->ctext_cap; i++)
+		free(p->ctext[i]);
+	free(p->ctext);
+	free(p->clen);
 	pthread_mutex_destroy(&p->lock);
 	free(p->keys);
 	free(p->fixed);
@@ -299,11 +313,42 @@ static int thaw_text(const struct sonde_profile *p, const char *name)
 	return rc;
 }
 
+/* Resource i's columns made a tree from their text, if they are text. */
+static int thaw_cols(const struct sonde_profile *p, size_t i)
+{
+	struct sonde_profile *w = (struct sonde_profile *)p;
+	json_t *tree;
+	int rc = 0;
+
+	if (i >= p->ctext_cap || !__atomic_load_n(&p->ctext[i], __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	if (p->ctext[i]) {
+		/* the text is this library's own writing: only memory can fail */
+		tree = sonde_json__load(p->ctext[i], p->clen[i], 0, NULL);
+		if (tree && !json_object_set_nocheck(p->res, p->keys[i], tree)) {
+			__atomic_store_n(&w->cols[i], tree, __ATOMIC_RELEASE);
+			free(p->ctext[i]);
+			__atomic_store_n(&w->ctext[i], NULL, __ATOMIC_RELEASE);
+			w->nctext--;
+		} else {
+			rc = -ENOMEM;
+		}
+		json_decref(tree);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
 json_t *sonde_profile__root(const struct sonde_profile *p)
 {
+	size_t i;
+
 	/* out of memory: the document without some resources, or a part empty */
 	thaw(p);
 	thaw_text(p, NULL);
+	for (i = 0; i < p->ctext_cap && p->nctext; i++)
+		thaw_cols(p, i);
 	return p->root;
 }
 
@@ -588,7 +633,7 @@ int sonde_profile__append(struct sonde_profile *p, long res, const char *column,
 		json_decref(value);
 		return -ERANGE;
 	}
-	if (thaw(p)) {
+	if (thaw(p) || thaw_cols(p, (size_t)res)) {
 		json_decref(value);
 		return -ENOMEM;
 	}
@@ -604,6 +649,44 @@ int sonde_profile__append(struct sonde_profile *p, long res, const char *column,
 	return json_array_append_new(arr, value) ? -ENOMEM : 0;
 }
 
+int sonde_profile__set_columns_text(struct sonde_profile *p, long res, struct sonde_strbuf *text)
+{
+	size_t len = 0, i = (size_t)res;
+	char *s = sonde_strbuf__detach(text, &len);
+	json_t *holder = json_object();
+
+	if (res < 0 || i >= p->n || i < p->packed) {
+		free(s);
+		json_decref(holder);
+		return res < 0 || i >= p->n ? -ERANGE : -EINVAL;
+	}
+	if (i >= p->ctext_cap) {
+		size_t cap = p->ctext_cap, ccap = p->ctext_cap;
+
+		if (!s || sonde_grow((void **)&p->ctext, &cap, i + 1, sizeof(*p->ctext)) ||
+		    sonde_grow((void **)&p->clen, &ccap, i + 1, sizeof(*p->clen))) {
+			free(s);
+			json_decref(holder);
+			return -ENOMEM;
+		}
+		p->ctext_cap = cap; /* (both grown alike) */
+	}
+	if (!s || !holder || json_object_set_nocheck(p->res, p->keys[i], holder)) {
+		free(s);
+		json_decref(holder);
+		return -ENOMEM;
+	}
+	json_decref(holder); /* resources' now */
+	p->cols[i] = holder;
+	if (p->ctext[i])
+		free(p->ctext[i]);
+	else
+		p->nctext++;
+	p->ctext[i] = s;
+	p->clen[i] = len;
+	return 0;
+}
+
 size_t sonde_profile__resource_count(const struct sonde_profile *p)
 {
 	return p->n;
@@ -614,7 +697,8 @@ static json_t *made(const struct sonde_profile *p, size_t i, int which)
 {
 	json_t *const *a = which ? p->cols : p->fixed;
 
-	return i < p->packed ? __atomic_load_n(&a[i], __ATOMIC_ACQUIRE) : a[i];
+	return i < p->packed || (which && p->ctext_cap) ? __atomic_load_n(&a[i], __ATOMIC_ACQUIRE)
+							: a[i];
 }
 
 int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const char **key,
@@ -626,6 +710,8 @@ int sonde_profile__resource_at(const struct sonde_profile *p, size_t res, const 
 		return -ERANGE;
 	/* out of memory: NULL for a tree not made (jansson's getters take NULL) */
 	rc = fixed || columns ? unpack(p, res) : 0;
+	if (columns && !rc)
+		rc = thaw_cols(p, res);
 	if (key)
 		*key = p->keys[res];
 	if (fixed)
@@ -720,6 +806,8 @@ long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const cha
 
 	if (res >= p->n)
 		return -ENOENT;
+	if (thaw_cols(p, res))
+		return -ENOMEM;
 	cols = made(p, res, 1);
 	if (!cols && p->pack)
 		return sonde_json_pack__numbers(p->pack, res, column, vals, cap);
@@ -869,6 +957,8 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 	int err, first = 1, rfirst;
 	bool packed = p->pack && !__atomic_load_n(&p->thawed, __ATOMIC_ACQUIRE);
 	const struct text_part *t;
+	struct u64map texts = { 0 };
+	uint64_t i;
 
 	err = sonde_strbuf__addch(&sb, '{');
 	json_object_foreach(p->root, key, v)
@@ -889,6 +979,10 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 			err |= sonde_json__dump_layout(&sb, v, 1, 1);
 			continue;
 		}
+		/* the columns given as text, by their placeholder in resources */
+		for (i = 0; i < p->ctext_cap && p->nctext && !err; i++)
+			if (p->ctext[i])
+				err |= u64map__put(&texts, (uint64_t)(uintptr_t)p->cols[i], i);
 		err |= sonde_strbuf__addch(&sb, '{');
 		rfirst = 1;
 		json_object_foreach(v, rk, r)
@@ -897,8 +991,12 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 			rfirst = 0;
 			err |= sonde_json__dump_string(&sb, rk);
 			err |= sonde_strbuf__adds(&sb, ": ");
-			err |= sonde_json__dump_compact(&sb, r);
+			if (texts.n && u64map__get(&texts, (uint64_t)(uintptr_t)r, &i))
+				err |= sonde_strbuf__add(&sb, p->ctext[i], p->clen[i]);
+			else
+				err |= sonde_json__dump_compact(&sb, r);
 		}
+		u64map__release(&texts);
 		err |= sonde_strbuf__adds(&sb, json_object_size(v) ? "\n }" : "}");
 	}
 	err |= sonde_strbuf__adds(&sb, first ? "}" : "\n}");

@@ -109,6 +109,14 @@ long sonde_profile__resource(struct sonde_profile *p, const char *uid, const cha
 			     const char *subtype, json_t *extra);
 /* Append one value to a column of resource res; value is stolen. Returns 0 or -errno. */
 int sonde_profile__append(struct sonde_profile *p, long res, const char *column, json_t *value);
+/*
+ * Set all of resource res's columns as JSON text, an object written compact
+ * (sonde_json__put_member and __put_row with indent 0, lib/json.h), for a
+ * writer of many rows: text's buffer is taken (text is left empty), written
+ * as it is, and made a tree only when the columns are asked for. res is one
+ * this writer made (not a loaded one). 0, -ERANGE, -EINVAL or -ENOMEM.
+ */
+int sonde_profile__set_columns_text(struct sonde_profile *p, long res, struct sonde_strbuf *text);
 
 size_t sonde_profile__resource_count(const struct sonde_profile *p);
 /*

@@ -72,9 +72,9 @@ static struct fsum *sums(const struct sonde_profile *p, size_t *n)
 	if (!s)
 		return NULL;
 	for (i = 0; i < nres; i++) {
-		json_t *fixed, *cols, *sum;
+		json_t *fixed, *sum;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		sonde_profile__resource_at(p, i, NULL, &fixed, NULL);
 		sum = json_object_get(fixed, "summary");
 		if (!json_is_object(sum))
 			continue;

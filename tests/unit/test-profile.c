@@ -372,6 +372,74 @@ static void test_text_part(void **state)
 	sonde_profile__free(q);
 }
 
+/*
+ * A resource's columns given as text: written as the tree of the same
+ * values would be, read through every accessor as that tree, and refused
+ * for a resource that is not this writer's.
+ */
+static void test_columns_text(void **state)
+{
+	struct sonde_profile *p = sonde_profile__new("time"), *q = sonde_profile__new("time");
+	struct sonde_strbuf text = SONDE_STRBUF_INIT, err = SONDE_STRBUF_INIT;
+	static const json_int_t a[3] = { 5, -1, 7 }, b[3] = { 1, 2, 3 };
+	long r = sonde_profile__resource(p, "f", "mixed", "time", NULL), s, k;
+	double *vals = NULL;
+	size_t cap = 0, la, lb;
+	json_t *cols;
+	char *da, *db;
+
+	(void)state;
+	s = sonde_profile__resource(p, "g", "mixed", "time", NULL);
+	assert_int_equal(sonde_profile__resource(q, "f", "mixed", "time", NULL), 0);
+	assert_int_equal(sonde_profile__resource(q, "g", "mixed", "time", NULL), 1);
+	for (k = 0; k < 3; k++) {
+		sonde_profile__append(q, 0, "amount", json_integer(a[k]));
+		sonde_profile__append(q, 0, "size", json_integer(b[k]));
+	}
+	sonde_profile__append(p, s, "amount", json_integer(9));
+	sonde_profile__append(q, 1, "amount", json_integer(9));
+	sonde_strbuf__addch(&text, '{');
+	assert_int_equal(sonde_json__put_member(&text, "amount", 0, 0, true), 0);
+	assert_int_equal(sonde_json__put_row(&text, a, 3, 0, 0, 0), 0);
+	assert_int_equal(sonde_json__put_member(&text, "size", 0, 0, false), 0);
+	assert_int_equal(sonde_json__put_row(&text, b, 3, 0, 0, 0), 0);
+	sonde_strbuf__addch(&text, '}');
+	assert_int_equal(sonde_profile__set_columns_text(p, r, &text), 0);
+	assert_int_equal(text.len, 0);
+	da = sonde_profile__dump(p, &la);
+	db = sonde_profile__dump(q, &lb);
+	assert_string_equal(da, db);
+	free(da);
+	/* read as the tree: numbers, the columns, a value appended, then written */
+	assert_int_equal(sonde_profile__numbers(p, (size_t)r, "size", &vals, &cap), 3);
+	assert_true(vals[0] == 1 && vals[2] == 3);
+	assert_int_equal(sonde_profile__resource_at(p, (size_t)r, NULL, NULL, &cols), 0);
+	assert_int_equal(json_array_size(json_object_get(cols, "amount")), 3);
+	assert_int_equal(sonde_profile__append(p, r, "amount", json_integer(8)), 0);
+	assert_int_equal(sonde_profile__append(q, 0, "amount", json_integer(8)), 0);
+	assert_true(json_equal(sonde_profile__root(p), sonde_profile__root(q)));
+	da = sonde_profile__dump(p, &la);
+	free(db);
+	db = sonde_profile__dump(q, &lb);
+	assert_string_equal(da, db);
+	free(da);
+	free(db);
+	assert_int_equal(sonde_profile__set_columns_text(p, 7, &text), -ERANGE);
+	sonde_profile__free(p);
+	sonde_profile__free(q);
+	/* a loaded (packed) resource is not the writer's */
+	p = parse("{\"format_version\": 1, \"resource_type_map\": {\"a#0\": {\"uid\": \"a\"}}, "
+		  "\"resources\": {\"a#0\": {\"amount\": [1]}}}",
+		  &err);
+	assert_non_null(p);
+	sonde_strbuf__adds(&text, "{}");
+	assert_int_equal(sonde_profile__set_columns_text(p, 0, &text), -EINVAL);
+	sonde_profile__free(p);
+	free(vals);
+	sonde_strbuf__release(&text);
+	sonde_strbuf__release(&err);
+}
+
 /* jansson's allocations, counted (json_set_alloc_funcs) */
 static size_t jansson_allocs;
 
@@ -463,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_perun_records),  cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_resource_order), cmocka_unit_test(test_packed),
 		cmocka_unit_test(test_text_part),      cmocka_unit_test(test_no_trees),
+		cmocka_unit_test(test_columns_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

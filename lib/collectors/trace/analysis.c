@@ -905,6 +905,41 @@ static int cmp_row_order(const void *x, const void *y)
  * (a regular sample of calls whose sizes vary can miss the few largest: models
  * must see the whole range, without the bias extremes would bring).
  */
+/*
+ * A function's rows as its resource's columns, written as text (a column a
+ * time; sonde_profile__set_columns_text): with --max-rows 0 every call is a
+ * row, six values each, which as trees would be a malloc a value.
+ */
+static int rows_text(struct sonde_profile *p, long idx, const struct tr_row *rows, size_t n)
+{
+	static const char *const names[] = { "amount",	   "exclusive",		  "timestamp",
+					     "call-order", "structure-unit-size", "thread" };
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	json_int_t *v = malloc(n * sizeof(*v));
+	size_t c, i;
+	int err = v ? sonde_strbuf__addch(&sb, '{') : -ENOMEM;
+
+	for (c = 0; c < sizeof(names) / sizeof(names[0]) && !err; c++) {
+		for (i = 0; i < n; i++) {
+			const struct tr_row *w = &rows[i];
+
+			v[i] = (json_int_t)(c == 0   ? w->amount
+					    : c == 1 ? w->exclusive
+					    : c == 2 ? w->ts
+					    : c == 3 ? w->order
+					    : c == 4 ? (w->has_size ? w->size : w->order)
+						     : w->tid);
+		}
+		err = sonde_json__put_member(&sb, names[c], 0, 0, c == 0) |
+		      sonde_json__put_row(&sb, v, n, 0, 0, 0);
+	}
+	err |= sonde_strbuf__addch(&sb, '}');
+	free(v);
+	err = err ? -ENOMEM : sonde_profile__set_columns_text(p, idx, &sb);
+	sonde_strbuf__release(&sb);
+	return err;
+}
+
 static int write_rows(struct tr_analysis *a, struct sonde_profile *p, long idx,
 		      const struct tr_func *f)
 {
@@ -938,23 +973,11 @@ static int write_rows(struct tr_analysis *a, struct sonde_profile *p, long idx,
 		}
 	}
 	a->t.rows += n;
-	for (i = 0; i < n && !err; i++) {
-		const struct tr_row *w = &rows[i];
-
-		err |= sonde_profile__append(p, idx, "amount", json_integer((json_int_t)w->amount));
-		err |= sonde_profile__append(p, idx, "exclusive",
-					     json_integer((json_int_t)w->exclusive));
-		err |= sonde_profile__append(p, idx, "timestamp", json_integer((json_int_t)w->ts));
-		err |= sonde_profile__append(p, idx, "call-order",
-					     json_integer((json_int_t)w->order));
-		err |= sonde_profile__append(
-			p, idx, "structure-unit-size",
-			json_integer((json_int_t)(w->has_size ? w->size : w->order)));
-		err |= sonde_profile__append(p, idx, "thread", json_integer((json_int_t)w->tid));
-	}
+	if (n)
+		err = rows_text(p, idx, rows, n);
 	if (rows != f->rows)
 		free(rows);
-	return err ? -ENOMEM : 0;
+	return err;
 }
 
 /* A member whose value is a tree, at depth 1 of the document (json.h). */
