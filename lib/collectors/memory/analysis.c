@@ -25,6 +25,7 @@
 #include <sonde/ring.h>
 #include <sonde/strbuf.h>
 #include "../../grow.h"
+#include "../../json.h"
 #include "memory.h"
 
 const char *const mem_op_names[MEM_OP__COUNT] = {
@@ -1327,54 +1328,69 @@ int mem_analysis__size(struct mem_analysis *a, unsigned run, double size)
 	return 0;
 }
 
+/* Column c of the rows (write_rows' order), row w's value: NULL's mark is *null. */
+enum { COL_AMOUNT, COL_ADDRESS, COL_TIMESTAMP, COL_FREED, COL_THREAD, COL_ORDER, COL_SIZE, NCOLS };
+
+static const char *const col_names[NCOLS] = { "amount", "address", "timestamp",		 "freed",
+					      "thread", "order",   "structure-unit-size" };
+
+static int put_value(struct sonde_strbuf *sb, const struct mem_analysis *a, const struct mem_row *w,
+		     int c)
+{
+	switch (c) {
+	case COL_AMOUNT:
+		return w->amount == UINT64_MAX ? sonde_strbuf__adds(sb, "null")
+					       : sonde_json__put_integer(sb, (json_int_t)w->amount);
+	case COL_ADDRESS:
+		return sonde_json__put_integer(sb, (json_int_t)w->address);
+	case COL_TIMESTAMP:
+		return sonde_json__put_integer(sb, (json_int_t)w->ts);
+	case COL_FREED:
+		return w->freed < 0 ? sonde_strbuf__adds(sb, "null")
+				    : sonde_json__put_integer(sb, w->freed);
+	case COL_THREAD:
+		return sonde_json__put_integer(sb, w->tid);
+	case COL_ORDER:
+		return sonde_json__put_integer(sb, (json_int_t)w->run + 1);
+	default:
+		return w->run < a->nsizes && !isnan(a->sizes[w->run])
+			       ? sonde_json__put_real(sb, a->sizes[w->run])
+			       : sonde_strbuf__adds(sb, "null");
+	}
+}
+
+/*
+ * A resource's rows as its columns, written as text a column at a time
+ * (sonde_profile__set_columns_text): with --max-rows 0 every allocation is a
+ * row of six or seven values, which as trees would be a malloc a value. A
+ * free's rows have no freed column; structure-unit-size is there when the
+ * runs had sizes.
+ */
 static int write_rows(const struct mem_analysis *a, struct sonde_profile *p, long idx,
 		      const struct mem_res *res)
 {
-	json_t *cols, *amount = json_array(), *addr = json_array(), *ts = json_array(),
-		      *freed = json_array(), *tid = json_array(), *order = json_array();
-	json_t *size = a->nsizes ? json_array() : NULL;
-	bool is_free = res->op >= MEM_OP_FREE;
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	bool is_free = res->op >= MEM_OP_FREE, first = true;
 	size_t i;
-	int err = !amount || !addr || !ts || !freed || !tid || !order || (a->nsizes && !size);
+	int c, err = sonde_strbuf__addch(&sb, '{');
 
-	for (i = 0; i < res->nrows && !err; i++) {
-		const struct mem_row *w = &res->rows[i];
-
-		err |= json_array_append_new(amount, w->amount == UINT64_MAX
-							     ? json_null()
-							     : json_integer((json_int_t)w->amount));
-		err |= json_array_append_new(addr, json_integer((json_int_t)w->address));
-		err |= json_array_append_new(ts, json_integer((json_int_t)w->ts));
-		if (!is_free)
-			err |= json_array_append_new(freed, w->freed < 0 ? json_null()
-									 : json_integer(w->freed));
-		err |= json_array_append_new(tid, json_integer(w->tid));
-		err |= json_array_append_new(order, json_integer(w->run + 1));
-		if (size)
-			err |= json_array_append_new(size,
-						     w->run < a->nsizes && !isnan(a->sizes[w->run])
-							     ? json_real(a->sizes[w->run])
-							     : json_null());
+	for (c = 0; c < NCOLS && !err; c++) {
+		if ((c == COL_FREED && is_free) || (c == COL_SIZE && !a->nsizes))
+			continue;
+		err |= sonde_json__put_member(&sb, col_names[c], 0, 0, first);
+		err |= sonde_strbuf__addch(&sb, '[');
+		first = false;
+		for (i = 0; i < res->nrows && !err; i++) {
+			if (i)
+				err |= sonde_strbuf__addch(&sb, ',');
+			err |= put_value(&sb, a, &res->rows[i], c);
+		}
+		err |= sonde_strbuf__addch(&sb, ']');
 	}
-	if (!err && sonde_profile__resource_at(p, (size_t)idx, NULL, NULL, &cols) == 0) {
-		err |= json_object_set(cols, "amount", amount);
-		err |= json_object_set(cols, "address", addr);
-		err |= json_object_set(cols, "timestamp", ts);
-		if (!is_free)
-			err |= json_object_set(cols, "freed", freed);
-		err |= json_object_set(cols, "thread", tid);
-		err |= json_object_set(cols, "order", order);
-		if (size)
-			err |= json_object_set(cols, "structure-unit-size", size);
-	}
-	json_decref(size);
-	json_decref(amount);
-	json_decref(addr);
-	json_decref(ts);
-	json_decref(freed);
-	json_decref(tid);
-	json_decref(order);
-	return err ? -ENOMEM : 0;
+	err |= sonde_strbuf__addch(&sb, '}');
+	err = err ? -ENOMEM : sonde_profile__set_columns_text(p, idx, &sb);
+	sonde_strbuf__release(&sb);
+	return err;
 }
 
 static int write_snapshots(struct mem_analysis *a, struct sonde_profile *p)
