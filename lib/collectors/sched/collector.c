@@ -33,6 +33,7 @@
 #include <sonde/syscalls.h>
 #include <sonde/warning.h>
 #include "config.h"
+#include "../../json.h"
 #include "../../u64map.h"
 #include "loader.h"
 
@@ -279,47 +280,58 @@ static json_t *histogram(const unsigned long long *h)
 	return a;
 }
 
-/* The timeline: each thread's states as spans, from its events in time order. */
-static json_t *timeline(struct sched_state *st)
+/*
+ * The timeline: each thread's states as spans, from its events in time order,
+ * written as text (sonde_profile__set_text): a busy run has millions of
+ * spans, five integers each, which as a tree would be a malloc a value.
+ */
+static int timeline(struct sched_state *st, struct sonde_strbuf *sb)
 {
-	json_t *tl = json_object(), *threads = json_array(), *spans = json_array(), *states;
+	json_t *threads = json_array(), *states = json_array();
 	struct u64map last = { 0 }; /* (run, tid) -> its last event */
-	size_t i;
-	int s;
+	json_int_t row[5];
+	size_t i, n = 0;
+	int s, err = !threads || !states;
 
-	states = json_array();
-	for (s = 0; s < SC__N; s++)
-		json_array_append_new(states, json_string(state_name[s]));
-	for (i = 0; i < st->d.nthreads; i++) {
+	for (s = 0; s < SC__N && !err; s++)
+		err = json_array_append_new(states, json_string(state_name[s]));
+	for (i = 0; i < st->d.nthreads && !err; i++) {
 		const struct sc_thread_rec *t = &st->d.threads[i];
 
-		json_array_append_new(threads,
-				      json_pack("{s:i, s:i, s:s, s:i}", "tid", t->tid, "pid",
-						t->t.tgid, "name", t->t.comm, "run", t->run + 1));
+		err = json_array_append_new(threads, json_pack("{s:i, s:i, s:s, s:i}", "tid",
+							       t->tid, "pid", t->t.tgid, "name",
+							       t->t.comm, "run", t->run + 1));
 	}
-	/* in time order, each thread's next event ends its span */
-	for (i = 0; i < st->d.nevents; i++) {
+	err |= sonde_strbuf__addch(sb, '{');
+	err |= sonde_json__put_member(sb, "states", 1, 1, true) |
+	       sonde_json__dump_layout(sb, states, 1, 2);
+	err |= sonde_json__put_member(sb, "threads", 1, 1, false) |
+	       sonde_json__dump_layout(sb, threads, 1, 2);
+	json_decref(states);
+	json_decref(threads);
+	/* [tid, state, start_ns, duration_ns, cpu]: in time order, each thread's
+	   next event ends its span */
+	err |= sonde_json__put_member(sb, "spans", 1, 1, false) | sonde_strbuf__addch(sb, '[');
+	for (i = 0; i < st->d.nevents && !err; i++) {
 		const struct sc_event_rec *b = &st->d.events[i], *a;
 		uint64_t key = (uint64_t)b->run << 32 | b->e.tid, prev;
 
 		if (u64map__get(&last, key, &prev)) {
 			a = &st->d.events[prev];
-			if (a->e.state != SC_EXITED)
-				json_array_append_new(
-					spans,
-					json_pack("[i, i, I, I, i]", a->e.tid, a->e.state,
-						  (json_int_t)(a->e.ts > st->t0 ? a->e.ts - st->t0
-										: 0),
-						  (json_int_t)(b->e.ts - a->e.ts), a->e.cpu));
+			if (a->e.state != SC_EXITED) {
+				row[0] = a->e.tid;
+				row[1] = a->e.state;
+				row[2] = (json_int_t)(a->e.ts > st->t0 ? a->e.ts - st->t0 : 0);
+				row[3] = (json_int_t)(b->e.ts - a->e.ts);
+				row[4] = a->e.cpu;
+				err = sonde_json__put_row(sb, row, 5, 1, 2, n++);
+			}
 		}
-		if (u64map__put(&last, key, i))
-			break;
+		err |= u64map__put(&last, key, i);
 	}
 	u64map__release(&last);
-	json_object_set_new(tl, "states", states);
-	json_object_set_new(tl, "threads", threads);
-	json_object_set_new(tl, "spans", spans);
-	return tl;
+	err |= sonde_json__put_close(sb, ']', n, 1, 2) | sonde_json__put_close(sb, '}', 3, 1, 1);
+	return err ? -ENOMEM : 0;
 }
 
 static int by_time(const void *x, const void *y)
@@ -455,8 +467,14 @@ static int sched_after(struct sonde_collection *c, struct sonde_profile *p)
 					"(on-cpu + runqueue)"));
 	sonde_profile__set(sonde_profile__stats(p), "sched", s);
 	if (st->use_bpf && st->timeline) {
+		struct sonde_strbuf tl = SONDE_STRBUF_INIT;
+
 		qsort(st->d.events, st->d.nevents, sizeof(*st->d.events), by_time);
-		sonde_profile__set_part(p, "sched", timeline(st));
+		if (!rc)
+			rc = timeline(st, &tl);
+		if (!rc)
+			rc = sonde_profile__set_text(p, "sched", &tl);
+		sonde_strbuf__release(&tl);
 	}
 	return rc;
 }
