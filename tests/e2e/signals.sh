@@ -31,7 +31,9 @@ check "SIGINT: profile matches the schema" validate int.json
 
 # a target that ignores SIGINT and SIGTERM: killed 5 s after (as timeout -k does),
 # or at once on a second signal; never waited on forever
-printf '%s\n' 'trap "" INT TERM; sleep 60' >deaf.sh
+# (a sleep of a length no other process on the machine has: this script's pid in it)
+DEAF_SLEEP="sleep 60.$$"
+printf '%s\n' "trap \"\" INT TERM; $DEAF_SLEEP" >deaf.sh
 start=$(date +%s)
 interrupt INT 0.5 deaf.err collect time -q -r 1 -o deaf.json -- sh deaf.sh
 end=$(date +%s)
@@ -50,8 +52,8 @@ rc=$?
 end=$(date +%s)
 check "a second SIGINT kills a deaf target at once ($((end - start)) s)" \
 	sh -c '[ "$0" = 130 ] && [ "$1" -lt 3 ]' "$rc" "$((end - start))"
-# (the exact command line: a shell elsewhere whose script says "sleep 60" is not the target's)
-check "... no sleep left behind" [ -z "$(pgrep -x -f 'sleep 60' || true)" ]
+# (the exact command line: a shell elsewhere whose script says the same is not the target's)
+check "... no sleep left behind" [ -z "$(pgrep -x -f "$DEAF_SLEEP" || true)" ]
 
 # --timeout kills the whole group, records it, stops the series
 start=$(date +%s%N)
