@@ -46,15 +46,31 @@ static char *digits(char *end, uint64_t u)
 	return end;
 }
 
-/* i written at o (at most 20 bytes); returns where it ends. */
+/* How many decimal digits u has (1 for 0). */
+static unsigned ndigits(uint64_t u)
+{
+	unsigned n = 1;
+
+	for (; u >= 10000; u /= 10000)
+		n += 4;
+	return n + (u >= 10) + (u >= 100) + (u >= 1000);
+}
+
+/*
+ * i written at o (at most 20 bytes); returns where it ends. The digits go in
+ * their place, not through a buffer: a copy of a few bytes was a call into
+ * libc's memcpy, a sixth of writing a trace profile's timeline.
+ */
 static char *put_integer(char *o, json_int_t i)
 {
-	char buf[24], *s = digits(buf + sizeof(buf), i < 0 ? 0 - (uint64_t)i : (uint64_t)i);
+	uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
+	char *end;
 
 	if (i < 0)
-		*--s = '-';
-	memcpy(o, s, (size_t)(buf + sizeof(buf) - s));
-	return o + (buf + sizeof(buf) - s);
+		*o++ = '-';
+	end = o + ndigits(u);
+	digits(end, u);
+	return end;
 }
 
 static int add_integer(struct sonde_strbuf *sb, json_int_t i)

@@ -258,6 +258,16 @@ static void test_writer_agrees(void **state)
 	}
 	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		same_writing(json_integer(ints[i]));
+	{ /* each side of every power of ten: the writer counts the digits first */
+		json_int_t d = 1;
+
+		for (i = 0; i < 19; i++, d *= 10) {
+			same_writing(json_integer(d - 1));
+			same_writing(json_integer(d));
+			same_writing(json_integer(-d));
+			same_writing(json_integer(1 - d));
+		}
+	}
 	for (i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
 		same_writing(json_string(strings[i]));
 	/* measurements with a few decimals, and arbitrary doubles, at every scale */
