@@ -32,16 +32,23 @@ static const char pairs[201] = "000102030405060708091011121314151617181920212223
 /* The decimal digits of u, written backwards from end, two a step; returns the first. */
 static char *digits(char *end, uint64_t u)
 {
-	while (u >= 100) {
+	uint32_t w;
+
+	while (u > UINT32_MAX) {
 		end -= 2;
 		memcpy(end, pairs + 2 * (u % 100), 2);
 		u /= 100;
 	}
-	if (u >= 10) {
+	/* the rest in 32 bits, where dividing by 100 is a cheaper multiply */
+	for (w = (uint32_t)u; w >= 100; w /= 100) {
 		end -= 2;
-		memcpy(end, pairs + 2 * u, 2);
+		memcpy(end, pairs + 2 * (w % 100), 2);
+	}
+	if (w >= 10) {
+		end -= 2;
+		memcpy(end, pairs + 2 * w, 2);
 	} else {
-		*--end = (char)('0' + u);
+		*--end = (char)('0' + w);
 	}
 	return end;
 }
@@ -49,11 +56,32 @@ static char *digits(char *end, uint64_t u)
 /* How many decimal digits u has (1 for 0). */
 static unsigned ndigits(uint64_t u)
 {
-	unsigned n = 1;
+	static const uint64_t pow10[20] = { 1ull,
+					    10ull,
+					    100ull,
+					    1000ull,
+					    10000ull,
+					    100000ull,
+					    1000000ull,
+					    10000000ull,
+					    100000000ull,
+					    1000000000ull,
+					    10000000000ull,
+					    100000000000ull,
+					    1000000000000ull,
+					    10000000000000ull,
+					    100000000000000ull,
+					    1000000000000000ull,
+					    10000000000000000ull,
+					    100000000000000000ull,
+					    1000000000000000000ull,
+					    10000000000000000000ull };
+	/* u | 1 has as many digits (10^k - 1 is odd), and a bit for clz; its bits
+	   times 1233/4096 (just above log10 2) is its digits less one, or one more */
+	uint64_t v = u | 1;
+	unsigned t = ((unsigned)(64 - __builtin_clzll(v)) * 1233) >> 12;
 
-	for (; u >= 10000; u /= 10000)
-		n += 4;
-	return n + (u >= 10) + (u >= 100) + (u >= 1000);
+	return t + 1 - (v < pow10[t]);
 }
 
 /*

@@ -507,7 +507,7 @@ uint64_t rt_host__drain_cpu_ns(struct rt_host *h)
 	return h->drain_cpu_ns + (h->drainer ? sonde_ring_drainer__cpu_ns(h->drainer) : 0);
 }
 
-void rt_host__release(struct rt_host *h)
+static void release_now(struct rt_host *h)
 {
 	if (h->follow.running)
 		follow_finish(h, -1);
@@ -521,4 +521,28 @@ void rt_host__release(struct rt_host *h)
 	if (h->log_fd >= 0)
 		close(h->log_fd);
 	h->log_fd = -1;
+}
+
+static void *release_main(void *arg)
+{
+	release_now(arg);
+	return NULL;
+}
+
+void rt_host__release_async(struct rt_host *h)
+{
+	if (!h->releasing)
+		h->releasing = pthread_create(&h->releaser, NULL, release_main, h) == 0;
+	if (!h->releasing)
+		release_now(h);
+}
+
+void rt_host__release(struct rt_host *h)
+{
+	if (h->releasing) {
+		pthread_join(h->releaser, NULL);
+		h->releasing = false;
+		return;
+	}
+	release_now(h);
 }

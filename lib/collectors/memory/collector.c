@@ -153,6 +153,8 @@ static int memory_after(struct sonde_collection *c, struct sonde_profile *p)
 	st->a.t.drain_cpu_ns = rt_host__drain_cpu_ns(&st->host);
 	st->a.t.after_run_ns += st->host.after_ns;
 	st->a.t.live_bytes = st->host.follow_live_bytes;
+	/* the log is read: its release overlaps the profile's writing */
+	rt_host__release_async(&st->host);
 	if (!st->a.t.processes)
 		sonde_collection__note(c,
 				       "nothing was recorded: the memory runtime never started in "

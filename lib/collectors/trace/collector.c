@@ -1208,6 +1208,8 @@ static int trace_after(struct sonde_collection *c, struct sonde_profile *p)
 	st->a.t.after_run_ns += st->host.after_ns;
 	st->a.t.live_bytes = st->host.follow_live_bytes;
 	keep_temps(c, st);
+	/* the log is read: its release overlaps the profile's writing */
+	rt_host__release_async(&st->host);
 	if (st->a.verbose) {
 		if (fflush(st->a.verbose))
 			sonde_collection__note(
