@@ -230,6 +230,16 @@ check "calls rebuilt while the target runs: >= 90 % of the log before it ended, 
 	"[ \"\$(jq '.stats.trace | .log_bytes_analysed_during_run * 10 >= .log_bytes * 9' pause.json)\" = true ]"
 check "... and the analysis after it is a fraction of the analysis" \
 	[ "$(jq '.stats.trace | .analysis_after_run_ns < .analysis_ns' pause.json)" = true ]
+# The timeline's rows are written as the calls end; main's was open then and
+# goes in its place when the profile is written.
+timeline() { # PROFILE: the slices' count, main's place, depth and length, the starts in order
+	jq -r '.trace as $t | ($t.functions | map(.name)) as $f | $t.slices |
+		[length, ([.[] | $f[.[2]]] | index("main")), .[0][3],
+		 (.[0][5] >= (.[1:] | map(.[5]) | add)),
+		 ([.[] | .[4]] == ([.[] | .[4]] | sort))] | map(tostring) | join(" ")' "$1"
+}
+check "... its timeline: main first (depth 0, longer than every leaf together), 100000 leaves, in order of start" \
+	[ "$(timeline pause.json)" = "100001 0 0 true true" ]
 run collect trace -q --verbose-trace -o pausev.json -- "$PROGS/t-pause" 100000 0
 check "--verbose-trace analyses after the run instead: nothing during it, the same calls" \
 	all '[ "$rc" = 0 ]' '[ "$(calls pausev.json leaf)" = 100000 ]' \
@@ -241,4 +251,6 @@ check "a target killed by --timeout (exit 1): its 100000 calls are kept, main un
 	all '[ "$rc" = 1 ]' '[ "$(calls killed.json leaf)" = 100000 ]' \
 	'[ "$(jq .stats.trace.unfinished killed.json)" = 1 ]' \
 	"[ \"\$(jq '.stats.trace | .log_bytes_analysed_during_run * 10 >= .log_bytes * 9' killed.json)\" = true ]"
+check "... main's slice, open until its last event, is first on the timeline" \
+	[ "$(timeline killed.json)" = "100001 0 0 true true" ]
 finish

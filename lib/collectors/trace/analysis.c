@@ -77,6 +77,7 @@ struct tr_feed {
 void tr_analysis__init(struct tr_analysis *a)
 {
 	memset(a, 0, sizeof(*a));
+	sonde_strbuf__init(&a->stext);
 	a->sym = sonde_symbols__new();
 	a->func_index = json_object();
 	a->threads = json_array();
@@ -102,6 +103,8 @@ void tr_analysis__release(struct tr_analysis *a)
 	free(a->funcs);
 	free(a->nodes);
 	free(a->slices);
+	sonde_strbuf__release(&a->stext);
+	free(a->holes);
 	free(a->samples);
 	json_decref(a->sampling);
 	free(a->calib);
@@ -740,10 +743,52 @@ int tr_feed__end(struct tr_feed *r, int rc)
 	return rc;
 }
 
+/* [pid, tid, function, depth, start_ns, duration_ns] after a comma, as the profile has it */
+static int slice_row(const struct tr_analysis *a, const struct tr_slice *x, struct sonde_strbuf *sb)
+{
+	json_int_t row[6] = { (json_int_t)x->pid,   (json_int_t)x->tid,	  (json_int_t)x->func,
+			      (json_int_t)x->depth, (json_int_t)x->start, (json_int_t)x->dur };
+
+	if (x->dur == UINT64_MAX || a->funcs[x->func].hidden || x->dur < a->min_time_ns)
+		return 1; /* not on the timeline: never ended, or filtered */
+	return sonde_json__put_row(sb, row, 6, 1, 2, 1);
+}
+
+/*
+ * The slices' rows that can be written now, into a->stext: every slice up to
+ * the last one made, a slice still open taken as a hole (its row is written
+ * with the profile). A slice's row is final once it ends: its function's
+ * filtering is known when the function is first seen.
+ */
+static int slices_text(struct tr_analysis *a)
+{
+	int rc = 0;
+
+	for (; a->stext_next < a->nslices && rc >= 0; a->stext_next++) {
+		const struct tr_slice *x = &a->slices[a->stext_next];
+
+		if (x->dur == UINT64_MAX) {
+			rc = sonde_grow((void **)&a->holes, &a->capholes, a->nholes + 1,
+					sizeof(*a->holes));
+			if (!rc)
+				a->holes[a->nholes++] =
+					(struct tr_hole){ a->stext_next, a->stext.len };
+			continue;
+		}
+		rc = slice_row(a, x, &a->stext);
+		a->stext_rows += rc == 0;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 int tr_feed__log(struct tr_feed *r, const void *log, size_t len)
 {
+	int rc;
+
 	r->a->t.log_bytes += len;
-	return sonde_ring_log__walk(log, len, on_record, r);
+	rc = sonde_ring_log__walk(log, len, on_record, r);
+	/* while the follower has the analysis: the timeline's text, as far as it is known */
+	return rc ? rc : slices_text(r->a);
 }
 
 int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0)
@@ -986,6 +1031,14 @@ static int tree_member(struct sonde_strbuf *sb, const char *key, const json_t *v
 	return sonde_json__put_member(sb, key, 1, 1, first) | sonde_json__dump_layout(sb, v, 1, 2);
 }
 
+/* Rows of a->stext (each after a comma) onto sb; the first row overall without it. */
+static int add_rows(struct sonde_strbuf *sb, const char *rows, size_t len, bool after_one)
+{
+	if (!len || after_one)
+		return sonde_strbuf__add(sb, rows, len);
+	return sonde_strbuf__add(sb, rows + 1, len - 1);
+}
+
 /*
  * The trace member, written as text (sonde_profile__set_text): its contexts,
  * slices and samples are rows of integers, 1.2 million of them for 200 000
@@ -996,6 +1049,7 @@ static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 	json_t *funcs = json_array();
 	json_int_t row[6];
 	size_t i, n;
+	bool n0 = false; /* a slice's row is written */
 	int err = funcs ? 0 : -ENOMEM;
 
 	for (i = 0; i < a->nfuncs && !err; i++)
@@ -1021,20 +1075,32 @@ static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 		err = sonde_json__put_row(sb, row, 6, 1, 2, n++);
 	}
 	err |= sonde_json__put_close(sb, ']', n, 1, 2);
-	/* [pid, tid, function, depth, start_ns, duration_ns] */
+	/* [pid, tid, function, depth, start_ns, duration_ns]: the rows written as the
+	   slices ended, the holes' rows in their places */
 	err |= sonde_json__put_member(sb, "slices", 1, 1, false) | sonde_strbuf__addch(sb, '[');
-	for (i = 0, n = 0; i < a->nslices && !err; i++) {
-		const struct tr_slice *x = &a->slices[i];
+	err |= slices_text(a) | sonde_strbuf__grow(sb, a->stext.len + 64);
+	n = a->stext_rows;
+	{
+		struct sonde_strbuf hole = SONDE_STRBUF_INIT;
+		size_t from = 0, h, at;
 
-		if (x->dur == UINT64_MAX || a->funcs[x->func].hidden || x->dur < a->min_time_ns)
-			continue;
-		row[0] = (json_int_t)x->pid;
-		row[1] = (json_int_t)x->tid;
-		row[2] = (json_int_t)x->func;
-		row[3] = (json_int_t)x->depth;
-		row[4] = (json_int_t)x->start;
-		row[5] = (json_int_t)x->dur;
-		err = sonde_json__put_row(sb, row, 6, 1, 2, n++);
+		for (h = 0; h <= a->nholes && !err; h++) {
+			at = h < a->nholes ? a->holes[h].at : a->stext.len;
+			err = add_rows(sb, a->stext.buf + from, at - from, n0);
+			n0 |= at > from;
+			from = at;
+			if (h == a->nholes || err)
+				continue;
+			sonde_strbuf__reset(&hole);
+			err = slice_row(a, &a->slices[a->holes[h].slice], &hole);
+			if (!err) {
+				err = add_rows(sb, hole.buf, hole.len, n0);
+				n0 = true;
+				n++;
+			}
+			err = err < 0 ? err : 0;
+		}
+		sonde_strbuf__release(&hole);
 	}
 	err |= sonde_json__put_close(sb, ']', n, 1, 2);
 	err |= tree_member(sb, "threads", a->threads, false);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include <sonde/profile.h>
+#include <sonde/strbuf.h>
 #include <sonde/symbols.h>
 #include "../../u64map.h"
 #include "../rt-host.h"
@@ -102,6 +103,18 @@ struct tr_analysis {
 	struct u64map node_index; /* parent << 32 | func -> node */
 	struct tr_slice *slices;
 	size_t nslices, capslices;
+	/*
+	 * The slices' rows as profile text, written by the feed as they end (a
+	 * follower's thread, while the target runs): slices before stext_next are
+	 * in it, each row after a comma, or were open when their turn came (holes:
+	 * their rows go at `at` when the profile is written).
+	 */
+	struct sonde_strbuf stext;
+	size_t stext_next, stext_rows;
+	struct tr_hole {
+		size_t slice, at;
+	} * holes;
+	size_t nholes, capholes;
 	json_t *threads;   /* [{pid, tid, name, serial}] */
 	json_t *processes; /* [{pid, serial, parent_serial, exe}] */
 	double *calib;
