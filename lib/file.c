@@ -10,6 +10,7 @@
  * (renaming over /dev/null would replace the machine's /dev/null).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -18,28 +19,73 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include <sonde/compress.h>
 #include <sonde/file.h>
 #include <sonde/strbuf.h>
 
-int sonde_file__write_all(int fd, const void *buf, size_t len)
+int sonde_file__write_allv(int fd, const struct iovec *iov, size_t n)
 {
-	const char *p = buf;
+	struct iovec cur = { 0 };
 
-	while (len) {
-		ssize_t n = write(fd, p, len);
+	while (n || cur.iov_len) {
+		ssize_t w;
 
-		if (n < 0) {
+		if (!cur.iov_len) { /* the next piece (whole pieces go to writev together) */
+			size_t k = n < IOV_MAX ? n : IOV_MAX;
+
+			w = writev(fd, iov, (int)k);
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				return -errno;
+			}
+			if (!w) { /* only empty pieces, or a file that takes nothing more */
+				size_t e = 0;
+
+				while (e < k && !iov[e].iov_len)
+					e++;
+				if (e < k)
+					return -EIO;
+				iov += k;
+				n -= k;
+				continue;
+			}
+			/* what was written: whole pieces, then part of one */
+			while (n && (size_t)w >= iov->iov_len) {
+				w -= (ssize_t)iov->iov_len;
+				iov++;
+				n--;
+			}
+			if (n && w) {
+				cur.iov_base = (char *)iov->iov_base + w;
+				cur.iov_len = iov->iov_len - (size_t)w;
+				iov++;
+				n--;
+			}
+			continue;
+		}
+		w = write(fd, cur.iov_base, cur.iov_len); /* the rest of a piece cut short */
+		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		p += n;
-		len -= (size_t)n;
+		if (!w)
+			return -EIO;
+		cur.iov_base = (char *)cur.iov_base + w;
+		cur.iov_len -= (size_t)w;
 	}
 	return 0;
+}
+
+int sonde_file__write_all(int fd, const void *buf, size_t len)
+{
+	struct iovec v = { (void *)buf, len };
+
+	return sonde_file__write_allv(fd, &v, 1);
 }
 
 /* "<dir>/.<name>.XXXXXX" for path into tmp (the Xs to be replaced). */
@@ -110,8 +156,8 @@ int sonde_file__publish(int fd, const char *path)
 	return err;
 }
 
-/* Write buf into a fresh temporary file beside path; its name goes to tmp. */
-static int write_temp(const char *path, const void *buf, size_t len, struct sonde_strbuf *tmp)
+/* Write the pieces into a fresh temporary file beside path; its name goes to tmp. */
+static int write_temp(const char *path, const struct iovec *iov, size_t n, struct sonde_strbuf *tmp)
 {
 	int fd = sonde_file__open_unnamed(path), err;
 	bool named = fd < 0, linked = false;
@@ -123,7 +169,7 @@ static int write_temp(const char *path, const void *buf, size_t len, struct sond
 		if (fd < 0)
 			return -errno;
 	}
-	err = sonde_file__write_all(fd, buf, len);
+	err = sonde_file__write_allv(fd, iov, n);
 	if (!err && fchmod(fd, 0644) < 0)
 		err = -errno;
 	if (!err && fsync(fd) < 0)
@@ -140,7 +186,7 @@ static int write_temp(const char *path, const void *buf, size_t len, struct sond
 }
 
 /* Write through to a device or FIFO that exists (no create, no rename). */
-static int write_through(const char *path, const void *buf, size_t len)
+static int write_through(const char *path, const struct iovec *iov, size_t n)
 {
 	int fd = strcmp(path, "-") ? open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC) : 1, err;
 	struct stat st;
@@ -152,7 +198,7 @@ static int write_through(const char *path, const void *buf, size_t len)
 		close(fd);
 		return -EINVAL;
 	}
-	err = sonde_file__write_all(fd, buf, len);
+	err = sonde_file__write_allv(fd, iov, n);
 	if (fd != 1 && close(fd) < 0 && !err)
 		err = -errno;
 	return err;
@@ -177,7 +223,7 @@ static char *link_target(const char *path)
 	return out;
 }
 
-int sonde_file__write_atomic(const char *path, const void *buf, size_t len)
+static int write_atomicv(const char *path, const struct iovec *iov, size_t n)
 {
 	struct sonde_strbuf tmp = SONDE_STRBUF_INIT;
 	char *real = NULL;
@@ -186,7 +232,7 @@ int sonde_file__write_atomic(const char *path, const void *buf, size_t len)
 	int err;
 
 	if (!strcmp(path, "-"))
-		return write_through(path, buf, len);
+		return write_through(path, iov, n);
 	have = lstat(path, &st) == 0;
 	if (!have && errno != ENOENT)
 		return -errno;
@@ -207,13 +253,13 @@ int sonde_file__write_atomic(const char *path, const void *buf, size_t len)
 		}
 	}
 	if (have && !S_ISREG(st.st_mode)) {
-		err = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) ? write_through(path, buf, len)
+		err = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) ? write_through(path, iov, n)
 		      : S_ISDIR(st.st_mode)			  ? -EISDIR
 								  : -EINVAL;
 		free(real);
 		return err;
 	}
-	err = write_temp(path, buf, len, &tmp);
+	err = write_temp(path, iov, n, &tmp);
 	if (!err && rename(tmp.buf, path) < 0) {
 		err = -errno;
 		unlink(tmp.buf);
@@ -221,6 +267,13 @@ int sonde_file__write_atomic(const char *path, const void *buf, size_t len)
 	sonde_strbuf__release(&tmp);
 	free(real);
 	return err;
+}
+
+int sonde_file__write_atomic(const char *path, const void *buf, size_t len)
+{
+	struct iovec v = { (void *)buf, len };
+
+	return write_atomicv(path, &v, 1);
 }
 
 int sonde_file__rename_new(const char *from, const char *to)
@@ -236,7 +289,7 @@ int sonde_file__rename_new(const char *from, const char *to)
 	return 0;
 }
 
-int sonde_file__write_new(const char *path, const void *buf, size_t len, char **used)
+static int write_newv(const char *path, const struct iovec *iov, size_t n, char **used)
 {
 	struct sonde_strbuf tmp = SONDE_STRBUF_INIT, name = SONDE_STRBUF_INIT;
 	const char *slash = strrchr(path, '/');
@@ -254,7 +307,7 @@ int sonde_file__write_new(const char *path, const void *buf, size_t len, char **
 			dot = inner;
 	}
 	stem = dot && dot != base ? (size_t)(dot - path) : strlen(path);
-	err = write_temp(path, buf, len, &tmp);
+	err = write_temp(path, iov, n, &tmp);
 	if (err) {
 		sonde_strbuf__release(&tmp);
 		return err;
@@ -283,6 +336,13 @@ int sonde_file__write_new(const char *path, const void *buf, size_t len, char **
 	sonde_strbuf__release(&tmp);
 	sonde_strbuf__release(&name);
 	return err;
+}
+
+int sonde_file__write_new(const char *path, const void *buf, size_t len, char **used)
+{
+	struct iovec v = { (void *)buf, len };
+
+	return write_newv(path, &v, 1, used);
 }
 
 int sonde_file__read(const char *path, char **buf, size_t *len)
@@ -354,6 +414,7 @@ int sonde_file__write_data(const char *path, const void *buf, size_t len, unsign
 {
 	enum sonde_compression c = sonde_compress__by_name(path);
 	char *packed = NULL;
+	struct iovec v;
 	int err;
 
 	if (used)
@@ -364,11 +425,37 @@ int sonde_file__write_data(const char *path, const void *buf, size_t len, unsign
 			return err;
 		buf = packed;
 	}
-	if (flags & SONDE_FILE_NEW)
-		err = sonde_file__write_new(path, buf, len, used);
-	else
-		err = sonde_file__write_atomic(path, buf, len);
+	v = (struct iovec){ (void *)buf, len };
+	err = flags & SONDE_FILE_NEW ? write_newv(path, &v, 1, used) : write_atomicv(path, &v, 1);
 	free(packed);
+	return err;
+}
+
+int sonde_file__write_datav(const char *path, const struct iovec *iov, size_t n, unsigned flags,
+			    char **used)
+{
+	size_t len = 0, i;
+	char *all;
+	int err;
+
+	if (sonde_compress__by_name(path) == SONDE_COMPRESS_NONE || !strcmp(path, "-")) {
+		if (used)
+			*used = NULL;
+		return flags & SONDE_FILE_NEW ? write_newv(path, iov, n, used)
+					      : write_atomicv(path, iov, n);
+	}
+	/* compressed: one piece for the compressor */
+	for (i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	all = malloc(len ? len : 1);
+	if (!all)
+		return -ENOMEM;
+	for (i = 0, len = 0; i < n; i++) {
+		memcpy(all + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	err = sonde_file__write_data(path, all, len, flags, used);
+	free(all);
 	return err;
 }
 

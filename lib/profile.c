@@ -944,14 +944,37 @@ static int dump_packed(const struct sonde_profile *p, struct sonde_strbuf *sb, i
 	return err | sonde_strbuf__addch(sb, '}');
 }
 
+/* Text a writer gave, written from where it is (sonde_profile__write): at sb's offset `at`. */
+struct text_ref {
+	size_t at;
+	const char *text;
+	size_t len;
+};
+
+struct text_refs {
+	struct text_ref *v;
+	size_t n, cap;
+};
+
+/* A text part or column text onto sb, or (refs) a reference to it at sb's end. */
+static int put_text(struct sonde_strbuf *sb, struct text_refs *refs, const char *text, size_t len)
+{
+	if (!refs)
+		return sonde_strbuf__add(sb, text, len);
+	if (sonde_grow((void **)&refs->v, &refs->cap, refs->n + 1, sizeof(*refs->v)))
+		return -ENOMEM;
+	refs->v[refs->n++] = (struct text_ref){ sb->len, text, len };
+	return 0;
+}
+
 /*
  * Indented JSON, except that each resource's columns go on one line, and so
  * does every array of scalars (a timeline slice, a context): a profile with a
  * million values stays a file of a few lines per resource, not a million lines.
+ * With refs, the text parts are referenced there instead of copied into sb.
  */
-char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
+static int dump_to(const struct sonde_profile *p, struct sonde_strbuf *sb, struct text_refs *refs)
 {
-	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	const char *key, *rk;
 	json_t *v, *r;
 	int err, first = 1, rfirst;
@@ -960,47 +983,54 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 	struct u64map texts = { 0 };
 	uint64_t i;
 
-	err = sonde_strbuf__addch(&sb, '{');
+	err = sonde_strbuf__addch(sb, '{');
 	json_object_foreach(p->root, key, v)
 	{
-		err |= sonde_strbuf__adds(&sb, first ? "\n " : ",\n ");
+		err |= sonde_strbuf__adds(sb, first ? "\n " : ",\n ");
 		first = 0;
-		err |= sonde_json__dump_string(&sb, key);
-		err |= sonde_strbuf__adds(&sb, ": ");
+		err |= sonde_json__dump_string(sb, key);
+		err |= sonde_strbuf__adds(sb, ": ");
 		if (packed && (v == p->rtm || v == p->res)) {
-			err |= dump_packed(p, &sb, v == p->res);
+			err |= dump_packed(p, sb, v == p->res);
 			continue;
 		}
 		if (p->ntexts && (t = text_of((struct sonde_profile *)p, key)) && t->holder == v) {
-			err |= sonde_strbuf__add(&sb, t->text, t->len);
+			err |= put_text(sb, refs, t->text, t->len);
 			continue;
 		}
 		if (v != p->res) {
-			err |= sonde_json__dump_layout(&sb, v, 1, 1);
+			err |= sonde_json__dump_layout(sb, v, 1, 1);
 			continue;
 		}
 		/* the columns given as text, by their placeholder in resources */
 		for (i = 0; i < p->ctext_cap && p->nctext && !err; i++)
 			if (p->ctext[i])
 				err |= u64map__put(&texts, (uint64_t)(uintptr_t)p->cols[i], i);
-		err |= sonde_strbuf__addch(&sb, '{');
+		err |= sonde_strbuf__addch(sb, '{');
 		rfirst = 1;
 		json_object_foreach(v, rk, r)
 		{
-			err |= sonde_strbuf__adds(&sb, rfirst ? "\n  " : ",\n  ");
+			err |= sonde_strbuf__adds(sb, rfirst ? "\n  " : ",\n  ");
 			rfirst = 0;
-			err |= sonde_json__dump_string(&sb, rk);
-			err |= sonde_strbuf__adds(&sb, ": ");
+			err |= sonde_json__dump_string(sb, rk);
+			err |= sonde_strbuf__adds(sb, ": ");
 			if (texts.n && u64map__get(&texts, (uint64_t)(uintptr_t)r, &i))
-				err |= sonde_strbuf__add(&sb, p->ctext[i], p->clen[i]);
+				err |= put_text(sb, refs, p->ctext[i], p->clen[i]);
 			else
-				err |= sonde_json__dump_compact(&sb, r);
+				err |= sonde_json__dump_compact(sb, r);
 		}
 		u64map__release(&texts);
-		err |= sonde_strbuf__adds(&sb, json_object_size(v) ? "\n }" : "}");
+		err |= sonde_strbuf__adds(sb, json_object_size(v) ? "\n }" : "}");
 	}
-	err |= sonde_strbuf__adds(&sb, first ? "}" : "\n}");
-	if (err) {
+	err |= sonde_strbuf__adds(sb, first ? "}" : "\n}");
+	return err ? -ENOMEM : 0;
+}
+
+char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+
+	if (dump_to(p, &sb, NULL)) {
 		sonde_strbuf__release(&sb);
 		errno = ENOMEM;
 		return NULL;
@@ -1008,18 +1038,39 @@ char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)
 	return sonde_strbuf__detach(&sb, len);
 }
 
+int sonde_profile__write(const struct sonde_profile *p, const char *path, unsigned flags,
+			 char **used)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct text_refs refs = { 0 };
+	struct iovec *iov = NULL;
+	size_t k, n = 0, from = 0;
+	int err = dump_to(p, &sb, &refs);
+
+	if (used)
+		*used = NULL;
+	if (!err)
+		err = sonde_strbuf__addch(&sb, '\n'); /* the file ends with a newline */
+	if (!err && !(iov = malloc((2 * refs.n + 1) * sizeof(*iov))))
+		err = -ENOMEM;
+	for (k = 0; !err && k < refs.n; k++) { /* the dump up to each text, then the text */
+		iov[n++] = (struct iovec){ sb.buf + from, refs.v[k].at - from };
+		iov[n++] = (struct iovec){ (void *)refs.v[k].text, refs.v[k].len };
+		from = refs.v[k].at;
+	}
+	if (!err) {
+		iov[n++] = (struct iovec){ sb.buf + from, sb.len - from };
+		err = sonde_file__write_datav(path, iov, n, flags, used);
+	}
+	free(iov);
+	free(refs.v);
+	sonde_strbuf__release(&sb);
+	return err;
+}
+
 int sonde_profile__save(const struct sonde_profile *p, const char *path)
 {
-	size_t len;
-	char *s = sonde_profile__dump(p, &len);
-	int err;
-
-	if (!s)
-		return -ENOMEM;
-	s[len] = '\n'; /* replaces the NUL: the file ends with a newline */
-	err = sonde_file__write_data(path, s, len + 1, 0, NULL);
-	free(s);
-	return err;
+	return sonde_profile__write(p, path, 0, NULL);
 }
 
 /* ---- loading ----------------------------------------------------------------------- */

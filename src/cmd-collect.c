@@ -659,8 +659,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		const char *name = json_string_value(
 			json_object_get(sonde_profile__collector_info(p), "name"));
 		char *path = profile_path(o, argv, name ? name : "profile", values, ncols);
-		char *used = NULL, *buf;
-		size_t len;
+		char *used = NULL;
 
 		if (path && json_is_true(json_object_get(
 				    json_object_get(sonde_profile__collector_info(p), "params"),
@@ -675,16 +674,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 		} else {
 			if (!k && *capture_tmp)
 				keep_capture(s, path, capture_fd, capture_tmp);
-			buf = sonde_profile__dump(p, &len);
-			if (!buf) {
-				rc = -ENOMEM;
-			} else {
-				buf[len] = '\n';
-				rc = sonde_file__write_data(path, buf, len + 1,
-							    o->out_file ? 0 : SONDE_FILE_NEW,
-							    &used);
-				free(buf);
-			}
+			rc = sonde_profile__write(p, path, o->out_file ? 0 : SONDE_FILE_NEW, &used);
 		}
 		if (rc) {
 			cli_error("collect", "cannot write profile '%s': %s", path ? path : name,

@@ -5,6 +5,7 @@
 #define SONDE_FILE_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 
 /*
  * Write len bytes to path. A regular file (or none yet) is written atomically:
@@ -52,6 +53,9 @@ int sonde_file__read_data(const char *path, char **buf, size_t *len);
  */
 int sonde_file__write_data(const char *path, const void *buf, size_t len, unsigned flags,
 			   char **used);
+/* The same for the n pieces iov[] written one after the other (writev, no copy). */
+int sonde_file__write_datav(const char *path, const struct iovec *iov, size_t n, unsigned flags,
+			    char **used);
 
 /*
  * An unnamed file (O_TMPFILE) in the directory of path, opened read-write, or
@@ -68,6 +72,8 @@ int sonde_file__publish(int fd, const char *path);
 
 /* Write all len bytes to fd (retrying short writes and EINTR). Returns 0 or -errno. */
 int sonde_file__write_all(int fd, const void *buf, size_t len);
+/* The same for n pieces, IOV_MAX at a time. */
+int sonde_file__write_allv(int fd, const struct iovec *iov, size_t n);
 
 /* mkdir -p. Returns 0 or -errno. */
 int sonde_file__mkdir_p(const char *path, unsigned mode);

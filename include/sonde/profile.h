@@ -66,6 +66,14 @@ int sonde_profile__stamp_origin(struct sonde_profile *p, const struct sonde_git_
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len);
 /* Atomically write to path. Returns 0 or -errno. */
 int sonde_profile__save(const struct sonde_profile *p, const char *path);
+/*
+ * Write to path as sonde_file__write_data() does with flags (SONDE_FILE_NEW:
+ * never replace, the name used in *used), the dump and a newline. Members and
+ * columns given as text are written from where they are (writev), not copied
+ * into the dump. Returns 0 or -errno.
+ */
+int sonde_profile__write(const struct sonde_profile *p, const char *path, unsigned flags,
+			 char **used);
 
 /*
  * Borrowed parts of the document; always objects (arrays for models). A

@@ -3,6 +3,10 @@
  * *.gz and *.zst are written compressed and read back whatever their name.
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -76,6 +80,91 @@ static void test_mkdir_p(void **state)
 	snprintf(path, sizeof(path), "%s/a", dir);
 	rmdir(path);
 	rmdir(dir);
+}
+
+static void tick(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * Pieces written with writev: more of them than one writev takes (IOV_MAX),
+ * empty ones among them, to a file, compressed, and through a pipe that takes
+ * them in parts (its reader drains it while the writer waits).
+ */
+static void test_pieces(void **state)
+{
+	enum { N = 3000 };
+	static struct iovec iov[N];
+	char dir[] = "/tmp/sonde-v-XXXXXX", path[128], *buf, *want;
+	size_t i, len = 0, n;
+	int fds[2];
+	pid_t pid;
+
+	(void)state;
+	want = malloc(N * 100);
+	assert_non_null(want);
+	for (i = 0; i < N; i++) { /* piece i: i % 97 bytes, every seventh empty */
+		size_t l = i % 7 ? i % 97 : 0, j;
+
+		iov[i].iov_base = want + len;
+		iov[i].iov_len = l;
+		for (j = 0; j < l; j++)
+			want[len++] = (char)('a' + (i + j) % 26);
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/p.json", dir);
+	assert_int_equal(sonde_file__write_datav(path, iov, N, 0, NULL), 0);
+	assert_int_equal(sonde_file__read(path, &buf, &n), 0);
+	assert_int_equal(n, len);
+	assert_memory_equal(buf, want, len);
+	free(buf);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/p.json.gz", dir);
+	assert_int_equal(sonde_file__write_datav(path, iov, N, 0, NULL), 0);
+	assert_int_equal(sonde_file__read_data(path, &buf, &n), 0);
+	assert_int_equal(n, len);
+	assert_memory_equal(buf, want, len);
+	free(buf);
+	unlink(path);
+	rmdir(dir);
+	/* a pipe of one page read slowly, and a timer's signal interrupting the
+	   writer: writev returns after part of the pieces, often inside one */
+	assert_int_equal(pipe(fds), 0);
+	fcntl(fds[1], F_SETPIPE_SZ, 4096);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa = { .sa_handler = tick }; /* no SA_RESTART */
+		struct itimerval it = { { 0, 200 }, { 0, 200 } };
+
+		close(fds[0]);
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+		_exit(sonde_file__write_allv(fds[1], iov, N) ? 1 : 0);
+	}
+	close(fds[1]);
+	buf = malloc(len + 1);
+	assert_non_null(buf);
+	for (n = 0;;) {
+		ssize_t r = read(fds[0], buf + n, len + 1 - n < 1000 ? len + 1 - n : 1000);
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		usleep(20);
+	}
+	close(fds[0]);
+	{
+		int st;
+
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	assert_int_equal(n, len);
+	assert_memory_equal(buf, want, len);
+	free(buf);
+	free(want);
 }
 
 /* Round trips through both codecs, several members, and what is refused. */
@@ -156,10 +245,9 @@ static void test_compressed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_atomic_and_new),
-		cmocka_unit_test(test_unwritable_place),
-		cmocka_unit_test(test_mkdir_p),
-		cmocka_unit_test(test_compressed),
+		cmocka_unit_test(test_atomic_and_new), cmocka_unit_test(test_unwritable_place),
+		cmocka_unit_test(test_mkdir_p),	       cmocka_unit_test(test_compressed),
+		cmocka_unit_test(test_pieces),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -326,6 +326,24 @@ static void test_packed(void **state)
  * A member given as text: written as it is, read as the tree its text makes
  * (only when asked for), replaced by a tree or by other text.
  */
+/* What sonde_profile__write puts in a file must be the dump and a newline. */
+static void written_is_dump(const struct sonde_profile *p, const char *dump)
+{
+	char dir[] = "/tmp/sonde-w-XXXXXX", path[64], *buf;
+	size_t n;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/p.json", dir);
+	assert_int_equal(sonde_profile__write(p, path, 0, NULL), 0);
+	assert_int_equal(sonde_file__read(path, &buf, &n), 0);
+	assert_int_equal(n, strlen(dump) + 1);
+	assert_memory_equal(buf, dump, n - 1);
+	assert_int_equal(buf[n - 1], '\n');
+	free(buf);
+	unlink(path);
+	rmdir(dir);
+}
+
 static void test_text_part(void **state)
 {
 	struct sonde_profile *p = sonde_profile__new("time"), *q = sonde_profile__new("time");
@@ -346,6 +364,7 @@ static void test_text_part(void **state)
 	b = sonde_profile__dump(q, &lb);
 	assert_non_null(strstr(a, "\"rows\": [\n   [1,2],\n   [3,4]\n  ]"));
 	assert_string_equal(a, b);
+	written_is_dump(p, b); /* the text written from where it is */
 	free(a);
 	assert_true(json_equal(sonde_profile__part(p, "trace"), tree));
 	assert_true(json_equal(sonde_profile__root(p), sonde_profile__root(q)));
@@ -422,6 +441,11 @@ static void test_columns_text(void **state)
 	json_set_alloc_funcs(malloc, free);
 	db = sonde_profile__dump(q, &lb);
 	assert_string_equal(da, db);
+	jansson_allocs = 0;
+	json_set_alloc_funcs(counting_malloc, free);
+	written_is_dump(p, db);
+	assert_int_equal(jansson_allocs, 0);
+	json_set_alloc_funcs(malloc, free);
 	free(da);
 	/* read as the tree: numbers, the columns, a value appended, then written */
 	assert_int_equal(sonde_profile__numbers(p, (size_t)r, "size", &vals, &cap), 3);
