@@ -54,6 +54,23 @@ for o in "" -O2; do
 	check "longjmp: the abandoned frames (jumper, deep; 3 times) counted as unwound$o" jq_eq tr.json .stats.trace.unwound 6
 done
 
+# A function left out (sonde --exclude, uftrace --hide on the same recording's
+# program): the calls it made are its caller's, one node per function, in both.
+# Deliberate difference: sonde keeps the left-out calls' own time in their
+# caller's self time, so that the folded stacks still add up to the caller's
+# total (e2e-trace checks that); uftrace report drops it from every self time.
+rm -rf uw
+if uftrace record --no-libcall -d uw "$P/t-walk" 100 4 >/dev/null 2>&1 &&
+	"$SONDE" collect trace -q --exclude '^walk$' -o tw.json -- "$P/t-walk" 100 4 &&
+	"$SONDE" export tw.json -f folded --weight calls >tw.folded; then
+	peer=$(uftrace graph -d uw -H walk 2>/dev/null | sed -n 's/.*(\([0-9]*\)) leaf$/\1/p' | head -1)
+	mine=$(sed -n 's/^main;leaf \([0-9]*\)$/\1/p' tw.folded)
+	check "walk left out: leaf is main's callee, $peer calls in uftrace's graph (--hide), $mine in sonde's (--exclude)" \
+		all '[ "$peer" = 500 ]' '[ "$mine" = 500 ]' '[ "$(wc -l <tw.folded)" = 2 ]'
+else
+	not_ok "walk left out: uftrace or sonde failed on t-walk"
+fi
+
 if ! "$SONDE" version --features | grep -q '^ebpf yes'; then
 	skip "ebpf engine against uftrace on -pg builds" "this sonde is built without the ebpf engine"
 elif [ "$(id -u)" != 0 ]; then

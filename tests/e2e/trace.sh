@@ -102,6 +102,24 @@ run collect trace -q --exclude '^fib$' -o x.json -- "$PROGS/t-calls"
 check "--exclude fib: no fib, its time is main's own" [ "$(calls x.json fib),$(jq '[.resource_type_map[] | select(.uid == "main") | .summary.self > 0] | all' x.json)" = "0,true" ]
 run collect trace -q --filter '^is_' -o x.json -- "$PROGS/t-calls"
 check "--filter ^is_: is_even and is_odd only" [ "$(jq -c '[.resource_type_map[].uid] | sort' x.json)" = '["is_even","is_odd"]' ]
+# main is left out: is_even, its callee, hangs from the root (the profile names
+# no context it does not hold, so sonde and other readers load it)
+run show x.json
+check "... the profile loads: its contexts' parents are contexts" all '[ "$rc" = 0 ]' \
+	"jq -e '.trace.contexts | (map(.[0]) + [0]) as \$ids | all(.[]; .[1] as \$p | \$ids | index(\$p) != null)' x.json"
+run export x.json --format folded
+check "... is_even at the root of the folded stacks" \
+	sh -c 'printf "%s\n" "$0" | grep -q "^is_even;is_odd;is_even "' "$out"
+# walk left out between main and leaf: every leaf, at each depth, is main's
+# callee in one context; walk's own time is main's, leaf's is not counted twice
+run collect trace -q --exclude '^walk$' -o w.json -- "$PROGS/t-walk" 100 4
+run export w.json --format folded
+check "--exclude walk: main;leaf is one context of 500 calls, and the stacks sum to main's inclusive time" all \
+	'[ "$rc" = 0 ]' \
+	"jq -e '.trace.contexts | length == 2' w.json" \
+	"jq -e '[.trace.functions | to_entries[] | select(.value.name == \"leaf\") | .key][0] as \$l |
+		[.trace.contexts[] | select(.[2] == \$l)] | length == 1 and .[0][3] == 500' w.json" \
+	"[ \"\$(printf '%s\\n' \"\$out\" | awk '{s += \$NF} END {print s}')\" = \"\$(jq '.resource_type_map[] | select(.uid == \"main\") | .summary.total' w.json)\" ]"
 run collect trace -q --min-time 1ms -o x.json -- "$PROGS/t-calls"
 check "--min-time 1ms: no leaf" [ "$(calls x.json leaf)" = 0 ]
 

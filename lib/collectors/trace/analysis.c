@@ -326,7 +326,11 @@ static int pop(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
 		a->slices[f->slice].dur = dur;
 	if (fn->hidden || dur < a->min_time_ns) {
 		a->t.filtered++;
-		return 0; /* its time stays its caller's own */
+		/* its own time stays its caller's own; the recorded calls it made are
+		   its caller's callees now (--exclude of a function between two others) */
+		if (t->depth)
+			t->stk[t->depth - 1].child += f->child;
+		return 0;
 	}
 	if (t->depth)
 		t->stk[t->depth - 1].child += dur;
@@ -1031,12 +1035,115 @@ static int tree_member(struct sonde_strbuf *sb, const char *key, const json_t *v
 	return sonde_json__put_member(sb, key, 1, 1, first) | sonde_json__dump_layout(sb, v, 1, 2);
 }
 
-/* Rows of a->stext (each after a comma) onto sb; the first row overall without it. */
-static int add_rows(struct sonde_strbuf *sb, const char *rows, size_t len, bool after_one)
+/*
+ * The timeline's rows after the "[" that ends sb: a->stext with the holes'
+ * rows in their places, the first row without its comma. a->stext's buffer
+ * becomes sb's: its rows are moved up in place, back to front (each byte
+ * once), and sb's head is copied before them, its "[" over the first row's
+ * comma; the rows are not copied into a second buffer. Returns how many rows
+ * there are, or -ENOMEM.
+ */
+static long slices_into(struct tr_analysis *a, struct sonde_strbuf *sb)
 {
-	if (!len || after_one)
-		return sonde_strbuf__add(sb, rows, len);
-	return sonde_strbuf__add(sb, rows + 1, len - 1);
+	struct sonde_strbuf hr = SONDE_STRBUF_INIT, old;
+	size_t *hat = malloc((a->nholes + 1) * sizeof(*hat)), h, r, total;
+	long n = hat ? (long)a->stext_rows : -ENOMEM;
+	int rc;
+
+	/* the holes' rows one after another in hr, hole h's from hat[h] */
+	for (h = 0; h < a->nholes && n >= 0; h++) {
+		hat[h] = hr.len;
+		rc = slice_row(a, &a->slices[a->holes[h].slice], &hr);
+		n = rc < 0 ? rc : n + (rc == 0);
+	}
+	if (n <= 0 || !sb->len) {
+		free(hat);
+		sonde_strbuf__release(&hr);
+		return n;
+	}
+	hat[a->nholes] = hr.len;
+	r = sb->len - 1; /* the rows start on the "[" */
+	total = r + a->stext.len + hr.len;
+	if (sonde_strbuf__grow(&a->stext, total - a->stext.len + 65536)) {
+		free(hat);
+		sonde_strbuf__release(&hr);
+		return -ENOMEM;
+	}
+	for (h = a->nholes + 1; h-- > 0;) { /* segment h of stext, after hole h - 1's row */
+		size_t from = h ? a->holes[h - 1].at : 0;
+		size_t to = h < a->nholes ? a->holes[h].at : a->stext.len;
+
+		memmove(a->stext.buf + r + from + hat[h], a->stext.buf + from, to - from);
+		if (h)
+			memcpy(a->stext.buf + r + from + hat[h - 1], hr.buf + hat[h - 1],
+			       hat[h] - hat[h - 1]);
+	}
+	memcpy(a->stext.buf, sb->buf, sb->len);
+	a->stext.len = total;
+	a->stext.buf[total] = '\0';
+	old = *sb;
+	*sb = a->stext;
+	a->stext = old;
+	free(hat);
+	sonde_strbuf__release(&hr);
+	return n;
+}
+
+/*
+ * A context whose caller has no calls of its own written (a function left out
+ * by --filter or --exclude: its calls were counted to no context) would name
+ * a parent the profile does not hold. It hangs from the nearest caller that
+ * is written instead, as the left-out function's time stays its caller's, and
+ * is merged with the context of the same function there, if there is one
+ * (main;leaf from main;walk;leaf and main;walk;walk;leaf with walk left out).
+ * A node's parent comes before it, so one pass in order sees each parent's
+ * place first.
+ */
+static int lift_contexts(struct tr_analysis *a)
+{
+	struct u64map twin = { 0 };
+	uint32_t *place;
+	size_t i;
+	int err = 0;
+
+	for (i = 1; i < a->nnodes && a->nodes[i].calls; i++)
+		;
+	if (i == a->nnodes)
+		return 0;			    /* every context is written where it is */
+	place = malloc(a->nnodes * sizeof(*place)); /* node -> the node written for it */
+	if (!place)
+		return -ENOMEM;
+	place[0] = 0;
+	for (i = 1; i < a->nnodes && !err; i++) {
+		struct tr_node *nd = &a->nodes[i];
+		uint32_t par = place[nd->parent];
+		uint64_t *at;
+		bool had;
+
+		if (!nd->calls) { /* not written: its callees go to its caller's place */
+			place[i] = par;
+			continue;
+		}
+		nd->parent = par;
+		at = u64map__upsert(&twin, (uint64_t)par << 32 | nd->func, &had);
+		if (!at) {
+			err = -ENOMEM;
+		} else if (!had) {
+			*at = i;
+			place[i] = (uint32_t)i;
+		} else { /* the twin takes this context's calls and times */
+			struct tr_node *t = &a->nodes[*at];
+
+			t->calls += nd->calls;
+			t->incl += nd->incl;
+			t->excl += nd->excl;
+			nd->calls = 0;
+			place[i] = (uint32_t)*at;
+		}
+	}
+	u64map__release(&twin);
+	free(place);
+	return err;
 }
 
 /*
@@ -1049,7 +1156,6 @@ static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 	json_t *funcs = json_array();
 	json_int_t row[6];
 	size_t i, n;
-	bool n0 = false; /* a slice's row is written */
 	int err = funcs ? 0 : -ENOMEM;
 
 	for (i = 0; i < a->nfuncs && !err; i++)
@@ -1060,12 +1166,13 @@ static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 	err |= tree_member(sb, "functions", funcs, true);
 	json_decref(funcs);
 	/* [id, parent, function, calls, inclusive_ns, exclusive_ns] */
+	err |= lift_contexts(a);
 	err |= sonde_json__put_member(sb, "contexts", 1, 1, false) | sonde_strbuf__addch(sb, '[');
 	for (i = 1, n = 0; i < a->nnodes && !err; i++) {
 		const struct tr_node *nd = &a->nodes[i];
 
 		if (!nd->calls)
-			continue; /* every call below it was filtered */
+			continue; /* every call of it was filtered, or it is merged into a twin */
 		row[0] = (json_int_t)i;
 		row[1] = (json_int_t)nd->parent;
 		row[2] = (json_int_t)nd->func;
@@ -1078,30 +1185,17 @@ static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 	/* [pid, tid, function, depth, start_ns, duration_ns]: the rows written as the
 	   slices ended, the holes' rows in their places */
 	err |= sonde_json__put_member(sb, "slices", 1, 1, false) | sonde_strbuf__addch(sb, '[');
-	err |= slices_text(a) | sonde_strbuf__grow(sb, a->stext.len + 64);
-	n = a->stext_rows;
-	{
-		struct sonde_strbuf hole = SONDE_STRBUF_INIT;
-		size_t from = 0, h, at;
+	if (!err && !(err = slices_text(a))) {
+		long rows = slices_into(a, sb);
 
-		for (h = 0; h <= a->nholes && !err; h++) {
-			at = h < a->nholes ? a->holes[h].at : a->stext.len;
-			err = add_rows(sb, a->stext.buf + from, at - from, n0);
-			n0 |= at > from;
-			from = at;
-			if (h == a->nholes || err)
-				continue;
-			sonde_strbuf__reset(&hole);
-			err = slice_row(a, &a->slices[a->holes[h].slice], &hole);
-			if (!err) {
-				err = add_rows(sb, hole.buf, hole.len, n0);
-				n0 = true;
-				n++;
-			}
-			err = err < 0 ? err : 0;
-		}
-		sonde_strbuf__release(&hole);
+		err = rows < 0 ? (int)rows : 0;
+		n = rows < 0 ? 0 : (size_t)rows;
 	}
+	/* written: the rows are freed (a later call would write them again from the slices) */
+	sonde_strbuf__release(&a->stext);
+	free(a->holes);
+	a->holes = NULL;
+	a->nholes = a->capholes = a->stext_next = a->stext_rows = 0;
 	err |= sonde_json__put_close(sb, ']', n, 1, 2);
 	err |= tree_member(sb, "threads", a->threads, false);
 	err |= tree_member(sb, "processes", a->processes, false);
