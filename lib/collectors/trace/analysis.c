@@ -102,7 +102,9 @@ void tr_analysis__release(struct tr_analysis *a)
 	}
 	free(a->funcs);
 	free(a->nodes);
-	free(a->slices);
+	for (i = 0; i < a->nsblk; i++)
+		free(a->sblk[i]);
+	free(a->sblk);
 	sonde_strbuf__release(&a->stext);
 	free(a->holes);
 	free(a->samples);
@@ -270,6 +272,41 @@ static int add_row(struct tr_analysis *a, struct tr_func *f, const struct tr_row
 
 /* ---- calls ------------------------------------------------------------------------------- */
 
+#define TR_SLICE_BLOCK 4096u /* slices a block (128 KiB) */
+
+/* Room for slice a->nslices, in a new block when the last is full. */
+static struct tr_slice *new_slice(struct tr_analysis *a)
+{
+	size_t b = a->nslices / TR_SLICE_BLOCK;
+
+	if (b == a->nsblk) {
+		if (sonde_grow((void **)&a->sblk, &a->capsblk, b + 1, sizeof(*a->sblk)) ||
+		    !(a->sblk[b] = malloc(TR_SLICE_BLOCK * sizeof(**a->sblk))))
+			return NULL;
+		a->nsblk++;
+	}
+	return &a->sblk[b][a->nslices % TR_SLICE_BLOCK];
+}
+
+/* Slice i: in its block, or, its block freed, in its hole (it was open when written). */
+static struct tr_slice *slice_at(struct tr_analysis *a, size_t i)
+{
+	struct tr_slice *blk = a->sblk[i / TR_SLICE_BLOCK];
+	size_t lo = 0, hi = a->nholes;
+
+	if (blk)
+		return &blk[i % TR_SLICE_BLOCK];
+	while (lo + 1 < hi) { /* the holes are in the slices' order */
+		size_t mid = (lo + hi) / 2;
+
+		if (a->holes[mid].slice <= i)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &a->holes[lo].x; /* a slice of a freed block that is no hole is never asked for */
+}
+
 static int push(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t ns)
 {
 	struct tr_analysis *a = r->a;
@@ -293,12 +330,12 @@ static int push(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t 
 	if (node_of(a, parent, func, &f->node))
 		return -ENOMEM;
 	if (a->nslices < a->max_slices) {
-		if (sonde_grow((void **)&a->slices, &a->capslices, a->nslices + 1,
-			       sizeof(*a->slices)))
+		struct tr_slice *x = new_slice(a);
+
+		if (!x)
 			return -ENOMEM;
-		a->slices[a->nslices] =
-			(struct tr_slice){ t->pid,     t->tid,	  func, (uint32_t)(t->depth - 1),
-					   ns - r->t0, UINT64_MAX };
+		*x = (struct tr_slice){ t->pid,	    t->tid,    func, (uint32_t)(t->depth - 1),
+					ns - r->t0, UINT64_MAX };
 		f->slice = (int64_t)a->nslices++;
 	} else {
 		a->t.slices_dropped++;
@@ -323,7 +360,7 @@ static int pop(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
 	t->active[f->func]--;
 	a->t.calls++;
 	if (f->slice >= 0)
-		a->slices[f->slice].dur = dur;
+		slice_at(a, (size_t)f->slice)->dur = dur;
 	if (fn->hidden || dur < a->min_time_ns) {
 		a->t.filtered++;
 		/* its own time stays its caller's own; the recorded calls it made are
@@ -759,6 +796,27 @@ static int slice_row(const struct tr_analysis *a, const struct tr_slice *x, stru
 }
 
 /*
+ * The blocks whose every slice is written (or a hole) are not needed: their
+ * holes' slices are copied into the holes, and they are freed. The timeline's
+ * rows then cost what their text does, not the text and the slices.
+ */
+static void free_written(struct tr_analysis *a)
+{
+	size_t b, h = 0;
+
+	for (b = 0; b < a->stext_next / TR_SLICE_BLOCK; b++) {
+		if (!a->sblk[b])
+			continue;
+		while (h < a->nholes && a->holes[h].slice < b * TR_SLICE_BLOCK)
+			h++;
+		for (; h < a->nholes && a->holes[h].slice < (b + 1) * TR_SLICE_BLOCK; h++)
+			a->holes[h].x = a->sblk[b][a->holes[h].slice % TR_SLICE_BLOCK];
+		free(a->sblk[b]);
+		a->sblk[b] = NULL;
+	}
+}
+
+/*
  * The slices' rows that can be written now, into a->stext: every slice up to
  * the last one made, a slice still open taken as a hole (its row is written
  * with the profile). A slice's row is final once it ends: its function's
@@ -768,8 +826,16 @@ static int slices_text(struct tr_analysis *a)
 {
 	int rc = 0;
 
+	/* room for the rows at once (~37 bytes a row, at most 64 MiB ahead): pages
+	   are taken as they are written, and no doubling copies 4 MiB into 8 */
+	if (!a->stext.alloc && a->nslices > a->stext_next &&
+	    sonde_strbuf__grow(
+		    &a->stext,
+		    (a->max_slices < (64u << 20) / 40 ? a->max_slices : (64u << 20) / 40) * 40))
+		return -ENOMEM;
+
 	for (; a->stext_next < a->nslices && rc >= 0; a->stext_next++) {
-		const struct tr_slice *x = &a->slices[a->stext_next];
+		const struct tr_slice *x = slice_at(a, a->stext_next);
 
 		if (x->dur == UINT64_MAX) {
 			rc = sonde_grow((void **)&a->holes, &a->capholes, a->nholes + 1,
@@ -782,6 +848,8 @@ static int slices_text(struct tr_analysis *a)
 		rc = slice_row(a, x, &a->stext);
 		a->stext_rows += rc == 0;
 	}
+	if (rc >= 0)
+		free_written(a);
 	return rc < 0 ? rc : 0;
 }
 
@@ -1053,7 +1121,7 @@ static long slices_into(struct tr_analysis *a, struct sonde_strbuf *sb)
 	/* the holes' rows one after another in hr, hole h's from hat[h] */
 	for (h = 0; h < a->nholes && n >= 0; h++) {
 		hat[h] = hr.len;
-		rc = slice_row(a, &a->slices[a->holes[h].slice], &hr);
+		rc = slice_row(a, slice_at(a, a->holes[h].slice), &hr);
 		n = rc < 0 ? rc : n + (rc == 0);
 	}
 	if (n <= 0 || !sb->len) {
@@ -1191,11 +1259,7 @@ static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 		err = rows < 0 ? (int)rows : 0;
 		n = rows < 0 ? 0 : (size_t)rows;
 	}
-	/* written: the rows are freed (a later call would write them again from the slices) */
-	sonde_strbuf__release(&a->stext);
-	free(a->holes);
-	a->holes = NULL;
-	a->nholes = a->capholes = a->stext_next = a->stext_rows = 0;
+	sonde_strbuf__release(&a->stext); /* written (the analysis is written once) */
 	err |= sonde_json__put_close(sb, ']', n, 1, 2);
 	err |= tree_member(sb, "threads", a->threads, false);
 	err |= tree_member(sb, "processes", a->processes, false);
@@ -1224,6 +1288,10 @@ int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
 {
 	size_t i;
 	int rc = 0;
+
+	if (a->written) /* the timeline's text and the slices behind it are gone */
+		return -EINVAL;
+	a->written = true;
 
 	for (i = 0; i < a->nfuncs && !rc; i++) {
 		struct tr_func *f = &a->funcs[i];

@@ -101,20 +101,24 @@ struct tr_analysis {
 	struct tr_node *nodes;
 	size_t nnodes, capnodes;
 	struct u64map node_index; /* parent << 32 | func -> node */
-	struct tr_slice *slices;
-	size_t nslices, capslices;
+	/* the slices in blocks of TR_SLICE_BLOCK (NULL: freed, every row written) */
+	struct tr_slice **sblk;
+	size_t nslices, nsblk, capsblk;
 	/*
 	 * The slices' rows as profile text, written by the feed as they end (a
 	 * follower's thread, while the target runs): slices before stext_next are
 	 * in it, each row after a comma, or were open when their turn came (holes:
-	 * their rows go at `at` when the profile is written).
+	 * their rows go at `at` when the profile is written). A block whose rows
+	 * are all written is freed, its holes' slices kept in the holes (x).
 	 */
 	struct sonde_strbuf stext;
 	size_t stext_next, stext_rows;
 	struct tr_hole {
 		size_t slice, at;
+		struct tr_slice x; /* the slice, once its block is freed */
 	} * holes;
 	size_t nholes, capholes;
+	bool written;	   /* tr_analysis__write was called: it may be, once */
 	json_t *threads;   /* [{pid, tid, name, serial}] */
 	json_t *processes; /* [{pid, serial, parent_serial, exe}] */
 	double *calib;
@@ -137,6 +141,7 @@ int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset
 void tr_analysis__release(struct tr_analysis *a);
 /* One run's part of the log; t0 is the collection's start (ns). */
 int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_t t0);
+/* Once: the timeline's text is handed to the profile (-EINVAL after). */
 int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p);
 
 /*
