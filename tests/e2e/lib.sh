@@ -25,7 +25,26 @@ check() {
 	# what the command prints goes to stderr: stdout is the TAP stream
 	if "$@" >&2; then ok "$d"; else not_ok "$d"; fi
 }
-finish() { echo "1..$n"; }
+# finish: every profile sonde wrote in the scratch directory (collector_info and
+# machine, as sonde writes them) loads again in sonde: a profile that only other
+# tools, or none, can read is a defect whichever option made it. A script that
+# makes bad profiles on purpose names them in NOT_LOADABLE.
+finish() {
+	WORK="$WORK" NOT_LOADABLE="${NOT_LOADABLE:-}" find "$WORK" -name '*.json' -size -64M -exec sh -c '
+		for f; do
+			jq -e "has(\"format_version\") and has(\"collector_info\") and has(\"machine\")" \
+				"$f" >/dev/null 2>&1 || continue
+			case " $NOT_LOADABLE " in *" ${f##*/} "*) continue ;; esac
+			"$SONDE" show "$f" >/dev/null 2>"$WORK/.load" ||
+				printf "%s (%s); " "${f#"$WORK"/}" "$(head -1 "$WORK/.load")"
+		done' sh {} + >>"$WORK/.unloadable"
+	if [ -s "$WORK/.unloadable" ]; then
+		not_ok "profiles written here that sonde cannot load: $(cat "$WORK/.unloadable")"
+	else
+		ok "every profile written here loads in sonde"
+	fi
+	echo "1..$n"
+}
 # all 'COND'...: every condition holds; any 'COND'...: one does. One check over
 # several conditions: `check D A && B` would assert A only.
 all() {
@@ -46,6 +65,25 @@ run() {
 	rc=$?
 	out=$(cat "$WORK/.out")
 	err=$(cat "$WORK/.err")
+	if [ "${1:-}" = collect ]; then loads_after "$@"; fi
+}
+# loads_after COLLECT-ARGS...: the profile a collect wrote (-o FILE) loads in
+# sonde, checked now (a later run may write over it); finish reports the rest
+loads_after() {
+	_o=""
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-o | --output) _o=${2:-} && break ;;
+		--) break ;;
+		esac
+		shift
+	done
+	if [ -z "$_o" ] || [ "$_o" = - ] || [ ! -f "$_o" ] ||
+		! jq -e 'has("format_version") and has("collector_info")' "$_o" >/dev/null 2>&1; then
+		return 0
+	fi
+	"$SONDE" show "$_o" >/dev/null 2>"$WORK/.load" ||
+		printf '%s (%s); ' "$_o" "$(head -1 "$WORK/.load")" >>"$WORK/.unloadable"
 }
 # jq_eq FILE FILTER EXPECTED
 jq_eq() { [ "$(jq -r "$2" "$1")" = "$3" ]; }
