@@ -396,6 +396,22 @@ void cli_drop_profile(struct sonde_profile *p)
 		kept[n++] = p;
 }
 
+const char *cli_nothing_because(const struct sonde_profile *p, const char *what, char *buf,
+				size_t size)
+{
+	const char *type = sonde_profile__type(p);
+	bool stacks = !strcmp(what, "stacks");
+
+	if (!strcmp(type, "memory") || !strcmp(type, "trace"))
+		snprintf(buf, size, "its run recorded no %s (a %s profile of a run that %s)",
+			 stacks ? "stack" : "event", type,
+			 !strcmp(type, "memory") ? "allocated nothing" : "made no call recorded");
+	else
+		snprintf(buf, size, "a %s profile has no %s%s", type, what,
+			 stacks ? " (flame graphs need a memory or trace profile)" : "");
+	return buf;
+}
+
 void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;

@@ -113,6 +113,13 @@ int cli_load_profiles(const char *cmd, const char *const *names, size_t n,
 void cli_drop_profile(struct sonde_profile *p);
 
 /* The profile's warnings (with their fixes), and with notes its notes; on stderr not with -q. */
+/*
+ * Why p has no stacks (a flame graph, folded stacks) or no timeline, WHAT
+ * ("stacks", "timeline"): a memory or trace profile whose run recorded none,
+ * or a profile of a type that has none. One line, without the profile's name.
+ */
+const char *cli_nothing_because(const struct sonde_profile *p, const char *what, char *buf,
+				size_t size);
 void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes);
 /*
  * Write what a view appended to sb (rc: the view's answer) to out, and release

@@ -307,8 +307,10 @@ int cmd_export(int argc, char **argv)
 	if (!strcmp(format, "perfetto")) {
 		rc = sonde_view__perfetto(p, &sb);
 		if (rc == -EINVAL) {
-			cli_error("export", "'%s' has no timeline (a %s profile)", argv[0],
-				  sonde_profile__type(p));
+			char why[160];
+
+			cli_error("export", "'%s' has no timeline: %s", argv[0],
+				  cli_nothing_because(p, "timeline", why, sizeof(why)));
 			sonde_profile__free(p);
 			return EXIT_UNSUPPORTED;
 		}
@@ -324,8 +326,10 @@ int cmd_export(int argc, char **argv)
 		rc = csv(p, &sb);
 	}
 	if (rc == -ENOTSUP) {
-		cli_error("export", "'%s' has no stacks to fold (a %s profile)", argv[0],
-			  sonde_profile__type(p));
+		char why[160];
+
+		cli_error("export", "'%s' has no stacks to fold: %s", argv[0],
+			  cli_nothing_because(p, "stacks", why, sizeof(why)));
 		code = EXIT_UNSUPPORTED;
 	} else if (rc) {
 		cli_error("export", "out of memory");

@@ -129,10 +129,10 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 			unit = "";
 		rc = sonde_view__folded(p, weight, &fa);
 		if (rc == -ENOTSUP) {
-			cli_error("show",
-				  "'%s' has no stacks to draw (a %s profile; flame graphs "
-				  "need a memory or trace profile)",
-				  name, sonde_profile__type(p));
+			char why[160];
+
+			cli_error("show", "'%s' has no stacks to draw: %s", name,
+				  cli_nothing_because(p, "stacks", why, sizeof(why)));
 			code = EXIT_UNSUPPORTED;
 			goto out;
 		}

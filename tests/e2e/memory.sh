@@ -146,4 +146,13 @@ run collect memory -q -o pause.json -- "$PROGS/m-many" 100000 1000
 check "analysed while the target runs: >= 90 % of the log before it ended, its 100000 allocations" \
 	all '[ "$rc" = 0 ]' '[ "$(jq .stats.memory.allocations pause.json)" -ge 100000 ]' \
 	"[ \"\$(jq '.stats.memory.cost | .log_bytes_analysed_during_run * 10 >= .log_bytes * 9' pause.json)\" = true ]"
+# a run that allocates nothing: a valid profile, and the views say why they have nothing to show
+run collect memory -q -o none.json -- /bin/true
+if [ "$(jq .stats.memory.allocations none.json)" = 0 ]; then
+	run show none.json flamegraph -o none.svg
+	check "nothing allocated: the flame graph says the run recorded no stack (exit 3)" \
+		all '[ "$rc" = 3 ]' 'has "$err" "its run recorded no stack (a memory profile of a run that allocated nothing)"'
+else
+	skip "nothing allocated: the flame graph says why" "/bin/true allocates here"
+fi
 finish
