@@ -406,6 +406,12 @@ const char *cli_nothing_because(const struct sonde_profile *p, const char *what,
 		snprintf(buf, size, "its run recorded no %s (a %s profile of a run that %s)",
 			 stacks ? "stack" : "event", type,
 			 !strcmp(type, "memory") ? "allocated nothing" : "made no call recorded");
+	else if (!stacks && !strcmp(type, "sched"))
+		snprintf(buf, size,
+			 "the sched profile was recorded without one (--no-timeline, or "
+			 "the /proc source)");
+	else if (!stacks && !strcmp(type, "counters"))
+		snprintf(buf, size, "a counters profile has one when counted at intervals (-I)");
 	else
 		snprintf(buf, size, "a %s profile has no %s%s", type, what,
 			 stacks ? " (flame graphs need a memory or trace profile)" : "");
