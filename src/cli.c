@@ -403,9 +403,9 @@ const char *cli_nothing_because(const struct sonde_profile *p, const char *what,
 	bool stacks = !strcmp(what, "stacks");
 
 	if (!strcmp(type, "memory") || !strcmp(type, "trace"))
-		snprintf(buf, size, "its run recorded no %s (a %s profile of a run that %s)",
+		snprintf(buf, size, "it has no %s (a %s profile of a run that %s)",
 			 stacks ? "stack" : "event", type,
-			 !strcmp(type, "memory") ? "allocated nothing" : "made no call recorded");
+			 !strcmp(type, "memory") ? "recorded no allocation" : "recorded no call");
 	else if (!stacks && !strcmp(type, "sched"))
 		snprintf(buf, size,
 			 "the sched profile was recorded without one (--no-timeline, or "

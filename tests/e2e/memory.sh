@@ -150,8 +150,10 @@ check "analysed while the target runs: >= 90 % of the log before it ended, its 1
 run collect memory -q -o none.json -- /bin/true
 if [ "$(jq .stats.memory.allocations none.json)" = 0 ]; then
 	run show none.json flamegraph -o none.svg
-	check "nothing allocated: the flame graph says the run recorded no stack (exit 3)" \
-		all '[ "$rc" = 3 ]' 'has "$err" "its run recorded no stack (a memory profile of a run that allocated nothing)"'
+	check "nothing allocated: the flame graph says the run recorded no allocation (exit 3)" \
+		all '[ "$rc" = 3 ]' 'has "$err" "it has no stack (a memory profile of a run that recorded no allocation)"'
+	check "... and the profile's note says the target may have made none" \
+		has "$(jq -r '.stats.notes | join(" ")' none.json)" "the target made no allocation"
 else
 	skip "nothing allocated: the flame graph says why" "/bin/true allocates here"
 fi

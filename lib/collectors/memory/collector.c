@@ -157,10 +157,11 @@ static int memory_after(struct sonde_collection *c, struct sonde_profile *p)
 	rt_host__release_async(&st->host);
 	if (!st->a.t.processes)
 		sonde_collection__note(c,
-				       "nothing was recorded: the memory runtime never started in "
-				       "the target (a setuid or setgid program ignores LD_PRELOAD, "
-				       "a cleared environment drops it, and a process that first "
-				       "allocated after its run ended records nothing)");
+				       "nothing was recorded: the target made no allocation (a "
+				       "program can live on static buffers), or the memory runtime "
+				       "never started in it (a setuid or setgid program ignores "
+				       "LD_PRELOAD, a cleared environment drops it, and a process "
+				       "that first allocated after its run ended records nothing)");
 	if (st->a.t.missed)
 		sonde_collection__note(c,
 				       "%llu allocation events happened inside sonde's own hook "
