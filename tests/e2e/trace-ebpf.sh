@@ -158,6 +158,40 @@ if command -v objdump >/dev/null 2>&1 && "$SONDE" version --features | grep -q '
 else
 	skip "-d probes" "objdump (binutils) or capstone (libcapstone-dev) is missing"
 fi
+# A stripped program: its functions from its separate debug file, as gdb finds
+# it (.gnu_debuglink beside it here; the build id under /usr/lib/debug for
+# Debian's -dbgsym packages); static functions too, by name
+if command -v objcopy >/dev/null && command -v strip >/dev/null; then
+	cat >st.c <<'EOF2'
+static int __attribute__((noinline)) twice(int x) { return 2 * x + (x & 1); }
+int never(int x);
+int never(int x) { return x + 1; }
+int main(int argc, char **argv)
+{
+	int s = 0;
+
+	(void)argv;
+	for (int i = 0; i < 7; i++)
+		s += twice(i + argc);
+	return s == 12345;
+}
+EOF2
+	cc -O1 -g -fno-inline -o st st.c && objcopy --only-keep-debug st st.debug &&
+		strip --strip-all st && objcopy --add-gnu-debuglink=st.debug st
+	run collect trace -e ebpf -o st.json -- ./st
+	check "stripped, with its debug file: its static function traced by name (twice 7, main 1)" \
+		all '[ "$rc" = 0 ]' '[ "$(calls st.json twice),$(calls st.json main)" = "7,1" ]'
+	run collect trace -e ebpf -s custom -F never -o st3.json -- ./st
+	check "a probed function never called: the profile's note says none was, and why that can be" \
+		all '[ "$rc" = 0 ]' 'has "$(jq -r ".stats.notes | join(\" \")" st3.json)" "none of the 1 functions probed was called"'
+	printf 'not the debug file' >st.debug
+	run collect trace -e ebpf -o st2.json -- ./st
+	check "... a debug file of another build is not read: nothing to probe (exit 2)" \
+		all '[ "$rc" = 2 ]' 'has "$err" "no function to probe"'
+else
+	skip "stripped, with its debug file" "objcopy or strip (binutils) is missing"
+	skip "... a debug file of another build is not read" "objcopy or strip (binutils) is missing"
+fi
 run collect trace -e ebpf -s custom -d nosuchfunc -o x4.json -- "$PROGS/t-calls"
 check "-d on a function that does not exist: exit 2, named" \
 	all '[ "$rc" = 2 ]' 'has "$err" "no function named nosuchfunc"'

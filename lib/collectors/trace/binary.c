@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "config.h"
 #if SONDE_HAVE_CAPSTONE
 #include <capstone/capstone.h>
@@ -110,11 +111,142 @@ static int defined_function(void *ctx, const char *name, const GElf_Sym *s)
 	return w->fn(w->ctx, name, s->st_value, s->st_size);
 }
 
+/* The build id of an open ELF file (NT_GNU_BUILD_ID) into id; its length, 0 for none. */
+static size_t build_id(Elf *e, unsigned char *id, size_t cap)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		GElf_Nhdr nh;
+		size_t off = 0, name_at, desc_at;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &name_at, &desc_at)) > 0)
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((const char *)d->d_buf + name_at, "GNU", 4) &&
+			    nh.n_descsz <= cap && nh.n_descsz) {
+				memcpy(id, (const char *)d->d_buf + desc_at, nh.n_descsz);
+				return nh.n_descsz;
+			}
+	}
+	return 0;
+}
+
+/* The name in an open ELF file's .gnu_debuglink and its CRC; false: none. */
+static bool debuglink(Elf *e, char *name, size_t cap, uint32_t *crc)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstr;
+
+	if (elf_getshdrstrndx(e, &shstr))
+		return false;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *sn;
+		Elf_Data *d;
+		size_t len;
+
+		if (!gelf_getshdr(scn, &sh) || !(sn = elf_strptr(e, shstr, sh.sh_name)) ||
+		    strcmp(sn, ".gnu_debuglink") || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		len = strnlen(d->d_buf, d->d_size);
+		if (!len || len >= cap || (len + 4) / 4 * 4 + 4 > d->d_size)
+			return false;
+		memcpy(name, d->d_buf, len + 1);
+		memcpy(crc, (const char *)d->d_buf + (len + 4) / 4 * 4, 4);
+		return true;
+	}
+	return false;
+}
+
+/* Whether the file at path is the debug file of a binary with this build id or CRC. */
+static bool debug_matches(const char *path, const unsigned char *id, size_t nid, bool by_crc,
+			  uint32_t crc)
+{
+	unsigned char theirs[64], buf[65536];
+	uLong c = crc32(0, Z_NULL, 0);
+	ssize_t n;
+	bool ok = false;
+	int fd;
+	Elf *e;
+
+	if (!by_crc) {
+		if ((e = elf_open(path, &fd))) {
+			ok = build_id(e, theirs, sizeof(theirs)) == nid && !memcmp(theirs, id, nid);
+			elf_close(e, fd);
+		}
+		return ok;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		c = crc32(c, buf, (uInt)n);
+	close(fd);
+	return n == 0 && (uint32_t)c == crc;
+}
+
+/*
+ * The separate debug file of the ELF file at path, where a stripped program or
+ * library keeps its full symbol table, as gdb finds it: by build id under
+ * /usr/lib/debug/.build-id (Debian's -dbgsym and -dbg packages), else by
+ * .gnu_debuglink beside it, in its .debug directory, or under /usr/lib/debug.
+ * Only a file with the same build id (or, without one, the link's CRC) is
+ * taken: another build's addresses would put probes inside instructions.
+ */
+static bool debug_file(const char *path, char *out, size_t cap)
+{
+	unsigned char id[64];
+	char link[256], dir[PATH_MAX], *slash;
+	size_t nid = 0, i;
+	uint32_t crc = 0;
+	bool has_link = false;
+	int fd;
+	Elf *e = elf_open(path, &fd);
+
+	if (!e)
+		return false;
+	nid = build_id(e, id, sizeof(id));
+	has_link = debuglink(e, link, sizeof(link), &crc);
+	elf_close(e, fd);
+	if (nid >= 2) {
+		int k = snprintf(out, cap, "/usr/lib/debug/.build-id/%02x/", id[0]);
+
+		for (i = 1; i < nid && k > 0 && (size_t)k + 3 < cap; i++)
+			k += snprintf(out + k, cap - (size_t)k, "%02x", id[i]);
+		if (k > 0 && (size_t)k + 7 < cap) {
+			memcpy(out + k, ".debug", 7);
+			if (debug_matches(out, id, nid, false, 0))
+				return true;
+		}
+	}
+	if (!has_link || !realpath(path, dir) || !(slash = strrchr(dir, '/')))
+		return false;
+	*slash = '\0';
+	for (i = 0; i < 3; i++) {
+		static const char *const fmt[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+
+		if (snprintf(out, cap, fmt[i], dir, link) < (int)cap &&
+		    debug_matches(out, id, nid, nid < 2, crc))
+			return true;
+	}
+	return false;
+}
+
 int tr_elf_functions(const char *path, tr_func_fn fn, void *ctx)
 {
 	struct func_walk w = { fn, ctx };
+	char debug[PATH_MAX];
 	int rc = elf_symbols(path, SHT_SYMTAB, defined_function, &w);
 
+	/* stripped: the full table of its debug file, where there is one (the
+	   addresses are the program's), else the functions it exports */
+	if (rc == -ENOENT && debug_file(path, debug, sizeof(debug)))
+		rc = elf_symbols(debug, SHT_SYMTAB, defined_function, &w);
 	if (rc == -ENOENT)
 		rc = elf_symbols(path, SHT_DYNSYM, defined_function, &w);
 	return rc == -ENOENT ? 0 : rc;

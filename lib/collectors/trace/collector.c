@@ -1148,6 +1148,13 @@ static void ebpf_totals(struct sonde_collection *c, struct tr_state *st)
 			(unsigned long long)deep, TE_MAX_DEPTH);
 	if (st->a.t.lost)
 		sonde_collection__dropped(c, st->a.t.lost);
+	if (!st->a.t.calls && st->a.t.probes)
+		sonde_collection__note(
+			c,
+			"none of the %llu functions probed was called; a stripped program offers "
+			"only the functions it exports, unless its debug file is installed (a "
+			"-dbgsym package) or beside it (.gnu_debuglink)",
+			(unsigned long long)st->a.t.probes);
 }
 #endif
 
