@@ -185,6 +185,8 @@ for _try in 1 2 3; do
 	jq_eq ex-trace.json '[.models[] | select(.uid == "merge_sort" and .best) | .model != "constant" and .r_square > 0.5] | all' true && break
 done
 "$SONDE" collect memory -q -o ex-memory.json -- "$EX/sort" 5000 >/dev/null
+check "make run's example under the memory collector: its allocations are recorded" \
+	jq -e '.stats.memory.allocations > 0' ex-memory.json
 "$SONDE" collect time -q -r 3 -o ex-time.json -- "$EX/sort" 5000
 run report ex-trace.json ex-memory.json ex-time.json -o ex.html
 check "report of make run's profiles: exit 0" [ "$rc" = 0 ]
