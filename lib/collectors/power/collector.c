@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -61,6 +62,8 @@ struct domain {
 	double run_j, run_peak_w; /* this run */
 	uint64_t run_t0;	  /* this run's first reading */
 	bool ok;		  /* read at this run's start */
+	bool coarse;		  /* counts in steps far apart (NVML): from its first step on */
+	bool stepped;		  /* coarse: its first step in this run was seen */
 };
 
 struct sample {
@@ -102,6 +105,7 @@ struct power_state {
 	struct runrow *rows;
 	size_t nrows, cap_rows;
 	unsigned long long oom;
+	unsigned still;	    /* runs of a counter that did not move in them (their energy: null) */
 	char missing[1024]; /* what was looked for and not found */
 };
 
@@ -256,6 +260,26 @@ static long perf_open(struct perf_event_attr *a, int cpu)
 	return syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/*
+ * Whether any of the PMU domains from `from` on counts: read, 20 ms apart (the
+ * counters behind them move every millisecond while the machine is on).
+ */
+static bool pmu_counts(struct power_state *st, size_t from)
+{
+	double a[MAX_DOMAINS], b;
+	struct timespec ts = { 0, 20000000 };
+	size_t i;
+
+	for (i = from; i < st->nd; i++)
+		if (!read_domain(st, &st->d[i], &a[i]))
+			a[i] = NAN;
+	nanosleep(&ts, NULL);
+	for (i = from; i < st->nd; i++)
+		if (read_domain(st, &st->d[i], &b) && !isnan(a[i]) && b != a[i])
+			return true;
+	return false;
+}
+
 static void find_pmu(struct power_state *st)
 {
 	static const char *const ev[] = { "energy-pkg", "energy-cores", "energy-ram", "energy-gpu",
@@ -299,6 +323,16 @@ static void find_pmu(struct power_state *st)
 		}
 		d->fd = (int)fd;
 		d->scale = scale;
+	}
+	if (st->nd > before && !pmu_counts(st, before)) {
+		/* a machine can list the events and count nothing (a VM without the MSRs
+		   behind them): their zeros would be numbers that were not measured */
+		for (i = before; i < st->nd; i++)
+			close(st->d[i].fd);
+		st->nd = before;
+		add_missing(st, "the perf power PMU: its energy events did not move in 20 ms "
+				"(listed, not counted, as in a VM)");
+		return;
 	}
 	if (st->nd == before) {
 		snprintf(path, sizeof(path), "the perf power PMU: %s",
@@ -422,8 +456,10 @@ static void find_gpus(struct power_state *st)
 				snprintf(buf, sizeof(buf), "NVIDIA GPU");
 			snprintf(dname, sizeof(dname), "gpu%u:%s", i, buf);
 			d = new_domain(st, S_NVML, K_COUNTER, dname);
-			if (d)
+			if (d) {
 				d->dev = i;
+				d->coarse = true; /* an H100's moves every 100 to 200 ms */
+			}
 		}
 		if (!n)
 			add_missing(st, "NVML: no GPU that reports its energy");
@@ -459,6 +495,13 @@ static void find_gpus(struct power_state *st)
 /* ---- sampling ------------------------------------------------------------------------------ */
 
 /* Read every domain; what the interval since the last reading was worth. */
+/*
+ * One reading of every domain: at a run's start (record false: the baseline),
+ * at a tick, or at its end. A counter that has not moved since its last
+ * reading makes no sample: its next change is spread over all the time since.
+ * NVML's energy counter of an H100 moves less often than every 100 ms at
+ * times; read as it was, a tick saw 0 W and the next one twice the power.
+ */
 static void reading(struct power_state *st, bool record)
 {
 	uint64_t now = sonde_clock_ns();
@@ -475,12 +518,23 @@ static void reading(struct power_state *st, bool record)
 			d->last = v;
 			d->last_t = d->run_t0 = now;
 			d->ok = true;
+			d->stepped = false;
+			continue;
+		}
+		if (d->coarse && !d->stepped && v != d->last) {
+			/* its first step holds energy from before the run: the run's
+			   count starts there */
+			d->last = v;
+			d->last_t = d->run_t0 = now;
+			d->stepped = true;
 			continue;
 		}
 		secs = (double)(now - d->last_t) / 1e9;
 		if (secs <= 0)
 			continue;
 		if (d->kind == K_COUNTER) {
+			if (v == d->last)
+				continue;
 			j = v - d->last;
 			if (j < 0) /* wrapped once */
 				j += d->range_j;
@@ -580,6 +634,10 @@ static int power_stop(struct sonde_collection *c, const struct sonde_run_info *r
 
 		if (!st->d[i].ok)
 			continue;
+		if (st->d[i].kind == K_COUNTER && !secs) { /* it never moved: not measured */
+			st->d[i].run_j = st->d[i].run_peak_w = NAN;
+			st->still++;
+		}
 		if (sonde_grow((void **)&st->rows, &st->cap_rows, st->nrows + 1,
 			       sizeof(*st->rows))) {
 			st->oom++;
@@ -655,6 +713,13 @@ static int power_after(struct sonde_collection *c, struct sonde_profile *p)
 	json_object_set_new(pw, "interval_ms", json_real(st->interval_ms));
 	json_object_set_new(pw, "not_found",
 			    st->missing[0] ? json_string(st->missing) : json_null());
+	if (st->still)
+		sonde_collection__note(
+			c,
+			"power: %u time(s) a domain's energy counter did not move "
+			"(a GPU's: twice) during a run: its energy, average and peak "
+			"there are null (less than the counter resolves, not 0 J)",
+			st->still);
 	if (st->oom)
 		sonde_collection__dropped(c, st->oom);
 	sonde_profile__set(sonde_profile__stats(p), "power", pw);
