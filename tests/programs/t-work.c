@@ -26,7 +26,7 @@ static int slow;
 	void work_##k(void);                                                                       \
 	void work_##k(void)                                                                        \
 	{                                                                                          \
-		spin(slow == (k) ? 200.0 : 20.0);                                                    \
+		spin(slow == (k) ? 200.0 : 20.0);                                                  \
 	}
 WORK(1)
 WORK(2)
