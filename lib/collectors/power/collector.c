@@ -494,7 +494,6 @@ static void find_gpus(struct power_state *st)
 
 /* ---- sampling ------------------------------------------------------------------------------ */
 
-/* Read every domain; what the interval since the last reading was worth. */
 /*
  * One reading of every domain: at a run's start (record false: the baseline),
  * at a tick, or at its end. A counter that has not moved since its last
