@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 #include <sonde/clock.h>
 #include <sonde/log.h>
@@ -54,8 +55,11 @@ struct sonde_runner {
 	pid_t parent; /* this process, as a forked child sees it before exec */
 	char *const *envp;
 	posix_spawnattr_t attr;
-	int null_fd;  /* /dev/null, opened once: children dup it instead of opening */
-	int input_fd; /* the --input file, rewound before each run; -1: none */
+	int null_fd;	/* /dev/null, opened once: children dup it instead of opening */
+	int input_fd;	/* the --input file, rewound before each run; -1: none */
+	int tty;	/* the controlling terminal among fds 0-2; -1: none */
+	pid_t tty_pgid; /* the run's group while it has the terminal; 0: it has not */
+	bool tty_given; /* this run's group was given the terminal */
 };
 
 /* One step of the redirection plan: fd becomes a file opened at path, or a dup of from. */
@@ -65,6 +69,97 @@ struct redirect {
 	int flags;
 	int from;
 };
+
+/* ---- the terminal: lent to the run's group as a shell lends it to its foreground job ---- */
+
+/* The controlling terminal among stdin, stdout and stderr; -1: none. */
+static int controlling_tty(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (tcgetpgrp(fd) >= 0)
+			return fd;
+	return -1;
+}
+
+/* tcsetpgrp, allowed from the background while SIGTTOU is blocked. */
+static int set_foreground(int fd, pid_t pgid)
+{
+	sigset_t ttou, old;
+	int rc;
+
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &old);
+	rc = tcsetpgrp(fd, pgid);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* The run's group gets the terminal if sonde's group has it. */
+static void give_tty(struct sonde_runner *r, pid_t pgid)
+{
+	siginfo_t si = { 0 };
+
+	if (r->tty < 0 || tcgetpgrp(r->tty) != getpgrp() || set_foreground(r->tty, pgid) < 0)
+		return;
+	r->tty_pgid = pgid;
+	r->tty_given = true;
+	/* a target that touched the terminal before it had it was stopped: on */
+	if (waitid(P_PID, (id_t)pgid, &si, WSTOPPED | WNOHANG) == 0 && si.si_pid == pgid)
+		kill(-pgid, SIGCONT);
+}
+
+/* Back to sonde's group, unless somebody else took it meanwhile. */
+static void take_tty(struct sonde_runner *r)
+{
+	pid_t fg;
+
+	if (!r->tty_pgid)
+		return;
+	fg = tcgetpgrp(r->tty);
+	if (fg == r->tty_pgid || fg == 0)
+		set_foreground(r->tty, getpgrp());
+	r->tty_pgid = 0;
+}
+
+/*
+ * The target stopped. By the terminal (Ctrl-Z, or it read or set the terminal
+ * without having it): sonde's own group stops with the same signal, as the
+ * shell expects of its job. Once continued (`fg`, `bg`), the target is given
+ * the terminal again where sonde's group has it, and continued. A SIGSTOP sent
+ * to the target is its sender's business.
+ */
+static void stopped(struct sonde_runner *r, pid_t pid, int sig)
+{
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+		return;
+	take_tty(r);
+	kill(0, sig);
+	give_tty(r, pid);
+	kill(-pid, SIGCONT);
+}
+
+/* Wait until the target has exited (not reaped), following its stops. */
+static void follow_stops(struct sonde_runner *r, pid_t pid)
+{
+	siginfo_t si;
+
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WSTOPPED | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_code != CLD_STOPPED)
+			return;
+		/* the stop, taken off: the next wait is for the next event */
+		waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG);
+		stopped(r, pid, si.si_status);
+	}
+}
+
+/* ---- signals, paths, the runner ---- */
 
 void sonde_runner__interrupt(int sig)
 {
@@ -172,6 +267,7 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 		return NULL;
 	}
 	r->input_fd = -1;
+	r->tty = controlling_tty();
 	r->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (r->null_fd < 0 ||
 	    (opts->input && (r->input_fd = open(opts->input, O_RDONLY | O_CLOEXEC)) < 0)) {
@@ -222,7 +318,9 @@ static size_t plan(const struct sonde_runner *r, const int pipes[4], struct redi
 {
 	size_t n = 0;
 
-	rd[n++] = (struct redirect){ 0, NULL, 0, r->input_fd >= 0 ? r->input_fd : r->null_fd };
+	if (r->input_fd >= 0 || !r->o.inherit_stdin)
+		rd[n++] = (struct redirect){ 0, NULL, 0,
+					     r->input_fd >= 0 ? r->input_fd : r->null_fd };
 	if (r->o.output == SONDE_OUTPUT_SUPPRESS) {
 		rd[n++] = (struct redirect){ 1, NULL, 0, r->null_fd };
 		rd[n++] = (struct redirect){ 2, NULL, 0, r->null_fd };
@@ -318,6 +416,8 @@ static void reap_target(struct sonde_runner *r, pid_t pid, struct sonde_run *out
 	siginfo_t si;
 	uint64_t end;
 
+	if (r->tty >= 0)
+		follow_stops(r, pid);
 	if (!r->o.exited) {
 		reap(pid, out);
 		return;
@@ -390,6 +490,7 @@ static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t
 	}
 	setpgid(pid, pid);
 	current_pgid = pid;
+	give_tty(r, pid);
 	close(bar[0]);
 	close(errp[1]);
 	out->pid = pid;
@@ -513,6 +614,7 @@ static int helper_target(struct sonde_runner *r, const struct redirect *rd, size
 	out->pid = (pid_t)rec.pid;
 	setpgid(out->pid, out->pid);
 	current_pgid = out->pid;
+	give_tty(r, out->pid);
 	out->start_ns = rec.start_ns;
 	if (r->o.barrier) {
 		out->start_ns = 0;
@@ -592,6 +694,8 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 			fds[nf++] = (struct pollfd){ err_fd, POLLIN, 0 };
 		if (pidfd < 0)
 			ms = 10; /* no pidfd: poll for the exit */
+		else if (r->tty >= 0)
+			ms = 100; /* a pidfd tells the exit, not a stop */
 		if (deadline) {
 			uint64_t now = sonde_clock_ns();
 			int left = now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
@@ -605,6 +709,13 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 			kill(-pid, SIGKILL);
 			out->timed_out = true;
 			deadline = 0;
+		}
+		if (r->tty >= 0) {
+			siginfo_t si = { 0 };
+
+			if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG) == 0 &&
+			    si.si_pid == pid)
+				stopped(r, pid, si.si_status);
 		}
 		if (pidfd < 0) {
 			siginfo_t si = { 0 };
@@ -714,6 +825,7 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 		err = spawn_target(r, rd, n, &out->pid);
 		if (!err) {
 			current_pgid = out->pid;
+			give_tty(r, out->pid);
 			if (r->o.attach)
 				err = r->o.attach(out->pid, r->o.attach_ctx);
 			if (err) {
@@ -740,10 +852,16 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 		wait_target(r, out->pid, pipes[0], pipes[2], out);
 	}
 	current_pgid = 0;
+	/* Ctrl-C or Ctrl-\ on the terminal the run had reached its group only */
+	if (r->tty_given && !pending_signal && WIFSIGNALED(out->status) &&
+	    (WTERMSIG(out->status) == SIGINT || WTERMSIG(out->status) == SIGQUIT))
+		pending_signal = WTERMSIG(out->status);
 	out->interrupted_by = pending_signal;
 	sonde_debug("runner", "pid %d status 0x%x %.3f ms", (int)out->pid, out->status,
 		    (double)(out->end_ns - out->start_ns) / 1e6);
 out:
+	take_tty(r);
+	r->tty_given = false;
 	for (i = 0; i < 4; i++)
 		if (pipes[i] >= 0)
 			close(pipes[i]);

@@ -693,6 +693,10 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 	ro.argv = argv;
 	ro.envp = s->env;
 	ro.input = s->o.input;
+	/* a run made once reads sonde's stdin, as under the peers (a pipe cannot
+	   be read twice: a series reads /dev/null, or --input from its start) */
+	ro.inherit_stdin = s->o.repeat == 1 && !s->o.warmup &&
+			   (!s->o.param_values || !s->o.param_values[0] || !s->o.param_values[1]);
 	ro.output = s->o.output;
 	ro.capture_fd = s->o.capture_fd;
 	ro.stdout_fd = s->stdout_fd;
@@ -720,6 +724,7 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		po.attach = NULL;
 		po.exited = NULL;
 		po.stdout_fd = -1;
+		po.inherit_stdin = false;
 		prep = sonde_runner__new(&po);
 		if (!prep) {
 			rc = -errno;

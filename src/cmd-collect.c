@@ -912,7 +912,8 @@ static int cmd_collect_one(int argc, char **argv)
 		{ SONDE_OPT_FLAG, 0, "capture-output", &o.capture_output, NULL,
 		  "show the command's output and keep it beside the profile (PROFILE.out)" },
 		{ SONDE_OPT_STRING, 0, "input", &o.input, "FILE",
-		  "the command's stdin (default: /dev/null)" },
+		  "the command's stdin, read from its start by every run (default: sonde's own "
+		  "stdin when the command runs once, else /dev/null)" },
 		{ SONDE_OPT_FLAG, 'i', "ignore-failure", &o.ignore_failure, NULL,
 		  "measure runs that exit non-zero instead of stopping" },
 		{ SONDE_OPT_STRING, 'o', "output", &o.out_file, "FILE",

@@ -16,6 +16,13 @@
  *     child subreaper), so no zombie or orphan outlives a run.
  * Signals: the program calls sonde_runner__interrupt() from its SIGINT/SIGTERM
  * handler; it forwards the signal to the running target's group.
+ * The terminal: when sonde's group holds its controlling terminal, each run's
+ * group is given it, as a shell gives its foreground job (the target can read
+ * it and set its modes, and Ctrl-C, Ctrl-Z and window changes reach it), and
+ * it is taken back after the run. The target stopped from the terminal stops
+ * sonde's own group in turn, so the shell sees the job stopped; `fg` resumes
+ * both. A target that dies of the terminal's SIGINT or SIGQUIT counts as sonde
+ * interrupted by it.
  */
 #ifndef SONDE_RUNNER_H
 #define SONDE_RUNNER_H
@@ -35,7 +42,7 @@ struct sonde_runner_opts {
 	size_t sz; /* sizeof(struct sonde_runner_opts) */
 	char *const *argv;
 	char *const *envp; /* NULL: the current environment */
-	const char *input; /* the target's stdin: a path; NULL: /dev/null */
+	const char *input; /* the target's stdin: a path; NULL: see inherit_stdin */
 	enum sonde_output_mode output;
 	int capture_fd;	  /* CAPTURE: where the copy goes */
 	int stdout_fd;	  /* >= 0: the target's stdout goes here (overrides output) */
@@ -65,6 +72,12 @@ struct sonde_runner_opts {
 	 */
 	void (*exited)(pid_t pid, void *ctx);
 	void *exited_ctx;
+	/*
+	 * The target reads sonde's own stdin when input is NULL (a run that is
+	 * made once: a pipe cannot be read again); false: /dev/null. Callers
+	 * built before it pass a smaller sz: /dev/null.
+	 */
+	bool inherit_stdin;
 };
 
 struct sonde_run {

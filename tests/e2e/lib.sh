@@ -9,6 +9,8 @@ n=0
 WORK=$(mktemp -d /tmp/sonde-e2e-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
+# a command run once reads sonde's stdin: never the terminal of whoever runs the tests
+exec </dev/null
 export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t \
 	GIT_COMMITTER_EMAIL=t@t
 # the symbol cache ($XDG_CACHE_HOME/sonde) starts empty in each script, and the
