@@ -64,6 +64,15 @@ int sonde_strbuf__addch(struct sonde_strbuf *sb, char c)
 	return sonde_strbuf__add(sb, &c, 1);
 }
 
+int sonde_strbuf__cols(const char *s, int w)
+{
+	int extra = 0;
+
+	for (; s && *s; s++)
+		extra += ((unsigned char)*s & 0xC0) == 0x80;
+	return w < 0 ? w - extra : w + extra;
+}
+
 int sonde_strbuf__vaddf(struct sonde_strbuf *sb, const char *fmt, va_list ap)
 {
 	va_list cp;

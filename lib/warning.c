@@ -44,7 +44,9 @@ static const struct sonde_warning_info warnings[SONDE_WARN__COUNT] = {
 				       "the kernel skips some calls to a tracepoint's programs "
 				       "while another tracer attaches to it or detaches from it: "
 				       "do not start or stop perf, bpftrace or another sonde "
-				       "during the run" },
+				       "during the run (some kernels also leave out switches "
+				       "with no tracer attaching; perf sees the same gaps there, "
+				       "docs/sched.md)" },
 };
 
 const struct sonde_warning_info *sonde_warning__info(enum sonde_warning w)

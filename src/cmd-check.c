@@ -161,7 +161,7 @@ static void print_text(const struct sonde_check_result *r, size_t n)
 		snprintf(metric, sizeof(metric), "%s%s%s", x->subtype ? x->subtype : "",
 			 x->workload && *x->workload ? " @" : "",
 			 x->workload && *x->workload ? x->workload : "");
-		printf("  %-32s %-20s ", x->uid, metric);
+		printf("  %*s %*s ", SONDE_COLS(x->uid, -32), SONDE_COLS(metric, -20));
 		/* verdicts coloured: red a degradation, green an optimization, yellow maybe */
 		cli_paint(stdout, sonde_verdict__is_degradation(x->verdict) ? CLI_RED
 				  : x->verdict == SONDE_OPTIMIZATION ||
@@ -174,8 +174,8 @@ static void print_text(const struct sonde_check_result *r, size_t n)
 		if (x->verdict != SONDE_NO_CHANGE && x->verdict != SONDE_NOT_IN_BASELINE &&
 		    x->verdict != SONDE_NOT_IN_TARGET)
 			cli_paint(stdout, CLI_RESET);
-		printf(" %12s %12s %9s  %-18s %6s  %s%s%s\n", b, t, ch, ci, cf,
-		       x->method ? x->method : "none", x->detail ? ": " : "",
+		printf(" %*s %*s %9s  %-18s %6s  %s%s%s\n", SONDE_COLS(b, 12), SONDE_COLS(t, 12),
+		       ch, ci, cf, x->method ? x->method : "none", x->detail ? ": " : "",
 		       x->detail ? x->detail : "");
 	}
 }

@@ -89,9 +89,13 @@ static int diff_table(const char *fb, const char *ft, const char *unit, unsigned
 			snprintf(ch, sizeof(ch), "gone");
 		else if (json_is_true(json_object_get(r, "inb")) && bv != 0)
 			snprintf(ch, sizeof(ch), "%+.1f%%", 100 * (tv - bv) / bv);
-		printf("  %-48s %12s %12s %9s\n", json_string_value(json_object_get(r, "name")),
-		       json_is_true(json_object_get(r, "inb")) ? a : "-",
-		       json_is_true(json_object_get(r, "int")) ? b : "-", ch);
+		if (!json_is_true(json_object_get(r, "inb")))
+			snprintf(a, sizeof(a), "-");
+		if (!json_is_true(json_object_get(r, "int")))
+			snprintf(b, sizeof(b), "-");
+		printf("  %*s %*s %*s %9s\n",
+		       SONDE_COLS(json_string_value(json_object_get(r, "name")), -48),
+		       SONDE_COLS(a, 12), SONDE_COLS(b, 12), ch);
 		json_array_remove(rows, best);
 	}
 	json_decref(rows);

@@ -39,5 +39,13 @@ void sonde_strbuf__reset(struct sonde_strbuf *sb);
 /* Hand the heap string to the caller (free() it); the buffer is left empty. NULL on ENOMEM. */
 char *sonde_strbuf__detach(struct sonde_strbuf *sb, size_t *len);
 void sonde_strbuf__release(struct sonde_strbuf *sb);
+/*
+ * The printf field width that lays s out in w columns: w plus the UTF-8
+ * continuation bytes of s, of the same sign ("%*s", right-aligned; negative:
+ * left-aligned). printf counts bytes, and "µs" is one column of two bytes.
+ */
+int sonde_strbuf__cols(const char *s, int w);
+/* The two arguments of "%*s" for s in w columns (s is read twice: pass a buffer). */
+#define SONDE_COLS(s, w) sonde_strbuf__cols((s), (w)), (s)
 
 #endif

@@ -121,7 +121,8 @@ static int line(struct sonde_strbuf *out, const struct row *r, size_t from, size
 			snprintf(note + strlen(note), sizeof(note) - strlen(note), "%s± %.2f%%",
 				 *note ? " " : "", 100 * sqrt(var > 0 ? var : 0) / fabs(mean));
 	}
-	return sonde_strbuf__addf(out, "%s%18s %-6s %-24s %s\n", prefix, v, unit, r->name, note);
+	return sonde_strbuf__addf(out, "%s%*s %*s %-24s %s\n", prefix, SONDE_COLS(v, 18),
+				  SONDE_COLS(unit, -6), r->name, note);
 }
 
 static int by_ts(const void *a, const void *b)

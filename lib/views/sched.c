@@ -63,7 +63,8 @@ static void dur(struct sonde_strbuf *out, double ns, int width)
 {
 	char b[32];
 
-	sonde_strbuf__addf(out, " %*s", width, sonde_format__duration(ns, b, sizeof(b)));
+	sonde_format__duration(ns, b, sizeof(b));
+	sonde_strbuf__addf(out, " %*s", SONDE_COLS(b, width));
 }
 
 int sonde_view__sched(const struct sonde_profile *p, enum sonde_view_format fmt,
@@ -180,7 +181,8 @@ int sonde_view__sched(const struct sonde_profile *p, enum sonde_view_format fmt,
 		char id[24];
 
 		snprintf(id, sizeof(id), "%lld", t[k].tid);
-		sonde_strbuf__addf(out, "  %8s  %-16.16s", t[k].tid ? id : "", t[k].name);
+		sonde_strbuf__addf(out, "  %8s  %*.16s", t[k].tid ? id : "",
+				   SONDE_COLS(t[k].name, -16));
 		dur(out, t[k].v[0], 11);
 		dur(out, t[k].v[1], 11);
 		if (bpf) {
@@ -225,7 +227,8 @@ int sonde_view__sched(const struct sonde_profile *p, enum sonde_view_format fmt,
 					       sizeof(a));
 			sonde_format__duration(json_number_value(json_object_get(x, "to_ns")), b,
 					       sizeof(b));
-			sonde_strbuf__addf(out, "  %10s .. %-10s %9.0f |", a, b, c);
+			sonde_strbuf__addf(out, "  %*s .. %*s %9.0f |", SONDE_COLS(a, 10),
+					   SONDE_COLS(b, -10), c);
 			for (j = 0; j < bar; j++)
 				sonde_strbuf__adds(out, "#");
 			sonde_strbuf__addch(out, '\n');
@@ -331,7 +334,8 @@ int sonde_view__system(const struct sonde_profile *p, enum sonde_view_format fmt
 				unit && !strcmp(unit, "B/s") ? "B" : "count", d, sizeof(d));
 		else
 			snprintf(d, sizeof(d), "-");
-		sonde_strbuf__addf(out, "  %-24s %12s %12s %12s %14s\n", key, a, b, c, d);
+		sonde_strbuf__addf(out, "  %-24s %*s %*s %*s %*s\n", key, SONDE_COLS(a, 12),
+				   SONDE_COLS(b, 12), SONDE_COLS(c, 12), SONDE_COLS(d, 14));
 	}
 	if (json_is_number(json_object_get(sys, "own_cpu_share")))
 		sonde_strbuf__addf(out, "\n sampling cost: %.2f %% of one CPU\n",

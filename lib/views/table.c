@@ -23,17 +23,6 @@ enum sonde_view_format sonde_view__format_of(const char *name)
 	return SONDE_VIEW_TEXT;
 }
 
-static int spaces(struct sonde_strbuf *out, int n)
-{
-	static const char blank[] = "                                ";
-	int err = 0;
-
-	for (; n > 0 && !err; n -= (int)sizeof(blank) - 1)
-		err = sonde_strbuf__add(out, blank,
-					n < (int)sizeof(blank) - 1 ? (size_t)n : sizeof(blank) - 1);
-	return err;
-}
-
 /* buf = a b c d e, cut to fit */
 static void join(char *buf, size_t len, const char *a, const char *b, const char *c, const char *d,
 		 const char *e)
@@ -55,18 +44,7 @@ static void join(char *buf, size_t len, const char *a, const char *b, const char
 /* Columns are counted in characters, not bytes ("µs"). */
 static int cell(struct sonde_strbuf *out, const char *s, int w, bool left)
 {
-	int n = 0, pad, err = 0;
-	const char *q;
-
-	for (q = s; *q; q++)
-		n += ((unsigned char)*q & 0xC0) != 0x80;
-	pad = w > n ? w - n : 0;
-	if (!left)
-		err |= spaces(out, pad);
-	err |= sonde_strbuf__add(out, s, (size_t)(q - s));
-	if (left)
-		err |= spaces(out, pad);
-	return err;
+	return sonde_strbuf__addf(out, "%*s", sonde_strbuf__cols(s, left ? -w : w), s);
 }
 
 int sonde_view__warnings(const struct sonde_profile *p, const char *prefix, bool notes,

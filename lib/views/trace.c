@@ -192,13 +192,15 @@ static int sampled_report(const struct sonde_profile *p, json_t *t, const struct
 	rows:
 		err |= sonde_strbuf__addf(out, "\n  %10s %7s %10s %7s %10s  %s\n", "total", "",
 					  "self", "", "samples", "function");
-		for (i = 0; i < n; i++)
-			err |= sonde_strbuf__addf(out, "  %10s %6.1f%% %10s %6.1f%% %10lld  %s\n",
-						  weight((double)s[i].total, ev, a, sizeof(a)),
-						  all > 0 ? 100.0 * (double)s[i].total / all : 0.0,
-						  weight((double)s[i].self, ev, b, sizeof(b)),
-						  all > 0 ? 100.0 * (double)s[i].self / all : 0.0,
-						  (long long)s[i].calls, s[i].name);
+		for (i = 0; i < n; i++) {
+			weight((double)s[i].total, ev, a, sizeof(a));
+			weight((double)s[i].self, ev, b, sizeof(b));
+			err |= sonde_strbuf__addf(
+				out, "  %*s %6.1f%% %*s %6.1f%% %10lld  %s\n", SONDE_COLS(a, 10),
+				all > 0 ? 100.0 * (double)s[i].total / all : 0.0, SONDE_COLS(b, 10),
+				all > 0 ? 100.0 * (double)s[i].self / all : 0.0,
+				(long long)s[i].calls, s[i].name);
+		}
 	}
 	return err ? -ENOMEM : 0;
 }
@@ -286,14 +288,17 @@ int sonde_view__trace_report(const struct sonde_profile *p, enum sonde_view_form
 				(long long)iget(t, "unwound"), (long long)iget(t, "unfinished"));
 		err |= sonde_strbuf__addf(out, "\n  %10s %10s %10s %10s %10s %10s  %s\n", "total",
 					  "self", "calls", "avg", "min", "max", "function");
-		for (i = 0; i < n; i++)
-			err |= sonde_strbuf__addf(out, "  %10s %10s %10lld %10s %10s %10s  %s\n",
-						  dur((double)s[i].total, a, sizeof(a)),
-						  dur((double)s[i].self, b, sizeof(b)),
-						  (long long)s[i].calls,
-						  dur(s[i].sum / (double)s[i].calls, c, sizeof(c)),
-						  dur((double)s[i].min, d, sizeof(d)),
-						  dur((double)s[i].max, e, sizeof(e)), s[i].name);
+		for (i = 0; i < n; i++) {
+			dur((double)s[i].total, a, sizeof(a));
+			dur((double)s[i].self, b, sizeof(b));
+			dur(s[i].sum / (double)s[i].calls, c, sizeof(c));
+			dur((double)s[i].min, d, sizeof(d));
+			dur((double)s[i].max, e, sizeof(e));
+			err |= sonde_strbuf__addf(out, "  %*s %*s %10lld %*s %*s %*s  %s\n",
+						  SONDE_COLS(a, 10), SONDE_COLS(b, 10),
+						  (long long)s[i].calls, SONDE_COLS(c, 10),
+						  SONDE_COLS(d, 10), SONDE_COLS(e, 10), s[i].name);
+		}
 	}
 	free(s);
 	return err ? -ENOMEM : 0;
@@ -449,10 +454,11 @@ static int tree(const struct cct *t, size_t i, unsigned depth, unsigned top,
 		return err;
 	}
 	if (i) {
-		err |= sonde_strbuf__addf(out, "  %10s %10s %10lld  %*s%s\n",
-					  dur((double)c->incl, a, sizeof(a)),
-					  dur((double)c->excl, b, sizeof(b)), (long long)c->calls,
-					  (int)(depth * 2), "", fname(t, c->func));
+		dur((double)c->incl, a, sizeof(a));
+		dur((double)c->excl, b, sizeof(b));
+		err |= sonde_strbuf__addf(out, "  %*s %*s %10lld  %*s%s\n", SONDE_COLS(a, 10),
+					  SONDE_COLS(b, 10), (long long)c->calls, (int)(depth * 2),
+					  "", fname(t, c->func));
 		depth++;
 	}
 	for (k = 0; k < c->nchildren; k++) {

@@ -91,6 +91,25 @@ loads_after() {
 jq_eq() { [ "$(jq -r "$2" "$1")" = "$3" ]; }
 validate() { /usr/bin/python3 "$SRC/tests/validate-profile.py" "$SRC/docs/profile.schema.json" "$@"; }
 has() { printf '%s' "$1" | grep -q -- "$2"; }
+# aligned TEXT WORD: in TEXT's table under the header line that has WORD (to
+# the next blank line), every row's right-aligned column WORD ends where the
+# header's does, counted in characters ("µs" is one)
+aligned() {
+	printf '%s' "$1" | /usr/bin/python3 -c '
+import sys
+lines, word = sys.stdin.buffer.read().decode().split("\n"), sys.argv[1]
+at = next(i for i, l in enumerate(lines) if word in l)
+end = lines[at].index(word) + len(word)
+rows = []
+for l in lines[at + 1:]:
+    if not l.strip():
+        break
+    rows.append(l)
+bad = [l for l in rows if len(l) < end or l[end - 1] == " " or l[end:end + 1] not in ("", " ")]
+for l in bad:
+    print("not aligned under %r: %r" % (word, l), file=sys.stderr)
+sys.exit(1 if bad or not rows else 0)' "$2"
+}
 # alloc_prog EXPR: prog.c, whose keep(n) allocates EXPR bytes (n * 64, n * n):
 # exact, known allocations for the history checks and their models
 alloc_prog() {

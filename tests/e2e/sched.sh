@@ -144,6 +144,12 @@ check "without --syscalls none is traced (opt-in: traced, every call of the mach
 		([.resources[] | select(.type == "syscall")] | length == 0)' nosys.json
 out=$("$SONDE" show nosys.json sched 2>&1)
 check "and show says so, and how to ask for them" has "$out" "system calls: not traced (sonde collect sched --syscalls"
+check "show: the table's columns line up whatever the unit (µs is one character)" \
+	all 'aligned "$out" run-queue' 'aligned "$out" sleeping' 'aligned "$out" irq+soft' \
+	'aligned "$out" interference'
+out=$("$SONDE" show sys.json sched 2>&1)
+check "show: the system calls' table lines up too" \
+	all 'aligned "$out" "  errors"' 'aligned "$out" "       max"'
 
 # ---- blocked on the disk ----------------------------------------------------------------------
 case $(stat -f -c %T "$WORK") in

@@ -53,6 +53,8 @@ run show calls.json report --sort calls -n 2 -f csv
 check "report --sort calls: fib first" [ "$(printf '%s\n' "$out" | sed -n 2p | cut -d, -f1,2)" = "\"fib\",1973" ]
 run show calls.json graph
 check "graph shows the nested contexts" has "$out" "      fib"
+check "graph: the columns line up whatever the unit (µs is one character)" \
+	all 'aligned "$out" exclusive' 'aligned "$out" "     calls"'
 run show calls.json graph -f json
 check "graph edges: main -> leaf 100 calls" [ "$(printf '%s' "$out" | jq '.[] | select(.caller == "main" and .callee == "leaf") | .calls')" = 100 ]
 run export calls.json --format folded

@@ -52,12 +52,35 @@ static void test_detach(void **state)
 	free(s);
 }
 
+/* "%*s" with SONDE_COLS pads by characters: "µs" takes one column, as "ms" does */
+static void test_cols(void **state)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	const char *us = "103.3 \u00b5s", *ms = "103.3 ms";
+
+	assert_int_equal(sonde_strbuf__cols(ms, 10), 10);
+	assert_int_equal(sonde_strbuf__cols(us, 10), 11);
+	assert_int_equal(sonde_strbuf__cols(us, -10), -11);
+	assert_int_equal(sonde_strbuf__cols(NULL, 4), 4);
+	sonde_strbuf__addf(&sb, "[%*s][%*s]", SONDE_COLS(us, 10), SONDE_COLS(us, -10));
+	assert_string_equal(sb.buf, "[  103.3 \u00b5s][103.3 \u00b5s  ]");
+	sonde_strbuf__reset(&sb);
+	sonde_strbuf__addf(&sb, "[%*s]", SONDE_COLS(ms, 10));
+	assert_string_equal(sb.buf, "[  103.3 ms]");
+	/* wider than the column: as printf, nothing is cut */
+	sonde_strbuf__reset(&sb);
+	sonde_strbuf__addf(&sb, "[%*s]", SONDE_COLS(us, 3));
+	assert_string_equal(sb.buf, "[103.3 \u00b5s]");
+	sonde_strbuf__release(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_empty_is_terminated),
 		cmocka_unit_test(test_add_and_grow),
 		cmocka_unit_test(test_detach),
+		cmocka_unit_test(test_cols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
