@@ -24,6 +24,18 @@ else
 	check "two busy threads on $ncpu CPUs: process.cpu mean $cpu %, about 200" \
 		within "$cpu" 170 210
 fi
+peak=$(summary burn.json process.cpu peak)
+check "two busy threads: no sample over what two CPUs give (process.cpu peak $peak %, <= 205)" \
+	within "$peak" 0 205
+# a thread's CPU time in /proc lags up to a scheduler tick while it runs: read
+# there, 10 ms samples of one busy thread gave p95 120 % and peaks of 198 %
+run collect system -q -o one.json -- "$PROGS/k-burn" 1 1
+peak=$(summary one.json process.cpu peak)
+p95=$(summary one.json process.cpu p95)
+check "one busy thread: no sample over one CPU (process.cpu p95 $p95 %, peak $peak %, <= 105)" \
+	all 'within "$p95" 90 102' 'within "$peak" 0 105'
+check "process.cpu from the inherited task-clock: no note of the schedstat way" \
+	jq -e '[.stats.notes[] | select(test("schedstat"))] | length == 0' one.json
 # the series' CPU time against wait4's for the whole run (what the samples missed)
 seen=$(jq '[.resources as $r | .resource_type_map | to_entries[] |
 	select(.value.uid == "process.cpu") | $r[.key] as $x |
