@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 #include <sonde/clock.h>
 #include <sonde/log.h>
@@ -131,10 +132,16 @@ static void take_tty(struct sonde_runner *r)
  */
 static void stopped(struct sonde_runner *r, pid_t pid, int sig)
 {
+	uint64_t at = sonde_clock_ns();
+
 	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
 		return;
 	take_tty(r);
 	kill(0, sig);
+	/* not stopped (an orphaned group's stop signals are discarded): a target
+	   that wants the terminal would stop again at once; it retries at 10 Hz */
+	if (sig != SIGTSTP && sonde_clock_ns() - at < 1000000)
+		nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
 	give_tty(r, pid);
 	kill(-pid, SIGCONT);
 }
