@@ -54,4 +54,34 @@ same "python3 -c pass, 30 runs" 30 /usr/bin/python3 -c pass
 same "gzip of 2 MB, 20 runs" 20 gzip -c -1 data.bin
 same "true, 100 runs" 100 /bin/true
 same "sleep 0.01, 20 runs" 20 /bin/sleep 0.01
+
+# measured: each times the same command, in turns (3 rounds of 15 runs), and
+# the medians of their rounds' medians agree. What each counts as a run's wall
+# time: from before the target's start to its reaping (hyperfine -N spawns it
+# itself; sonde through sonde-spawn, which reports the clone's time).
+# measured NAME TOLERANCE-PCT COMMAND...
+measured() {
+	name=$1 tol=$2
+	shift 2
+	: >hm.txt
+	: >sm.txt
+	for _ in 1 2 3; do
+		hyperfine -N --runs 15 --style none --export-json hm.json "$*" >/dev/null 2>&1 &&
+			jq '.results[0].median * 1e9' hm.json >>hm.txt
+		"$SONDE" collect time -q -r 15 -o sm.json -- "$@" >/dev/null 2>&1 &&
+			"$SONDE" show sm.json --format json | jq '.rows[0].median' >>sm.txt
+	done
+	h=$(sort -g hm.txt | sed -n 2p | awk '{ printf "%.0f", $1 }')
+	m=$(sort -g sm.txt | sed -n 2p | awk '{ printf "%.0f", $1 }')
+	if [ -z "$h" ] || [ -z "$m" ]; then
+		not_ok "$name: measured by both (hyperfine: ${h:-none}, sonde: ${m:-none})"
+		return
+	fi
+	check "$name: the wall time sonde measures is hyperfine's (median $m ns, hyperfine's $h ns, within $tol %)" \
+		awk -v a="$m" -v b="$h" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * t / 100) }'
+}
+# a timer's length: the same to a few percent on any machine
+measured "sleep 0.05, measured by each" 3 /bin/sleep 0.05
+# CPU work: what the VM's neighbours take moves both
+measured "gzip of 2 MB, measured by each" 15 gzip -c -1 data.bin
 finish
