@@ -29,20 +29,6 @@ static bool invariant_tsc(void)
 #endif
 }
 
-/* One reading of both clocks, as close together as they can be taken. */
-static void clock_pair(uint64_t *tick, uint64_t *ns)
-{
-#if defined(__x86_64__)
-	uint64_t a = __builtin_ia32_rdtsc(), b;
-
-	*ns = sonde_clock_ns();
-	b = __builtin_ia32_rdtsc();
-	*tick = a + (b - a) / 2;
-#else
-	*tick = *ns = sonde_clock_ns();
-#endif
-}
-
 /* 1: dynamically linked (or a script), 0: static, -errno: unreadable. */
 static int dynamic_target(const char *path)
 {
@@ -124,7 +110,7 @@ int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct r
 	h->log_fd = -1;
 	if (invariant_tsc()) {
 		h->tsc = true;
-		clock_pair(&h->clock.tick0, &h->clock.ns0);
+		sonde_clock_tsc_pair(&h->clock.tick0, &h->clock.ns0);
 	}
 	if (s->runtime) {
 		rc = preload_runtime(c, s, argv[0]);
@@ -183,7 +169,7 @@ static void update_clock(struct rt_host *h)
 
 	if (!h->tsc)
 		return;
-	clock_pair(&tick, &ns);
+	sonde_clock_tsc_pair(&tick, &ns);
 	if (tick > h->clock.tick0 && ns > h->clock.ns0)
 		h->clock.ns_per_tick =
 			(double)(ns - h->clock.ns0) / (double)(tick - h->clock.tick0);
@@ -196,7 +182,7 @@ int rt_host__clock_now(const struct rt_host *h, struct rt_clock *out)
 	*out = (struct rt_clock){ 0 };
 	if (!h->tsc)
 		return 0;
-	clock_pair(&tick, &ns);
+	sonde_clock_tsc_pair(&tick, &ns);
 	if (tick <= h->clock.tick0 || ns <= h->clock.ns0)
 		return -EAGAIN;
 	out->tick0 = h->clock.tick0;

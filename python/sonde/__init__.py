@@ -13,14 +13,38 @@ sonde._sonde), the same code the sonde command runs.
 """
 
 from ._sonde import NotSupported, SondeError, StateError, trace_size, version
-from . import counters
-from .collectors import (BaseCollector, CounterCollector, MemoryCollector, Observatory,
-                         TimingCollector)
-from .cpu import CpuCollector
-from .memory import MemoryTracker
-from .report import (Comparison, Reporter, analyze_bottlenecks, compare_runs, report_html,
-                     to_profile, view)
-from .timing import Metrics, SondeWarning, Stats, Synchronization, Timer
+
+# The rest is imported when first asked for (PEP 562): `sonde collect python`
+# loads the CPU collector before the program's first line, and each module it
+# loads is one whose import the program then finds done (_base.py).
+_LAZY = {
+    "counters": None,
+    "BaseCollector": "collectors", "CounterCollector": "collectors",
+    "MemoryCollector": "collectors", "Observatory": "collectors",
+    "TimingCollector": "collectors",
+    "CpuCollector": "cpu",
+    "MemoryTracker": "memory",
+    "Comparison": "report", "Reporter": "report", "analyze_bottlenecks": "report",
+    "compare_runs": "report", "report_html": "report", "to_profile": "report", "view": "report",
+    "Metrics": "timing", "SondeWarning": "_base", "Stats": "timing",
+    "Synchronization": "timing", "Timer": "timing",
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'sonde' has no attribute {name!r}")
+    import importlib
+
+    mod = importlib.import_module("." + (_LAZY[name] or name), __name__)
+    value = mod if _LAZY[name] is None else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = version
 __all__ = [

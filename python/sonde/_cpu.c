@@ -243,17 +243,10 @@ static inline uint64_t tick(void)
 /* Both clocks, read as close together as they can be. */
 static void clock_pair(uint64_t *t, uint64_t *ns)
 {
-#if defined(__x86_64__)
-	if (use_tsc) {
-		uint64_t a = __builtin_ia32_rdtsc(), b;
-
-		*ns = sonde_clock_ns();
-		b = __builtin_ia32_rdtsc();
-		*t = a + (b - a) / 2;
-		return;
-	}
-#endif
-	*t = *ns = sonde_clock_ns();
+	if (use_tsc)
+		sonde_clock_tsc_pair(t, ns);
+	else
+		*t = *ns = sonde_clock_ns();
 }
 
 static void calibrate(CpuCollector *c)

@@ -18,22 +18,11 @@ import threading
 import time
 
 from . import _sonde
+from ._base import StartStop
 from ._sonde import NotSupported, StateError
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICK = os.sysconf("SC_CLK_TCK")
-
-
-class StartStop:
-    """`with x:` is x.start() ... x.stop() (what every collector and tracker shares)."""
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
 
 
 class BaseCollector(StartStop):

@@ -15,14 +15,11 @@ one event, whatever it calls), and while a thread holds the GIL only it runs,
 so a thread waiting for the GIL shows that wait inside the call it is in.
 """
 
-import json
 import os
 import sys
-import warnings
 
 from . import _sonde
-from .collectors import StartStop
-from .timing import SondeWarning
+from ._base import SondeWarning, StartStop
 
 
 class CpuCollector(StartStop, _sonde.CpuCollector):
@@ -66,6 +63,8 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
         self.results = None
 
     def stop(self):
+        import warnings  # not before the program (see _base.py)
+
         self.results = r = super().stop()
         if r and r.get("mode") == "sampling":
             return r
@@ -89,6 +88,8 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
 
     def profile(self, cmd=None):
         """The trace profile of the calls (a dict), as `sonde collect trace` writes."""
+        import json
+
         cmd = cmd or os.path.basename(sys.argv[0] or "python") or "python"
         return json.loads(self.profile_json(cmd))
 

@@ -15,20 +15,62 @@ trace profile is written: `sonde show calls.json report|graph|flamegraph`.
 leaves is kept), and sonde writes the profile.
 """
 
-import argparse
 import atexit
 import os
-import runpy
 import sys
-import types
 
 from . import _sonde
 from .cpu import CpuCollector
 
 RING_ENV, TSC_ENV = "SONDE_PYTHON_RING", "SONDE_PYTHON_TSC"  # lib/collectors/python/pyring.h
 
+# The runner's own options. They are parsed by hand, and argparse (with what it
+# imports: re, gettext, ...) is loaded only for --help and for what this does
+# not take: a module loaded before the program is one its import finds done.
+_FLAGS = ("to_sonde", "no_c_calls", "syscalls", "wall", "memory", "numa")
+_VALUES = {"output": str, "cmd": str, "mode": str, "hz": float, "memory_interval": int,
+           "buffer": int, "module": str, "command": str}
+_DEFAULTS = dict(output="sonde-python.json", cmd=None, mode="calls", hz=100.0,
+                 memory_interval=256 * 1024, buffer=None, module=None, command=None)
 
-def _parse(argv):
+
+class _Options:
+    pass
+
+
+def _parse_fast(own):
+    """own parsed as argparse would, or None for argparse to do it (and say why)."""
+    o = _Options()
+    o.__dict__.update(_DEFAULTS, **{f: False for f in _FLAGS})
+    i = 0
+    while i < len(own):
+        a, value = own[i], None
+        if a.startswith("--") and "=" in a:
+            a, value = a.split("=", 1)
+        key = {"-o": "output", "-m": "module", "-c": "command"}.get(a, a[2:].replace("-", "_"))
+        if not a.startswith("-") or a in ("-h", "--help"):
+            return None
+        if key in _FLAGS and a.startswith("--") and value is None:
+            setattr(o, key, True)
+        elif key in _VALUES:
+            if value is None:
+                i += 1
+                if i >= len(own):
+                    return None
+                value = own[i]
+            try:
+                setattr(o, key, _VALUES[key](value))
+            except ValueError:
+                return None
+        else:
+            return None
+        i += 1
+    return o if o.mode in ("calls", "sampling") else None
+
+
+def _parser():
+    import argparse
+
     ap = argparse.ArgumentParser(
         prog="python3 -m sonde.run",
         description="Record every Python call and return of a program (sonde's CPU collector).",
@@ -60,7 +102,11 @@ def _parse(argv):
     ap.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script")
     ap.add_argument("-c", dest="command", metavar="COMMAND", help="run a command string")
     ap.add_argument("target", nargs=argparse.REMAINDER, help="SCRIPT [ARGS...] (or - for stdin)")
-    # options before the program; whatever follows it is the program's
+    return ap
+
+
+def _split(argv):
+    """The runner's options, and the program with its arguments."""
     own, rest, i = [], [], 0
     while i < len(argv):
         a = argv[i]
@@ -80,27 +126,34 @@ def _parse(argv):
             own.append(argv[i + 1])
             i += 1
         i += 1
-    o = ap.parse_args(own)
+    return own, rest
+
+
+def _options(argv):
+    own, rest = _split(argv)
+    o = _parse_fast(own) or _parser().parse_args(own)
     if o.module is None and o.command is None:
         if rest[:1] == ["-m"] and len(rest) > 1:
             o.module, rest = rest[1], rest[2:]
         elif rest[:1] == ["-c"] and len(rest) > 1:
             o.command, rest = rest[1], rest[2:]
         elif not rest:
-            ap.error("no program: give SCRIPT, -m MODULE, -c COMMAND or -")
+            _parser().error("no program: give SCRIPT, -m MODULE, -c COMMAND or -")
     o.rest = rest
     return o
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    o = _parse(argv)
+    o = _options(argv)
     # the path this module was found on is not the program's
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     while sys.path and sys.path[0] in ("", here):
         del sys.path[0]
     main_dict = _fresh_main()
     if o.module is not None:
+        import runpy
+
         sys.path.insert(0, os.getcwd())
         try:
             mod_name, spec, code = runpy._get_module_details(o.module)
@@ -193,7 +246,7 @@ def _fresh_main():
     finds its classes there); the runner's own stays referenced."""
     global _runner_main
     _runner_main = sys.modules.get("__main__")
-    m = types.ModuleType("__main__")
+    m = type(sys)("__main__")
     m.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = m
     return m.__dict__

@@ -12,13 +12,10 @@ import warnings
 from dataclasses import dataclass
 
 from . import _sonde
+from ._base import SondeWarning
 from ._sonde import StateError
 
 NS_PER_MS = 1e6
-
-
-class SondeWarning(UserWarning):
-    """Something sonde did not do as asked, said once instead of silently."""
 
 
 @dataclass(frozen=True)
