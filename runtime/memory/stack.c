@@ -22,6 +22,7 @@
  */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <libunwind.h>
 #include <stdatomic.h>
@@ -378,6 +379,30 @@ static inline unsigned verdict(uintptr_t pc)
 	return v;
 }
 
+/*
+ * libunwind opens a pipe when it starts (to probe addresses), on the lowest
+ * free descriptors: a program started with stdin, stdout or stderr closed
+ * would find that pipe there, reading EAGAIN or writing into it. It is started
+ * before its first use (a library's constructor may be the first to allocate),
+ * each closed one of the three held meanwhile by /dev/null and closed again
+ * after: the pipe lands above them, as it does in any other program.
+ */
+static void start_unwinder(void)
+{
+	static atomic_bool started;
+	int held[3], i;
+	void *one[1];
+
+	if (atomic_exchange(&started, true))
+		return;
+	for (i = 0; i < 3; i++)
+		held[i] = fcntl(i, F_GETFD) < 0 ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1;
+	unw_backtrace(one, 1);
+	for (i = 0; i < 3; i++)
+		if (held[i] >= 0)
+			close(held[i]);
+}
+
 /* The whole stack by libunwind; when `seen` (a return address without frame
  * pointer) turns out to be a root, remember it and end the stack there. */
 static int unwind(uint64_t *pc, int max, int *truncated, uintptr_t seen)
@@ -386,6 +411,7 @@ static int unwind(uint64_t *pc, int max, int *truncated, uintptr_t seen)
 	int n, i, k = 0;
 
 	atomic_fetch_add_explicit(&fallbacks, 1, memory_order_relaxed);
+	start_unwinder();
 	n = unw_backtrace(buf, MAX_UNWIND);
 	/* drop the frames of this runtime (the hook and what it called) */
 	for (i = 0; i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi; i++)

@@ -157,4 +157,13 @@ if [ "$(jq .stats.memory.allocations none.json)" = 0 ]; then
 else
 	skip "nothing allocated: the flame graph says why" "/bin/true allocates here"
 fi
+# libunwind opens a pipe when it starts, on the lowest free descriptors: a
+# program started with stdin closed found that pipe as its stdin (heaptrack's
+# targets still do). ls starts it early (libselinux's constructor allocates).
+"$SONDE" collect memory -q -o closed.json -- ls -l /proc/self/fd/ <&- >closed.txt 2>&1
+check "stdin closed: the target's fd 0 is not the unwinder's pipe" \
+	all '! grep -q " 0 -> pipe:" closed.txt' 'grep -q " -> pipe:" closed.txt'
+plain=$(cat <&- 2>&1)
+mine=$("$SONDE" collect memory -q -o closed2.json -- cat <&- 2>&1 | grep "^cat:")
+check "stdin closed: cat says what it says without sonde ($mine)" [ "$mine" = "$plain" ]
 finish
