@@ -61,13 +61,43 @@ any() {
 	return 1
 }
 
-# run ARGS...: run sonde, keeping stdout in $out, stderr in $err and the status in $rc
+# run ARGS...: run sonde, keeping stdout in $out, stderr in $err and the status in $rc.
+# A run still going after RUN_LIMIT seconds (120) hangs: watchdog says where
+# each of its threads and processes waits, into the test's log, and kills it,
+# so that the script goes on and the hang is found where it happened.
 run() {
-	"$SONDE" "$@" >"$WORK/.out" 2>"$WORK/.err"
+	exec 9<&0 # a command in the background reads /dev/null, not the caller's stdin
+	"$SONDE" "$@" <&9 >"$WORK/.out" 2>"$WORK/.err" &
+	_pid=$!
+	exec 9<&-
+	watchdog "$_pid" &
+	_wd=$!
+	wait "$_pid"
 	rc=$?
+	kill "$_wd" 2>/dev/null
+	wait "$_wd" 2>/dev/null
 	out=$(cat "$WORK/.out")
 	err=$(cat "$WORK/.err")
 	if [ "${1:-}" = collect ]; then loads_after "$@"; fi
+}
+# watchdog PID: after RUN_LIMIT seconds, PID's threads and its descendants, each
+# with the kernel function it waits in (root: its kernel stack), then SIGTERM and
+# SIGKILL; killed before that (the run ended), it stops its sleep
+watchdog() {
+	trap 'kill "$_s" 2>/dev/null; exit 0' TERM
+	sleep "${RUN_LIMIT:-120}" &
+	_s=$!
+	wait "$_s" || exit 0
+	echo "# sonde (pid $1) still runs after ${RUN_LIMIT:-120} s: where it waits" >&2
+	for _t in /proc/"$1"/task/*; do
+		printf '#   thread %s %s: %s %s\n' "${_t##*/}" "$(cat "$_t/comm" 2>/dev/null)" \
+			"$(cat "$_t/wchan" 2>/dev/null)" "$(head -4 "$_t/stack" 2>/dev/null | tr '\n' ' ')" >&2
+	done
+	ps -o pid,ppid,stat,wchan:32,args -g "$(ps -o sid= -p "$1" | tr -d ' ')" 2>/dev/null |
+		sed 's/^/#   /' >&2
+	kill -TERM "$1" 2>/dev/null
+	sleep 5
+	kill -KILL "$1" 2>/dev/null
 }
 # loads_after COLLECT-ARGS...: the profile a collect wrote (-o FILE) loads in
 # sonde, checked now (a later run may write over it); finish reports the rest
