@@ -446,9 +446,13 @@ int BPF_PROG(te_exec, struct task_struct *p, int old_pid, struct linux_binprm *b
 	if (!e)
 		return 0; /* counted; the process is not stopped: nobody would wake it */
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(e, follow_exec ? BPF_RB_FORCE_WAKEUP : wakeup());
+	/* SIGSTOP: sonde probes the new image, then continues it. Queued before sonde
+	   hears of the exec: its SIGCONT, however soon, then finds the stop pending
+	   (and discards it) or done (and ends it). Queued after, a SIGCONT that came
+	   between left the process stopped for good, and sonde waiting for it. */
 	if (follow_exec)
-		bpf_send_signal(19 /* SIGSTOP: sonde probes the new image, then continues it */);
+		bpf_send_signal(19);
+	bpf_ringbuf_submit(e, follow_exec ? BPF_RB_FORCE_WAKEUP : wakeup());
 	return 0;
 }
 
