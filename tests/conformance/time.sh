@@ -55,33 +55,41 @@ same "gzip of 2 MB, 20 runs" 20 gzip -c -1 data.bin
 same "true, 100 runs" 100 /bin/true
 same "sleep 0.01, 20 runs" 20 /bin/sleep 0.01
 
-# measured: each times the same command, in turns (3 rounds of 15 runs), and
-# the medians of their rounds' medians agree. What each counts as a run's wall
-# time: from before the target's start to its reaping (hyperfine -N spawns it
-# itself; sonde through sonde-spawn, which reports the clone's time).
-# measured NAME TOLERANCE-PCT COMMAND...
+# measured: each times the same command, in turns (5 rounds of RUNS runs), and
+# their best rounds agree (what load does is add time: the best round is the
+# one it touched least). Wall time on a timer's length (a run's
+# wall time, from before the target's start to its reaping: hyperfine -N
+# spawns it itself, sonde through sonde-spawn, which reports the clone's
+# time); CPU time (user + sys, both from wait4) on CPU work, whose wall time
+# the tests beside it move by 20 % between rounds.
+# measured NAME WHAT TOLERANCE-PCT RUNS COMMAND...: WHAT is wall (medians) or cpu (means)
 measured() {
-	name=$1 tol=$2
-	shift 2
+	name=$1 what=$2 tol=$3 runs=$4
+	shift 4
+	if [ "$what" = wall ]; then
+		hq='.results[0].median * 1e9'
+		sq='[.rows[] | select(.subtype == "real")][0].median'
+	else
+		hq='(.results[0].user + .results[0].system) * 1e9'
+		sq='[.rows[] | select(.subtype == "user" or .subtype == "sys") | .mean] | add'
+	fi
 	: >hm.txt
 	: >sm.txt
-	for _ in 1 2 3; do
-		hyperfine -N --runs 15 --style none --export-json hm.json "$*" >/dev/null 2>&1 &&
-			jq '.results[0].median * 1e9' hm.json >>hm.txt
-		"$SONDE" collect time -q -r 15 -o sm.json -- "$@" >/dev/null 2>&1 &&
-			"$SONDE" show sm.json --format json | jq '.rows[0].median' >>sm.txt
+	for _ in 1 2 3 4 5; do
+		hyperfine -N --runs "$runs" --style none --export-json hm.json "$*" >/dev/null 2>&1 &&
+			jq "$hq" hm.json >>hm.txt
+		"$SONDE" collect time -q -r "$runs" -o sm.json -- "$@" >/dev/null 2>&1 &&
+			"$SONDE" show sm.json --format json | jq "$sq" >>sm.txt
 	done
-	h=$(sort -g hm.txt | sed -n 2p | awk '{ printf "%.0f", $1 }')
-	m=$(sort -g sm.txt | sed -n 2p | awk '{ printf "%.0f", $1 }')
+	h=$(sort -g hm.txt | sed -n 1p | awk '{ printf "%.0f", $1 }')
+	m=$(sort -g sm.txt | sed -n 1p | awk '{ printf "%.0f", $1 }')
 	if [ -z "$h" ] || [ -z "$m" ]; then
 		not_ok "$name: measured by both (hyperfine: ${h:-none}, sonde: ${m:-none})"
 		return
 	fi
-	check "$name: the wall time sonde measures is hyperfine's (median $m ns, hyperfine's $h ns, within $tol %)" \
+	check "$name: the $what time sonde measures is hyperfine's ($m ns, hyperfine's $h ns, within $tol %)" \
 		awk -v a="$m" -v b="$h" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * t / 100) }'
 }
-# a timer's length: the same to a few percent on any machine
-measured "sleep 0.05, measured by each" 3 /bin/sleep 0.05
-# CPU work: what the VM's neighbours take moves both
-measured "gzip of 2 MB, measured by each" 15 gzip -c -1 data.bin
+measured "sleep 0.1, measured by each" wall 3 6 /bin/sleep 0.1
+measured "gzip of 2 MB, measured by each" cpu 15 10 gzip -c -1 data.bin
 finish
