@@ -621,7 +621,7 @@ static void keep_capture(struct sonde_session *s, const char *path, int *capture
 static void print_view(struct sonde_profile *p, FILE *rep)
 {
 	struct sonde_strbuf v = SONDE_STRBUF_INIT;
-	int vr = sonde_view__counters(p, SONDE_VIEW_TEXT, &v);
+	int vr = sonde_view__counters(p, SONDE_VIEW_TEXT, false, &v);
 
 	if (vr == -EINVAL)
 		vr = sonde_view__sched(p, SONDE_VIEW_TEXT, &v);

@@ -312,7 +312,7 @@ int cmd_show(int argc, char **argv)
 		int rc;
 
 		if (!strcmp(view, "counters")) {
-			rc = sonde_view__counters(p, fmt, &sb);
+			rc = sonde_view__counters(p, fmt, true, &sb);
 			needs = "counters";
 		} else if (!strcmp(view, "sched") || !strcmp(view, "system")) {
 			rc = !strcmp(view, "sched") ? sonde_view__sched(p, fmt, &sb)

@@ -49,8 +49,12 @@ int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 /* The memory view of a memory profile (top: sites and leaks listed). */
 int sonde_view__memory(const struct sonde_profile *p, enum sonde_view_format fmt, unsigned top,
 		       struct sonde_strbuf *out);
-/* The counters view of a counters profile (perf stat's layout; JSON/CSV: the table). */
-int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format fmt,
+/*
+ * The counters view of a counters profile (perf stat's layout; JSON/CSV: the
+ * table). notes: end the text with the collection's notes (false where they
+ * were already said as the run went, as `sonde collect` logs them).
+ */
+int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format fmt, bool notes,
 			 struct sonde_strbuf *out);
 
 /* Trace profiles: the flat report (sorted by one of sonde_view__trace_sort_keys). */

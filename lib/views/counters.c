@@ -132,7 +132,7 @@ static int by_ts(const void *a, const void *b)
 	return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1];
 }
 
-int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format fmt,
+int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format fmt, bool notes,
 			 struct sonde_strbuf *out)
 {
 	json_t *hdr = sonde_profile__header(p), *st = sonde_profile__stats(p);
@@ -229,7 +229,7 @@ int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format f
 		}
 	}
 	err |= sonde_strbuf__addf(out, "\n");
-	for (i = 0; i < json_array_size(json_object_get(st, "notes")); i++)
+	for (i = 0; notes && i < json_array_size(json_object_get(st, "notes")); i++)
 		err |= sonde_strbuf__addf(
 			out, " note: %s\n",
 			json_string_value(json_array_get(json_object_get(st, "notes"), i)));

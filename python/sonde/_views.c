@@ -83,7 +83,7 @@ static int draw(const struct view_args *a, struct sonde_profile *p, struct sonde
 	if (!strcmp(k, "graph"))
 		return sonde_view__trace_graph(p, (enum sonde_view_format)f, top, out);
 	if (!strcmp(k, "counters"))
-		return sonde_view__counters(p, (enum sonde_view_format)f, out);
+		return sonde_view__counters(p, (enum sonde_view_format)f, true, out);
 	if (!strcmp(k, "sched"))
 		return sonde_view__sched(p, (enum sonde_view_format)f, out);
 	if (!strcmp(k, "system"))

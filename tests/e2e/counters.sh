@@ -44,6 +44,10 @@ if [ "$(jq -r '.stats.counters.not_supported | has("cycles")' hw.json)" = true ]
 		'[.resource_type_map | to_entries[] | select(.value.uid == "cycles") | .key] as $k | .resources[$k[0]].amount[0]' null
 	check "IPC (needs cycles) is not supported either" has "$err" "<not supported> *IPC"
 	check "a clear note says why" has "$(jq -r '.stats.notes | join(" ")' hw.json)" "not supported here: cycles"
+	check "collect says that note once, not again under the table" \
+		[ "$(printf '%s\n' "$err" | grep -c 'not supported here: cycles')" = 1 ]
+	run show hw.json counters
+	check "show keeps the note under the table" has "$out" "note: not supported here: cycles"
 	check "the software event in the same run is counted" [ "$(amt '.uid == "task-clock"' hw.json)" != null ]
 else
 	check "cycles counted on this PMU" [ "$(amt '.uid == "cycles"' hw.json)" != null ]

@@ -63,8 +63,8 @@ static void views(struct sonde_profile *p)
 	sonde_view__trace_report(p, SONDE_VIEW_CSV, "calls", 5, &a);
 	sonde_view__trace_graph(p, SONDE_VIEW_TEXT, 5, &a);
 	sonde_view__trace_graph(p, SONDE_VIEW_JSON, 5, &a);
-	sonde_view__counters(p, SONDE_VIEW_TEXT, &a);
-	sonde_view__counters(p, SONDE_VIEW_MARKDOWN, &a);
+	sonde_view__counters(p, SONDE_VIEW_TEXT, true, &a);
+	sonde_view__counters(p, SONDE_VIEW_MARKDOWN, false, &a);
 	sonde_strbuf__reset(&a);
 	view_trace_folded(p, true, &a, fold_frame);
 	sonde_strbuf__reset(&a);
