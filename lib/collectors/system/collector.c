@@ -136,6 +136,7 @@ struct raw {
 	unsigned long long pcpu, prd, pwr, prc, pwc, psw, pmin, pmaj; /* the tree, cumulative */
 	double rss, threads, procs;
 	bool have_proc;
+	bool have_pcpu;	  /* pcpu read (a failed read of the counter: not measured) */
 	bool cpus_beyond; /* CPUs past MAX_CPUS: no series of their own */
 	bool too_deep;	  /* a process tree deeper than MAX_DEPTH: its depths not walked */
 };
@@ -554,6 +555,7 @@ static void read_clock(struct system_state *st, struct raw *r)
 		t0 = sonde_clock_ns();
 		if (read(st->clock_fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
 			st->errors++;
+			r->have_pcpu = false;
 			return;
 		}
 		t1 = sonde_clock_ns();
@@ -569,6 +571,7 @@ static void read_all(struct system_state *st, struct raw *r)
 	memset(r, 0, offsetof(struct raw, cpu));
 	r->cpus_beyond = r->too_deep = false;
 	r->t = sonde_clock_ns();
+	r->have_pcpu = true;
 	if (st->clock_fd >= 0)
 		read_clock(st, r);
 	read_stat(st, r);
@@ -690,7 +693,9 @@ static void record(struct system_state *st, const struct raw *a, const struct ra
 		v[M_NET_TX] = rate(a->net[1], b->net[1], secs);
 	}
 	if (a->have_proc && b->have_proc) {
-		v[M_P_CPU] = 100.0 * rate(a->pcpu, b->pcpu, secs) / 1e9;
+		v[M_P_CPU] = a->have_pcpu && b->have_pcpu
+				     ? 100.0 * rate(a->pcpu, b->pcpu, secs) / 1e9
+				     : NAN;
 		v[M_P_RSS] = b->rss;
 		v[M_P_THREADS] = b->threads;
 		v[M_P_PROCESSES] = b->procs;
