@@ -3,7 +3,8 @@
  *
  * Three ways to start:
  *  - through sonde-spawn, the default when it is installed: posix_spawn starts
- *    that small static program, which makes the target as sonde's child
+ *    that small static program once per runner; for each run it is sent the
+ *    run's descriptors over a socket and makes the target as sonde's child
  *    (CLONE_PARENT) from its own few pages, sets its death signal (it dies with
  *    sonde) and reports the target's pid, its start time and exec errors
  *    through a pipe; with a barrier the target waits on a pipe before its exec.
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -52,8 +54,10 @@ static volatile sig_atomic_t pending_signal;
 struct sonde_runner {
 	struct sonde_runner_opts o;
 	char *path;
-	char *helper; /* sonde-spawn; NULL: not found */
-	pid_t parent; /* this process, as a forked child sees it before exec */
+	char *helper;	  /* sonde-spawn; NULL: not found */
+	pid_t helper_pid; /* the one serving this runner; 0: not started */
+	int helper_sock;  /* its socket; -1: not started */
+	pid_t parent;	  /* this process, as a forked child sees it before exec */
 	char *const *envp;
 	posix_spawnattr_t attr;
 	int null_fd;	/* /dev/null, opened once: children dup it instead of opening */
@@ -274,6 +278,7 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 		return NULL;
 	}
 	r->input_fd = -1;
+	r->helper_sock = -1;
 	r->tty = controlling_tty();
 	r->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (r->null_fd < 0 ||
@@ -306,6 +311,11 @@ void sonde_runner__free(struct sonde_runner *r)
 {
 	if (!r)
 		return;
+	if (r->helper_sock >= 0)
+		close(r->helper_sock); /* the helper leaves */
+	if (r->helper_pid > 0)
+		while (waitpid(r->helper_pid, NULL, 0) < 0 && errno == EINTR)
+			;
 	posix_spawnattr_destroy(&r->attr);
 	close(r->null_fd);
 	if (r->input_fd >= 0)
@@ -520,6 +530,13 @@ static int fork_target(struct sonde_runner *r, const struct redirect *rd, size_t
 	return 0;
 }
 
+/* A request to sonde-spawn (runtime/spawn/spawn.c), with its descriptors. */
+struct spawn_request {
+	int32_t barrier; /* 1: the second descriptor is the barrier's read end */
+	int32_t nredirect;
+	int32_t target_fd[4]; /* where each redirected descriptor goes in the target */
+};
+
 /* What sonde-spawn and the target it makes write on the report pipe. */
 struct spawn_report {
 	int32_t kind; /* 1: made (pid, start_ns); 2: its exec failed (err); 3: no clone (err) */
@@ -528,11 +545,9 @@ struct spawn_report {
 	uint64_t start_ns;
 };
 
-/* A close-on-exec pipe whose ends are above stderr (the plan dup2s onto 0-2). */
-static int pipe_above_stderr(int p[2])
+/* p[], two new close-on-exec descriptors, moved above stderr (the plan dup2s onto 0-2). */
+static int above_stderr(int p[2])
 {
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
 	for (int i = 0; i < 2; i++) {
 		if (p[i] <= 2) {
 			int fd = fcntl(p[i], F_DUPFD_CLOEXEC, 3);
@@ -551,6 +566,119 @@ static int pipe_above_stderr(int p[2])
 	return 0;
 }
 
+static int pipe_above_stderr(int p[2])
+{
+	return pipe2(p, O_CLOEXEC) < 0 ? -errno : above_stderr(p);
+}
+
+/* Start the sonde-spawn that serves this runner's runs. */
+static int helper_start(struct sonde_runner *r)
+{
+	posix_spawn_file_actions_t fa;
+	char sock_arg[16];
+	size_t argc = 0, i;
+	char **argv;
+	int sv[2], err;
+
+	for (; r->o.argv[argc]; argc++)
+		;
+	argv = calloc(argc + 4, sizeof(*argv)); /* helper, socket, path, argv, NULL */
+	if (!argv)
+		return -ENOMEM;
+	err = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ? -errno
+									    : above_stderr(sv);
+	if (err) {
+		free(argv);
+		return err;
+	}
+	snprintf(sock_arg, sizeof(sock_arg), "%d", sv[1]);
+	argv[0] = r->helper;
+	argv[1] = sock_arg;
+	argv[2] = r->path;
+	for (i = 0; i < argc; i++)
+		argv[3 + i] = r->o.argv[i];
+	posix_spawn_file_actions_init(&fa);
+	/* dup2 onto itself: the helper inherits it (glibc clears close-on-exec) */
+	posix_spawn_file_actions_adddup2(&fa, sv[1], sv[1]);
+	err = -posix_spawn(&r->helper_pid, r->helper, &fa, &r->attr, argv, r->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	free(argv);
+	close(sv[1]);
+	if (err) {
+		close(sv[0]);
+		r->helper_pid = 0;
+		return err;
+	}
+	r->helper_sock = sv[0];
+	return 0;
+}
+
+/* The helper is gone (its socket broke): reap it, so that the next run starts another. */
+static void helper_lost(struct sonde_runner *r)
+{
+	close(r->helper_sock);
+	r->helper_sock = -1;
+	while (waitpid(r->helper_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	r->helper_pid = 0;
+}
+
+/* Ask the helper for a target: the report pipe's write end, the barrier's read end, the plan. */
+static int helper_ask(struct sonde_runner *r, const struct redirect *rd, size_t n, int rep_w,
+		      int bar_r)
+{
+	struct spawn_request req = { .barrier = bar_r >= 0, .nredirect = (int32_t)n };
+	int fds[6], nfds = 0, opened[4] = { -1, -1, -1, -1 }, err = 0, tries;
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { &req, sizeof(req) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf };
+	struct cmsghdr *c;
+	size_t i;
+
+	fds[nfds++] = rep_w;
+	if (bar_r >= 0)
+		fds[nfds++] = bar_r;
+	for (i = 0; i < n && i < 4; i++) {
+		int fd = rd[i].from;
+
+		if (rd[i].path &&
+		    (fd = opened[i] = open(rd[i].path, rd[i].flags | O_CLOEXEC, 0666)) < 0) {
+			err = -errno;
+			goto out;
+		}
+		req.target_fd[i] = rd[i].fd;
+		fds[nfds++] = fd;
+	}
+	memset(&ctl, 0, sizeof(ctl));
+	msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	/* a helper that died since the last run is started again, once */
+	for (tries = 0; tries < 2; tries++) {
+		if (r->helper_sock < 0 && (err = helper_start(r)) < 0)
+			break;
+		if (sendmsg(r->helper_sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(req)) {
+			err = 0;
+			break;
+		}
+		err = -errno;
+		if (errno == EINTR)
+			continue;
+		helper_lost(r);
+	}
+out:
+	for (i = 0; i < 4; i++)
+		if (opened[i] >= 0)
+			close(opened[i]);
+	return err;
+}
+
 static ssize_t read_report(int fd, struct spawn_report *rep)
 {
 	ssize_t got;
@@ -564,55 +692,24 @@ static ssize_t read_report(int fd, struct spawn_report *rep)
 static int helper_target(struct sonde_runner *r, const struct redirect *rd, size_t n,
 			 struct sonde_run *out)
 {
-	int rep[2], bar[2] = { -1, -1 }, err = 0, hstatus;
-	posix_spawn_file_actions_t fa;
+	int rep[2], bar[2] = { -1, -1 }, err = 0;
 	struct spawn_report rec = { 0 };
-	char rep_arg[16], bar_arg[16] = "-";
-	size_t argc = 0, i;
-	char **argv;
-	pid_t hpid;
 
-	for (; r->o.argv[argc]; argc++)
-		;
-	argv = calloc(argc + 5, sizeof(*argv)); /* helper, report, barrier, path, argv, NULL */
-	if (!argv)
-		return -ENOMEM;
-	if ((err = pipe_above_stderr(rep)) < 0) {
-		free(argv);
+	if ((err = pipe_above_stderr(rep)) < 0)
 		return err;
-	}
 	if (r->o.barrier && (err = pipe_above_stderr(bar)) < 0) {
 		close(rep[0]);
 		close(rep[1]);
-		free(argv);
 		return err;
 	}
-	snprintf(rep_arg, sizeof(rep_arg), "%d", rep[1]);
-	if (bar[0] >= 0)
-		snprintf(bar_arg, sizeof(bar_arg), "%d", bar[0]);
-	argv[0] = r->helper;
-	argv[1] = rep_arg;
-	argv[2] = bar_arg;
-	argv[3] = r->path;
-	for (i = 0; i < argc; i++)
-		argv[4 + i] = r->o.argv[i];
-	plan_actions(&fa, rd, n);
-	/* dup2 onto itself: the helper inherits these two (glibc clears close-on-exec). */
-	posix_spawn_file_actions_adddup2(&fa, rep[1], rep[1]);
-	if (bar[0] >= 0)
-		posix_spawn_file_actions_adddup2(&fa, bar[0], bar[0]);
-	err = -posix_spawn(&hpid, r->helper, &fa, &r->attr, argv, r->envp);
-	posix_spawn_file_actions_destroy(&fa);
-	free(argv);
+	err = helper_ask(r, rd, n, rep[1], bar[0]);
 	close(rep[1]);
 	if (bar[0] >= 0)
 		close(bar[0]);
 	if (err)
 		goto out;
-	/* Its first record names the target; the helper then exits. */
+	/* Its first record names the target (EOF: the helper died first). */
 	while (read_report(rep[0], &rec) == (ssize_t)sizeof(rec) && rec.kind != 1 && rec.kind != 3)
-		;
-	while (waitpid(hpid, &hstatus, 0) < 0 && errno == EINTR)
 		;
 	if (rec.kind != 1) {
 		err = rec.kind == 3 && rec.err ? -rec.err : -ECHILD;
