@@ -137,4 +137,28 @@ check "no sonde-spawn: the run still works" [ "$rc" = 0 ]
 check "no sonde-spawn: no max-rss recorded" \
 	[ "$(jq '[.resource_type_map[] | select(.subtype == "max-rss")] | length' norss.json)" = 0 ]
 check "no sonde-spawn: said, with the reason" has "$out$err" "max-rss <not supported>: sonde-spawn was not found"
+
+# one sonde-spawn serves a series; killed in the middle, the next run starts another, and
+# none is left once sonde is done
+"$SONDE" collect time -q -r 12 -o helper.json -- sleep 0.05 </dev/null >/dev/null 2>&1 &
+sp=$!
+h1=
+for _ in $(seq 100); do
+	h1=$(pgrep -P "$sp" -x sonde-spawn) && break
+	sleep 0.05
+done
+check "a series' runs come from one sonde-spawn, a child of sonde" [ -n "$h1" ]
+sleep 0.2
+[ -n "$h1" ] && kill -KILL "$h1"
+h2=
+for _ in $(seq 100); do
+	h2=$(pgrep -P "$sp" -x sonde-spawn | grep -vx "$h1") && break
+	sleep 0.05
+done
+wait "$sp"
+src=$?
+check "sonde-spawn killed in a series: the series goes on (exit $src)" [ "$src" = 0 ]
+check "... every run measured" jq_eq helper.json '[.resources[] | .amount | length] | max' 12
+check "... by another sonde-spawn" [ -n "$h2" ]
+check "... which is gone once sonde has exited" sh -c '! kill -0 "$1" 2>/dev/null' _ "${h2:-1}"
 finish
