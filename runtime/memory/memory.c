@@ -54,7 +54,6 @@ static struct {
 	void (*free)(void *);
 	void *(*calloc)(size_t, size_t);
 	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
 	int (*posix_memalign)(void **, size_t, size_t);
 	void *(*aligned_alloc)(size_t, size_t);
 	void *(*memalign)(size_t, size_t);
@@ -104,7 +103,6 @@ static void resolve(void)
 	real.free = dlsym(RTLD_NEXT, "free");
 	real.calloc = dlsym(RTLD_NEXT, "calloc");
 	real.realloc = dlsym(RTLD_NEXT, "realloc");
-	real.reallocarray = dlsym(RTLD_NEXT, "reallocarray");
 	real.posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
 	real.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
 	real.memalign = dlsym(RTLD_NEXT, "memalign");
@@ -466,7 +464,12 @@ EXPORT void *calloc(size_t n, size_t size)
 	return p;
 }
 
-EXPORT void *realloc(void *old, size_t n)
+/*
+ * realloc and reallocarray (op), one event each. glibc's reallocarray ends in
+ * a call to realloc through the PLT, which would be recorded too: it is not
+ * called.
+ */
+static inline __attribute__((always_inline)) void *do_realloc(void *old, size_t n, unsigned op)
 {
 	void *p;
 
@@ -482,26 +485,24 @@ EXPORT void *realloc(void *old, size_t n)
 	}
 	p = real.realloc(old, n); /* recorded as one event: old freed, p allocated */
 	if (p)
-		ON_ALLOC(MEM_OP_REALLOC, p, n, old ? old : NULL);
+		ON_ALLOC(op, p, n, old ? old : NULL);
 	else if (old && n == 0)
 		ON_FREE(MEM_OP_FREE, old); /* realloc(p, 0) freed p */
 	return p;
 }
 
+EXPORT void *realloc(void *old, size_t n)
+{
+	return do_realloc(old, n, MEM_OP_REALLOC);
+}
+
 EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
-	void *p;
-
 	if (size && n > SIZE_MAX / size) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!READY() || in_boot(old) || !real.reallocarray)
-		return realloc(old, n * size);
-	p = real.reallocarray(old, n, size);
-	if (p)
-		ON_ALLOC(MEM_OP_REALLOCARRAY, p, n * size, old);
-	return p;
+	return do_realloc(old, n * size, MEM_OP_REALLOCARRAY);
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)

@@ -73,6 +73,10 @@ export PYTHONHASHSEED
 same "python3" 0 /usr/bin/python3 -c "print(sum(range(1000)))"
 git init -q repo
 same "git status" 0 git -C repo status --short
+# sort grows its buffers with reallocarray, which ends in glibc's realloc (a call
+# each, not two)
+seq 1 100000 | sort -R --random-source=/dev/zero >nums.txt
+same "sort of 100 000 lines (reallocarray)" 0 sort -S 10M nums.txt -o sorted.txt
 # heaptrack records only the process it starts; sonde follows forked and
 # exec'ed children, so the driver is compared where it runs no compiler.
 same "the gcc driver" 0 gcc -v
