@@ -303,7 +303,10 @@ int sonde_view__memory(const struct sonde_profile *p, enum sonde_view_format fmt
 					    : "▏");
 			}
 		}
-		x = json_object_get(json_object_get(m, "timeline"), "heap");
+		/* each column the slice's highest (profiles before it: its end) */
+		x = json_object_get(json_object_get(m, "timeline"), "heap_peak");
+		if (!json_array_size(x))
+			x = json_object_get(json_object_get(m, "timeline"), "heap");
 		if (json_array_size(x)) {
 			static const char *const bars[] = { " ", "▁", "▂", "▃", "▄",
 							    "▅", "▆", "▇", "█" };

@@ -34,6 +34,14 @@ check "leak rows keep their address and no free time" jq_eq known.json \
 	'[.resource_type_map | to_entries[] | select(.value.summary.leaked_bytes == 1000) | .key] as $k | .resources[$k[0]] | [(.address[0] > 0), .freed] | tostring' '[true,[null]]'
 check "peak heap is at least the two leaks" jq_eq known.json '.stats.memory.peak_heap_bytes >= 1300' true
 check "no dropped events" jq_eq known.json .stats.dropped_events 0
+
+# a peak that lasts one event: the timeline's columns are each slice's highest, so the
+# chart's tallest is the peak heap (the heap at the slices' ends missed it by 1 MiB)
+run collect memory -o spike.json -- "$PROGS/m-spike"
+check "a one-event peak: the peak heap is the 1 MiB block" jq_eq spike.json '.stats.memory.peak_heap_bytes >= 1048576' true
+check "... and the timeline's highest slice is that peak" jq_eq spike.json \
+	'(.stats.memory.timeline.heap_peak | max) == .stats.memory.peak_heap_bytes' true
+check "... which the chart's title says" has "$err" "heap over time (.* per column, peak 1.0 MiB)"
 check "one run by default" jq_eq known.json .stats.runs 1
 
 run show known.json memory --format json

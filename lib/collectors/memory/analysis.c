@@ -740,6 +740,8 @@ static void timeline(struct mem_run *r, uint64_t ts, uint64_t bytes, bool alloc)
 		t->tl_bytes[i] += bytes;
 	}
 	t->tl_heap[i] = r->heap + 1; /* +1: "set"; fixed up at the end */
+	if (r->heap + 1 > t->tl_peak[i])
+		t->tl_peak[i] = r->heap + 1;
 }
 
 static int snapshot(struct mem_run *r, uint32_t k, uint64_t ts)
@@ -1418,7 +1420,7 @@ static int write_snapshots(struct mem_analysis *a, struct sonde_profile *p)
 static json_t *stats_json(const struct mem_analysis *a)
 {
 	const struct mem_totals *t = &a->t;
-	json_t *hist = json_array(), *tl, *heap = json_array();
+	json_t *hist = json_array(), *tl, *heap = json_array(), *peak = json_array();
 	uint64_t last = 0;
 	size_t i;
 
@@ -1432,15 +1434,20 @@ static json_t *stats_json(const struct mem_analysis *a)
 				  "count", (json_int_t)t->hist_count[i], "bytes",
 				  (json_int_t)t->hist_bytes[i]));
 	}
-	for (i = 0; heap && i < MEM_TIMELINE; i++) {
+	for (i = 0; heap && peak && i < MEM_TIMELINE; i++) {
+		/* a slice starts with what the one before ended with */
+		uint64_t high =
+			t->tl_peak[i] && t->tl_peak[i] - 1 > last ? t->tl_peak[i] - 1 : last;
+
 		if (t->tl_heap[i])
 			last = t->tl_heap[i] - 1;
 		json_array_append_new(heap, json_integer((json_int_t)last));
+		json_array_append_new(peak, json_integer((json_int_t)high));
 	}
-	tl = json_pack("{s:I, s:I, s:o, s:o, s:o}", "start_ns", (json_int_t)t->tl_start_ns,
+	tl = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "start_ns", (json_int_t)t->tl_start_ns,
 		       "slice_ns", (json_int_t)t->tl_slice_ns, "allocations",
 		       u64_array(t->tl_alloc, MEM_TIMELINE), "bytes",
-		       u64_array(t->tl_bytes, MEM_TIMELINE), "heap", heap);
+		       u64_array(t->tl_bytes, MEM_TIMELINE), "heap", heap, "heap_peak", peak);
 	return json_pack(
 		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
 		" s:{s:I, s:I}, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",

@@ -53,6 +53,7 @@ struct mem_totals {
 	/* the first run's timeline: allocations, bytes and heap per slice */
 	uint64_t tl_start_ns; /* the timeline's start, since the collection began */
 	uint64_t tl_slice_ns, tl_alloc[MEM_TIMELINE], tl_bytes[MEM_TIMELINE], tl_heap[MEM_TIMELINE];
+	uint64_t tl_peak[MEM_TIMELINE]; /* each slice's highest live bytes, + 1 (0: no event) */
 	bool tl_done;
 	uint64_t analysis_ns, drain_cpu_ns;
 	uint64_t after_run_ns; /* of analysis_ns, the part after the target's runs ended */
