@@ -54,6 +54,12 @@ else
 	skip "<not supported> path" "this machine has a hardware PMU"
 fi
 
+# ---- libpfm4 starts without its tracepoint table; the target's environment stays its own ---
+run collect counters -q --show-output -o env.json -- env
+check "the target's environment has no LIBPFM_DISABLED_PMUS of sonde's" sh -c '! printf "%s" "$1" | grep -q LIBPFM_DISABLED_PMUS' _ "$out"
+LIBPFM_DISABLED_PMUS=x86 run collect counters -q --show-output -o env.json -- env
+check "... and keeps the user's" has "$out" "LIBPFM_DISABLED_PMUS=x86"
+
 # ---- -I: a time series; accumulate() gives the running total ------------------------------
 run collect counters -q -I 50 -e context-switches,CS_TOTAL -o iv.json -- "$PROGS/c-pingpong" 20000
 check "-I exits 0" [ "$rc" = 0 ]

@@ -230,11 +230,31 @@ int cnt_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, u
 
 static char arch_buf[64] = "generic";
 
+/*
+ * libpfm4's pfm_initialize builds a table of every tracepoint when debugfs is
+ * mounted, for its "perf" PMU: ~8 ms of each run of `sonde collect counters`
+ * on a machine that mounts it (systemd does), for events sonde takes from
+ * perf's generic list and from tracefs itself. That PMU and "perf_raw" are
+ * left out through the variable pfm_initialize reads, unless the user set it;
+ * the environment is put back at once (the string setenv made stays where
+ * libpfm4 may still point).
+ */
+static int pfm_start(void)
+{
+	static const char var[] = "LIBPFM_DISABLED_PMUS";
+	bool set = !getenv(var) && setenv(var, "perf,perf_raw", 0) == 0;
+	int rc = pfm_initialize();
+
+	if (set)
+		unsetenv(var);
+	return rc;
+}
+
 static void detect_arch(void)
 {
 	int p;
 
-	if (pfm_initialize() != PFM_SUCCESS)
+	if (pfm_start() != PFM_SUCCESS)
 		return;
 	pfm_ok = true;
 	pfm_for_all_pmus(p)
