@@ -34,6 +34,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -77,7 +78,7 @@ static int fd_arg(const char *s)
 	char *end;
 	long v = strtol(s, &end, 10);
 
-	return *s && !*end && v >= 0 && v < 65536 ? (int)v : -1;
+	return *s && !*end && v >= 0 && v <= INT_MAX ? (int)v : -1;
 }
 
 /* What the target does before its exec, and if its exec fails. */
