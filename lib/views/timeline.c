@@ -225,7 +225,7 @@ static int heap_track(const struct sonde_profile *p, const struct sink *k)
 {
 	json_t *tl =
 		json_object_get(json_object_get(sonde_profile__stats(p), "memory"), "timeline");
-	json_t *heap = json_object_get(tl, "heap"), *v;
+	json_t *heap = json_object_get(tl, "heap"), *peak = json_object_get(tl, "heap_peak"), *v;
 	long long start = (long long)json_integer_value(json_object_get(tl, "start_ns"));
 	long long slice = (long long)json_integer_value(json_object_get(tl, "slice_ns"));
 	size_t i;
@@ -235,6 +235,10 @@ static int heap_track(const struct sonde_profile *p, const struct sink *k)
 	json_array_foreach(heap, i, v)
 		k->counter(k->ctx, PID_MEMORY, "heap (B)", start + (long long)(i + 1) * slice,
 			   (double)json_integer_value(v));
+	/* what the slice reached, drawn over the slice: a peak between two ends shows */
+	json_array_foreach(peak, i, v)
+		k->counter(k->ctx, PID_MEMORY, "heap, each slice's highest (B)",
+			   start + (long long)i * slice, (double)json_integer_value(v));
 	return 0;
 }
 

@@ -42,6 +42,9 @@ check "a one-event peak: the peak heap is the 1 MiB block" jq_eq spike.json '.st
 check "... and the timeline's highest slice is that peak" jq_eq spike.json \
 	'(.stats.memory.timeline.heap_peak | max) == .stats.memory.peak_heap_bytes' true
 check "... which the chart's title says" has "$err" "heap over time (.* per column, peak 1.0 MiB)"
+run export spike.json --format perfetto -o spike.trace.json
+check "... and the timeline's track of each slice's highest reaches it" jq_eq spike.trace.json \
+	"[.traceEvents[] | select(.ph == \"C\" and (.name | test(\"highest\"))) | .args[]] | max == $(jq .stats.memory.peak_heap_bytes spike.json)" true
 check "one run by default" jq_eq known.json .stats.runs 1
 
 run show known.json memory --format json
