@@ -237,7 +237,8 @@ static char arch_buf[64] = "generic";
  * perf's generic list and from tracefs itself. That PMU and "perf_raw" are
  * left out through the variable pfm_initialize reads, unless the user set it;
  * the environment is put back at once (the string setenv made stays where
- * libpfm4 may still point).
+ * libpfm4 may still point). This happens once, where the catalog is first
+ * used: a thread reading the environment at that moment could see the change.
  */
 static int pfm_start(void)
 {
