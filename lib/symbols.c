@@ -12,6 +12,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <elfutils/libdw.h>
+#include <gelf.h>
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
 #include <errno.h>
@@ -39,6 +40,11 @@ struct object {
 	uint64_t *keys;
 	size_t nkeys, capkeys;
 	bool dirty; /* addresses resolved that the file does not hold */
+	/* .eh_frame_hdr's table of the functions' starts (datarel sdata4 pairs) */
+	const uint8_t *starts;
+	size_t nstarts;
+	uint64_t starts_base; /* the table's addresses are relative to this */
+	bool starts_read;
 };
 
 struct sonde_symbols {
@@ -244,6 +250,94 @@ static const char *unversioned(struct sonde_symbols *s, const char *name)
 	return intern(s, buf);
 }
 
+/*
+ * The object's .eh_frame_hdr search table: one (start, FDE) pair per function
+ * with call frame information, sorted by start. Read where it has the layout
+ * every x86-64 and AArch64 toolchain writes (version 1, table of datarel sdata4
+ * pairs); otherwise none.
+ */
+static void read_starts(struct object *o)
+{
+	GElf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	size_t nph = 0, i;
+
+	o->starts_read = true;
+	if (!elf || elf_getphdrnum(elf, &nph))
+		return;
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		const uint8_t *h;
+		int32_t count;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+		h = d ? d->d_buf : NULL;
+		/* version, eh_frame_ptr_enc, fde_count_enc (udata4), table_enc (datarel sdata4) */
+		if (!h || d->d_size < 12 || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+			return;
+		/* the eh_frame pointer is 4 bytes in every encoding these writers use */
+		if ((h[1] & 0x0f) != 0x0b && (h[1] & 0x0f) != 0x03)
+			return;
+		memcpy(&count, h + 8, 4);
+		if (count <= 0 || 12 + (size_t)count * 8 > d->d_size)
+			return;
+		o->starts = h + 12;
+		o->nstarts = (size_t)count;
+		o->starts_base = ph.p_vaddr;
+		return;
+	}
+}
+
+static uint64_t start_at(const struct object *o, size_t k)
+{
+	int32_t v;
+
+	memcpy(&v, o->starts + 8 * k, 4);
+	return o->starts_base + (uint64_t)(int64_t)v;
+}
+
+/*
+ * A function without a symbol (a stripped object's own functions): named
+ * after its start, "[OBJECT+0xSTART]", so that its addresses add up as one
+ * function and not one each (perf and heaptrack show each address). Where
+ * call frame information covers a (libdw says), its function is the one
+ * whose information begins last at or before a: those ranges do not overlap.
+ * NULL: none covers a, or the object has no search table.
+ */
+static const char *unnamed(struct sonde_symbols *s, struct object *o, Dwarf_Addr a)
+{
+	const char *base = strrchr(o->path, '/');
+	Dwarf_Addr bias = 0;
+	Dwarf_CFI *cfi;
+	Dwarf_Frame *fr = NULL;
+	size_t lo = 0, hi;
+	char buf[512];
+
+	if (!o->starts_read)
+		read_starts(o);
+	if (!o->nstarts || a < start_at(o, 0))
+		return NULL;
+	cfi = dwfl_module_eh_cfi(o->mod, &bias);
+	if (!cfi || dwarf_cfi_addrframe(cfi, a - bias, &fr) || !fr)
+		return NULL;
+	free(fr);
+	hi = o->nstarts; /* the answer is in [lo, hi) */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (start_at(o, mid) <= a)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	snprintf(buf, sizeof(buf), "[%s+0x%llx]", base ? base + 1 : o->path,
+		 (unsigned long long)start_at(o, lo));
+	return intern(s, buf);
+}
+
 static const char *call_file(Dwarf_Die *cu, Dwarf_Die *inl)
 {
 	Dwarf_Attribute at;
@@ -307,6 +401,8 @@ static int lookup(struct sonde_symbols *s, struct object *o, uint64_t shown, Dwa
 	free(scopes);
 	if (rc)
 		return rc;
+	if (!sym && (sym = unnamed(s, o, a)))
+		file = NULL;
 	f.function = sym ? intern(s, sonde_symbols__demangle(s, sym)) : NULL;
 	f.file = f.function ? intern(s, file) : NULL;
 	f.line = f.function && file ? (unsigned)line_no : 0;

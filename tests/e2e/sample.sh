@@ -67,6 +67,21 @@ else
 	skip "perf report agrees on hot" "perf record does not run here"
 	skip "perf report agrees on warm" "perf record does not run here"
 fi
+# stripped: the functions have no names, but their call frame information says where each
+# starts, so hot's samples add up as one function, "[p-stripped+0xSTART]" (perf report shows
+# each address apart); START is hot's address in the unstripped file
+if command -v strip >/dev/null 2>&1 && strip -o p-stripped "$PROGS/p-shares"; then
+	start=$(nm "$PROGS/p-shares" | awk '$3 == "hot" { sub(/^0+/, "", $1); print $1 }')
+	# (without the symbol cache, which knows this build id from p-shares: hot, by name)
+	SONDE_CACHE_DIR= sampled stripped.json "[p-stripped+0x$start]" 70 -F 999 -- ./p-stripped 300
+	check "stripped: hot's samples are one function named by its start: $got %" near "$got" 70 5
+	check "... and the program's own rows are few (one per function, not per address)" \
+		[ "$("$SONDE" show stripped.json report --format json -n 0 2>/dev/null |
+			jq '[.functions[] | select(.function | startswith("[p-stripped+"))] | length')" -le 4 ]
+else
+	skip "stripped: hot's samples are one function named by its start" "strip (binutils) is missing"
+	skip "... and the program's own rows are few" "strip (binutils) is missing"
+fi
 check "stats: one sample every 1.001 ms, nothing lost" \
 	[ "$(jq -c '[.stats.trace.sampling.interval_ns, .stats.trace.perf_event.lost_records]' shares.json)" = "[1001001,0]" ]
 run show shares.json graph
