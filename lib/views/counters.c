@@ -2,7 +2,8 @@
  * counters.c - the counters view, laid out like perf stat: a value, its
  * unit and the counter's name per line, "<not supported>" / "<not counted>"
  * where nothing was measured (never 0), the running fraction of multiplexed
- * counters, "± x%" over several runs; then the time series of -I and the
+ * counters, "± x%" over several runs (as perf stat: the standard deviation
+ * of the mean over the mean); then the time series of -I and the
  * regions, one line per region and counter (mean per execution).
  */
 #include <errno.h>
@@ -117,9 +118,12 @@ static int line(struct sonde_strbuf *out, const struct row *r, size_t from, size
 		double mean = sum / (double)n,
 		       var = (sq - (double)n * mean * mean) / (double)(n - 1);
 
+		/* perf stat's figure: the standard deviation of the mean (s / sqrt(n)),
+		   relative to the mean */
 		if (mean != 0)
 			snprintf(note + strlen(note), sizeof(note) - strlen(note), "%s± %.2f%%",
-				 *note ? " " : "", 100 * sqrt(var > 0 ? var : 0) / fabs(mean));
+				 *note ? " " : "",
+				 100 * sqrt((var > 0 ? var : 0) / (double)n) / fabs(mean));
 	}
 	return sonde_strbuf__addf(out, "%s%*s %*s %-24s %s\n", prefix, SONDE_COLS(v, 18),
 				  SONDE_COLS(unit, -6), r->name, note);

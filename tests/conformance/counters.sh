@@ -50,6 +50,28 @@ near "page faults of a 32 MiB program" "$(median5 $pf)" "$(median5 $sf | cut -d.
 near "task-clock of a 32 MiB program (ms)" "$(least $pt)" \
 	"$(awk -v n="$(least $st)" 'BEGIN { printf "%.3f", n / 1e6 }')" 0.25 1
 
+# -r 5: the spread printed beside each count. perf stat's "+- x%" is the standard
+# deviation of the mean (s / sqrt(n)) over the count it prints; sonde's "± x%" is the same
+# figure over the mean. A script whose runs touch 1000, 2000, ... 5000 pages (a counter in a
+# file) gives both the same five counts. Debian's perf 6.1 prints the last run's count under
+# -r, not the mean (and its spread over that count), so the spreads are compared in pages:
+# the count printed times the percentage.
+printf 'n=$(cat n.txt); echo $((n + 1)) > n.txt\nexec "%s" $(( (n %% 5 + 1) * 1000 ))\n' \
+	"$PROGS/c-pages" >grow.sh
+echo 0 >n.txt
+perf stat -r 5 -e page-faults -o pr.txt -- sh grow.sh >/dev/null 2>&1
+echo 0 >n.txt
+"$SONDE" collect counters -r 5 -e page-faults -o cr.json -- sh grow.sh >/dev/null 2>cr.txt
+pspread=$(awk '/page-faults/ { gsub(/[(),%]/, " "); for (i = 1; i <= NF; i++) if ($i == "+-") print $1 * $(i + 1) / 100 }' pr.txt)
+sspread=$(awk '/page-faults/ { for (i = 1; i <= NF; i++) if ($i == "±") { p = $(i + 1); sub("%", "", p); print $1 * p / 100 } }' cr.txt)
+want=$(awk 'BEGIN { printf "%.1f", 1000 * sqrt(2.5) / sqrt(5) }') # the counts' s / sqrt(n)
+near "-r 5: the spread of the mean, in pages (1000 x sqrt(2.5 / 5) = $want)" "${pspread:-0}" "${sspread:-0}" 0.02 2
+check "-r 5: sonde's is the counts' own ($sspread pages)" \
+	awk -v a="${sspread:-0}" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.02 * b) }'
+
+check "-r 5: sonde prints the mean of the runs (3000 pages and the program's own)" \
+	awk -v m="$(awk '/page-faults/ { print $1 }' cr.txt)" 'BEGIN { exit !(m > 3000 && m < 3400) }'
+
 if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 ]; then
 	skip "-a: context switches over sleep 1" "system-wide counting needs root or perf_event_paranoid <= 0"
 else
