@@ -15,7 +15,7 @@
 struct row {
 	const char *name, *dispatch, *region, *unit, *why, *type;
 	json_int_t cpu;
-	json_t *amount, *ts, *frac;
+	json_t *amount, *ts, *dur, *frac;
 	size_t res;
 };
 
@@ -71,6 +71,7 @@ static size_t load_rows(const struct sonde_profile *p, struct row **out)
 		r[i].cpu = json_is_integer(cpu) ? json_integer_value(cpu) : -1;
 		r[i].amount = json_object_get(cols, "amount");
 		r[i].ts = json_object_get(cols, "timestamp");
+		r[i].dur = json_object_get(cols, "duration");
 		r[i].frac = json_object_get(cols, "running_fraction");
 		r[i].res = i;
 		if (!r[i].name || !r[i].type || !r[i].dispatch)
@@ -177,7 +178,7 @@ int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format f
 		err |= line(out, &r[i], 0, json_array_size(r[i].amount), prefix, true);
 	}
 	if (any_interval) {
-		/* (timestamp, row, index) triples in time order */
+		/* (end time, row, index) triples in time order */
 		size_t m = 0, cap = 0;
 		double *t = NULL;
 
@@ -193,7 +194,10 @@ int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format f
 						break;
 					t = g;
 				}
-				t[3 * m] = json_number_value(json_array_get(r[i].ts, k));
+				/* the interval's end, as perf stat -I prints it: when it was read
+				 */
+				t[3 * m] = json_number_value(json_array_get(r[i].ts, k)) +
+					   json_number_value(json_array_get(r[i].dur, k));
 				t[3 * m + 1] = (double)i;
 				t[3 * m + 2] = (double)k;
 				m++;

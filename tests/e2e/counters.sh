@@ -71,6 +71,10 @@ check "CS_TOTAL at the last sample = the sum of the intervals ($last = $sum)" [ 
 check "more than one sample" [ "$(amounts '.uid == "CS_TOTAL"' iv.json | wc -l)" -ge 2 ]
 check "samples are time-ordered" jq_eq iv.json \
 	'[.resources[] | .timestamp] | all(. == (. | sort))' true
+run show iv.json counters
+first=$(printf '%s\n' "$out" | awk '/time \(s\)/ { getline; print $1; exit }')
+check "-I: each line's time is its interval's end, as perf stat -I prints it ($first s)" \
+	awk -v t="${first:-0}" 'BEGIN { exit !(t >= 0.045) }'
 
 # ---- --per-cpu of a process: refused, as perf refuses -A without -a ----------------------
 # (each CPU's share of a process scaled as if multiplexed summed to more than the total)
