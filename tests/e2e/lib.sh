@@ -85,7 +85,9 @@ run() {
 # SIGKILL; killed before that (the run ended), it stops its sleep
 watchdog() {
 	trap 'kill "$_s" 2>/dev/null; exit 0' TERM
-	sleep "${RUN_LIMIT:-120}" &
+	# (its own stdio: a TERM between the fork and "_s=" leaves this sleep behind, and
+	# one holding the test's output kept meson waiting for it, 120 s)
+	sleep "${RUN_LIMIT:-120}" </dev/null >/dev/null 2>&1 &
 	_s=$!
 	wait "$_s" || exit 0
 	echo "# sonde (pid $1) still runs after ${RUN_LIMIT:-120} s: where it waits" >&2
