@@ -73,6 +73,16 @@ else
 			.stats.system.summary["pressure.cpu.some"] == null' burn.json
 fi
 
+# resident memory: two threads touch 8 MiB on two CPUs, then the program
+# says its resident pages (its own /proc/self/statm) and sleeps unchanged.
+# /proc/PID/stat's rss (pidstat's and ps's source) is the kernel's quick
+# reading of per-CPU counters, and read 28-64 pages short of it here
+run collect system -q -o rss.json -- "$PROGS/k-rss" 8 0.3
+pages=$(printf '%s\n' "$out" | awk '/^resident/ { print $2 }')
+peak=$(summary rss.json process.rss peak)
+check "resident memory: process.rss peak $peak B, the program's own $pages pages exactly" \
+	awk -v a="$peak" -v p="$pages" -v s="$(getconf PAGESIZE)" 'BEGIN { exit !(p > 0 && a == p * s) }'
+
 # I/O: 100 MiB written through write(2)
 run collect system -q -o write.json -- "$PROGS/k-write" "$WORK/out.bin" 100
 wchar=$(summary write.json process.io.wchar total)

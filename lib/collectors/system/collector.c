@@ -173,7 +173,7 @@ struct system_state {
 	struct u64map pseen; /* pid -> pacc[] */
 	struct pacc {
 		unsigned long long v[6]; /* read_bytes write_bytes rchar wchar minflt majflt */
-		int fd[2];		 /* stat, io: fd + 1, 0 = closed */
+		int fd[3];		 /* stat, io, statm: fd + 1, 0 = closed */
 		DIR *task;
 	} * pacc;
 	size_t npacc, cap_pacc;
@@ -485,6 +485,18 @@ static void walk(struct system_state *st, pid_t pid, struct raw *r, int depth)
 			return;
 		rss = (long long)urss;
 	}
+	/* stat's rss is the kernel's quick reading of per-CPU counters, short by up
+	   to a batch of pages per CPU (45 pages of a 340-page process with two
+	   threads on two CPUs here); statm's resident field is their sum */
+	if (!st->pacc[k].fd[2])
+		snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	if (sonde_procfile__read(&st->pacc[k].fd[2], path, buf, sizeof(buf)) > 0 && buf[0] >= '0' &&
+	    buf[0] <= '9') {
+		unsigned long long size, res;
+
+		next_u64(next_u64(buf, &size), &res);
+		rss = (long long)res;
+	}
 	r->have_proc = true;
 	r->procs += 1;
 	r->threads += (double)threads;
@@ -530,6 +542,7 @@ static void forget_tree(struct system_state *st)
 	for (i = 0; i < st->npacc; i++) {
 		sonde_procfile__close(&st->pacc[i].fd[0]);
 		sonde_procfile__close(&st->pacc[i].fd[1]);
+		sonde_procfile__close(&st->pacc[i].fd[2]);
 		if (st->pacc[i].task)
 			closedir(st->pacc[i].task);
 		st->pacc[i].task = NULL;
