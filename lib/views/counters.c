@@ -21,7 +21,9 @@ struct row {
 
 static void fmt_value(double v, const char *type, char *buf, size_t len)
 {
-	if (!strcmp(type, "metric") || fabs(v - nearbyint(v)) > 1e-9 || fabs(v) >= 1e15) {
+	/* a count is whole, as perf stat prints it, also where it is a mean of
+	   runs or scaled for multiplexing (98.333 page faults print as 98) */
+	if (!strcmp(type, "metric") || fabs(v) >= 1e15) {
 		snprintf(buf, len, fabs(v) >= 1e6 ? "%.4g" : "%.3f", v);
 		return;
 	}

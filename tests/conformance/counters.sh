@@ -63,7 +63,7 @@ perf stat -r 5 -e page-faults -o pr.txt -- sh grow.sh >/dev/null 2>&1
 echo 0 >n.txt
 "$SONDE" collect counters -r 5 -e page-faults -o cr.json -- sh grow.sh >/dev/null 2>cr.txt
 pspread=$(awk '/page-faults/ { gsub(",", ""); gsub(/[()%]/, " "); for (i = 1; i <= NF; i++) if ($i == "+-") print $1 * $(i + 1) / 100 }' pr.txt)
-# (sonde groups an integer's thousands, "3,259", as perf stat -B does)
+# (sonde prints a count whole with its thousands grouped, "3,259", as perf stat -B does)
 sspread=$(awk '/page-faults/ { c = $1; gsub(",", "", c); for (i = 1; i <= NF; i++) if ($i == "±") { p = $(i + 1); sub("%", "", p); print c * p / 100 } }' cr.txt)
 want=$(awk 'BEGIN { printf "%.1f", 1000 * sqrt(2.5) / sqrt(5) }') # the counts' s / sqrt(n)
 near "-r 5: the spread of the mean, in pages (1000 x sqrt(2.5 / 5) = $want)" "${pspread:-0}" "${sspread:-0}" 0.02 2

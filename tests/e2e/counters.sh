@@ -76,6 +76,14 @@ first=$(printf '%s\n' "$out" | awk '/time \(s\)/ { getline; print $1; exit }')
 check "-I: each line's time is its interval's end, as perf stat -I prints it ($first s)" \
 	awk -v t="${first:-0}" 'BEGIN { exit !(t >= 0.045) }'
 
+# ---- -r: a count's mean is printed whole, as perf stat prints it ---------------------------
+run collect counters -q -r 3 -e page-faults -o rr.json -- "$PROGS/c-pingpong" 20
+jq '(.resource_type_map | to_entries[] | select(.value.uid == "page-faults") | .key) as $k |
+	.resources[$k].amount = [97, 98, 100]' rr.json >rr2.json
+run show rr2.json counters
+check "-r: the mean of 97, 98 and 100 page faults prints as 98 (perf stat: a whole count)" \
+	sh -c 'printf "%s\n" "$1" | grep -Eq "^ +98 +page-faults"' _ "$out"
+
 # ---- --per-cpu of a process: refused, as perf refuses -A without -a ----------------------
 # (each CPU's share of a process scaled as if multiplexed summed to more than the total)
 run collect counters -q --per-cpu -e task-clock -o pc.json -- "$PROGS/c-pingpong" 200
