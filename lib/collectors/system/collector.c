@@ -7,18 +7,20 @@
  * information from /proc/pressure, disk throughput from /sys/block/DISK/stat
  * (physical disks only: stacked devices would count twice) and network
  * throughput from /proc/net/dev (all interfaces but lo). The process tree,
- * walked from the target through /proc/PID/task/TID/children: on-CPU time from
- * a task-clock perf counter that the tree inherits, read at the sample's time
- * (the kernel brings a running thread's count up to date; schedstat, the way
- * without perf, holds a running thread's time as of its last scheduler tick,
- * and 10 ms samples of a process busy on 2 CPUs then read 179 % and 219 % by
- * turns on a kernel of 250 Hz), RSS, threads and faults from stat, I/O from
- * io, switches-in from each thread's schedstat.
+ * walked from the target through /proc/PID/task/TID/children: on-CPU time,
+ * context switches and page faults from a group of software perf counters
+ * that the tree inherits, read at the sample's time (the kernel brings a
+ * running thread's count up to date, and an exited process's counts stay in
+ * them; schedstat, the way without perf, holds a running thread's time as of
+ * its last scheduler tick, and 10 ms samples of a process busy on 2 CPUs then
+ * read 179 % and 219 % by turns on a kernel of 250 Hz), RSS from statm,
+ * threads from stat, I/O from io.
  *
  * A rate is the difference of two samples over the time between them; a
- * process that starts and ends between two samples is not seen (the run's
- * totals, from wait4, are in stats.system.runs_total to say how much of them
- * the series saw).
+ * process that starts and ends between two samples is not seen in /proc (its
+ * I/O is, in the io of the parent that reaps it); the run's totals, from
+ * wait4, are in stats.system.runs_total to say how much of them the series
+ * saw.
  *
  * Resources: one per metric (and CPU, for per-CPU ones): uid = the metric
  * ("cpu.user"; CPU 3's: "cpu3.user"), type "system", subtype "machine" or "process", fixed
@@ -137,6 +139,7 @@ struct raw {
 	double rss, threads, procs;
 	bool have_proc;
 	bool have_pcpu;	  /* pcpu read (a failed read of the counter: not measured) */
+	bool have_tc;	  /* pcpu, and psw, pmin, pmaj where opened, from the counters */
 	bool cpus_beyond; /* CPUs past MAX_CPUS: no series of their own */
 	bool too_deep;	  /* a process tree deeper than MAX_DEPTH: its depths not walked */
 };
@@ -188,11 +191,15 @@ struct system_state {
 	unsigned long long run_cpu_ns, run_wall_ns;
 	unsigned long long run_io[2], run_flt[2], run_sw[2]; /* from wait4's rusage */
 	unsigned long long errors;
-	int clock_fd;		     /* the tree's task-clock counter; -1: none (schedstat) */
-	unsigned long long clock_ns; /* its last reading */
+	int clock_fd;  /* the tree's counters' group (its leader, task-clock); -1: none (/proc) */
+	int sib_fd[3]; /* its other members (enum tree_counter - 1); -1: not opened */
+	unsigned long long tc[4]; /* their last reading (enum tree_counter) */
 	bool clock_noted;
 	bool cpus_beyond, too_deep; /* limits met: said in notes */
 };
+
+/* the tree's counters, inherited by every thread and process of it */
+enum tree_counter { TC_CLOCK, TC_SWITCHES, TC_MINFLT, TC_MAJFLT, TC__N };
 
 /* ---- reading /proc ------------------------------------------------------------------------ */
 
@@ -553,27 +560,41 @@ static void forget_tree(struct system_state *st)
 }
 
 /*
- * The tree's task-clock, and the sample's time taken with it: the middle of
- * the read, read again (up to 3 times) while a read takes over 200 µs (this
- * thread preempted, or its CPU taken by the host: the count and the time
- * would then be a few milliseconds apart, and two samples' difference read
- * over 100 % of a CPU for one thread).
+ * The tree's counters (one read of the group: one call to the target's CPU),
+ * and the sample's time taken with them: the middle of the read, read again
+ * (up to 3 times) while a read takes over 200 µs (this thread preempted, or
+ * its CPU taken by the host: the counts and the time would then be a few
+ * milliseconds apart, and two samples' difference read over 100 % of a CPU
+ * for one thread).
  */
-static void read_clock(struct system_state *st, struct raw *r)
+static void read_counters(struct system_state *st, struct raw *r)
 {
-	uint64_t v, t0, t1;
-	int tries = 0;
+	uint64_t v[1 + TC__N], t0, t1;
+	ssize_t n;
+	int tries = 0, i;
 
 	do {
-		t0 = sonde_clock_ns();
-		if (read(st->clock_fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
+		int busy = 0;
+
+		/* ECHILD: a member's copy in a process that is exiting was being
+		   taken apart (the kernel says so rather than read it half): again */
+		do {
+			t0 = sonde_clock_ns();
+			n = read(st->clock_fd, v, sizeof(v));
+			t1 = sonde_clock_ns();
+		} while (n < 0 && errno == ECHILD && ++busy < 16);
+		if (n < (ssize_t)(2 * sizeof(uint64_t)) || v[0] < 1 || v[0] > TC__N) {
 			st->errors++;
 			r->have_pcpu = false;
+			r->have_tc = false;
 			return;
 		}
-		t1 = sonde_clock_ns();
 	} while (t1 - t0 > 200000 && ++tries < 3);
-	st->clock_ns = v;
+	/* members in the order opened: task-clock, then those that opened */
+	st->tc[TC_CLOCK] = v[1];
+	for (i = 1, n = 2; i < TC__N; i++)
+		if (st->sib_fd[i - 1] >= 0)
+			st->tc[i] = v[n++];
 	r->t = t0 + (t1 - t0) / 2;
 }
 
@@ -585,8 +606,9 @@ static void read_all(struct system_state *st, struct raw *r)
 	r->cpus_beyond = r->too_deep = false;
 	r->t = sonde_clock_ns();
 	r->have_pcpu = true;
+	r->have_tc = st->clock_fd >= 0;
 	if (st->clock_fd >= 0)
-		read_clock(st, r);
+		read_counters(st, r);
 	read_stat(st, r);
 	read_meminfo(st, r);
 	if (st->psi_ok) {
@@ -610,8 +632,6 @@ static void read_all(struct system_state *st, struct raw *r)
 		r->pcpu += st->thr[i].run;
 		r->psw += st->thr[i].slices;
 	}
-	if (st->clock_fd >= 0)
-		r->pcpu = st->clock_ns;
 	for (i = 0; i < st->npacc; i++) {
 		r->prd += st->pacc[i].v[0];
 		r->pwr += st->pacc[i].v[1];
@@ -619,6 +639,17 @@ static void read_all(struct system_state *st, struct raw *r)
 		r->pwc += st->pacc[i].v[3];
 		r->pmin += st->pacc[i].v[4];
 		r->pmaj += st->pacc[i].v[5];
+	}
+	/* the counters hold the processes /proc no longer shows, and those that
+	   came and went between two samples */
+	if (r->have_tc) {
+		r->pcpu = st->tc[TC_CLOCK];
+		if (st->sib_fd[TC_SWITCHES - 1] >= 0)
+			r->psw = st->tc[TC_SWITCHES];
+		if (st->sib_fd[TC_MINFLT - 1] >= 0)
+			r->pmin = st->tc[TC_MINFLT];
+		if (st->sib_fd[TC_MAJFLT - 1] >= 0)
+			r->pmaj = st->tc[TC_MAJFLT];
 	}
 }
 
@@ -743,23 +774,59 @@ static void tick(void *arg)
 /* ---- the collector ------------------------------------------------------------------------ */
 
 /*
- * The tree's on-CPU time, to the nanosecond at each reading: task-clock on the
- * target, inherited by every thread and process it starts, counting from its
- * exec (it waits at the barrier until then). The fd, or -errno.
+ * The tree's counters, read together: task-clock (its on-CPU time, to the
+ * nanosecond at each reading), context switches and minor and major page
+ * faults, on the target, inherited by every thread and process it starts,
+ * counting from its exec (it waits at the barrier until then). A process that
+ * starts and ends between two samples is in them, and one that has gone keeps
+ * its counts in them. The leader's fd, or -errno; the other members that
+ * open go to sib_fd (-1 where refused: /proc then gives that metric).
  */
-static int open_task_clock(pid_t pid)
+static int open_tree_counters(struct system_state *st, pid_t pid)
 {
+	static const unsigned long long config[TC__N] = { PERF_COUNT_SW_TASK_CLOCK,
+							  PERF_COUNT_SW_CONTEXT_SWITCHES,
+							  PERF_COUNT_SW_PAGE_FAULTS_MIN,
+							  PERF_COUNT_SW_PAGE_FAULTS_MAJ };
 	struct perf_event_attr a = { 0 };
 	long fd;
+	int i;
 
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.config = config[TC_CLOCK];
 	a.disabled = 1;
 	a.enable_on_exec = 1;
 	a.inherit = 1;
+	a.read_format = PERF_FORMAT_GROUP;
 	fd = syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : (int)fd;
+	if (fd < 0)
+		return -errno;
+	/* the others count while the leader does */
+	a.disabled = 0;
+	a.enable_on_exec = 0;
+	for (i = 1; i < TC__N; i++) {
+		long s;
+
+		a.config = config[i];
+		s = syscall(SYS_perf_event_open, &a, pid, -1, (int)fd, PERF_FLAG_FD_CLOEXEC);
+		st->sib_fd[i - 1] = s < 0 ? -1 : (int)s;
+	}
+	return (int)fd;
+}
+
+static void close_tree_counters(struct system_state *st)
+{
+	int i;
+
+	for (i = 0; i < TC__N - 1; i++) {
+		if (st->sib_fd[i] >= 0)
+			close(st->sib_fd[i]);
+		st->sib_fd[i] = -1;
+	}
+	if (st->clock_fd >= 0)
+		close(st->clock_fd);
+	st->clock_fd = -1;
 }
 
 static int system_before(struct sonde_collection *c)
@@ -772,7 +839,7 @@ static int system_before(struct sonde_collection *c)
 	if (!st)
 		return -ENOMEM;
 	sonde_collection__set_priv(c, st);
-	st->clock_fd = -1;
+	st->clock_fd = st->sib_fd[0] = st->sib_fd[1] = st->sib_fd[2] = -1;
 	st->interval_ms = sonde_collection__param_double(c, "interval", 10);
 	st->per_cpu = !sonde_collection__param_bool(c, "no-per-cpu");
 	st->page_size = (double)sysconf(_SC_PAGESIZE);
@@ -824,15 +891,17 @@ static int system_start(struct sonde_collection *c, pid_t pid)
 
 	st->t0 = sonde_collection__t0_ns(c);
 	st->root = pid;
-	st->clock_ns = 0;
-	st->clock_fd = open_task_clock(pid);
+	memset(st->tc, 0, sizeof(st->tc));
+	st->clock_fd = open_tree_counters(st, pid);
 	if (st->clock_fd < 0 && !st->clock_noted) {
 		sonde_collection__note(
 			c,
-			"process.cpu: from each thread's schedstat, perf_event_open of "
-			"an inherited task-clock being refused (%s): a running "
-			"thread's time there is as of its last scheduler tick, so "
-			"short intervals of a busy process read high and low by turns",
+			"process.cpu, process.switches, process.faults.*: from /proc, "
+			"perf_event_open of inherited software counters being refused "
+			"(%s): a running thread's time there is as of its last "
+			"scheduler tick, so short intervals of a busy process read "
+			"high and low by turns, and a process that starts and ends "
+			"between two samples is not seen",
 			strerror(-st->clock_fd));
 		st->clock_noted = true;
 	}
@@ -887,9 +956,7 @@ static int system_stop(struct sonde_collection *c, const struct sonde_run_info *
 		st->run++;
 	}
 	forget_tree(st); /* a new run starts with a new tree */
-	if (st->clock_fd >= 0)
-		close(st->clock_fd);
-	st->clock_fd = -1;
+	close_tree_counters(st);
 	return 0;
 }
 
@@ -1033,8 +1100,7 @@ static void system_cleanup(struct sonde_collection *c)
 	if (!st)
 		return;
 	ticker__stop(&st->ticker);
-	if (st->clock_fd >= 0)
-		close(st->clock_fd);
+	close_tree_counters(st);
 	for (i = 0; i < st->ndisks; i++) {
 		free(st->disks[i]);
 		if (st->disk_fd)
