@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <sonde/clock.h>
+#include "../../perf-read.h"
 #include "counters.h"
 #include "service.h"
 
@@ -404,8 +405,8 @@ int cnt_set__read(struct cnt_set *s, struct cnt_value *out)
 			for (k = 0; k < nin && leader < 0; k++)
 				if (s->grouped & (1ull << k))
 					leader = s->fd[c * nin + k];
-			if (leader >= 0 &&
-			    read(leader, buf, sizeof(buf)) < (ssize_t)(3 * sizeof(uint64_t)))
+			if (leader >= 0 && sonde_perf_read(leader, buf, sizeof(buf)) <
+						   (ssize_t)(3 * sizeof(uint64_t)))
 				return -errno ? -errno : -EIO;
 			for (k = 0; leader >= 0 && k < nin; k++) {
 				if (s->fd[c * nin + k] < 0 || !(s->grouped & (1ull << k)))
@@ -422,7 +423,7 @@ int cnt_set__read(struct cnt_set *s, struct cnt_value *out)
 
 			if (fd < 0 || (s->grouped & (1ull << k)))
 				continue;
-			if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			if (sonde_perf_read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
 				return -errno ? -errno : -EIO;
 			o[k].raw = buf[0];
 			o[k].enabled = buf[1];

@@ -43,6 +43,7 @@
 #include <sonde/collector.h>
 #include <stddef.h>
 #include "../../grow.h"
+#include "../../perf-read.h"
 #include "../../procfile.h"
 #include "../../ticker.h"
 #include "../../u64map.h"
@@ -574,15 +575,9 @@ static void read_counters(struct system_state *st, struct raw *r)
 	int tries = 0, i;
 
 	do {
-		int busy = 0;
-
-		/* ECHILD: a member's copy in a process that is exiting was being
-		   taken apart (the kernel says so rather than read it half): again */
-		do {
-			t0 = sonde_clock_ns();
-			n = read(st->clock_fd, v, sizeof(v));
-			t1 = sonde_clock_ns();
-		} while (n < 0 && errno == ECHILD && ++busy < 16);
+		t0 = sonde_clock_ns();
+		n = sonde_perf_read(st->clock_fd, v, sizeof(v));
+		t1 = sonde_clock_ns();
 		if (n < (ssize_t)(2 * sizeof(uint64_t)) || v[0] < 1 || v[0] > TC__N) {
 			st->errors++;
 			r->have_pcpu = false;
