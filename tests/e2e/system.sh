@@ -98,6 +98,13 @@ check "perf_event_open refused: a note says which metrics then come from /proc, 
 check "... and the series still has them" \
 	jq -e '.stats.system.summary["process.faults.minor"].total > 0 and .stats.system.summary["process.cpu"].mean > 0' noperf.json
 
+# /proc/stat's ticks of 10 ms: said where a sample holds fewer than 10 a CPU
+check "-I 10ms: a note says one sample's cpu.* share is coarse (ticks of 10 ms)" \
+	jq -e '[.stats.notes[] | select(test("^cpu[.][*]: /proc/stat counts CPU time in ticks"))] | length == 1' burn.json
+run collect system -q -I 100ms -o slow.json -- "$PROGS/k-burn" 1 0.3
+check "-I 100ms: no such note" \
+	jq -e '[.stats.notes[] | select(test("ticks"))] | length == 0' slow.json
+
 # resident memory: two threads touch 8 MiB on two CPUs, then the program
 # says its resident pages (its own /proc/self/statm) and sleeps unchanged.
 # /proc/PID/stat's rss (pidstat's and ps's source) is the kernel's quick

@@ -1073,6 +1073,20 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 					    : json_null());
 	if (st->errors)
 		sonde_collection__dropped(c, st->errors);
+	{ /* the machine's CPU shares come in the kernel's ticks */
+		long hz = sysconf(_SC_CLK_TCK);
+		double ticks = hz > 0 ? st->interval_ms * (double)hz / 1000.0 : 0;
+
+		if (ticks > 0 && ticks < 10)
+			sonde_collection__note(
+				c,
+				"cpu.*: /proc/stat counts CPU time in ticks of %.0f ms, about "
+				"%.1f a CPU in a sample of %g ms: one sample's share of a CPU "
+				"is coarse (steps of about %.0f %%), and so are the peak and p95; "
+				"the mean over the run is right (process.cpu is counted to the "
+				"nanosecond)",
+				1000.0 / (double)hz, ticks, st->interval_ms, 100.0 / ticks);
+	}
 	if (st->cpus_beyond)
 		sonde_collection__note(c,
 				       "this machine has more than %d CPUs: they are in cpu.* but "
