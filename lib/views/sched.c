@@ -201,12 +201,33 @@ int sonde_view__sched(const struct sonde_profile *p, enum sonde_view_format fmt,
 	}
 	sonde_strbuf__addf(out, "\n interference index = (run-queue + irq + softirq) / (on-CPU + "
 				"run-queue): 0 nothing in the way, 1 always waiting\n");
-	if (!bpf)
+	if (!bpf) {
+		json_t *w = json_object_get(st, "runs_total");
+
 		sonde_strbuf__addf(out,
 				   " not measured from /proc: off-CPU time by reason, "
 				   "interrupts, migrations, system calls (%s)\n",
 				   sget(st, "why_proc") ? sget(st, "why_proc") : "");
-	else if (json_is_null(json_object_get(st, "syscall_histograms")))
+		for (k = 0; k < nt && json_is_object(w); k++) {
+			double cpu = json_number_value(json_object_get(w, "cpu_ns")),
+			       sw = json_number_value(json_object_get(w, "voluntary_switches")) +
+				    json_number_value(json_object_get(w, "involuntary_switches"));
+			char a[32], b[32];
+
+			if (t[k].tid || strcmp(t[k].name, "all"))
+				continue;
+			sonde_format__duration(t[k].v[0], a, sizeof(a));
+			sonde_format__duration(cpu, b, sizeof(b));
+			sonde_strbuf__addf(
+				out,
+				" the threads read add up to %s of the %s on a CPU that "
+				"wait4 gives the whole tree (%.0f %%), and %.0f of its %.0f "
+				"switches: a thread that starts and ends between two "
+				"readings is not seen\n",
+				a, b, cpu > 0 ? 100.0 * t[k].v[0] / cpu : 0.0,
+				t[k].v[7] + t[k].v[8], sw);
+		}
+	} else if (json_is_null(json_object_get(st, "syscall_histograms")))
 		sonde_strbuf__adds(out, " system calls: not traced (sonde collect sched --syscalls "
 					"traces them)\n");
 	h = json_object_get(st, "runqueue_histogram");

@@ -47,6 +47,24 @@ else
 		within "$rq" 350000000 700000000
 fi
 
+# the target's own thread, read once more when it has exited (before it is
+# reaped): a readings' interval longer than the run used to leave it at its
+# first reading, 0 ns on the CPU
+run collect sched --source proc -I 5s -o last.json -- "$PROGS/s-spin" 200
+spin=$(jq '[.resources as $r | .resource_type_map | to_entries[] |
+	select(.value.type == "thread" and .value.subtype == "on-cpu") | $r[.key].amount[0]] | max' last.json)
+check "--source proc -I 5s: the target's thread read at its exit (on-CPU $spin ns > 0)" \
+	within "$spin" 1000000 1e12
+# what the threads read add up to, against wait4's totals for the tree
+loop="for i in 1 2 3 4 5 6 7 8 9 10; do '$PROGS/c-pingpong' 20; done"
+run collect sched --source proc -o short.json -- sh -c "$loop"
+check "--source proc: wait4's totals for the tree are in the profile (runs_total)" \
+	jq -e '.stats.sched.runs_total | .cpu_ns > 0 and .voluntary_switches >= 400' short.json
+check "... and the note says a short-lived thread is not seen" has "$err" "is not seen"
+run show short.json sched
+check "... and the view says how much of them the threads read add up to" \
+	sh -c 'printf "%s\n" "$1" | grep -Eq "the threads read add up to .* of the .* that wait4 gives the whole tree \([0-9]+ %\), and [0-9]+ of its [0-9]+ switches"' _ "$out"
+
 if ! "$SONDE" version --features | grep -q '^ebpf yes'; then
 	skip "eBPF: the rest" "this sonde is built without eBPF (libbpf-dev, clang, bpftool)"
 	finish

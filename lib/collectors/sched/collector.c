@@ -50,6 +50,10 @@ struct sched_state {
 	unsigned long long reported; /* drops told to the session so far */
 	uint64_t t0;
 	char why_proc[256]; /* why /proc is used instead of eBPF */
+	/* /proc: the runs' totals from wait4 (the whole tree, reaped children
+	   included), to say how much of them the threads read add up to */
+	unsigned long long wait_cpu_ns, wait_vol, wait_invol;
+	bool have_wait;
 };
 
 #if !SONDE_HAVE_EBPF
@@ -133,7 +137,8 @@ static int sched_before(struct sonde_collection *c)
 			c,
 			"sched: reading /proc instead of eBPF (%s): off-CPU time by reason, "
 			"interrupts, system calls, migrations, the run-queue histogram and the "
-			"timeline are not measured",
+			"timeline are not measured, and a thread that starts and ends between "
+			"two readings is not seen (stats.sched.runs_total has wait4's totals)",
 			st->why_proc);
 	sonde_strbuf__release(&err);
 	return 0;
@@ -155,10 +160,37 @@ static int sched_start(struct sonde_collection *c, pid_t pid)
 	return rc;
 }
 
+/*
+ * /proc: the target exited and is not reaped yet; its threads' last values
+ * are read while its /proc entries still hold them.
+ */
+static int sched_exited(struct sonde_collection *c, pid_t pid)
+{
+	struct sched_state *st = sonde_collection__priv(c);
+
+	(void)pid;
+	if (st->proc)
+		sc_proc__last(st->proc);
+	return 0;
+}
+
 static int sched_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 {
 	struct sched_state *st = sonde_collection__priv(c);
 	int rc;
+
+	if (!st->use_bpf && !ri->warmup && ri->run) {
+		const struct rusage *ru = &ri->run->rusage;
+
+		st->wait_cpu_ns +=
+			((unsigned long long)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) *
+				 1000000ull +
+			 (unsigned long long)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec)) *
+			1000ull;
+		st->wait_vol += (unsigned long long)ru->ru_nvcsw;
+		st->wait_invol += (unsigned long long)ru->ru_nivcsw;
+		st->have_wait = true;
+	}
 
 	if (st->use_bpf) {
 		rc = sc_bpf__harvest(st->bpf, &st->d, st->run, !ri->warmup);
@@ -430,6 +462,13 @@ static int sched_after(struct sonde_collection *c, struct sonde_profile *p)
 	if (!st->use_bpf) {
 		json_object_set_new(s, "why_proc", json_string(st->why_proc));
 		json_object_set_new(s, "interval_ms", json_real(st->interval_ms));
+		json_object_set_new(
+			s, "runs_total",
+			st->have_wait ? json_pack("{s:I, s:I, s:I}", "cpu_ns",
+						  (json_int_t)st->wait_cpu_ns, "voluntary_switches",
+						  (json_int_t)st->wait_vol, "involuntary_switches",
+						  (json_int_t)st->wait_invol)
+				      : json_null());
 	}
 	json_object_set_new(s, "runqueue_histogram", st->use_bpf ? histogram(runq_h) : json_null());
 	json_object_set_new(s, "syscall_histograms",
@@ -527,6 +566,7 @@ const struct sonde_collector sonde_collector_sched = {
 	.before = sched_before,
 	.start = sched_start,
 	.stop = sched_stop,
+	.exited = sched_exited,
 	.after = sched_after,
 	.cleanup = sched_cleanup,
 };

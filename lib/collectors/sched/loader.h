@@ -64,6 +64,8 @@ void sc_bpf__free(struct sc_bpf *b);
 struct sc_proc;
 
 int sc_proc__start(struct sc_proc **out, pid_t pid, double interval_ms);
+/* The target exited, not reaped: stop sampling and read its threads a last time. */
+void sc_proc__last(struct sc_proc *p);
 /* Stop sampling, keep the last values seen of every thread as run run's records. */
 int sc_proc__stop(struct sc_proc *p, struct sc_data *d, unsigned run, bool keep);
 void sc_proc__free(struct sc_proc *p);

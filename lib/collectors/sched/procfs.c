@@ -5,8 +5,10 @@
  * task/TID/status (voluntary and involuntary switches), and the last values
  * seen are kept. What /proc cannot give is left out, and the collector says
  * so: off-CPU time by reason, interrupts, system calls, migrations, the
- * run-queue histogram and the timeline; a thread's last interval before it
- * exits is lost.
+ * run-queue histogram and the timeline; a thread that starts and ends
+ * between two readings is not seen, and the last interval of one that exits
+ * is lost, but for the target's own threads: they are read once more when it
+ * has exited and is not reaped yet.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -132,6 +134,12 @@ int sc_proc__start(struct sc_proc **out, pid_t pid, double interval_ms)
 	}
 	*out = p;
 	return 0;
+}
+
+void sc_proc__last(struct sc_proc *p)
+{
+	ticker__stop(&p->ticker);
+	tick(p);
 }
 
 int sc_proc__stop(struct sc_proc *p, struct sc_data *d, unsigned run, bool keep)
