@@ -85,7 +85,8 @@ wflt=$(jq .stats.system.runs_total.minor_faults short.json)
 check "short-lived processes: process.faults.minor total $flt of wait4's $wflt (within 3 %)" \
 	within "$flt" "$(awk -v t="$wflt" 'BEGIN { print t * 0.97 }')" "$wflt"
 sw=$(summary short.json process.switches total)
-check "short-lived processes: process.switches total $sw >= 100 x 40" within "$sw" 4000 1e9
+# (each ping-pong about 40: a read that finds its byte already there does not block)
+check "short-lived processes: process.switches total $sw >= 3000 (100 x about 40)" within "$sw" 3000 1e9
 # (wait4 counts each task's last switch, as it exits; perf's counter, as perf
 # stat's context-switches, does not: 300 processes here)
 wsw=$(jq '.stats.system.runs_total | .voluntary_switches + .involuntary_switches' short.json)
