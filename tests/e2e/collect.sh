@@ -141,15 +141,20 @@ check "no sonde-spawn: said, with the reason" has "$out$err" "max-rss <not suppo
 # one sonde-spawn serves a series; killed in the middle, the next run starts another, and
 # none is left once sonde is done
 # (runs of 0.2 s: the helper is idle but for ~0.1 ms of each, so the kill finds it waiting)
-"$SONDE" collect time -q -r 8 -o helper.json -- sleep 0.2 </dev/null >/dev/null 2>&1 &
+"$SONDE" collect time -q -r 10 -o helper.json -- sleep 0.2 </dev/null >/dev/null 2>&1 &
 sp=$!
-h1=
-for _ in $(seq 100); do
-	h1=$(pgrep -P "$sp" -x sonde-spawn) && break
-	sleep 0.05
+# the helpers seen over the first runs, every 20 ms: one pid, there all along
+# (a helper per run would show as several pids, or as gaps between runs)
+seen=
+for _ in $(seq 25); do
+	p=$(pgrep -P "$sp" -x sonde-spawn) && seen="$seen $p"
+	sleep 0.02
 done
-check "a series' runs come from one sonde-spawn, a child of sonde" [ -n "$h1" ]
-sleep 0.2
+npid=$(printf '%s\n' $seen | sort -u | grep -c .)
+polls=$(printf '%s\n' $seen | grep -c .)
+h1=$(printf '%s\n' $seen | head -n 1)
+check "a series' runs come from one sonde-spawn, a child of sonde ($npid pid(s), in $polls of 25 polls over the first runs)" \
+	all '[ "$npid" = 1 ]' '[ "$polls" -ge 20 ]'
 [ -n "$h1" ] && kill -KILL "$h1"
 h2=
 for _ in $(seq 100); do
@@ -159,7 +164,7 @@ done
 wait "$sp"
 src=$?
 check "sonde-spawn killed in a series: the series goes on (exit $src)" [ "$src" = 0 ]
-check "... every run measured" jq_eq helper.json '[.resources[] | .amount | length] | max' 8
+check "... every run measured" jq_eq helper.json '[.resources[] | .amount | length] | max' 10
 check "... by another sonde-spawn" [ -n "$h2" ]
 check "... which is gone once sonde has exited" sh -c '! kill -0 "$1" 2>/dev/null' _ "${h2:-1}"
 finish
