@@ -18,3 +18,65 @@ class StartStop:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+
+class _Then:
+    """A module's loader that calls fn(module) once the module has run."""
+
+    def __init__(self, loader, fn):
+        self.loader, self.fn = loader, fn
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        # the module keeps its own loader (source lines in tracebacks, reload)
+        module.__spec__.loader = module.__loader__ = self.loader
+        self.loader.exec_module(module)
+        try:
+            self.fn(module)
+        except Exception:  # the program's import never fails for sonde
+            pass
+
+
+class _AfterImport:
+    """A finder that lets the others find one module and calls fn(module) once
+    it has loaded, then takes itself out of sys.meta_path."""
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        import sys  # built in: loaded before anything
+
+        forget_import(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _Then(spec.loader, self.fn)
+                return spec
+        return None
+
+
+def after_import(name, fn):
+    """fn(module) once the program imports module name (not loaded yet); the
+    finder, for forget_import."""
+    import sys
+
+    watch = _AfterImport(name, fn)
+    sys.meta_path.insert(0, watch)
+    return watch
+
+
+def forget_import(watch):
+    """watch (after_import's) no longer waits."""
+    import sys
+
+    try:
+        sys.meta_path.remove(watch)
+    except ValueError:
+        pass

@@ -140,6 +140,8 @@ typedef struct CpuCollector {
 	struct sonde_ring_area *wa;   /* the writers' side of the same memfd */
 	PyObject *recs;		      /* list of ThreadRec: every thread hooked */
 	PyObject *prev_thread_hook;   /* threading's hook before start */
+	PyObject *import_watch;	      /* threading not loaded at start: the finder that
+					 hooks it where the program imports it */
 	PyObject *names;	      /* dict: native thread id -> thread name */
 	struct fn *fns;
 	size_t nfns, capfns;
@@ -740,10 +742,32 @@ static ThreadRec *rec_new(CpuCollector *c, PyThreadState *ts)
 	return r;
 }
 
-/* Record the names of threading's threads (native id -> name); errors are ignored. */
+/*
+ * threading where it is loaded, else NULL (a new reference). It is not
+ * imported for sonde: a module sonde loads before the program is one whose
+ * import the program then finds done, its cost missing from the profile
+ * (threading brings collections, functools and six more).
+ */
+static PyObject *loaded_threading(void)
+{
+	PyObject *name = PyUnicode_InternFromString("threading"), *m = NULL;
+
+	if (name)
+		m = PyImport_GetModule(name);
+	Py_XDECREF(name);
+	if (!m)
+		PyErr_Clear();
+	return m;
+}
+
+/*
+ * Record the names of threading's threads (native id -> name); errors are
+ * ignored. Where the program has not loaded threading, no thread of its
+ * exists.
+ */
 static void note_names(CpuCollector *c, bool current_only)
 {
-	PyObject *threading = PyImport_ImportModule("threading"), *list = NULL;
+	PyObject *threading = loaded_threading(), *list = NULL;
 	Py_ssize_t i;
 
 	if (threading)
@@ -1611,6 +1635,40 @@ static PyObject *sample_list(CpuCollector *c, uint32_t tid)
 	return out;
 }
 
+/* Put thread_hook in threading's place, keeping what was there; a new reference or NULL. */
+static PyObject *hook_threading(CpuCollector *c, PyObject *threading)
+{
+	PyObject *res = PyObject_CallMethod(threading, "getprofile", NULL);
+
+	if (res) {
+		Py_XSETREF(c->prev_thread_hook, res == Py_None ? NULL : res);
+		if (res == Py_None)
+			Py_DECREF(res);
+		res = PyCFunction_New(&thread_hook_def, (PyObject *)c);
+	}
+	if (res) {
+		PyObject *r2 = PyObject_CallMethod(threading, "setprofile", "O", res);
+
+		Py_DECREF(res);
+		res = r2;
+	}
+	return res;
+}
+
+/* The program imported threading while collecting: its threads get the hook from now on. */
+static PyObject *threading_loaded(PyObject *self, PyObject *module)
+{
+	CpuCollector *c = (CpuCollector *)self;
+
+	Py_CLEAR(c->import_watch);
+	if (c->state != ST_COLLECTING || in_child)
+		Py_RETURN_NONE;
+	return hook_threading(c, module);
+}
+
+static PyMethodDef threading_loaded_def = { "_sonde_cpu_threading_loaded", threading_loaded, METH_O,
+					    NULL };
+
 static PyObject *col_start(CpuCollector *c, PyObject *unused)
 {
 	PyThreadState *me = PyThreadState_Get(), *ts;
@@ -1670,25 +1728,21 @@ static PyObject *col_start(CpuCollector *c, PyObject *unused)
 	c->have_gone = pthread_key_create(&c->gone, thread_gone) == 0;
 	if (!c->ring_path)
 		start_clock(c);
-	threading = PyImport_ImportModule("threading");
-	if (!threading) {
-		release_rings(c, false);
-		return NULL;
-	}
-	res = PyObject_CallMethod(threading, "getprofile", NULL);
-	if (res) {
-		Py_XSETREF(c->prev_thread_hook, res == Py_None ? NULL : res);
-		if (res == Py_None)
-			Py_DECREF(res);
-		res = PyCFunction_New(&thread_hook_def, (PyObject *)c);
-	}
-	if (res) {
-		PyObject *r2 = PyObject_CallMethod(threading, "setprofile", "O", res);
+	threading = loaded_threading();
+	if (threading) {
+		res = hook_threading(c, threading);
+		Py_DECREF(threading);
+	} else { /* hooked where the program imports it (sonde._base.after_import) */
+		PyObject *base = PyImport_ImportModule("sonde._base"),
+			 *fn = PyCFunction_New(&threading_loaded_def, (PyObject *)c);
 
-		Py_DECREF(res);
-		res = r2;
+		res = base && fn ? PyObject_CallMethod(base, "after_import", "sO", "threading", fn)
+				 : NULL;
+		Py_XDECREF(base);
+		Py_XDECREF(fn);
+		Py_XSETREF(c->import_watch, res);
+		Py_XINCREF(res);
 	}
-	Py_DECREF(threading);
 	if (!res) {
 		release_rings(c, false);
 		return NULL;
@@ -1873,11 +1927,23 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 	unhook_all(c);
 	note_names(c, false);
 	c->state = ST_FINALIZED;
-	threading = PyImport_ImportModule("threading");
-	res = threading ? PyObject_CallMethod(threading, "setprofile", "O",
-					      c->prev_thread_hook ? c->prev_thread_hook : Py_None)
-			: NULL;
-	Py_XDECREF(threading);
+	if (c->import_watch) { /* threading never imported: nothing to put back */
+		PyObject *base = PyImport_ImportModule("sonde._base");
+
+		res = base ? PyObject_CallMethod(base, "forget_import", "O", c->import_watch)
+			   : NULL;
+		Py_XDECREF(base);
+		Py_CLEAR(c->import_watch);
+	} else {
+		threading = loaded_threading();
+		res = threading ? PyObject_CallMethod(threading, "setprofile", "O",
+						      c->prev_thread_hook ? c->prev_thread_hook
+									  : Py_None)
+				: NULL;
+		Py_XDECREF(threading);
+		if (!threading) /* taken out of sys.modules by the program: nothing to do */
+			res = Py_NewRef(Py_None);
+	}
 	Py_XDECREF(res);
 	if (c->pid != getpid()) { /* inherited by fork: the rings are the parent's */
 		c->area = NULL;
@@ -2249,6 +2315,7 @@ static int col_traverse(CpuCollector *c, visitproc visit, void *arg)
 {
 	Py_VISIT(c->recs);
 	Py_VISIT(c->prev_thread_hook);
+	Py_VISIT(c->import_watch);
 	Py_VISIT(c->names);
 	return 0;
 }
@@ -2257,6 +2324,7 @@ static int col_clear(CpuCollector *c)
 {
 	Py_CLEAR(c->recs);
 	Py_CLEAR(c->prev_thread_hook);
+	Py_CLEAR(c->import_watch);
 	Py_CLEAR(c->names);
 	return 0;
 }

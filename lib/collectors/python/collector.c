@@ -634,10 +634,11 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 			st->truncated += m.tid;
 			return 0;
 		}
+		/* (the run's process is taken from its first record of data: a mark
+		   taking it would hide a run whose first record is its start) */
 		if (type == PYR_START && !rr->started) {
 			rr->started = true;
 			rr->t0 = ns_of(rr, m.a);
-			rr->pid = ch->pid;
 		} else if (type == PYR_STOP) {
 			rr->t1 = ns_of(rr, m.a);
 		} else if (type == PYR_OWN) {
