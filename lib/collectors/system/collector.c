@@ -570,15 +570,17 @@ static void forget_tree(struct system_state *st)
  */
 static void read_counters(struct system_state *st, struct raw *r)
 {
-	uint64_t v[1 + TC__N], t0, t1;
+	uint64_t v[1 + TC__N], t0, t1, members = 1;
 	ssize_t n;
 	int tries = 0, i;
 
+	for (i = 0; i < TC__N - 1; i++)
+		members += st->sib_fd[i] >= 0;
 	do {
 		t0 = sonde_clock_ns();
 		n = sonde_perf_read(st->clock_fd, v, sizeof(v));
 		t1 = sonde_clock_ns();
-		if (n < (ssize_t)(2 * sizeof(uint64_t)) || v[0] < 1 || v[0] > TC__N) {
+		if (n < (ssize_t)((1 + members) * sizeof(uint64_t)) || v[0] != members) {
 			st->errors++;
 			r->have_pcpu = false;
 			r->have_tc = false;
