@@ -192,6 +192,7 @@ struct system_state {
 	unsigned long long run_cpu_ns, run_wall_ns;
 	unsigned long long run_io[2], run_flt[2], run_sw[2]; /* from wait4's rusage */
 	unsigned long long errors;
+	unsigned long long unread; /* samples whose counters could not be read */
 	int clock_fd;  /* the tree's counters' group (its leader, task-clock); -1: none (/proc) */
 	int sib_fd[3]; /* its other members (enum tree_counter - 1); -1: not opened */
 	unsigned long long tc[4]; /* their last reading (enum tree_counter) */
@@ -581,9 +582,13 @@ static void read_counters(struct system_state *st, struct raw *r)
 		n = sonde_perf_read(st->clock_fd, v, sizeof(v));
 		t1 = sonde_clock_ns();
 		if (n < (ssize_t)((1 + members) * sizeof(uint64_t)) || v[0] != members) {
-			st->errors++;
+			/* not read: the counts keep their last values (the next reading
+			   brings the interval's counts with its own), and the CPU time of
+			   the intervals on each side is not measured. Taking /proc's
+			   counts instead, which miss the processes gone, made the next
+			   reading count the difference twice. */
+			st->unread++;
 			r->have_pcpu = false;
-			r->have_tc = false;
 			return;
 		}
 	} while (t1 - t0 > 200000 && ++tries < 3);
@@ -1073,8 +1078,15 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 			    st->run_wall_ns ? json_real(100.0 * (double)st->own_cpu_ns /
 							(double)st->run_wall_ns)
 					    : json_null());
+	json_object_set_new(sys, "counters_unread", json_integer((json_int_t)st->unread));
 	if (st->errors)
 		sonde_collection__dropped(c, st->errors);
+	if (st->unread)
+		sonde_collection__note(c,
+				       "process.cpu: not measured in %llu interval(s): the kernel "
+				       "refused to read the tree's counters while a process of it "
+				       "was exiting (their counts came with the next reading)",
+				       st->unread);
 	{ /* the machine's CPU shares come in the kernel's ticks */
 		long hz = sysconf(_SC_CLK_TCK);
 		double ticks = hz > 0 ? st->interval_ms * (double)hz / 1000.0 : 0;
