@@ -330,14 +330,17 @@ int sonde_view__system(const struct sonde_profile *p, enum sonde_view_format fmt
 	if (fmt == SONDE_VIEW_JSON)
 		return sonde_view__json(out, sys, JSON_INDENT(2));
 	sonde_strbuf__addf(
-		out,
-		"\n System while '%s' ran: %lld samples every %g ms, %lld CPUs\n\n"
-		"  %-24s %12s %12s %12s %14s\n",
+		out, "\n System while '%s' ran: %lld samples every %g ms",
 		sget(sonde_profile__header(p), "cmd") ? sget(sonde_profile__header(p), "cmd") : "?",
 		(long long)json_integer_value(json_object_get(sys, "samples")),
-		json_number_value(json_object_get(sys, "interval_ms")),
-		(long long)json_integer_value(json_object_get(sys, "cpus")), "metric", "mean",
-		"p95", "peak", "total");
+		json_number_value(json_object_get(sys, "interval_ms")));
+	x = json_object_get(sys, "machine_interval_ms");
+	if (json_is_number(x) &&
+	    json_number_value(x) != json_number_value(json_object_get(sys, "interval_ms")))
+		sonde_strbuf__addf(out, " (the machine's every %g ms)", json_number_value(x));
+	sonde_strbuf__addf(out, ", %lld CPUs\n\n  %-24s %12s %12s %12s %14s\n",
+			   (long long)json_integer_value(json_object_get(sys, "cpus")), "metric",
+			   "mean", "p95", "peak", "total");
 	json_object_foreach(sum, key, x)
 	{
 		const char *unit = sget(x, "unit");

@@ -99,12 +99,23 @@ check "perf_event_open refused: a note says which metrics then come from /proc, 
 check "... and the series still has them" \
 	jq -e '.stats.system.summary["process.faults.minor"].total > 0 and .stats.system.summary["process.cpu"].mean > 0' noperf.json
 
-# /proc/stat's ticks of 10 ms: said where a sample holds fewer than 10 a CPU
-check "-I 10ms: a note says one sample's cpu.* share is coarse (ticks of 10 ms)" \
-	jq -e '[.stats.notes[] | select(test("^cpu[.][*]: /proc/stat counts CPU time in ticks"))] | length == 1' burn.json
-run collect system -q -I 100ms -o slow.json -- "$PROGS/k-burn" 1 0.3
-check "-I 100ms: no such note" \
-	jq -e '[.stats.notes[] | select(test("ticks"))] | length == 0' slow.json
+# the machine every 100 ms (/proc/stat counts in ticks of 10 ms), the tree every 10 ms
+mach=$(jq '.stats.system.summary["cpu.busy"].samples' burn.json)
+check "the machine read every 100 ms: cpu.busy has $mach samples over a second, about 10" \
+	within "$mach" 8 12
+check "... each its window's length (about 100 ms; the last ends with the run)" \
+	jq -e '[.resources as $r | .resource_type_map | to_entries[] | select(.value.uid == "cpu.busy") |
+		$r[.key].duration[]] | (.[:-1] | (min > 80e6) and (max < 150e6)) and .[-1] < 150e6' burn.json
+check "... and no note of coarse shares" \
+	jq -e '[.stats.notes[] | select(test("ticks"))] | length == 0' burn.json
+run collect system -q --machine-interval 10ms -o fine.json -- "$PROGS/k-burn" 1 0.3
+# (a sample in which /proc/stat's ticks did not move has no share: the last, a
+# few ms after the one before it, may be one)
+check "--machine-interval 10ms: the machine at every sample ($(jq '.stats.system.summary["cpu.busy"].samples' fine.json) of $(jq .stats.system.samples fine.json))" \
+	jq -e '.stats.system.summary["cpu.busy"].samples >= .stats.system.samples * 0.9 and
+		.stats.system.machine_interval_ms == 10' fine.json
+check "... and a note says one sample's cpu.* share is then coarse (ticks of 10 ms)" \
+	jq -e '[.stats.notes[] | select(test("^cpu[.][*]: /proc/stat counts CPU time in ticks"))] | length == 1' fine.json
 
 # resident memory: two threads touch 8 MiB on two CPUs, then the program
 # says its resident pages (its own /proc/self/statm) and sleeps unchanged.

@@ -1,6 +1,8 @@
 /*
- * collector.c - `sonde collect system`: the machine and the target's process
- * tree, sampled from /proc every interval (default 10 ms) while the target runs.
+ * collector.c - `sonde collect system`: the target's process tree, sampled
+ * from /proc every interval (default 10 ms) while the target runs, and the
+ * machine every machine interval (default 100 ms, in whole samples:
+ * /proc/stat counts in ticks of 10 ms).
  *
  * The machine: per-CPU and total utilisation (user, system, iowait, irq, steal,
  * busy) from /proc/stat, memory from /proc/meminfo, pressure stall
@@ -139,14 +141,16 @@ struct raw {
 	unsigned long long pcpu, prd, pwr, prc, pwc, psw, pmin, pmaj; /* the tree, cumulative */
 	double rss, threads, procs;
 	bool have_proc;
-	bool have_pcpu;	  /* pcpu read (a failed read of the counter: not measured) */
-	bool have_tc;	  /* pcpu, and psw, pmin, pmaj where opened, from the counters */
-	bool cpus_beyond; /* CPUs past MAX_CPUS: no series of their own */
-	bool too_deep;	  /* a process tree deeper than MAX_DEPTH: its depths not walked */
+	bool have_pcpu;	   /* pcpu read (a failed read of the counter: not measured) */
+	bool have_tc;	   /* pcpu, and psw, pmin, pmaj where opened, from the counters */
+	bool have_machine; /* cpu, mem, psi, disk, net read */
+	bool cpus_beyond;  /* CPUs past MAX_CPUS: no series of their own */
+	bool too_deep;	   /* a process tree deeper than MAX_DEPTH: its depths not walked */
 };
 
 struct sample {
-	uint64_t ts, dur; /* the interval's start, since the collection began; its length */
+	uint64_t ts, dur;   /* the interval's start, since the collection began; its length */
+	uint64_t mts, mdur; /* the machine's: since its last reading (every machine_every) */
 	unsigned run;
 	size_t first; /* into vals: nvals_per values */
 };
@@ -164,6 +168,8 @@ struct system_state {
 	pid_t root;
 	uint64_t t0;
 	struct raw *prev, *cur;
+	struct raw *mlast;		       /* the machine's last reading */
+	unsigned machine_every, since_machine; /* the machine is read every machine_every samples */
 	/* the tree's processes and threads: last cumulative values, so that a
 	   thread that leaves does not take its past with it */
 	struct u64map seen; /* tid -> thr[] */
@@ -600,7 +606,7 @@ static void read_counters(struct system_state *st, struct raw *r)
 	r->t = t0 + (t1 - t0) / 2;
 }
 
-static void read_all(struct system_state *st, struct raw *r)
+static void read_all(struct system_state *st, struct raw *r, bool machine)
 {
 	size_t i;
 
@@ -611,17 +617,20 @@ static void read_all(struct system_state *st, struct raw *r)
 	r->have_tc = st->clock_fd >= 0;
 	if (st->clock_fd >= 0)
 		read_counters(st, r);
-	read_stat(st, r);
-	read_meminfo(st, r);
-	if (st->psi_ok) {
-		read_psi(st, F_PSI_CPU, &r->psi[0], NULL);
-		read_psi(st, F_PSI_MEM, &r->psi[1], &r->psi[2]);
-		read_psi(st, F_PSI_IO, &r->psi[3], &r->psi[4]);
+	r->have_machine = machine;
+	if (machine) {
+		read_stat(st, r);
+		read_meminfo(st, r);
+		if (st->psi_ok) {
+			read_psi(st, F_PSI_CPU, &r->psi[0], NULL);
+			read_psi(st, F_PSI_MEM, &r->psi[1], &r->psi[2]);
+			read_psi(st, F_PSI_IO, &r->psi[3], &r->psi[4]);
+		}
+		if (st->disk_ok)
+			read_disks(st, r);
+		if (st->net_ok)
+			read_net(st, r);
 	}
-	if (st->disk_ok)
-		read_disks(st, r);
-	if (st->net_ok)
-		read_net(st, r);
 	r->have_proc = false;
 	r->rss = r->threads = r->procs = 0;
 	if (st->root > 0)
@@ -697,9 +706,26 @@ static double rate(unsigned long long a, unsigned long long b, double secs)
 	return b >= a && secs > 0 ? (double)(b - a) / secs : NAN;
 }
 
+/* The machine's part of a reading, kept as the next machine window's start. */
+static void keep_machine(struct raw *dst, const struct raw *src)
+{
+	dst->t = src->t;
+	dst->ncpu = src->ncpu;
+	memcpy(dst->cpu, src->cpu, (src->ncpu + 1) * sizeof(src->cpu[0]));
+	memcpy(dst->mem, src->mem, sizeof(src->mem));
+	memcpy(dst->psi, src->psi, sizeof(src->psi));
+	memcpy(dst->disk, src->disk, sizeof(src->disk));
+	memcpy(dst->net, src->net, sizeof(src->net));
+}
+
+/*
+ * One sample: the process tree's metrics over a to b; the machine's, where b
+ * read it, over the machine's last reading (st->mlast) to b (NaN elsewhere).
+ */
 static void record(struct system_state *st, const struct raw *a, const struct raw *b)
 {
 	double secs = (double)(b->t - a->t) / 1e9, *v;
+	const struct raw *ma = st->mlast;
 	struct sample *s;
 	unsigned c;
 	int m;
@@ -718,25 +744,40 @@ static void record(struct system_state *st, const struct raw *a, const struct ra
 	s->first = st->nvals;
 	v = st->vals + st->nvals;
 	st->nvals += st->per;
-	for (m = 0; m < M__N; m++)
+	for (m = 0; m < (int)st->per; m++)
 		v[m] = NAN;
-	for (m = M_CPU_USER; m <= M_CPU_BUSY; m++)
-		v[m] = share(a->cpu[0], b->cpu[0], m);
-	for (m = 0; m < 4; m++)
-		v[M_MEM_USED + m] = b->mem[m];
-	if (st->psi_ok)
-		for (m = 0; m < 5; m++)
-			v[M_PSI_CPU + m] =
-				b->psi[m] >= a->psi[m]
-					? 100.0 * (double)(b->psi[m] - a->psi[m]) / (secs * 1e6)
-					: NAN;
-	if (st->disk_ok) {
-		v[M_DISK_READ] = rate(a->disk[0], b->disk[0], secs);
-		v[M_DISK_WRITE] = rate(a->disk[1], b->disk[1], secs);
-	}
-	if (st->net_ok) {
-		v[M_NET_RX] = rate(a->net[0], b->net[0], secs);
-		v[M_NET_TX] = rate(a->net[1], b->net[1], secs);
+	if (b->have_machine && b->t > ma->t) {
+		double msecs = (double)(b->t - ma->t) / 1e9;
+
+		s->mts = ma->t > st->t0 ? ma->t - st->t0 : 0;
+		s->mdur = b->t - ma->t;
+		for (m = M_CPU_USER; m <= M_CPU_BUSY; m++)
+			v[m] = share(ma->cpu[0], b->cpu[0], m);
+		for (m = 0; m < 4; m++)
+			v[M_MEM_USED + m] = b->mem[m];
+		if (st->psi_ok)
+			for (m = 0; m < 5; m++)
+				v[M_PSI_CPU + m] =
+					b->psi[m] >= ma->psi[m]
+						? 100.0 * (double)(b->psi[m] - ma->psi[m]) /
+							  (msecs * 1e6)
+						: NAN;
+		if (st->disk_ok) {
+			v[M_DISK_READ] = rate(ma->disk[0], b->disk[0], msecs);
+			v[M_DISK_WRITE] = rate(ma->disk[1], b->disk[1], msecs);
+		}
+		if (st->net_ok) {
+			v[M_NET_RX] = rate(ma->net[0], b->net[0], msecs);
+			v[M_NET_TX] = rate(ma->net[1], b->net[1], msecs);
+		}
+		for (c = 0; st->per_cpu && c < st->ncpu; c++)
+			for (m = 0; m < N_PERCPU; m++)
+				v[M__N + c * N_PERCPU + (unsigned)m] =
+					c + 1 <= ma->ncpu && c + 1 <= b->ncpu
+						? share(ma->cpu[c + 1], b->cpu[c + 1],
+							M_CPU_USER + m)
+						: NAN;
+		keep_machine(st->mlast, b);
 	}
 	if (a->have_proc && b->have_proc) {
 		v[M_P_CPU] = a->have_pcpu && b->have_pcpu
@@ -753,24 +794,27 @@ static void record(struct system_state *st, const struct raw *a, const struct ra
 		v[M_P_MINFLT] = rate(a->pmin, b->pmin, secs);
 		v[M_P_MAJFLT] = rate(a->pmaj, b->pmaj, secs);
 	}
-	for (c = 0; st->per_cpu && c < st->ncpu; c++)
-		for (m = 0; m < N_PERCPU; m++)
-			v[M__N + c * N_PERCPU + (unsigned)m] =
-				c + 1 <= a->ncpu && c + 1 <= b->ncpu
-					? share(a->cpu[c + 1], b->cpu[c + 1], M_CPU_USER + m)
-					: NAN;
 }
 
-static void tick(void *arg)
+/* One sample; the machine's too every machine_every, or where machine says so. */
+static void sample(struct system_state *st, bool machine)
 {
-	struct system_state *st = arg;
 	struct raw *t;
 
-	read_all(st, st->cur);
+	if (++st->since_machine >= st->machine_every)
+		machine = true;
+	if (machine)
+		st->since_machine = 0;
+	read_all(st, st->cur, machine);
 	record(st, st->prev, st->cur);
 	t = st->prev;
 	st->prev = st->cur;
 	st->cur = t;
+}
+
+static void tick(void *arg)
+{
+	sample(arg, false);
 }
 
 /* ---- the collector ------------------------------------------------------------------------ */
@@ -847,8 +891,15 @@ static int system_before(struct sonde_collection *c)
 	st->page_size = (double)sysconf(_SC_PAGESIZE);
 	st->prev = calloc(1, sizeof(struct raw));
 	st->cur = calloc(1, sizeof(struct raw));
-	if (!st->prev || !st->cur)
+	st->mlast = calloc(1, sizeof(struct raw));
+	if (!st->prev || !st->cur || !st->mlast)
 		return -ENOMEM;
+	{ /* the machine every machine-interval, in whole samples */
+		double mi = sonde_collection__param_double(c, "machine-interval", 100);
+		long k = lround(mi / st->interval_ms);
+
+		st->machine_every = k < 1 ? 1 : (unsigned)k;
+	}
 	read_stat(st, st->prev);
 	if (!st->prev->ncpu && !st->prev->cpu[0][0] && !st->prev->cpu[0][3]) {
 		sonde_collection__fail(c, "the system collector reads /proc/stat, and cannot: %s",
@@ -907,7 +958,9 @@ static int system_start(struct sonde_collection *c, pid_t pid)
 			strerror(-st->clock_fd));
 		st->clock_noted = true;
 	}
-	read_all(st, st->prev);
+	read_all(st, st->prev, true);
+	keep_machine(st->mlast, st->prev);
+	st->since_machine = 0;
 	st->ticker = (struct ticker){ .fn = tick,
 				      .ctx = st,
 				      .period_ns = (uint64_t)(st->interval_ms * 1e6) };
@@ -926,7 +979,7 @@ static int system_exited(struct sonde_collection *c, pid_t pid)
 	(void)pid;
 	ticker__stop(&st->ticker);
 	if (st->root)
-		tick(st);
+		sample(st, true); /* the machine too: its window ends with the run */
 	return 0;
 }
 
@@ -980,17 +1033,20 @@ static int emit(struct system_state *st, struct sonde_profile *p, json_t *summar
 	long res;
 	int err = 0;
 
+	bool mach = !metric[m].process; /* over the machine's windows */
+
 	if (cpu >= 0)
 		json_object_set_new(extra, "cpu", json_integer(cpu));
 	for (i = 0; i < st->ns; i++) {
-		double v = st->vals[st->s[i].first + idx];
+		double v = st->vals[st->s[i].first + idx],
+		       d = (double)(mach ? st->s[i].mdur : st->s[i].dur) / 1e9;
 
 		if (isnan(v))
 			continue;
 		tmp[n++] = v;
 		acc += v;
-		total += v * (double)st->s[i].dur / 1e9;
-		secs += (double)st->s[i].dur / 1e9;
+		total += v * d;
+		secs += d;
 		if (v > peak)
 			peak = v;
 	}
@@ -1015,10 +1071,12 @@ static int emit(struct system_state *st, struct sonde_profile *p, json_t *summar
 		if (isnan(v))
 			continue;
 		err |= sonde_profile__append(p, res, "amount", json_real(v));
-		err |= sonde_profile__append(p, res, "timestamp",
-					     json_integer((json_int_t)st->s[i].ts));
-		err |= sonde_profile__append(p, res, "duration",
-					     json_integer((json_int_t)st->s[i].dur));
+		err |= sonde_profile__append(
+			p, res, "timestamp",
+			json_integer((json_int_t)(mach ? st->s[i].mts : st->s[i].ts)));
+		err |= sonde_profile__append(
+			p, res, "duration",
+			json_integer((json_int_t)(mach ? st->s[i].mdur : st->s[i].dur)));
 		err |= sonde_profile__append(p, res, "order", json_integer(st->s[i].run + 1));
 	}
 	if (cpu >= 0)
@@ -1059,6 +1117,8 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 	for (i = 0; i < st->ns; i++)
 		dur += (double)st->s[i].dur;
 	json_object_set_new(sys, "interval_ms", json_real(st->interval_ms));
+	json_object_set_new(sys, "machine_interval_ms",
+			    json_real(st->interval_ms * (double)st->machine_every));
 	json_object_set_new(sys, "samples", json_integer((json_int_t)st->ns));
 	json_object_set_new(sys, "cpus", json_integer(st->ncpu));
 	json_object_set_new(sys, "summary", summary);
@@ -1089,7 +1149,8 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 				       st->unread);
 	{ /* the machine's CPU shares come in the kernel's ticks */
 		long hz = sysconf(_SC_CLK_TCK);
-		double ticks = hz > 0 ? st->interval_ms * (double)hz / 1000.0 : 0;
+		double ms = st->interval_ms * (double)st->machine_every,
+		       ticks = hz > 0 ? ms * (double)hz / 1000.0 : 0;
 
 		if (ticks > 0 && ticks < 10)
 			sonde_collection__note(
@@ -1099,7 +1160,7 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 				"is coarse (steps of about %.0f %%), and so are the peak and p95; "
 				"the mean over the run is right (process.cpu is counted to the "
 				"nanosecond)",
-				1000.0 / (double)hz, ticks, st->interval_ms, 100.0 / ticks);
+				1000.0 / (double)hz, ticks, ms, 100.0 / ticks);
 	}
 	if (st->cpus_beyond)
 		sonde_collection__note(c,
@@ -1140,6 +1201,7 @@ static void system_cleanup(struct sonde_collection *c)
 	free(st->s);
 	free(st->prev);
 	free(st->cur);
+	free(st->mlast);
 	free(st);
 }
 
@@ -1151,6 +1213,10 @@ static const struct sonde_option system_options[] = {
 	{ SONDE_OPT_DURATION, 'I', "interval", NULL, NULL,
 	  "sample every DURATION (default 10ms; a plain number is milliseconds)", 1, 3.6e6,
 	  .unit_s = 1e-3 },
+	{ SONDE_OPT_DURATION, 0, "machine-interval", NULL, NULL,
+	  "read the machine (cpu.*, memory.*, pressure.*, disk.*, net.*) every DURATION, "
+	  "in whole samples (default 100ms: /proc/stat counts in 10 ms ticks)",
+	  1, 3.6e6, .unit_s = 1e-3 },
 	{ SONDE_OPT_FLAG, 0, "no-per-cpu", NULL, NULL,
 	  "record the CPUs' total only, not each CPU's utilisation" },
 	{ .type = SONDE_OPT_END },
