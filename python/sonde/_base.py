@@ -21,27 +21,30 @@ class StartStop:
 
 
 class _Then:
-    """A module's loader that calls fn(module) once the module has run."""
+    """A module's loader that calls fn(module) once the module has run, and
+    takes its finder (watch) out of sys.meta_path."""
 
-    def __init__(self, loader, fn):
-        self.loader, self.fn = loader, fn
+    def __init__(self, loader, watch):
+        self.loader, self.watch = loader, watch
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
+        forget_import(self.watch)
         # the module keeps its own loader (source lines in tracebacks, reload)
         module.__spec__.loader = module.__loader__ = self.loader
         self.loader.exec_module(module)
         try:
-            self.fn(module)
+            self.watch.fn(module)
         except Exception:  # the program's import never fails for sonde
             pass
 
 
 class _AfterImport:
-    """A finder that lets the others find one module and calls fn(module) once
-    it has loaded, then takes itself out of sys.meta_path."""
+    """A finder that lets the others find one module, and has fn(module)
+    called once it has loaded. It leaves sys.meta_path when the module loads,
+    not when it is found: importlib.util.find_spec finds without loading."""
 
     def __init__(self, name, fn):
         self.name, self.fn = name, fn
@@ -51,13 +54,12 @@ class _AfterImport:
             return None
         import sys  # built in: loaded before anything
 
-        forget_import(self)
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
+        for finder in list(sys.meta_path):
+            find = None if finder is self else getattr(finder, "find_spec", None)
             spec = find(name, path, target) if find else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Then(spec.loader, self.fn)
+                    spec.loader = _Then(spec.loader, self)
                 return spec
         return None
 

@@ -175,7 +175,11 @@ def test_threads_started_after_import(program, sonde_bin, tmp_path):
     (--no-c-calls) alike, and the import itself is in the profile."""
     _path, env = program
     prog = tmp_path / "thr.py"
-    prog.write_text("import threading\n"
+    # (found first without loading it, as importlib.util.find_spec does: the hook
+    # waits for the load)
+    prog.write_text("import importlib.util\n"
+                    "assert importlib.util.find_spec('threading')\n"
+                    "import threading\n"
                     "def leaf(i):\n    return i * 2\n"
                     "def work(n):\n    return sum(leaf(i) for i in range(n))\n"
                     "ts = [threading.Thread(target=work, args=(100,), name=f'w{k}') for k in range(3)]\n"
