@@ -310,7 +310,9 @@ def numactl_nodes():
 @pytest.mark.parametrize("mode", ["calls", "sampling"])
 def test_sampled_allocations_agree_with_tracemalloc(mode):
     """Bytes still live per function, estimated from about one allocation in every
-    8 KiB, within 10 % of what tracemalloc counts exactly on the same functions."""
+    8 KiB, within 10 % of what tracemalloc counts exactly on the same functions, or
+    five standard deviations of the estimate where that is wider: small's 8.7 MB are
+    about 1 000 samples, a spread of 3.2 % (60 runs: mean 0.997, one beyond 10 %)."""
     mod = {}
     exec(compile(MEMPROG, "memprog.py", "exec"), mod)
     peer = peer_live(mod)
@@ -322,7 +324,8 @@ def test_sampled_allocations_agree_with_tracemalloc(mode):
     m = c.profile("mem")["stats"]["trace"]["memory"]
     mine = {f["function"]: f["estimated_live_bytes"] for f in m["functions"]}
     for fn in ("big", "small"):
-        assert mine[fn] == pytest.approx(peer[fn], rel=0.10), (fn, mine, peer)
+        rel = max(0.10, 5 / (peer[fn] / 8192) ** 0.5)
+        assert mine[fn] == pytest.approx(peer[fn], rel=rel), (fn, rel, mine, peer)
     assert 24 * 2**20 < peer["big"] < 27 * 2**20  # 24 576 blocks of 1 033 bytes, and a list
     assert m["interval_bytes"] == 8192 and m["sampled_allocations"] > 2000
     # all of it was allocated; what was freed (the list's old arrays) is not live
@@ -374,7 +377,8 @@ def test_collect_memory_and_numa(program, sonde_bin, tmp_path):
     peer = peer_live(mod)
     mine = {f["function"]: f["estimated_live_bytes"] for f in m["functions"]}
     for fn in ("big", "small"):
-        assert mine[fn] == pytest.approx(peer[fn], rel=0.10), (fn, mine, peer)
+        rel = max(0.10, 5 / (peer[fn] / 8192) ** 0.5)
+        assert mine[fn] == pytest.approx(peer[fn], rel=rel), (fn, rel, mine, peer)
     peer_nodes = numactl_nodes()
     if peer_nodes is not None:
         assert m["numa"]["nodes"] == peer_nodes
