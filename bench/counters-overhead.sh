@@ -13,6 +13,8 @@ trap 'rm -rf "$TMP"' EXIT
 command -v perf >/dev/null || { echo "counters-overhead: perf is missing (scripts/install-deps)"; exit 3; }
 . "$(dirname "$0")/lib.sh"
 
+# seconds between two tools' runs: the kernel's perf hooks go off once no event is open
+COLD=${COLD:-1.5}
 # the trend, not one point: three sizes of the same workload
 SIZES=${SIZES:-100000 400000 1600000}
 printf 'events %s, %s interleaved rounds (median wall of the whole command)\n' "$EV" "$ROUNDS"
@@ -23,8 +25,15 @@ for n in $SIZES; do
 	while [ $r -lt "$ROUNDS" ]; do
 		# shellcheck disable=SC2086
 		wall $WORK >>"$TMP/bare"
+		# Each tool starts with no perf event open on the machine, as a command
+		# typed alone does: the kernel switches its perf hooks on at the first
+		# perf_event_open (10-15 ms in this VM) and off again once the last
+		# event closes (its scheduler hook a second later). Run back to back,
+		# the second tool found them on: perf stat, after sonde, every round.
+		sleep "$COLD"
 		# shellcheck disable=SC2086
 		wall "$SONDE" collect counters -q -e $EV -o "$TMP/p.json" -- $WORK >>"$TMP/sonde"
+		sleep "$COLD"
 		# shellcheck disable=SC2086
 		wall perf stat -e $EV -- $WORK >>"$TMP/perf"
 		r=$((r + 1))
