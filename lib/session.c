@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "config.h"
+#include "perf-warm.h"
 #include <sonde/clock.h>
 #include <sonde/git.h>
 #include <sonde/log.h>
@@ -60,6 +61,7 @@ struct sonde_session {
 	uint64_t busy_ns;		/* time the target (and --prepare) ran */
 	char run_id[33];		/* 128 random bits in hex: the profiles of one collection */
 	struct sonde_git_origin origin; /* asked in before(), answered before the first run */
+	struct sonde_perf_warm perf_warm; /* started in before() where a collector needs it */
 };
 
 /* ---- the collection helpers ---------------------------------------------------------- */
@@ -279,6 +281,7 @@ void sonde_session__free(struct sonde_session *s)
 	if (!s)
 		return;
 	sonde_git__origin_finish(&s->origin); /* no git left behind */
+	sonde_perf_warm__join(&s->perf_warm);
 	for (i = 0; i < s->ncols; i++) {
 		struct sonde_collection *c = &s->cols[i];
 
@@ -453,6 +456,10 @@ int sonde_session__before(struct sonde_session *s, struct sonde_strbuf *err)
 				   strerror(-rc));
 		return rc == -EACCES ? -EPERM : rc == -ENOENT ? -ENODATA : rc;
 	}
+	/* the kernel's perf hooks, switched on beside all that follows */
+	for (i = 0; i < s->ncols; i++)
+		if (s->cols[i].col->flags & SONDE_COLLECTOR_PERF_TASK)
+			sonde_perf_warm__start(&s->perf_warm);
 	/* the origin commit, asked of git while the collectors prepare (a spawn
 	   failing leaves the profiles without an origin, as outside a work tree) */
 	sonde_git__origin_start(&s->origin, ".");

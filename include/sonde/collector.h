@@ -38,6 +38,7 @@ enum {
 	SONDE_COLLECTOR_ONE_RUN = 1u << 2,	 /* without --repeat, measure one run */
 	SONDE_COLLECTOR_OWN_RSS = 1u << 3,	 /* reads ru_maxrss: start through sonde-spawn */
 	SONDE_COLLECTOR_ATTACHES = 1u << 4,	 /* can watch a running process (-p PID) */
+	SONDE_COLLECTOR_PERF_TASK = 1u << 5,	 /* opens perf events bound to tasks */
 };
 
 /* What the session tells collectors about one finished run. */

@@ -88,6 +88,8 @@ struct counters_state {
 	struct rt_host host;
 	bool host_started;
 	char *events_env;
+	pthread_t prober; /* probe_all, until join_probes */
+	bool probing;
 };
 
 static int perf_paranoid(void)
@@ -106,6 +108,71 @@ static int perf_paranoid(void)
 static const char *const default_events =
 	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,"
 	"branch-misses,CPU_UTIL,IPC";
+
+/*
+ * Whether each counter of the request opens here, asked on a thread of its own
+ * while the session makes the target. A task's first perf event, when none is
+ * open on the machine, waits for the kernel to switch its scheduler hooks on (a
+ * grace period: 8-36 ms in a VM; lib/perf-warm.c starts it as the session
+ * does). perf stat waits at the target's own open; probed in line, sonde
+ * waited before it had even started the target, then started it.
+ */
+static void *probe_all(void *arg)
+{
+	struct counters_state *st = arg;
+	size_t i;
+
+	for (i = 0; i < st->nids; i++) {
+		struct cnt_entry *e = cnt_catalog__get(st->ids[i]);
+
+		if (e)
+			cnt_entry__supported(e);
+	}
+	return NULL;
+}
+
+static void join_probes(struct counters_state *st)
+{
+	if (st->probing)
+		pthread_join(st->prober, NULL);
+	st->probing = false;
+}
+
+/* What needs the probes' answers, once, at the first run's start. */
+static int counters_ready(struct sonde_collection *c, struct counters_state *st)
+{
+	struct sonde_strbuf err = SONDE_STRBUF_INIT, names = SONDE_STRBUF_INIT;
+	size_t i;
+	int rc;
+
+	join_probes(st);
+	if (st->cfg)
+		return 0;
+	st->cfg = calloc(st->ncfg, sizeof(*st->cfg));
+	if (!st->cfg)
+		return -ENOMEM;
+	for (i = 0; i < st->ncfg; i++) {
+		rc = sonde_counters_config__new((uint32_t)i, st->ids, st->nids, st->flags, &err,
+						&st->cfg[i]);
+		if (rc) {
+			sonde_collection__fail(c, "%s", err.buf);
+			sonde_strbuf__release(&err);
+			return rc == -E2BIG ? -EINVAL : rc;
+		}
+	}
+	for (i = 0; i < st->nshown; i++) {
+		struct sonde_counter_info info;
+
+		sonde_counters__info(0, st->shown[i], &info);
+		if (!info.supported)
+			sonde_strbuf__addf(&names, "%s%s", names.len ? ", " : "", info.name);
+	}
+	if (names.len)
+		sonde_collection__note(
+			c, "not supported here: %s (why: stats.counters.not_supported)", names.buf);
+	sonde_strbuf__release(&names);
+	return 0;
+}
 
 static bool shown(const struct counters_state *st, uint32_t id)
 {
@@ -508,31 +575,26 @@ static int counters_before(struct sonde_collection *c)
 		sonde_collection__fail(c, "no CPU found in /sys/devices/system/cpu");
 		return -ENODEV;
 	}
-	st->ncfg = st->all_cpus ? na : 1;
-	st->cfg = calloc(st->ncfg, sizeof(*st->cfg));
-	if (!st->cfg)
-		return -ENOMEM;
-	for (i = 0; i < st->ncfg; i++) {
-		rc = sonde_counters_config__new((uint32_t)i, st->ids, st->nids, st->flags, &err,
-						&st->cfg[i]);
-		if (rc) {
-			sonde_collection__fail(c, "%s", err.buf);
-			sonde_strbuf__release(&err);
-			return rc == -E2BIG ? -EINVAL : rc;
+	/* the base counters of the whole request fit one config (the probes aside) */
+	{
+		uint32_t in[CNT_MAX_INPUTS];
+		size_t nin = 0;
+
+		for (i = 0; i < st->nids; i++) {
+			struct cnt_entry *e = cnt_catalog__get(st->ids[i]);
+
+			if (e && cnt_inputs(e, in, &nin, CNT_MAX_INPUTS)) {
+				sonde_collection__fail(
+					c, "%s: more than %d base counters in one config", e->name,
+					CNT_MAX_INPUTS);
+				return -EINVAL;
+			}
 		}
 	}
+	st->ncfg = st->all_cpus ? na : 1;
 	if (note)
 		sonde_collection__note(c, "%s", note);
-	for (i = 0; i < st->nshown; i++) {
-		struct sonde_counter_info info;
-
-		sonde_counters__info(0, st->shown[i], &info);
-		if (!info.supported)
-			sonde_strbuf__addf(&names, "%s%s", names.len ? ", " : "", info.name);
-	}
-	if (names.len)
-		sonde_collection__note(
-			c, "not supported here: %s (why: stats.counters.not_supported)", names.buf);
+	st->probing = pthread_create(&st->prober, NULL, probe_all, st) == 0;
 	sonde_strbuf__reset(&names);
 	/* regions: the target's libsonde builds its own context from these */
 	{
@@ -542,12 +604,9 @@ static int counters_before(struct sonde_collection *c)
 						   .ring_bytes = 1 << 20 };
 		char flags[16];
 
-		for (i = 0; i < st->nshown; i++) {
-			struct sonde_counter_info info;
-
-			sonde_counters__info(0, st->shown[i], &info);
-			sonde_strbuf__addf(&names, "%s%s", i ? "," : "", info.name);
-		}
+		for (i = 0; i < st->nshown; i++)
+			sonde_strbuf__addf(&names, "%s%s", i ? "," : "",
+					   cnt_catalog__get(st->shown[i])->name);
 		st->events_env = sonde_strbuf__detach(&names, NULL);
 		snprintf(flags, sizeof(flags), "%u", st->flags & SONDE_CONFIG_MULTIPLEX);
 		rc = rt_host__start(&st->host, c, &spec);
@@ -594,6 +653,9 @@ static int counters_start(struct sonde_collection *c, pid_t pid)
 	size_t i;
 	int rc;
 
+	rc = counters_ready(c, st);
+	if (rc)
+		return rc;
 	st->run_start = sonde_clock_ns();
 	rc = sonde_counters_context__new(&st->ctx);
 	if (!rc)
@@ -737,6 +799,7 @@ static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
 				       "%llu chunks of region records were written over by the "
 				       "target: the regions in them are not counted",
 				       (unsigned long long)st->malformed_chunks);
+	join_probes(st);
 	set_run(st, 0);
 	for (q = 0; q < st->nshown; q++) {
 		struct sonde_counter_info info;
@@ -831,10 +894,11 @@ static void counters_cleanup(struct sonde_collection *c)
 
 	if (!st)
 		return;
+	join_probes(st);
 	stop_sampling(st);
 	sonde_process_dispatch__free(st->proc);
 	sonde_counters_context__free(st->ctx);
-	for (i = 0; i < st->ncfg; i++)
+	for (i = 0; st->cfg && i < st->ncfg; i++)
 		sonde_counters_config__free(st->cfg[i]);
 	free(st->cfg);
 	if (st->host_started)
@@ -881,7 +945,8 @@ const struct sonde_collector sonde_collector_counters = {
 	.profile_type = "counters",
 	.units = counters_units,
 	.options = counters_options,
-	.flags = SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_ONE_RUN,
+	.flags =
+		SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_PERF_TASK,
 	.before = counters_before,
 	.start = counters_start,
 	.stop = counters_stop,
