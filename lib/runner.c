@@ -65,6 +65,7 @@ struct sonde_runner {
 	int tty;	/* the controlling terminal among fds 0-2; -1: none */
 	pid_t tty_pgid; /* the run's group while it has the terminal; 0: it has not */
 	bool tty_given; /* this run's group was given the terminal */
+	bool last;	/* sonde_runner__last: the helper leaves after the next run */
 };
 
 /* One step of the redirection plan: fd becomes a file opened at path, or a dup of from. */
@@ -249,6 +250,15 @@ char *sonde_runner__resolve(const char *cmd)
 	return NULL;
 }
 
+/* A helper told to leave (its socket closed) is reaped before another starts. */
+static void helper_reap(struct sonde_runner *r)
+{
+	if (r->helper_pid > 0)
+		while (waitpid(r->helper_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	r->helper_pid = 0;
+}
+
 struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 {
 	struct sonde_runner *r;
@@ -313,9 +323,7 @@ void sonde_runner__free(struct sonde_runner *r)
 		return;
 	if (r->helper_sock >= 0)
 		close(r->helper_sock); /* the helper leaves */
-	if (r->helper_pid > 0)
-		while (waitpid(r->helper_pid, NULL, 0) < 0 && errno == EINTR)
-			;
+	helper_reap(r);
 	posix_spawnattr_destroy(&r->attr);
 	close(r->null_fd);
 	if (r->input_fd >= 0)
@@ -613,14 +621,17 @@ static int helper_start(struct sonde_runner *r)
 	return 0;
 }
 
+void sonde_runner__last(struct sonde_runner *r)
+{
+	r->last = true;
+}
+
 /* The helper is gone (its socket broke): reap it, so that the next run starts another. */
 static void helper_lost(struct sonde_runner *r)
 {
 	close(r->helper_sock);
 	r->helper_sock = -1;
-	while (waitpid(r->helper_pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	r->helper_pid = 0;
+	helper_reap(r);
 }
 
 /* Ask the helper for a target: the report pipe's write end, the barrier's read end, the plan. */
@@ -661,6 +672,8 @@ static int helper_ask(struct sonde_runner *r, const struct redirect *rd, size_t 
 	memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
 	/* a helper that died since the last run is started again, once */
 	for (tries = 0; tries < 2; tries++) {
+		if (r->helper_sock < 0)
+			helper_reap(r);
 		if (r->helper_sock < 0 && (err = helper_start(r)) < 0)
 			break;
 		if (sendmsg(r->helper_sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(req)) {
@@ -956,6 +969,11 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 		wait_target(r, out->pid, pipes[0], pipes[2], out);
 	}
 	current_pgid = 0;
+	if (r->last && r->helper_sock >= 0) { /* it leaves while the caller goes on */
+		close(r->helper_sock);
+		r->helper_sock = -1;
+	}
+	r->last = false;
 	/* Ctrl-C or Ctrl-\ on the terminal the run had reached its group only */
 	if (r->tty_given && !pending_signal && WIFSIGNALED(out->status) &&
 	    (WTERMSIG(out->status) == SIGINT || WTERMSIG(out->status) == SIGQUIT))

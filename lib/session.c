@@ -776,6 +776,8 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		s->ran_once = true;
 		for (k = 0; k < s->ncols; k++)
 			s->cols[k].warmup = warm;
+		if (!warm && !auto_count && want && mine + 1 >= want)
+			sonde_runner__last(r);
 		rc = sonde_runner__run(r, &run);
 		if (rc) {
 			/* a collector that could not attach says why */

@@ -111,6 +111,14 @@ const char *sonde_runner__path(const struct sonde_runner *r);
 int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out);
 
 /*
+ * The next run is the last one: the helper that starts the targets
+ * (sonde-spawn) leaves as soon as that run's target has ended, while the
+ * caller reads its collectors, instead of in sonde_runner__free. A run after it
+ * still works (it starts a helper again).
+ */
+void sonde_runner__last(struct sonde_runner *r);
+
+/*
  * Async-signal-safe: remember sig and forward it to the running target's group;
  * a second call (the target did not stop) sends SIGKILL instead.
  */
