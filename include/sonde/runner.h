@@ -92,6 +92,18 @@ struct sonde_run {
 	bool rss_inherited; /* rusage.ru_maxrss may be sonde's own high-water mark */
 };
 
+/* A time of struct rusage (ru_utime, ru_stime) in ns. */
+static inline uint64_t sonde_timeval_ns(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
+}
+
+/* The CPU time of a rusage: user + sys, in ns. */
+static inline uint64_t sonde_rusage_cpu_ns(const struct rusage *ru)
+{
+	return sonde_timeval_ns(&ru->ru_utime) + sonde_timeval_ns(&ru->ru_stime);
+}
+
 struct sonde_runner;
 
 /*

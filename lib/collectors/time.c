@@ -89,11 +89,6 @@ static long long offset_of(clockid_t id)
 		((long long)(m2.tv_sec - m.tv_sec) * 1000000000LL + (m2.tv_nsec - m.tv_nsec)) / 2);
 }
 
-static long long tv_ns(const struct timeval *tv)
-{
-	return (long long)tv->tv_sec * 1000000000LL + (long long)tv->tv_usec * 1000LL;
-}
-
 static int time_before(struct sonde_collection *c)
 {
 	struct time_state *st = calloc(1, sizeof(*st));
@@ -144,8 +139,8 @@ static int time_stop(struct sonde_collection *c, const struct sonde_run_info *ri
 	x->v[M_REAL] = (long long)(r->end_ns - r->start_ns);
 	if (st->alt != CLOCK_MONOTONIC) /* what that clock gained on monotonic meanwhile */
 		x->v[M_REAL] += offset_of(st->alt) - st->off0;
-	x->v[M_USER] = tv_ns(&ru->ru_utime);
-	x->v[M_SYS] = tv_ns(&ru->ru_stime);
+	x->v[M_USER] = (double)sonde_timeval_ns(&ru->ru_utime);
+	x->v[M_SYS] = (double)sonde_timeval_ns(&ru->ru_stime);
 	if (!strcmp(st->clock, "process-cpu"))
 		x->v[M_REAL] = x->v[M_USER] + x->v[M_SYS];
 	x->v[M_MAXRSS] = (long long)ru->ru_maxrss * 1024;

@@ -182,11 +182,7 @@ static int sched_stop(struct sonde_collection *c, const struct sonde_run_info *r
 	if (!st->use_bpf && !ri->warmup && ri->run) {
 		const struct rusage *ru = &ri->run->rusage;
 
-		st->wait_cpu_ns +=
-			((unsigned long long)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) *
-				 1000000ull +
-			 (unsigned long long)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec)) *
-			1000ull;
+		st->wait_cpu_ns += sonde_rusage_cpu_ns(ru);
 		st->wait_vol += (unsigned long long)ru->ru_nvcsw;
 		st->wait_invol += (unsigned long long)ru->ru_nivcsw;
 		st->have_wait = true;

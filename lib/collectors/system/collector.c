@@ -142,7 +142,6 @@ struct raw {
 	double rss, threads, procs;
 	bool have_proc;
 	bool have_pcpu;	   /* pcpu read (a failed read of the counter: not measured) */
-	bool have_tc;	   /* pcpu, and psw, pmin, pmaj where opened, from the counters */
 	bool have_machine; /* cpu, mem, psi, disk, net read */
 	bool cpus_beyond;  /* CPUs past MAX_CPUS: no series of their own */
 	bool too_deep;	   /* a process tree deeper than MAX_DEPTH: its depths not walked */
@@ -614,7 +613,6 @@ static void read_all(struct system_state *st, struct raw *r, bool machine)
 	r->cpus_beyond = r->too_deep = false;
 	r->t = sonde_clock_ns();
 	r->have_pcpu = true;
-	r->have_tc = st->clock_fd >= 0;
 	if (st->clock_fd >= 0)
 		read_counters(st, r);
 	r->have_machine = machine;
@@ -652,8 +650,9 @@ static void read_all(struct system_state *st, struct raw *r, bool machine)
 		r->pmaj += st->pacc[i].v[5];
 	}
 	/* the counters hold the processes /proc no longer shows, and those that
-	   came and went between two samples */
-	if (r->have_tc) {
+	   came and went between two samples (pcpu, and psw, pmin, pmaj where
+	   opened) */
+	if (st->clock_fd >= 0) {
 		r->pcpu = st->tc[TC_CLOCK];
 		if (st->sib_fd[TC_SWITCHES - 1] >= 0)
 			r->psw = st->tc[TC_SWITCHES];
@@ -998,10 +997,7 @@ static int system_stop(struct sonde_collection *c, const struct sonde_run_info *
 		while (st->ns && st->s[st->ns - 1].run == st->run)
 			st->nvals = st->s[--st->ns].first;
 	} else {
-		st->run_cpu_ns +=
-			(unsigned long long)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) *
-				1000000000ull +
-			(unsigned long long)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+		st->run_cpu_ns += sonde_rusage_cpu_ns(ru);
 		st->run_io[0] += (unsigned long long)ru->ru_inblock * 512;
 		st->run_io[1] += (unsigned long long)ru->ru_oublock * 512;
 		st->run_flt[0] += (unsigned long long)ru->ru_minflt;
