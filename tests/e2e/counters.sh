@@ -73,6 +73,14 @@ check "CS_TOTAL at the last sample = the sum of the intervals ($last = $sum)" [ 
 check "more than one sample" [ "$(amounts '.uid == "CS_TOTAL"' iv.json | wc -l)" -ge 2 ]
 check "samples are time-ordered" jq_eq iv.json \
 	'[.resources[] | .timestamp] | all(. == (. | sort))' true
+# a reading that fails (a group read while a process of the tree exits) is
+# counted, and its interval merged into the next: the intervals still tile the run
+gaps=$(jq -r '(.resource_type_map | to_entries[] | select(.value.uid == "context-switches" and
+	.value.dispatch == "interval") | .key) as $k | .resources[$k] | [.timestamp, .duration] |
+	transpose[] | @tsv' iv.json | awk 'NR > 1 && $1 != end { n++ } { end = $1 + $2 } END { print n + 0 }')
+check "-I: the intervals tile the run, each starting where the last ended ($gaps gaps)" [ "$gaps" = 0 ]
+check "-I: the readings that failed are counted (stats.counters.unread_intervals)" \
+	jq_eq iv.json '.stats.counters.unread_intervals | type' number
 run show iv.json counters
 first=$(printf '%s\n' "$out" | awk '/time \(s\)/ { getline; print $1; exit }')
 check "-I: each line's time is its interval's end, as perf stat -I prints it ($first s)" \

@@ -85,6 +85,7 @@ struct counters_state {
 	struct cval *vals;
 	size_t nvals, vcap;
 	unsigned regions;
+	uint64_t unread; /* -I readings that failed: merged into the next interval */
 	struct rt_host host;
 	bool host_started;
 	char *events_env;
@@ -626,10 +627,13 @@ static void sample_tick(void *arg)
 {
 	struct counters_state *st = arg;
 
-	if (st->proc)
-		sonde_process_dispatch__sample(st->proc, false);
-	else
-		sonde_counters_context__sample(st->ctx);
+	int rc = st->proc ? sonde_process_dispatch__sample(st->proc, false)
+			  : sonde_counters_context__sample(st->ctx);
+
+	/* nothing is lost: the next reading's interval starts where the last
+	   good one ended */
+	if (rc)
+		st->unread++;
 }
 
 static int start_sampling(struct counters_state *st)
@@ -799,6 +803,14 @@ static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
 				       "%llu chunks of region records were written over by the "
 				       "target: the regions in them are not counted",
 				       (unsigned long long)st->malformed_chunks);
+	if (st->unread)
+		sonde_collection__note(
+			c,
+			"%llu interval readings could not be taken (a group read fails "
+			"while a process of the target is exiting, and still did "
+			"after 64 tries): each such interval is merged into the next, "
+			"whose duration covers both (stats.counters.unread_intervals)",
+			(unsigned long long)st->unread);
 	join_probes(st);
 	set_run(st, 0);
 	for (q = 0; q < st->nshown; q++) {
@@ -875,8 +887,11 @@ static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
 	json_object_set_new(stats, "events", events);
 	json_object_set_new(stats, "mode", json_string(st->all_cpus ? "system-wide" : "process"));
 	json_object_set_new(stats, "per_cpu", json_boolean(st->per_cpu));
-	if (st->interval_ms > 0)
+	if (st->interval_ms > 0) {
 		json_object_set_new(stats, "interval_ms", json_real(st->interval_ms));
+		json_object_set_new(stats, "unread_intervals",
+				    json_integer((json_int_t)st->unread));
+	}
 	json_object_set_new(stats, "multiplexed", mux);
 	json_object_set_new(stats, "not_supported", unsup);
 	json_object_set_new(stats, "not_counted", notc);
