@@ -314,8 +314,19 @@ static void *follow_loop(void *arg)
 		avail = fin >= 0 ? (uint64_t)(fin - fo->base)
 				 : sonde_ring_drainer__written(fo->drainer);
 
-		if (!fo->rc)
+		if (!fo->rc) {
+			uint64_t fed = fo->fed;
+
 			fo->rc = follow_upto(fo, avail);
+			/* fed something: what the target wrote meanwhile is taken now,
+			   not once the rings are half full or after an idle wait, so
+			   the feed keeps up and little is left when the target ends */
+			if (fin < 0 && !fo->rc && fo->fed > fed &&
+			    sonde_ring_drainer__sync(fo->drainer) > 0) {
+				idle = FOLLOW_IDLE_NS;
+				continue;
+			}
+		}
 		if (fin >= 0)
 			break;
 		/* nothing new for a while: take what the rings hold (the drainer
