@@ -297,7 +297,11 @@ int sonde_counters__configure_agent(struct sonde_counters_context *ctx,
  * process (-EBUSY).
  */
 int sonde_counters_context__start(struct sonde_counters_context *ctx, struct sonde_strbuf *err);
-/* Agent counting: emit one sample now (time series); the counts are deltas. */
+/*
+ * Agent counting: emit one sample of every agent now (time series); the counts
+ * are deltas. Where one agent cannot be read, no agent's sample is emitted
+ * (-errno): the next call's samples then cover both intervals.
+ */
 int sonde_counters_context__sample(struct sonde_counters_context *ctx);
 /* Stop: agent counting emits its last sample; regions stop counting. */
 int sonde_counters_context__stop(struct sonde_counters_context *ctx);

@@ -793,26 +793,29 @@ int sonde_counters__configure_agent(struct sonde_counters_context *ctx,
 	return 0;
 }
 
-static int agent_sample(struct sonde_counters_context *ctx, struct cnt_agent *g, bool last)
+/* Read agent g's counters into g->now. */
+static int agent_read(struct cnt_agent *g)
+{
+	return g->cfg ? cnt_set__read_at(&g->set, g->now, &g->t_now) : 0;
+}
+
+/* Record agent g's reading (agent_read) as a sample: the counts since the last. */
+static void agent_record(struct sonde_counters_context *ctx, struct cnt_agent *g, bool last)
 {
 	const struct sonde_agent *a;
-	struct cnt_value now[CNT_MAX_INPUTS], delta[CNT_MAX_INPUTS];
+	struct cnt_value delta[CNT_MAX_INPUTS];
 	struct sonde_counters_value vals[CNT_MAX_INPUTS * 4];
 	struct sonde_counters_dispatch h = { 0 };
 	struct cnt_block blk = { vals, 0, CNT_MAX_INPUTS * 4, 0 };
-	uint64_t t;
+	uint64_t t = g->t_now;
 	size_t na, k;
-	int rc;
 
 	if (!g->cfg)
-		return 0;
+		return;
 	a = sonde_counters__agents(&na);
-	rc = cnt_set__read_at(&g->set, now, &t);
-	if (rc)
-		return rc;
 	for (k = 0; k < g->cfg->nin; k++) {
-		cnt_value__delta(&delta[k], &now[k], &g->set.last[k]);
-		g->set.last[k] = now[k];
+		cnt_value__delta(&delta[k], &g->now[k], &g->set.last[k]);
+		g->set.last[k] = g->now[k];
 	}
 	h.h.kind = SONDE_RECORD_AGENT;
 	h.h.size = sizeof(h);
@@ -830,7 +833,6 @@ static int agent_sample(struct sonde_counters_context *ctx, struct cnt_agent *g,
 	h.nvalues = (uint32_t)blk.n;
 	g->t_last = t;
 	cnt_buffer__put(g->buf, &h, sizeof(h), vals, blk.n);
-	return 0;
 }
 
 int sonde_counters_context__start(struct sonde_counters_context *ctx, struct sonde_strbuf *err)
@@ -891,8 +893,12 @@ int sonde_counters_context__sample(struct sonde_counters_context *ctx)
 
 	if (!ctx || !ctx->running)
 		return -EINVAL;
+	/* a tick is every agent's sample or none: the agents' samples are paired
+	   by their index, and a tick left out merges into the next */
 	for (i = 0; i < ctx->nagent && !rc; i++)
-		rc = agent_sample(ctx, &ctx->agent[i], false);
+		rc = agent_read(&ctx->agent[i]);
+	for (i = 0; i < ctx->nagent && !rc; i++)
+		agent_record(ctx, &ctx->agent[i], false);
 	return rc;
 }
 
@@ -909,8 +915,8 @@ int sonde_counters_context__stop(struct sonde_counters_context *ctx)
 
 		if (!g->cfg)
 			continue;
-		if (!rc)
-			rc = agent_sample(ctx, g, true);
+		if (!rc && !(rc = agent_read(g)))
+			agent_record(ctx, g, true);
 		cnt_set__close(&g->set);
 	}
 	atomic_compare_exchange_strong(&cnt_active, &me, NULL);

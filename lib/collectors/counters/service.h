@@ -97,6 +97,8 @@ struct cnt_agent {
 	struct cnt_set set;
 	struct expr_env accum;
 	uint64_t samples, t_last;
+	struct cnt_value now[CNT_MAX_INPUTS]; /* the tick's reading, before it is recorded */
+	uint64_t t_now;
 };
 
 struct sonde_counters_context {
