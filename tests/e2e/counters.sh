@@ -193,6 +193,18 @@ elif [ -r /sys/kernel/tracing/events/sched/sched_switch/id ]; then
 else
 	skip "--tracepoints" "no tracefs here and not root to mount it"
 fi
+# a request of more base counters than one config opens (64) is refused before any run
+tps=$("$SONDE" counters list --tracepoints --format json 2>/dev/null |
+	jq -r '.[] | .name | select(startswith("syscalls:sys_enter_"))' | head -n 70 | paste -sd, -)
+if [ "$(printf '%s' "$tps" | tr ',' '\n' | grep -c .)" = 70 ]; then
+	run collect counters -q -e "$tps" -o many.json -- true
+	check "70 tracepoints: exit 2 (more than 64 base counters in one config)" [ "$rc" = 2 ]
+	check "... in one line that says so" \
+		sh -c '[ "$(printf "%s\n" "$1" | grep -c .)" = 1 ] && printf "%s" "$1" | grep -q "more than 64 base counters"' _ "$err"
+	check "... and no profile" [ ! -e many.json ]
+else
+	skip "more than 64 base counters" "fewer than 70 syscall tracepoints listed here"
+fi
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 	setpriv --reuid=nobody --regid=nogroup --clear-groups "$SONDE" counters list --tracepoints \
 		>"$WORK/tp.out" 2>&1

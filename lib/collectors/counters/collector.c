@@ -581,15 +581,10 @@ static int counters_before(struct sonde_collection *c)
 		uint32_t in[CNT_MAX_INPUTS];
 		size_t nin = 0;
 
-		for (i = 0; i < st->nids; i++) {
-			struct cnt_entry *e = cnt_catalog__get(st->ids[i]);
-
-			if (e && cnt_inputs(e, in, &nin, CNT_MAX_INPUTS)) {
-				sonde_collection__fail(
-					c, "%s: more than %d base counters in one config", e->name,
-					CNT_MAX_INPUTS);
-				return -EINVAL;
-			}
+		if (cnt_request_inputs(st->ids, st->nids, in, &nin, &err)) {
+			sonde_collection__fail(c, "%s", err.buf);
+			sonde_strbuf__release(&err);
+			return -EINVAL;
 		}
 	}
 	st->ncfg = st->all_cpus ? na : 1;
@@ -626,7 +621,6 @@ static int counters_before(struct sonde_collection *c)
 static void sample_tick(void *arg)
 {
 	struct counters_state *st = arg;
-
 	int rc = st->proc ? sonde_process_dispatch__sample(st->proc, false)
 			  : sonde_counters_context__sample(st->ctx);
 

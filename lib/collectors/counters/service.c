@@ -74,6 +74,24 @@ static bool hardware_fits(struct sonde_counters_config *cfg)
 	return ok;
 }
 
+int cnt_request_inputs(const uint32_t *ids, size_t n, uint32_t *in, size_t *nin,
+		       struct sonde_strbuf *err)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct cnt_entry *e = cnt_catalog__get(ids[i]);
+		int rc = e ? cnt_inputs(e, in, nin, CNT_MAX_INPUTS) : 0;
+
+		if (rc) {
+			sonde_strbuf__addf(err, "%s: more than %d base counters in one config",
+					   e->name, CNT_MAX_INPUTS);
+			return rc == -E2BIG ? -E2BIG : -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int sonde_counters_config__new(uint32_t agent, const uint32_t *ids, size_t n, unsigned flags,
 			       struct sonde_strbuf *err, struct sonde_counters_config **out)
 {
@@ -115,13 +133,11 @@ int sonde_counters_config__new(uint32_t agent, const uint32_t *ids, size_t n, un
 		}
 		cfg->req[i] = ids[i];
 		cfg->reqe[i] = e;
-		rc = cnt_inputs(e, cfg->in, &cfg->nin, CNT_MAX_INPUTS);
-		if (rc) {
-			sonde_strbuf__addf(err, "%s: more than %d base counters in one config",
-					   e->name, CNT_MAX_INPUTS);
-			sonde_counters_config__free(cfg);
-			return rc == -E2BIG ? -E2BIG : -EINVAL;
-		}
+	}
+	rc = cnt_request_inputs(ids, n, cfg->in, &cfg->nin, err);
+	if (rc) {
+		sonde_counters_config__free(cfg);
+		return rc;
 	}
 	cfg->nreq = n;
 	for (i = 0; i < cfg->nin; i++) {

@@ -56,6 +56,13 @@ struct cnt_set {
 	struct perf_event_mmap_page **page;
 };
 
+/*
+ * The base counters that the counters ids[] need, added to in[] (*nin of them,
+ * CNT_MAX_INPUTS at most): -E2BIG, with err, where they are more.
+ */
+int cnt_request_inputs(const uint32_t *ids, size_t n, uint32_t *in, size_t *nin,
+		       struct sonde_strbuf *err);
+
 int cnt_set__open(struct cnt_set *s, const struct sonde_counters_config *cfg, pid_t pid,
 		  const int *cpus, size_t ncpu, unsigned how, struct sonde_strbuf *err);
 void cnt_set__close(struct cnt_set *s);
