@@ -239,6 +239,25 @@ static int fit_buffer(struct rt_host_follower *fo, size_t len)
 }
 
 /*
+ * consume: the pages of what was fed go back (a hole punched in the log), a
+ * few MiB at a time (a punch is a journalled change of the file), so the log
+ * holds little more than what is not fed yet, and its next writes, the
+ * analysis and the profile find warm pages instead of new ones.
+ */
+#define GIVE_BACK_BYTES (4u << 20)
+
+static void give_back(struct rt_host_follower *fo)
+{
+	off_t from = (fo->base + (off_t)fo->given_back + 4095) & ~(off_t)4095,
+	      to = (fo->base + (off_t)fo->fed) & ~(off_t)4095;
+
+	if (!fo->f.consume || to - from < (off_t)GIVE_BACK_BYTES)
+		return;
+	fallocate(fo->log_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, from, to - from);
+	fo->given_back = (uint64_t)(to - fo->base);
+}
+
+/*
  * Feed whole chunks from fo->fed up to avail (bytes after base). A chunk that
  * does not end before avail (a write cut short by an error) is left unfed.
  */
@@ -287,6 +306,7 @@ static int follow_upto(struct rt_host_follower *fo, uint64_t avail)
 		if (rc)
 			return rc;
 		atomic_store(&fo->fed, fo->fed + len);
+		give_back(fo);
 	}
 	return 0;
 }
@@ -354,6 +374,7 @@ int rt_host__follow(struct rt_host *h, const struct rt_host_feed *f)
 	fo->drainer = h->drainer;
 	fo->base = h->run_start;
 	fo->fed = 0;
+	fo->given_back = 0;
 	fo->rc = 0;
 	fo->busy_ns = 0;
 	fo->not_before_ns = h->tsc ? h->clock.ns0 + FOLLOW_CLOCK_NS : 0;

@@ -40,6 +40,10 @@ struct rt_host_feed {
 	int (*feed)(void *ctx, const void *log, size_t len);
 	int (*end)(void *ctx, int rc, const struct sonde_run_info *ri);
 	void *ctx;
+	/* the fed bytes are not read again (no analysis after the run, no log
+	   kept): their pages are given back as they are fed, the log keeping its
+	   size with a hole where they were */
+	bool consume;
 };
 
 struct rt_host_follower {
@@ -50,6 +54,7 @@ struct rt_host_follower {
 	struct sonde_ring_drainer *drainer;
 	off_t base;	       /* where the run's log starts */
 	_Atomic uint64_t fed;  /* bytes after base fed */
+	uint64_t given_back;   /* consume: bytes after base whose pages went back */
 	_Atomic int64_t final; /* -1, or the run's last byte: feed up to there and stop */
 	int rc;
 	uint64_t busy_ns;	/* time spent feeding */

@@ -227,6 +227,8 @@ run collect trace -k -o kt.json -- "$PROGS/t-calls"
 check "-k: the raw event log beside the profile, every byte the analysis read (stats.trace.log_bytes)" \
 	all '[ "$rc" = 0 ]' '[ -s kt.json.events ]' \
 	"[ \"\$(wc -c <kt.json.events)\" = \"\$(jq .stats.trace.log_bytes kt.json)\" ]"
+check "-k: the kept log is the records, not the holes a fed log leaves (over a quarter of its bytes not zero: ~60 % in records)" \
+	[ "$(tr -d '\000' <kt.json.events | wc -c)" -gt "$(($(wc -c <kt.json.events) / 4))" ]
 run collect trace -z -o kz.json -- "$PROGS/t-calls"
 check "-z: kept compressed (zstd), the same bytes once expanded" \
 	all '[ "$rc" = 0 ]' '[ -s kz.json.events.zst ]' \
@@ -250,6 +252,29 @@ check "calls rebuilt while the target runs: >= 90 % of the log before it ended, 
 	"[ \"\$(jq '.stats.trace | .log_bytes_analysed_during_run * 10 >= .log_bytes * 9' pause.json)\" = true ]"
 check "... and the analysis after it is a fraction of the analysis" \
 	[ "$(jq '.stats.trace | .analysis_after_run_ns < .analysis_ns' pause.json)" = true ]
+# What the follower has fed is not read again (no -k): the event log gives its
+# pages back as it goes, so a long trace does not hold its whole log in memory
+# (or on the disk). Seen from sonde's descriptor of the (unlinked) log during
+# the pause; with -k the log keeps every byte (the checks above).
+"$SONDE" collect trace -q -o fed.json -- "$PROGS/t-pause" 400000 1500 >/dev/null 2>&1 &
+fsp=$!
+held=0 wrote=0
+for _ in $(seq 100); do
+	sleep 0.05
+	for fd in /proc/$fsp/fd/*; do
+		case "$(readlink "$fd" 2>/dev/null)" in
+		*sonde-trace-*)
+			set -- $(stat -L -c '%b %B %s' "$fd" 2>/dev/null) 0 0 0
+			held=$(($1 * $2)) wrote=$3
+			;;
+		esac
+	done
+	# the pause: the 400 000 calls (4.8 MB) are written and fed
+	[ "$wrote" -gt 4000000 ] && [ "$held" -lt $((wrote / 4)) ] && break
+done
+wait "$fsp"
+check "the log fed during the run gives its pages back ($held bytes held of $wrote written)" \
+	all '[ "$wrote" -gt 4000000 ]' '[ "$held" -lt $((wrote / 4)) ]'
 # The timeline's rows are written as the calls end; main's was open then and
 # goes in its place when the profile is written.
 timeline() { # PROFILE: the slices' count, main's place, depth and length, the starts in order

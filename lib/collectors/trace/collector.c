@@ -1056,6 +1056,15 @@ static int follow_end(void *ctx, int rc, const struct sonde_run_info *ri)
 	return rc;
 }
 
+/* Whether the raw event log is kept (-k, -z, --no-profile; -vt alone keeps its text only). */
+static bool keeps_log(struct sonde_collection *c)
+{
+	return sonde_collection__param_str(c, "keep-temps-to", NULL) &&
+	       (sonde_collection__param_bool(c, "zip-temps") ||
+		sonde_collection__param_bool(c, "keep-temps") ||
+		sonde_collection__param_bool(c, "no-profile"));
+}
+
 /*
  * Calls are rebuilt while the target runs, by a follower of the log, so the
  * answer is ready shortly after the target exits. Not for warm-up runs (not
@@ -1063,7 +1072,8 @@ static int follow_end(void *ctx, int rc, const struct sonde_run_info *ri)
  */
 static int follow(struct sonde_collection *c, struct tr_state *st)
 {
-	struct rt_host_feed f = { follow_feed, follow_end, st };
+	/* the log, once fed, is read again only to be kept */
+	struct rt_host_feed f = { follow_feed, follow_end, st, !keeps_log(c) };
 	int rc;
 
 	if (sonde_collection__warmup(c) || st->a.verbose)
@@ -1169,9 +1179,8 @@ static void keep_temps(struct sonde_collection *c, struct tr_state *st)
 	char path[PATH_MAX];
 	int rc;
 
-	if (!to || !(zip || sonde_collection__param_bool(c, "keep-temps") ||
-		     sonde_collection__param_bool(c, "no-profile")))
-		return; /* -vt alone keeps its text only */
+	if (!keeps_log(c))
+		return;
 	if (st->bpf) {
 		sonde_collection__note(c, "--keep-temps: the ebpf engine keeps no raw event log "
 					  "(it analyses the BPF ring buffer as it drains it)");
