@@ -240,9 +240,9 @@ static int fit_buffer(struct rt_host_follower *fo, size_t len)
 
 /*
  * consume: the pages of what was fed go back (a hole punched in the log), a
- * few MiB at a time (a punch is a journalled change of the file), so the log
- * holds little more than what is not fed yet, and its next writes, the
- * analysis and the profile find warm pages instead of new ones.
+ * few MiB at a time (a punch is a journalled change of the file: one per feed
+ * of 8-16 KiB cost more CPU than it saved), so the log holds little more than
+ * what is not fed yet, in memory and on the disk of $TMPDIR.
  */
 #define GIVE_BACK_BYTES (4u << 20)
 
