@@ -1489,6 +1489,7 @@ static PyObject *stop_sampling(CpuCollector *c)
 	c->state = ST_FINALIZED;
 	if (c->ring_path && c->pid == getpid()) {
 		emit_mark(c, PYR_TICKS, (uint32_t)c->sst.truncated, c->sst.ticks, c->sst.late);
+		emit_mark(c, PYR_TIMER, c->sst.how, c->sst.untimed, c->sst.rerouted);
 		emit_mark(c, PYR_STOP, 0, tick(), 0);
 		if (c->meta_claimed)
 			sonde_ring__retire(&c->meta);
@@ -1500,14 +1501,17 @@ static PyObject *stop_sampling(CpuCollector *c)
 				"the CPU collector ran out of memory while sampling");
 		return NULL;
 	}
-	return Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:n,s:K,s:d,s:s,s:s}", "mode", "sampling",
+	return Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:n,s:K,s:d,s:s,s:s,s:K,s:K}", "mode",
+			     "sampling",
 			     "samples", (unsigned long long)c->sst.samples, "ticks",
 			     (unsigned long long)c->sst.ticks, "late_ticks",
 			     (unsigned long long)c->sst.late, "truncated_stacks",
 			     (unsigned long long)c->sst.truncated, "lost",
 			     (unsigned long long)c->lost, "functions", (Py_ssize_t)c->nfns,
 			     "duration_ns", (unsigned long long)(c->t1 - c->t0), "hz", c->hz,
-			     "weight", c->wall ? "wall" : "cpu", "timer", c->sst.timer);
+			     "weight", c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how),
+			     "untimed_threads", (unsigned long long)c->sst.untimed,
+			     "rerouted_threads", (unsigned long long)c->sst.rerouted);
 }
 
 /* memory_events(): the sampled allocations and their frees, as dicts, in order. */
@@ -2102,12 +2106,14 @@ static PyObject *col_events(CpuCollector *c, PyObject *unused)
 /* How the samples were taken, as stats.trace.sampling says it (collector.c too). */
 static json_t *sampling_json(const CpuCollector *c)
 {
-	return json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "hz", c->hz,
+	return json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "hz", c->hz,
 			 "interval_ns", (json_int_t)(1e9 / c->hz), "weight",
-			 c->wall ? "wall" : "cpu", "timer", c->sst.timer ? c->sst.timer : "timerfd",
-			 "ticks", (json_int_t)c->sst.ticks, "late_ticks", (json_int_t)c->sst.late,
+			 c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how), "ticks",
+			 (json_int_t)c->sst.ticks, "late_ticks", (json_int_t)c->sst.late,
 			 "truncated_stacks", (json_int_t)c->sst.truncated, "lost_samples",
-			 (json_int_t)c->lost, "reader", "Python frames under the GIL");
+			 (json_int_t)c->lost, "untimed_threads", (json_int_t)c->sst.untimed,
+			 "rerouted_threads", (json_int_t)c->sst.rerouted, "reader",
+			 "Python frames under the GIL");
 }
 
 /* The samples, into ct (in sampling mode), with their threads' names. */

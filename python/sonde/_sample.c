@@ -3,37 +3,117 @@
  *
  * Why a thread of its own and the GIL: a thread's chain of Python frames is
  * only consistent while no other thread runs Python, so the sampler reads it
- * holding the GIL, through the interpreter's public frame API. A signal from
- * a perf_event or POSIX timer would interrupt the interpreter between any two
- * of its instructions, where the chain may be half-linked. The cost is the
- * GIL's bias: a thread running Python is sampled where the interpreter lets
- * the GIL go (between bytecodes, not inside a long C call that keeps it), and
- * a C call that holds the GIL for long delays the tick (counted as late); its
- * time still goes to the Python function that made the call, because the
- * weight is the thread's CPU clock, read at the sample.
+ * holding the GIL, through the interpreter's public frame API, never from a
+ * signal handler (which lands between any two instructions of the
+ * interpreter, where the chain may be half-linked). A thread running Python
+ * is sampled where it lets the GIL go: between bytecodes, not inside a long C
+ * call that keeps it (the call's time still goes to the Python function that
+ * made it, because the weight is the thread's CPU clock, read at the sample).
  *
- * The timer is a timerfd (CLOCK_MONOTONIC, hz periods); where none can be
- * made, ppoll() to the next period. Stop is an eventfd the loop also polls.
+ * When, in CPU mode. A sample must be asked for while the thread runs, at a
+ * point that has nothing to do with the program's rhythm, and taken before
+ * the thread moves on. A tick of the wall clock fails the first: on a busy
+ * machine the thread is often waiting for a CPU when the tick comes, and lets
+ * the GIL go at its first check after it runs again, where the scheduler
+ * stopped it, which is most often a system call (the kernel notices that a
+ * slice is over when it updates the thread's clock): a 70/30 program sampled
+ * as 12/88 or 99/1 with three busy processes on two CPUs. A POSIX CPU timer
+ * fails it too, more mildly: it expires at the scheduler's tick, a whole
+ * number of ticks after the thread was switched in, which is where it was
+ * stopped before (50/50 to 80/20 on that machine). And the switch interval
+ * (5 ms) the sampler would wait for the GIL fails the second.
+ *
+ * So each thread gets a perf_event task-clock that overflows every period of
+ * its own CPU time, exactly, and signals that thread. sonde's handler writes
+ * the thread's id to the sampler's pipe and sets the interpreter's GIL drop
+ * request (_gil.c), as a thread waiting for the GIL would: the thread lets
+ * the GIL go at its next check, a few microseconds on, and waits until the
+ * sampler has taken it, so its stack is the one the signal found (70/30 on
+ * that machine). Fallbacks, in order, each named in stats.trace.sampling.timer:
+ * a POSIX CPU timer signalling the thread (perf_event_open refused); a POSIX
+ * CPU timer whose signal goes to the sampler, which blocks it and reads it
+ * from a signalfd, and asks for the GIL after 100 us (a thread that blocks
+ * the signal, a program with its own handler on it, a CPython whose drop
+ * request _gil.c cannot reach); ticks of the wall clock (no signalfd).
+ *
+ * The handler stays installed once set (a signal queued late must not meet
+ * the default action, which ends the process), and os.exec* stops the
+ * calling thread's task-clock first (an audit hook): a signal queued while
+ * the exec runs would reach the new program.
+ *
+ * Wall mode ticks on a timerfd (CLOCK_MONOTONIC, hz periods; where none can
+ * be made, ppoll() to the next period) and samples every thread. In CPU mode
+ * the same tick only looks for new threads. Stop is an eventfd the loop also
+ * polls.
  */
 #include "_sample.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include "collectors/python/pyring.h"
 #include "u64map.h"
+
+/* The triggers' signal: handled in the program's threads, read from a signalfd in the sampler's. */
+#define PY_SAMPLE_SIGNAL (SIGRTMAX - 2)
+/* How long the sampler waits for the GIL before it asks the holder for it (us). */
+#define PY_SAMPLE_ASK_US 100u
+/* Threads are looked for at least this often (ns), and whenever their number moves. */
+#define PY_SAMPLE_SYNC_NS 100000000u
+
+/* What the signal handler writes to the sampler's pipe: one expiry. */
+struct py_fired {
+	uint32_t tid;
+	uint32_t overrun; /* expiries folded into this one */
+};
+
+/* A thread of the interpreter, with a timer on its CPU clock (CPU mode). */
+struct py_timed {
+	PyThreadState *ts;
+	timer_t timer;
+	uint32_t tid;
+	int fd;		/* its task-clock perf_event, or -1 */
+	bool has_timer; /* else a POSIX timer on its CPU clock, if one could be made */
+	bool direct;	/* the timer's signal goes to the thread itself (the handler asks) */
+	bool fired;	/* its timer expired since its previous sample */
+	bool seen;	/* in the interpreter's list at the last look */
+	bool paused;	/* its task-clock was disabled for an exec that did not happen */
+};
 
 struct py_sampler {
 	PyInterpreterState *interp;
 	pthread_t thread;
 	pid_t pid;
 	int tfd, efd;
+	int sfd;    /* CPU mode: the signalfd of the timers aimed at the sampler, else -1 */
+	int pfd[2]; /* CPU mode: the pipe the signal handler writes expiries to, or -1 */
 	uint64_t period_ns, t0;
+	pid_t self;		/* the sampler thread's id, where the timers' signal goes */
+	struct py_timed *timed; /* CPU mode: the threads, with their timers */
+	size_t ntimed, timed_cap;
+	struct u64map timed_at;	 /* tid -> index in timed */
+	uint32_t how;		 /* PYR_HOW_* bits: the triggers the threads got */
+	bool perf_refused;	 /* perf_event_open refused a task-clock: timers from then on */
+	bool handler_lost;	 /* the program put its own handler on the signal */
+	bool ask;		 /* a thread fired whose handler did not ask for the GIL */
+	pthread_mutex_t fd_lock; /* the task-clocks' fds: the sampler closes, os.exec pauses */
+	nlink_t nlink;		 /* /proc/self/task's links at the last look: threads + 2 */
+	uint64_t synced;	 /* when the threads were last looked for (mono_ns) */
 	py_code_id_fn code_id;
 	py_sample_fn sample;
 	void *ctx;
@@ -62,16 +142,21 @@ static uint32_t tid_of(PyThreadState *ts)
 }
 
 /*
- * A thread's CPU time (ns): its clock id made from its kernel id, as
+ * A thread's CPU clock: its id made from its kernel id, as
  * linux/posix-timers.h lays them out (per thread, scheduler clock), so no
- * pthread_t is dereferenced. 0 when it cannot be read.
+ * pthread_t is dereferenced.
  */
+static clockid_t cpu_clock(uint32_t tid)
+{
+	return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
+
+/* A thread's CPU time (ns); 0 when it cannot be read. */
 static uint64_t cpu_ns(uint32_t tid)
 {
 	struct timespec t;
-	clockid_t id = (clockid_t)((~(unsigned)tid << 3) | 6);
 
-	if (!tid || clock_gettime(id, &t))
+	if (!tid || clock_gettime(cpu_clock(tid), &t))
 		return 0;
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
@@ -81,7 +166,222 @@ static uint64_t clock_of(const struct py_sampler *s, uint32_t tid)
 	return s->st.wall ? mono_ns() : cpu_ns(tid);
 }
 
-/* Every thread but the sampler's: those that ran get a sample. Holding the GIL. */
+/* CPU mode: the entry of thread tid, or NULL. */
+static struct py_timed *timed_of(struct py_sampler *s, uint32_t tid)
+{
+	uint64_t i;
+
+	return u64map__get(&s->timed_at, tid, &i) ? &s->timed[i] : NULL;
+}
+
+/* Whether thread tid blocks PY_SAMPLE_SIGNAL (its SigBlk mask), as far as can be read. */
+static bool blocks_signal(uint32_t tid)
+{
+	char path[64], line[128];
+	bool blocked = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%u/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "SigBlk:", 7)) {
+			unsigned long long m = strtoull(line + 7, NULL, 16);
+
+			blocked = (m >> (PY_SAMPLE_SIGNAL - 1)) & 1;
+			break;
+		}
+	fclose(f);
+	return blocked;
+}
+
+/*
+ * A perf_event task-clock that overflows every period of thread t's CPU time
+ * and signals the thread (fasync): -1 where perf_event_open is refused
+ * (perf_event_paranoid), and then for every later thread.
+ */
+static int task_clock(struct py_sampler *s, uint32_t tid)
+{
+	struct perf_event_attr a;
+	struct f_owner_ex o = { F_OWNER_TID, (pid_t)tid };
+	int fd;
+
+	if (s->perf_refused)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.sample_period = s->period_ns;
+	a.wakeup_events = 1;
+	fd = (int)syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EACCES || errno == EPERM || errno == ENOSYS || errno == ENOENT ||
+		    errno == EOPNOTSUPP)
+			s->perf_refused = true;
+		return -1;
+	}
+	if (fcntl(fd, F_SETOWN_EX, &o) || fcntl(fd, F_SETSIG, PY_SAMPLE_SIGNAL) ||
+	    fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Thread t's trigger. Where the handler asks for the GIL and the thread does
+ * not block the signal: a task-clock (perf_event), else a POSIX timer on its
+ * CPU clock, signalling the thread itself. Otherwise a POSIX timer whose
+ * signal goes to the sampler. A POSIX CPU timer expires at the scheduler's
+ * tick, so where the scheduler also switches the thread in and out at ticks
+ * its samples land a whole number of ticks after where it was switched in;
+ * the task-clock expires at its period exactly.
+ */
+static void arm(struct py_sampler *s, struct py_timed *t)
+{
+	struct sigevent ev;
+	struct itimerspec it = {
+		{ (time_t)(s->period_ns / 1000000000u), (long)(s->period_ns % 1000000000u) },
+		{ (time_t)(s->period_ns / 1000000000u), (long)(s->period_ns % 1000000000u) },
+	};
+
+	t->direct = s->pfd[0] >= 0 && !s->handler_lost && !blocks_signal(t->tid);
+	t->fd = t->direct ? task_clock(s, t->tid) : -1;
+	if (t->fd >= 0) {
+		s->how |= PYR_HOW_TASK_CLOCK;
+		return;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_THREAD_ID;
+	ev.sigev_signo = PY_SAMPLE_SIGNAL;
+	ev.sigev_value.sival_int = (int)t->tid;
+	/* sigev_notify_thread_id, which glibc 2.36 does not name */
+	ev._sigev_un._tid = t->direct ? (pid_t)t->tid : s->self;
+	t->has_timer = timer_create(cpu_clock(t->tid), &ev, &t->timer) == 0;
+	if (t->has_timer && timer_settime(t->timer, 0, &it, NULL)) {
+		timer_delete(t->timer);
+		t->has_timer = false;
+	}
+	if (t->has_timer)
+		s->how |= t->direct ? PYR_HOW_CPU_TIMER : PYR_HOW_CPU_TIMER_SAMPLER;
+	else
+		s->st.untimed++;
+}
+
+static void disarm(struct py_sampler *s, struct py_timed *t)
+{
+	pthread_mutex_lock(&s->fd_lock);
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	pthread_mutex_unlock(&s->fd_lock);
+	if (t->has_timer)
+		timer_delete(t->timer);
+	t->has_timer = false;
+}
+
+/* /proc/self/task's link count: the process's threads + 2 (0: unknown). */
+static nlink_t task_links(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/task", &st) ? 0 : st.st_nlink;
+}
+
+static bool handler_ours(void);
+
+/*
+ * Thread t signals itself but has not been sampled for 20 periods of its CPU
+ * time: it blocks the signal now, or the program replaced sonde's handler.
+ * Its trigger then signals the sampler instead (and every later one where the
+ * handler is gone).
+ */
+static bool stalled(struct py_sampler *s, const struct py_timed *t)
+{
+	uint64_t prev = 0, now = cpu_ns(t->tid);
+
+	if (u64map__get(&s->last, t->tid, &prev))
+		prev--;
+	if (t->paused)
+		return true;
+	if (!now || now < prev + 20 * s->period_ns)
+		return false;
+	if (!handler_ours())
+		s->handler_lost = true;
+	return s->handler_lost || blocks_signal(t->tid);
+}
+
+/*
+ * CPU mode, holding the GIL: a timer for each thread of the interpreter but
+ * the sampler's, none for those that ended. A thread id that came back with a
+ * new thread state is a new thread (the old timer was on the old thread).
+ */
+static void sync_timers(struct py_sampler *s, PyThreadState *me)
+{
+	PyThreadState *ts;
+	size_t i;
+
+	s->nlink = task_links();
+	s->synced = mono_ns();
+	for (i = 0; i < s->ntimed; i++)
+		s->timed[i].seen = false;
+	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts)) {
+		uint32_t tid = tid_of(ts);
+		struct py_timed *t;
+
+		if (ts == me || !tid)
+			continue;
+		t = timed_of(s, tid);
+		if (t && t->ts != ts)
+			disarm(s, t);
+		else if (t) {
+			t->seen = true;
+			if (t->direct && stalled(s, t)) {
+				t->paused = false;
+				disarm(s, t);
+				arm(s, t);
+				s->st.rerouted++;
+			}
+			continue;
+		}
+		if (!t) {
+			if (u64map__element(&s->timed_at, tid, (void **)&s->timed, &s->ntimed,
+					    &s->timed_cap, sizeof(*s->timed), &i)) {
+				s->st.untimed++;
+				continue;
+			}
+			t = &s->timed[i];
+		}
+		t->ts = ts;
+		t->fd = -1;
+		t->tid = tid;
+		t->fired = false;
+		t->seen = true;
+		arm(s, t);
+	}
+	for (i = 0; i < s->ntimed;) { /* the ended: the last entry takes the slot */
+		struct py_timed *t = &s->timed[i];
+		uint64_t dummy;
+
+		if (t->seen) {
+			i++;
+			continue;
+		}
+		disarm(s, t);
+		u64map__take(&s->timed_at, t->tid, &dummy);
+		if (i != --s->ntimed) {
+			*t = s->timed[s->ntimed];
+			u64map__put(&s->timed_at, t->tid, i);
+		}
+	}
+}
+
+/*
+ * Threads to sample: in CPU mode those whose timer fired (each once), else
+ * every other thread. Those that ran get a sample. Holding the GIL.
+ */
 static void take(struct py_sampler *s, PyThreadState *me)
 {
 	PyThreadState *ts;
@@ -93,6 +393,13 @@ static void take(struct py_sampler *s, PyThreadState *me)
 
 		if (ts == me)
 			continue;
+		if (s->sfd >= 0) {
+			struct py_timed *t = timed_of(s, tid);
+
+			if (!t || !t->fired || t->ts != ts)
+				continue;
+			t->fired = false;
+		}
 		now = clock_of(s, tid);
 		if (!now)
 			continue;
@@ -139,11 +446,59 @@ static void take(struct py_sampler *s, PyThreadState *me)
 	}
 }
 
-/* Wait for the next period: the periods that passed (0: stop). */
-static uint64_t wait_tick(struct py_sampler *s, uint64_t *next)
+/* CPU mode: one expiry of thread tid's timer; whether it is a thread of ours. */
+static bool fired(struct py_sampler *s, uint32_t tid, uint64_t overrun)
+{
+	struct py_timed *t = timed_of(s, tid);
+
+	s->st.ticks += 1 + overrun;
+	s->st.late += overrun;
+	if (!t)
+		return false; /* a thread that ended */
+	if (t->fired)
+		s->st.late++; /* expired again before its sample */
+	t->fired = true;
+	s->ask = s->ask || !t->direct; /* nobody asked for the GIL yet */
+	return true;
+}
+
+/* CPU mode: the timers that expired (marked fired); how many were ours. */
+static uint64_t read_fired(struct py_sampler *s)
+{
+	uint64_t n = 0;
+	ssize_t r;
+
+	if (s->pfd[0] >= 0) {
+		struct py_fired f[64];
+
+		while ((r = read(s->pfd[0], f, sizeof(f))) > 0)
+			for (size_t i = 0; i < (size_t)r / sizeof(f[0]); i++)
+				n += fired(s, f[i].tid, f[i].overrun);
+	}
+	for (;;) {
+		struct signalfd_siginfo si[16];
+
+		r = read(s->sfd, si, sizeof(si));
+		if (r <= 0)
+			break;
+		for (size_t i = 0; i < (size_t)r / sizeof(si[0]); i++)
+			n += fired(s, (uint32_t)si[i].ssi_int, si[i].ssi_overrun);
+	}
+	return n;
+}
+
+/*
+ * Wait for the next period (wall ticks), or for a thread's timer, or for new
+ * threads to look at (CPU mode). Returns 1 for a sample, 2 to look for
+ * threads (CPU mode only), 0 to stop.
+ */
+static int wait_tick(struct py_sampler *s, uint64_t *next)
 {
 	for (;;) {
-		struct pollfd p[2] = { { s->efd, POLLIN, 0 }, { s->tfd, POLLIN, 0 } };
+		struct pollfd p[4] = { { s->efd, POLLIN, 0 },
+				       { s->tfd, POLLIN, 0 },
+				       { s->sfd, POLLIN, 0 },
+				       { s->pfd[0], POLLIN, 0 } };
 		struct timespec to, *top = NULL;
 		uint64_t n = 0, now;
 		int r;
@@ -153,21 +508,198 @@ static uint64_t wait_tick(struct py_sampler *s, uint64_t *next)
 			if (now >= *next) {
 				n = (now - *next) / s->period_ns + 1;
 				*next += n * s->period_ns;
-				return n;
+			} else {
+				to.tv_sec = (time_t)((*next - now) / 1000000000u);
+				to.tv_nsec = (long)((*next - now) % 1000000000u);
+				top = &to;
 			}
-			to.tv_sec = (time_t)((*next - now) / 1000000000u);
-			to.tv_nsec = (long)((*next - now) % 1000000000u);
-			top = &to;
 		}
-		r = ppoll(p, s->tfd < 0 ? 1 : 2, top, NULL);
-		if (r < 0 && errno != EINTR)
-			return 0;
-		if (p[0].revents)
-			return 0;
-		if (s->tfd >= 0 && (p[1].revents & POLLIN) &&
-		    read(s->tfd, &n, sizeof(n)) == (ssize_t)sizeof(n) && n)
-			return n;
+		if (!n) {
+			p[1].fd = s->tfd; /* -1: not polled */
+			r = ppoll(p, 4, top, NULL);
+			if (r < 0 && errno != EINTR)
+				return 0;
+			if (p[0].revents)
+				return 0;
+			if (s->tfd >= 0 && (p[1].revents & POLLIN) &&
+			    read(s->tfd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+				n = 0;
+		}
+		if (s->sfd < 0) { /* wall ticks */
+			if (n) {
+				s->st.ticks += n;
+				s->st.late += n - 1;
+				return 1;
+			}
+			continue;
+		}
+		if (((p[2].revents | p[3].revents) & POLLIN) && read_fired(s))
+			return 1;
+		if (n && (mono_ns() - s->synced >= PY_SAMPLE_SYNC_NS || task_links() != s->nlink))
+			return 2;
 	}
+}
+
+/*
+ * Take the GIL; ask: asking its holder for it after PY_SAMPLE_ASK_US instead
+ * of the switch interval (the interval is put back unless the program
+ * changed it meanwhile).
+ */
+static void gil_take(PyThreadState *saved, bool ask)
+{
+#if PY_VERSION_HEX < 0x030D0000
+	unsigned long iv = _PyEval_GetSwitchInterval();
+
+	if (!ask) {
+		PyEval_RestoreThread(saved);
+		return;
+	}
+	if (iv > PY_SAMPLE_ASK_US)
+		_PyEval_SetSwitchInterval(PY_SAMPLE_ASK_US);
+	PyEval_RestoreThread(saved);
+	if (iv > PY_SAMPLE_ASK_US && _PyEval_GetSwitchInterval() == PY_SAMPLE_ASK_US)
+		_PyEval_SetSwitchInterval(iv);
+#else
+	PyEval_RestoreThread(saved);
+#endif
+}
+
+/* The sampler the signal handler serves (one at a time), and handlers running. */
+static struct py_sampler *_Atomic handled;
+static atomic_int in_handler;
+
+/*
+ * A thread's timer expired while it ran: hand the expiry to the sampler and
+ * ask for the GIL, so that the thread lets it go at its next check, close to
+ * where the signal found it, and waits there until the sampler has its stack.
+ */
+static void on_expiry(int sig, siginfo_t *si, void *uc)
+{
+	int e = errno;
+	struct py_sampler *s;
+
+	(void)sig;
+	(void)uc;
+	atomic_fetch_add(&in_handler, 1);
+	s = atomic_load(&handled);
+	if (s && (si->si_code == SI_TIMER || si->si_code == POLL_IN)) {
+		/* the thread's own trigger: it is this thread */
+		struct py_fired f = { (uint32_t)syscall(SYS_gettid),
+				      si->si_code == SI_TIMER && si->si_overrun > 0
+					      ? (uint32_t)si->si_overrun
+					      : 0 };
+
+		if (write(s->pfd[1], &f, sizeof(f)) == (ssize_t)sizeof(f))
+			py_gil_ask(s->interp);
+	}
+	atomic_fetch_sub(&in_handler, 1);
+	errno = e;
+}
+
+/* Whether PY_SAMPLE_SIGNAL's handler is sonde's. */
+static bool handler_ours(void)
+{
+	struct sigaction old;
+
+	return !sigaction(PY_SAMPLE_SIGNAL, NULL, &old) && (old.sa_flags & SA_SIGINFO) &&
+	       old.sa_sigaction == on_expiry;
+}
+
+/*
+ * The handler of PY_SAMPLE_SIGNAL, installed where the program has none of
+ * its own (it stays: a late expiry must not meet the default action, which
+ * ends the process).
+ */
+static bool handler_installed(void)
+{
+	struct sigaction old, sa;
+
+	if (handler_ours())
+		return true;
+	if (sigaction(PY_SAMPLE_SIGNAL, NULL, &old) || old.sa_handler != SIG_DFL)
+		return false;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_expiry;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(PY_SAMPLE_SIGNAL, &sa, NULL) == 0;
+}
+
+/*
+ * os.exec*, holding the GIL: a task-clock signal queued while the exec runs
+ * would reach the new program, where it has the default action (the end of
+ * the process). The calling thread's task-clock stops first; what it had
+ * queued is delivered here, to sonde's handler. If the exec fails, the
+ * thread's trigger is made anew at the next look for threads.
+ */
+static int on_audit(const char *event, PyObject *args, void *data)
+{
+	struct py_sampler *s = atomic_load(&handled);
+	struct py_timed *t;
+
+	(void)args;
+	(void)data;
+	if (!s || event[0] != 'o' || strcmp(event, "os.exec") || s->pid != getpid())
+		return 0; /* (a child of fork(): the parent's sampler, not its) */
+	pthread_mutex_lock(&s->fd_lock);
+	t = timed_of(s, (uint32_t)syscall(SYS_gettid));
+	if (t && t->fd >= 0) {
+		ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+		t->paused = true;
+	}
+	pthread_mutex_unlock(&s->fd_lock);
+	return 0;
+}
+
+/*
+ * CPU mode with a thread's own signal: the pipe and the handler, if this
+ * interpreter can be asked for its GIL and no other sampler has them.
+ */
+static void handler_open(struct py_sampler *s)
+{
+	static bool hooked;
+	struct py_sampler *cur = atomic_load(&handled);
+	const char *force = getenv("SONDE_PY_SAMPLE_TRIGGER");
+
+	if (force && !strcmp(force, "cpu-timer"))
+		s->perf_refused = true;
+	if (force && !strcmp(force, "cpu-timer-sampler"))
+		return;
+	if (!py_gil_can_ask() || !handler_installed())
+		return;
+	if (!hooked && PySys_AddAuditHook(on_audit, NULL) == 0)
+		hooked = true; /* hooks stay: it looks at the sampler the handler serves */
+	if (!hooked) {
+		PyErr_Clear();
+		return;
+	}
+	if (cur && cur->pid == getpid())
+		return; /* another sampler has the handler (else: a child of fork() has
+			   its parent's, copied) */
+	if (pipe2(s->pfd, O_NONBLOCK | O_CLOEXEC)) {
+		s->pfd[0] = s->pfd[1] = -1;
+		return;
+	}
+	if (!atomic_compare_exchange_strong(&handled, &cur, s)) {
+		close(s->pfd[0]);
+		close(s->pfd[1]);
+		s->pfd[0] = s->pfd[1] = -1;
+	}
+}
+
+/* After the timers are gone: no handler uses the pipe any more. */
+static void handler_close(struct py_sampler *s)
+{
+	struct py_sampler *me = s;
+
+	if (s->pfd[0] < 0)
+		return;
+	atomic_compare_exchange_strong(&handled, &me, NULL);
+	while (atomic_load(&in_handler))
+		sched_yield();
+	close(s->pfd[0]);
+	close(s->pfd[1]);
+	s->pfd[0] = s->pfd[1] = -1;
 }
 
 static void *loop(void *arg)
@@ -175,16 +707,41 @@ static void *loop(void *arg)
 	struct py_sampler *s = arg;
 	PyGILState_STATE g = PyGILState_Ensure();
 	PyThreadState *me = PyThreadState_Get(), *saved;
-	uint64_t next = s->t0 + s->period_ns, n;
+	uint64_t next = s->t0 + s->period_ns;
+	size_t i;
+	int why;
 
+	s->self = (pid_t)syscall(SYS_gettid);
+	if (!s->st.wall) {
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, PY_SAMPLE_SIGNAL);
+		if (!pthread_sigmask(SIG_BLOCK, &set, NULL))
+			s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (s->sfd >= 0) {
+			sync_timers(s, me);
+		}
+	}
 	saved = PyEval_SaveThread();
-	while ((n = wait_tick(s, &next))) {
-		s->st.ticks += n;
-		s->st.late += n - 1;
-		PyEval_RestoreThread(saved);
-		take(s, me);
+	while ((why = wait_tick(s, &next))) {
+		gil_take(saved, why == 1 && !s->st.wall && (s->sfd < 0 || s->ask));
+		s->ask = false;
+		if (why == 2)
+			sync_timers(s, me);
+		else
+			take(s, me);
 		saved = PyEval_SaveThread();
 	}
+	for (i = 0; i < s->ntimed; i++)
+		disarm(s, &s->timed[i]);
+	if (s->how)
+		s->st.how = s->how;
+	handler_close(s);
+	if (s->sfd >= 0)
+		close(s->sfd);
+	s->sfd = -1;
+	/* a thread the handler asked waits for a taker: this one */
 	PyEval_RestoreThread(saved);
 	PyGILState_Release(g);
 	return NULL;
@@ -212,12 +769,16 @@ struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id
 	s->ctx = ctx;
 	s->st.hz = hz;
 	s->st.wall = wall;
+	s->sfd = s->pfd[0] = s->pfd[1] = -1;
+	pthread_mutex_init(&s->fd_lock, NULL);
+	if (!wall)
+		handler_open(s);
 	s->efd = eventfd(0, EFD_CLOEXEC);
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	s->t0 = mono_ns();
 	if (s->efd < 0)
 		goto fail;
-	s->st.timer = s->tfd >= 0 ? "timerfd" : "ppoll";
+	s->st.how = s->tfd >= 0 ? 0 : PYR_HOW_PPOLL;
 	if (s->tfd >= 0) {
 		struct itimerspec it = {
 			{ (time_t)(s->period_ns / 1000000000u),
@@ -229,7 +790,7 @@ struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id
 		if (timerfd_settime(s->tfd, 0, &it, NULL)) {
 			close(s->tfd);
 			s->tfd = -1;
-			s->st.timer = "ppoll";
+			s->st.how = PYR_HOW_PPOLL;
 		}
 	}
 	/* CPU mode: what every thread ran before the start is not the collection's */
@@ -245,11 +806,13 @@ struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id
 	return s;
 fail:
 	rc = errno;
+	handler_close(s);
 	if (s->efd >= 0)
 		close(s->efd);
 	if (s->tfd >= 0)
 		close(s->tfd);
 	u64map__release(&s->last);
+	pthread_mutex_destroy(&s->fd_lock);
 	free(s);
 	errno = rc;
 	return NULL;
@@ -270,11 +833,17 @@ void py_sampler__stop(struct py_sampler *s, struct py_sampler_stats *st)
 		Py_BEGIN_ALLOW_THREADS pthread_join(s->thread, NULL);
 		Py_END_ALLOW_THREADS
 	}
+	handler_close(s); /* a child of fork(): its copies */
+	if (s->sfd >= 0)
+		close(s->sfd);
 	if (st)
 		*st = s->st;
 	close(s->efd);
 	if (s->tfd >= 0)
 		close(s->tfd);
 	u64map__release(&s->last);
+	u64map__release(&s->timed_at);
+	free(s->timed);
+	pthread_mutex_destroy(&s->fd_lock);
 	free(s);
 }

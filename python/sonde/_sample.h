@@ -33,9 +33,12 @@ struct py_sampler_stats {
 	uint64_t samples;   /* stacks handed over and kept */
 	uint64_t truncated; /* of those, deeper than PY_SAMPLE_MAX_DEPTH */
 	uint64_t errors;    /* frames whose function could not be named (out of memory) */
+	uint64_t untimed;   /* CPU mode: threads no trigger could be made for (not sampled) */
+	uint64_t rerouted;  /* CPU mode: triggers moved to the sampler (the thread blocked the
+			       signal) */
 	double hz;
 	bool wall;
-	const char *timer; /* "timerfd", or "ppoll" when no timerfd could be made */
+	uint32_t how; /* how samples were asked for: PYR_HOW_* bits (pyring.h) */
 };
 
 struct py_sampler;
@@ -58,5 +61,14 @@ void py_sampler__root(struct py_sampler *s, PyObject *root);
  * free. In a child of fork() the sampler thread is not there: only freed.
  */
 void py_sampler__stop(struct py_sampler *s, struct py_sampler_stats *st);
+
+/* Whether py_gil_ask works here (_gil.c was built against this CPython's insides). */
+bool py_gil_can_ask(void);
+/*
+ * Ask the thread that holds the GIL to let it go at its next check, as a
+ * thread that waits for it does after the switch interval. Async-signal-safe.
+ * The holder then waits until another thread has taken the GIL.
+ */
+void py_gil_ask(PyInterpreterState *interp);
 
 #endif

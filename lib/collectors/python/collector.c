@@ -86,6 +86,9 @@ struct py_state {
 	bool sc_said;  /* why system calls were not recorded: noted once */
 	bool sampling; /* --mode sampling: stacks, not calls */
 	uint64_t samples, ticks, late_ticks, truncated; /* sampling: the runs' sums */
+	uint64_t untimed, rerouted;			 /* sampling: threads (PYR_TIMER) */
+	uint32_t how;					 /* sampling: PYR_HOW_* of every run */
+	bool timed;					 /* a run said how (PYR_TIMER) */
 	uint32_t *ids;					/* a sample's stack, as calltrace ids */
 	size_t capids;
 	/* --memory: sampled allocations, named by the functions the runner described */
@@ -547,7 +550,7 @@ static struct sonde_calltrace *new_calltrace(struct sonde_collection *c, struct 
 			ct, json_pack("{s:f, s:I, s:s, s:s, s:s}", "hz", hz, "interval_ns",
 				      (json_int_t)(1e9 / hz), "weight",
 				      sonde_collection__param_bool(c, "wall") ? "wall" : "cpu",
-				      "timer", "timerfd", "reader", "Python frames under the GIL"));
+				      "timer", "unknown", "reader", "Python frames under the GIL"));
 	if (rc) {
 		sonde_calltrace__free(ct);
 		errno = -rc;
@@ -622,7 +625,8 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 	struct py_state *st = rr->st;
 	int rc = 0;
 
-	if (type == PYR_START || type == PYR_STOP || type == PYR_OWN || type == PYR_TICKS) {
+	if (type == PYR_START || type == PYR_STOP || type == PYR_OWN || type == PYR_TICKS ||
+	    type == PYR_TIMER) {
 		struct pyr_mark m;
 
 		if (len < sizeof(m))
@@ -632,6 +636,13 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 			st->ticks += m.a;
 			st->late_ticks += m.b;
 			st->truncated += m.tid;
+			return 0;
+		}
+		if (type == PYR_TIMER) {
+			st->how |= m.tid;
+			st->untimed += m.a;
+			st->rerouted += m.b;
+			st->timed = true;
 			return 0;
 		}
 		/* (the run's process is taken from its first record of data: a mark
@@ -989,13 +1000,18 @@ static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 		rc = rc ? rc
 			: sonde_calltrace__engine_stat(
 				  st->ct, "sampling",
-				  json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:s}", "hz", hz,
-					    "interval_ns", (json_int_t)(1e9 / hz), "weight",
+				  json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}",
+					    "hz", hz, "interval_ns", (json_int_t)(1e9 / hz),
+					    "weight",
 					    sonde_collection__param_bool(c, "wall") ? "wall"
 										    : "cpu",
-					    "timer", "timerfd", "ticks", (json_int_t)st->ticks,
-					    "late_ticks", (json_int_t)st->late_ticks,
-					    "truncated_stacks", (json_int_t)st->truncated, "reader",
+					    "timer",
+					    st->timed ? pyr_timer_name(st->how) : "unknown",
+					    "ticks", (json_int_t)st->ticks, "late_ticks",
+					    (json_int_t)st->late_ticks, "truncated_stacks",
+					    (json_int_t)st->truncated, "untimed_threads",
+					    (json_int_t)st->untimed, "rerouted_threads",
+					    (json_int_t)st->rerouted, "reader",
 					    "Python frames under the GIL"));
 		return rc ? rc : sonde_calltrace__write(st->ct, p);
 	}

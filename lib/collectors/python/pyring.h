@@ -36,8 +36,37 @@ enum {
 	PYR_SAMPLE,
 	PYR_TICKS,
 	PYR_MEM,
-	PYR_NUMA
+	PYR_NUMA,
+	PYR_TIMER
 };
+
+/*
+ * How a sampling run's samples were asked for (PYR_TIMER's tid; bits). 0:
+ * ticks of the wall clock (a timerfd, or ppoll with PYR_HOW_PPOLL).
+ */
+enum {
+	PYR_HOW_TASK_CLOCK = 1,	       /* perf_event task-clock, signal to the thread */
+	PYR_HOW_CPU_TIMER = 2,	       /* POSIX CPU timer, signal to the thread */
+	PYR_HOW_CPU_TIMER_SAMPLER = 4, /* POSIX CPU timer, signal to the sampler */
+	PYR_HOW_PPOLL = 8,	       /* wall ticks by ppoll (no timerfd) */
+};
+
+/* stats.trace.sampling.timer for PYR_HOW_* bits: the triggers, joined by '+'. */
+static inline const char *pyr_timer_name(uint32_t how)
+{
+	static const char *const names[8] = {
+		"timerfd",
+		"task-clock",
+		"cpu-timer",
+		"task-clock+cpu-timer",
+		"cpu-timer-sampler",
+		"task-clock+cpu-timer-sampler",
+		"cpu-timer+cpu-timer-sampler",
+		"task-clock+cpu-timer+cpu-timer-sampler",
+	};
+
+	return how == PYR_HOW_PPOLL ? "ppoll" : names[how & 7];
+}
 
 #define PYR_BATCH_HDR 8u
 
@@ -59,7 +88,9 @@ struct pyr_name { /* then the name, no NUL; padded */
 
 /*
  * PYR_START, PYR_STOP: tid 0; PYR_OWN: a thread's [a, b]; PYR_TICKS (sampling,
- * before the stop): a timer periods, b of them late, tid stacks truncated.
+ * before the stop): a timer periods, b of them late, tid stacks truncated;
+ * PYR_TIMER (sampling, before the stop): tid PYR_HOW_* bits, a threads no
+ * trigger could be made for, b threads whose trigger moved to the sampler.
  */
 struct pyr_mark {
 	uint32_t hdr, tid;
