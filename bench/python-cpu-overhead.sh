@@ -85,14 +85,19 @@ SAMPLED = {
                  f"t = pc(); pr.enable()\nfor _ in range({REPEAT}): work()\n"
                  "pr.disable(); pr.create_stats(); print(pc() - t, 0)"),
 }
+# the default trigger (a task-clock whose signal makes the thread hand the GIL over
+# and wait for the sampler) beside the fallback that leaves the thread running until
+# the sampler asks: what the exact sample point costs
+SAMPLED["sonde sampler-timer"] = SAMPLED["sonde sampling 100 Hz"]
+ENV = {"sonde sampler-timer": dict(os.environ, SONDE_PY_SAMPLE_TRIGGER="cpu-timer-sampler")}
 res = {k: [] for k in SAMPLED}
 samples = []
 for _ in range(ROUNDS):
     for k, code in SAMPLED.items():
         out = subprocess.run([sys.executable, "-c", WORK + code], check=True,
-                             capture_output=True, text=True).stdout.split()
+                             capture_output=True, text=True, env=ENV.get(k)).stdout.split()
         res[k].append(int(out[0]))
-        if k.startswith("sonde"):
+        if k == "sonde sampling 100 Hz":
             samples.append(int(out[1]))
 med = {k: statistics.median(v) for k, v in res.items()}
 print(f"sampling: the work {REPEAT} times, {ROUNDS} interleaved rounds (median), "

@@ -1501,17 +1501,16 @@ static PyObject *stop_sampling(CpuCollector *c)
 				"the CPU collector ran out of memory while sampling");
 		return NULL;
 	}
-	return Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:n,s:K,s:d,s:s,s:s,s:K,s:K}", "mode",
-			     "sampling",
-			     "samples", (unsigned long long)c->sst.samples, "ticks",
-			     (unsigned long long)c->sst.ticks, "late_ticks",
-			     (unsigned long long)c->sst.late, "truncated_stacks",
-			     (unsigned long long)c->sst.truncated, "lost",
-			     (unsigned long long)c->lost, "functions", (Py_ssize_t)c->nfns,
-			     "duration_ns", (unsigned long long)(c->t1 - c->t0), "hz", c->hz,
-			     "weight", c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how),
-			     "untimed_threads", (unsigned long long)c->sst.untimed,
-			     "rerouted_threads", (unsigned long long)c->sst.rerouted);
+	return Py_BuildValue(
+		"{s:s,s:K,s:K,s:K,s:K,s:K,s:n,s:K,s:d,s:s,s:s,s:K,s:K}", "mode", "sampling",
+		"samples", (unsigned long long)c->sst.samples, "ticks",
+		(unsigned long long)c->sst.ticks, "late_ticks", (unsigned long long)c->sst.late,
+		"truncated_stacks", (unsigned long long)c->sst.truncated, "lost",
+		(unsigned long long)c->lost, "functions", (Py_ssize_t)c->nfns, "duration_ns",
+		(unsigned long long)(c->t1 - c->t0), "hz", c->hz, "weight",
+		c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how), "untimed_threads",
+		(unsigned long long)c->sst.untimed, "rerouted_threads",
+		(unsigned long long)c->sst.rerouted);
 }
 
 /* memory_events(): the sampled allocations and their frees, as dicts, in order. */

@@ -20,7 +20,7 @@
  * as 12/88 or 99/1 with three busy processes on two CPUs. A POSIX CPU timer
  * fails it too, more mildly: it expires at the scheduler's tick, a whole
  * number of ticks after the thread was switched in, which is where it was
- * stopped before (50/50 to 80/20 on that machine). And the switch interval
+ * stopped before (50/50 to 88/12 on that machine). And the switch interval
  * (5 ms) the sampler would wait for the GIL fails the second.
  *
  * So each thread gets a perf_event task-clock that overflows every period of
@@ -28,13 +28,14 @@
  * the thread's id to the sampler's pipe and sets the interpreter's GIL drop
  * request (_gil.c), as a thread waiting for the GIL would: the thread lets
  * the GIL go at its next check, a few microseconds on, and waits until the
- * sampler has taken it, so its stack is the one the signal found (70/30 on
- * that machine). Fallbacks, in order, each named in stats.trace.sampling.timer:
- * a POSIX CPU timer signalling the thread (perf_event_open refused); a POSIX
- * CPU timer whose signal goes to the sampler, which blocks it and reads it
- * from a signalfd, and asks for the GIL after 100 us (a thread that blocks
- * the signal, a program with its own handler on it, a CPython whose drop
- * request _gil.c cannot reach); ticks of the wall clock (no signalfd).
+ * sampler has taken it, so its stack is the one the signal found (69/31
+ * to 77/23 on that machine). The fallbacks, in order, each named in
+ * stats.trace.sampling.timer: a POSIX CPU timer signalling the thread
+ * (perf_event_open refused); a POSIX CPU timer whose signal goes to the
+ * sampler, which blocks it, reads it from a signalfd and asks for the GIL
+ * after 100 us (a thread that blocks the signal, a program with its own
+ * handler on it, a CPython whose drop request _gil.c cannot reach); ticks of
+ * the wall clock (no signalfd).
  *
  * The handler stays installed once set (a signal queued late must not meet
  * the default action, which ends the process), and os.exec* stops the
@@ -331,6 +332,8 @@ static void sync_timers(struct py_sampler *s, PyThreadState *me)
 		uint32_t tid = tid_of(ts);
 		struct py_timed *t;
 
+		if (!tid)
+			s->synced = 0; /* started, not running yet: look again at the next tick */
 		if (ts == me || !tid)
 			continue;
 		t = timed_of(s, tid);
@@ -342,7 +345,7 @@ static void sync_timers(struct py_sampler *s, PyThreadState *me)
 				t->paused = false;
 				disarm(s, t);
 				arm(s, t);
-				s->st.rerouted++;
+				s->st.rerouted += !t->direct;
 			}
 			continue;
 		}
@@ -358,6 +361,7 @@ static void sync_timers(struct py_sampler *s, PyThreadState *me)
 		t->fd = -1;
 		t->tid = tid;
 		t->fired = false;
+		t->paused = false;
 		t->seen = true;
 		arm(s, t);
 	}

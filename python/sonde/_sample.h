@@ -1,10 +1,11 @@
 /*
  * _sample.h - the Python stack sampler of the CPU collector (mode "sampling").
  *
- * A thread of its own wakes at hz on an interval timer, takes the GIL, and
- * for every other thread of the interpreter that ran since its previous
- * sample (its CPU clock moved; wall mode: every thread) hands its stack of
- * Python functions over, weighted by the time since that previous sample.
+ * A thread of its own takes the GIL and hands a thread's stack of Python
+ * functions over, weighted by the time since that thread's previous sample:
+ * in CPU mode each time the thread's own CPU clock has run a period (a
+ * trigger per thread, see _sample.c), in wall mode for every thread at each
+ * tick of the wall clock.
  */
 #ifndef SONDE_PY_SAMPLE_H
 #define SONDE_PY_SAMPLE_H
@@ -28,7 +29,7 @@ typedef bool (*py_sample_fn)(void *ctx, uint32_t tid, uint64_t weight_ns, const 
 			     uint32_t n);
 
 struct py_sampler_stats {
-	uint64_t ticks;	    /* timer periods that passed */
+	uint64_t ticks;	    /* periods that passed (CPU mode: of every thread's clock) */
 	uint64_t late;	    /* of those, periods the sampler could not take (GIL held long) */
 	uint64_t samples;   /* stacks handed over and kept */
 	uint64_t truncated; /* of those, deeper than PY_SAMPLE_MAX_DEPTH */

@@ -86,9 +86,9 @@ struct py_state {
 	bool sc_said;  /* why system calls were not recorded: noted once */
 	bool sampling; /* --mode sampling: stacks, not calls */
 	uint64_t samples, ticks, late_ticks, truncated; /* sampling: the runs' sums */
-	uint64_t untimed, rerouted;			 /* sampling: threads (PYR_TIMER) */
-	uint32_t how;					 /* sampling: PYR_HOW_* of every run */
-	bool timed;					 /* a run said how (PYR_TIMER) */
+	uint64_t untimed, rerouted;			/* sampling: threads (PYR_TIMER) */
+	uint32_t how;					/* sampling: PYR_HOW_* of every run */
+	bool timed;					/* a run said how (PYR_TIMER) */
 	uint32_t *ids;					/* a sample's stack, as calltrace ids */
 	size_t capids;
 	/* --memory: sampled allocations, named by the functions the runner described */
@@ -1000,19 +1000,17 @@ static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 		rc = rc ? rc
 			: sonde_calltrace__engine_stat(
 				  st->ct, "sampling",
-				  json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}",
-					    "hz", hz, "interval_ns", (json_int_t)(1e9 / hz),
-					    "weight",
-					    sonde_collection__param_bool(c, "wall") ? "wall"
-										    : "cpu",
-					    "timer",
-					    st->timed ? pyr_timer_name(st->how) : "unknown",
-					    "ticks", (json_int_t)st->ticks, "late_ticks",
-					    (json_int_t)st->late_ticks, "truncated_stacks",
-					    (json_int_t)st->truncated, "untimed_threads",
-					    (json_int_t)st->untimed, "rerouted_threads",
-					    (json_int_t)st->rerouted, "reader",
-					    "Python frames under the GIL"));
+				  json_pack(
+					  "{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}",
+					  "hz", hz, "interval_ns", (json_int_t)(1e9 / hz), "weight",
+					  sonde_collection__param_bool(c, "wall") ? "wall" : "cpu",
+					  "timer", st->timed ? pyr_timer_name(st->how) : "unknown",
+					  "ticks", (json_int_t)st->ticks, "late_ticks",
+					  (json_int_t)st->late_ticks, "truncated_stacks",
+					  (json_int_t)st->truncated, "untimed_threads",
+					  (json_int_t)st->untimed, "rerouted_threads",
+					  (json_int_t)st->rerouted, "reader",
+					  "Python frames under the GIL"));
 		return rc ? rc : sonde_calltrace__write(st->ct, p);
 	}
 	rc = rc ? rc
