@@ -13,6 +13,8 @@ ncpu=$(nproc)
 run collect system -q -o burn.json -- "$PROGS/k-burn" 2 1
 check "runs: exit 0" [ "$rc" = 0 ]
 check "the profile is valid" validate burn.json
+check "counters_unread and counters_slow are counts" \
+	jq -e '.stats.system | (.counters_unread | type == "number") and (.counters_slow | type == "number")' burn.json
 cpu=$(summary burn.json process.cpu mean)
 got=$(jq .stats.system.runs_total.cpu_ns burn.json)
 if [ "$ncpu" -lt 2 ]; then

@@ -198,6 +198,7 @@ struct system_state {
 	unsigned long long run_io[2], run_flt[2], run_sw[2]; /* from wait4's rusage */
 	unsigned long long errors;
 	unsigned long long unread; /* samples whose counters could not be read */
+	unsigned long long slow;   /* samples whose three reads each took over 200 us */
 	int clock_fd;  /* the tree's counters' group (its leader, task-clock); -1: none (/proc) */
 	int sib_fd[3]; /* its other members (enum tree_counter - 1); -1: not opened */
 	unsigned long long tc[4]; /* their last reading (enum tree_counter) */
@@ -603,6 +604,10 @@ static void read_counters(struct system_state *st, struct raw *r)
 		if (st->sib_fd[i - 1] >= 0)
 			st->tc[i] = v[n++];
 	r->t = t0 + (t1 - t0) / 2;
+	if (t1 - t0 > 200000) { /* the counts are right, their time is not known */
+		st->slow++;
+		r->have_pcpu = false;
+	}
 }
 
 static void read_all(struct system_state *st, struct raw *r, bool machine)
@@ -1135,6 +1140,7 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 							(double)st->run_wall_ns)
 					    : json_null());
 	json_object_set_new(sys, "counters_unread", json_integer((json_int_t)st->unread));
+	json_object_set_new(sys, "counters_slow", json_integer((json_int_t)st->slow));
 	if (st->errors)
 		sonde_collection__dropped(c, st->errors);
 	if (st->unread)
@@ -1143,6 +1149,13 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 				       "refused to read the tree's counters while a process of it "
 				       "was exiting (their counts came with the next reading)",
 				       st->unread);
+	if (st->slow)
+		sonde_collection__note(c,
+				       "process.cpu: not measured in the intervals on each side of "
+				       "%llu reading(s): three reads of the counters in a row took "
+				       "over 200 us each (the sampler preempted, or its CPU taken by "
+				       "the host), so when the counts were taken is not known",
+				       st->slow);
 	{ /* the machine's CPU shares come in the kernel's ticks */
 		long hz = sysconf(_SC_CLK_TCK);
 		double ms = st->interval_ms * (double)st->machine_every,
