@@ -274,8 +274,13 @@ static void arm(struct py_sampler *s, struct py_timed *t)
 static void disarm(struct py_sampler *s, struct py_timed *t)
 {
 	pthread_mutex_lock(&s->fd_lock);
-	if (t->fd >= 0)
+	if (t->fd >= 0) {
+		/* off before the close: a child of fork() holds a copy of the fd
+		   (no signal came after the close without this either, on Linux
+		   6.18; the event is this thread's, so it stops here for sure) */
+		ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
 		close(t->fd);
+	}
 	t->fd = -1;
 	pthread_mutex_unlock(&s->fd_lock);
 	if (t->has_timer)

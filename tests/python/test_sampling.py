@@ -187,6 +187,39 @@ def test_exec_while_sampling_runs_the_new_program(tmp_path):
     assert codes == [7] * 20, codes
 
 
+def test_a_forked_child_does_not_keep_the_triggers_after_stop():
+    """A child of fork() holds copies of the task-clocks' fds after the parent
+    closed its own: no signal reaches the parent's thread once sampling
+    stopped, while the child lives."""
+    import signal
+    sig = signal.SIGRTMAX - 2
+    c = sonde.CpuCollector(mode="sampling", hz=1000)
+    c.start()
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(1.5)
+        os._exit(0)
+    try:
+        end = time.thread_time() + 0.2
+        while time.thread_time() < end:
+            pass
+        c.stop()
+        timer = c.get_results()["timer"]
+        heard = []
+        old = signal.signal(sig, lambda *a: heard.append(a))
+        try:
+            end = time.thread_time() + 0.3
+            while time.thread_time() < end:
+                pass
+        finally:
+            signal.signal(sig, old)
+    finally:
+        os.waitpid(pid, 0)
+    if timer != "task-clock":
+        pytest.skip(f"no task-clock here ({timer})")
+    assert not heard, f"{len(heard)} signals after the stop"
+
+
 def test_threads_that_block_the_signal_are_still_sampled():
     """A thread that blocks the triggers' signal before the start has its
     timer aimed at the sampler; one that blocks it later is noticed after 20
