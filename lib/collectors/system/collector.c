@@ -1150,12 +1150,13 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 				       "was exiting (their counts came with the next reading)",
 				       st->unread);
 	if (st->slow)
-		sonde_collection__note(c,
-				       "process.cpu: not measured in the intervals on each side of "
-				       "%llu reading(s): three reads of the counters in a row took "
-				       "over 200 us each (the sampler preempted, or its CPU taken by "
-				       "the host), so when the counts were taken is not known",
-				       st->slow);
+		sonde_collection__note(
+			c,
+			"process.cpu: not measured in the intervals on each side of "
+			"%llu reading(s): three reads of the counters in a row took "
+			"over 200 us each (the sampler preempted, or its CPU taken by "
+			"the host), so when the counts were taken is not known",
+			st->slow);
 	{ /* the machine's CPU shares come in the kernel's ticks */
 		long hz = sysconf(_SC_CLK_TCK);
 		double ms = st->interval_ms * (double)st->machine_every,
