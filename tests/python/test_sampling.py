@@ -180,9 +180,10 @@ def test_exec_while_sampling_runs_the_new_program(tmp_path):
     reach the new program, where it has the default action. The audit hook
     stops the thread's task-clock first; 20 execs at 5 000 Hz all run the new
     program (without the hook, every one of them died of the signal)."""
+    from conftest import target_env
     prog = tmp_path / "ex.py"
     prog.write_text(EXEC_PROGRAM)
-    codes = [subprocess.run([PY, str(prog)], env=dict(os.environ), timeout=60).returncode
+    codes = [subprocess.run([PY, str(prog)], env=target_env(), timeout=60).returncode
              for _ in range(20)]
     assert codes == [7] * 20, codes
 
