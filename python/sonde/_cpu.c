@@ -2105,14 +2105,14 @@ static PyObject *col_events(CpuCollector *c, PyObject *unused)
 /* How the samples were taken, as stats.trace.sampling says it (collector.c too). */
 static json_t *sampling_json(const CpuCollector *c)
 {
-	return json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "hz", c->hz,
-			 "interval_ns", (json_int_t)(1e9 / c->hz), "weight",
-			 c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how), "ticks",
-			 (json_int_t)c->sst.ticks, "late_ticks", (json_int_t)c->sst.late,
-			 "truncated_stacks", (json_int_t)c->sst.truncated, "lost_samples",
-			 (json_int_t)c->lost, "untimed_threads", (json_int_t)c->sst.untimed,
-			 "rerouted_threads", (json_int_t)c->sst.rerouted, "reader",
-			 "Python frames under the GIL");
+	json_t *j = pyr_sampling_json(c->hz, c->wall, true, c->sst.how, c->sst.ticks, c->sst.late,
+				      c->sst.truncated, c->sst.untimed, c->sst.rerouted);
+
+	if (j && json_object_set_new(j, "lost_samples", json_integer((json_int_t)c->lost))) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 /* The samples, into ct (in sampling mode), with their threads' names. */

@@ -68,6 +68,7 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include "collectors/python/pyring.h"
+#include "procfile.h"
 #include "u64map.h"
 
 /* The triggers' signal: handled in the program's threads, read from a signalfd in the sampler's. */
@@ -112,6 +113,7 @@ struct py_sampler {
 	bool perf_refused;	 /* perf_event_open refused a task-clock: timers from then on */
 	bool handler_lost;	 /* the program put its own handler on the signal */
 	bool ask;		 /* a thread fired whose handler did not ask for the GIL */
+	_Atomic uint64_t unsent; /* expiries the handler could not write (the pipe full) */
 	pthread_mutex_t fd_lock; /* the task-clocks' fds: the sampler closes, os.exec pauses */
 	nlink_t nlink;		 /* /proc/self/task's links at the last look: threads + 2 */
 	uint64_t synced;	 /* when the threads were last looked for (mono_ns) */
@@ -167,6 +169,15 @@ static uint64_t clock_of(const struct py_sampler *s, uint32_t tid)
 	return s->st.wall ? mono_ns() : cpu_ns(tid);
 }
 
+/* A timer's setting: every period, the first one period from now. */
+static struct itimerspec every_period(const struct py_sampler *s)
+{
+	struct timespec p = { (time_t)(s->period_ns / 1000000000u),
+			      (long)(s->period_ns % 1000000000u) };
+
+	return (struct itimerspec){ p, p };
+}
+
 /* CPU mode: the entry of thread tid, or NULL. */
 static struct py_timed *timed_of(struct py_sampler *s, uint32_t tid)
 {
@@ -178,23 +189,14 @@ static struct py_timed *timed_of(struct py_sampler *s, uint32_t tid)
 /* Whether thread tid blocks PY_SAMPLE_SIGNAL (its SigBlk mask), as far as can be read. */
 static bool blocks_signal(uint32_t tid)
 {
-	char path[64], line[128];
-	bool blocked = false;
-	FILE *f;
+	char path[64], buf[2048];
+	const char *m;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%u/status", tid);
-	f = fopen(path, "re");
-	if (!f)
+	if (sonde_procfile__read(NULL, path, buf, sizeof(buf)) <= 0 ||
+	    !(m = strstr(buf, "\nSigBlk:")))
 		return false;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "SigBlk:", 7)) {
-			unsigned long long m = strtoull(line + 7, NULL, 16);
-
-			blocked = (m >> (PY_SAMPLE_SIGNAL - 1)) & 1;
-			break;
-		}
-	fclose(f);
-	return blocked;
+	return (strtoull(m + 8, NULL, 16) >> (PY_SAMPLE_SIGNAL - 1)) & 1;
 }
 
 /*
@@ -243,10 +245,7 @@ static int task_clock(struct py_sampler *s, uint32_t tid)
 static void arm(struct py_sampler *s, struct py_timed *t)
 {
 	struct sigevent ev;
-	struct itimerspec it = {
-		{ (time_t)(s->period_ns / 1000000000u), (long)(s->period_ns % 1000000000u) },
-		{ (time_t)(s->period_ns / 1000000000u), (long)(s->period_ns % 1000000000u) },
-	};
+	struct itimerspec it = every_period(s);
 
 	t->direct = s->pfd[0] >= 0 && !s->handler_lost && !blocks_signal(t->tid);
 	t->fd = t->direct ? task_clock(s, t->tid) : -1;
@@ -600,6 +599,8 @@ static void on_expiry(int sig, siginfo_t *si, void *uc)
 
 		if (write(s->pfd[1], &f, sizeof(f)) == (ssize_t)sizeof(f))
 			py_gil_ask(s->interp);
+		else
+			atomic_fetch_add(&s->unsent, 1 + (uint64_t)f.overrun);
 	}
 	atomic_fetch_sub(&in_handler, 1);
 	errno = e;
@@ -728,9 +729,8 @@ static void *loop(void *arg)
 		sigaddset(&set, PY_SAMPLE_SIGNAL);
 		if (!pthread_sigmask(SIG_BLOCK, &set, NULL))
 			s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-		if (s->sfd >= 0) {
+		if (s->sfd >= 0)
 			sync_timers(s, me);
-		}
 	}
 	saved = PyEval_SaveThread();
 	while ((why = wait_tick(s, &next))) {
@@ -747,6 +747,9 @@ static void *loop(void *arg)
 	if (s->how)
 		s->st.how = s->how;
 	handler_close(s);
+	/* expiries the pipe could not take: periods with no sample of their own */
+	s->st.ticks += atomic_load(&s->unsent);
+	s->st.late += atomic_load(&s->unsent);
 	if (s->sfd >= 0)
 		close(s->sfd);
 	s->sfd = -1;
@@ -789,12 +792,7 @@ struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id
 		goto fail;
 	s->st.how = s->tfd >= 0 ? 0 : PYR_HOW_PPOLL;
 	if (s->tfd >= 0) {
-		struct itimerspec it = {
-			{ (time_t)(s->period_ns / 1000000000u),
-			  (long)(s->period_ns % 1000000000u) },
-			{ (time_t)(s->period_ns / 1000000000u),
-			  (long)(s->period_ns % 1000000000u) },
-		};
+		struct itimerspec it = every_period(s);
 
 		if (timerfd_settime(s->tfd, 0, &it, NULL)) {
 			close(s->tfd);

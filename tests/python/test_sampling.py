@@ -322,7 +322,13 @@ def test_states_buffer_and_errors():
     with pytest.raises(sonde.StateError):
         c.start()
     other = []
-    t = threading.Thread(target=lambda: (spin(0.2), other.append(1)))
+
+    def own_spin(sec):  # by its own CPU clock: a period of it comes, whatever the load
+        end = time.thread_time() + sec
+        while time.thread_time() < end:
+            pass
+        other.append(1)
+    t = threading.Thread(target=own_spin, args=(0.1,))
     t.start()
     spin(0.3)
     mine = c.get_thread_local_buffer()

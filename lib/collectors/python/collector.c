@@ -1000,17 +1000,9 @@ static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 		rc = rc ? rc
 			: sonde_calltrace__engine_stat(
 				  st->ct, "sampling",
-				  json_pack(
-					  "{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}",
-					  "hz", hz, "interval_ns", (json_int_t)(1e9 / hz), "weight",
-					  sonde_collection__param_bool(c, "wall") ? "wall" : "cpu",
-					  "timer", st->timed ? pyr_timer_name(st->how) : "unknown",
-					  "ticks", (json_int_t)st->ticks, "late_ticks",
-					  (json_int_t)st->late_ticks, "truncated_stacks",
-					  (json_int_t)st->truncated, "untimed_threads",
-					  (json_int_t)st->untimed, "rerouted_threads",
-					  (json_int_t)st->rerouted, "reader",
-					  "Python frames under the GIL"));
+				  pyr_sampling_json(hz, sonde_collection__param_bool(c, "wall"),
+						    st->timed, st->how, st->ticks, st->late_ticks,
+						    st->truncated, st->untimed, st->rerouted));
 		return rc ? rc : sonde_calltrace__write(st->ct, p);
 	}
 	rc = rc ? rc

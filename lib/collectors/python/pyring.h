@@ -16,7 +16,9 @@
 #ifndef SONDE_PYRING_H
 #define SONDE_PYRING_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <jansson.h>
 
 /* environment: the ring area's path, and whether to stamp with the TSC ("1") */
 #define PYR_ENV_RING "SONDE_PYTHON_RING"
@@ -66,6 +68,25 @@ static inline const char *pyr_timer_name(uint32_t how)
 	};
 
 	return how == PYR_HOW_PPOLL ? "ppoll" : names[how & 7];
+}
+
+/*
+ * stats.trace.sampling, as the in-process collector and `sonde collect
+ * python` both write it: how (PYR_HOW_* bits; timed false: no run said, as
+ * "unknown"), the periods, the stacks cut, the threads without a trigger of
+ * their own.
+ */
+static inline json_t *pyr_sampling_json(double hz, bool wall, bool timed, uint32_t how,
+					uint64_t ticks, uint64_t late, uint64_t truncated,
+					uint64_t untimed, uint64_t rerouted)
+{
+	return json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "hz", hz,
+			 "interval_ns", (json_int_t)(1e9 / hz), "weight", wall ? "wall" : "cpu",
+			 "timer", timed ? pyr_timer_name(how) : "unknown", "ticks",
+			 (json_int_t)ticks, "late_ticks", (json_int_t)late, "truncated_stacks",
+			 (json_int_t)truncated, "untimed_threads", (json_int_t)untimed,
+			 "rerouted_threads", (json_int_t)rerouted, "reader",
+			 "Python frames under the GIL");
 }
 
 #define PYR_BATCH_HDR 8u
