@@ -113,6 +113,7 @@ struct py_sampler {
 	bool perf_refused;	 /* perf_event_open refused a task-clock: timers from then on */
 	bool handler_lost;	 /* the program put its own handler on the signal */
 	bool ask;		 /* a thread fired whose handler did not ask for the GIL */
+	bool sync_due;		 /* threads are to be looked for at the next pass */
 	_Atomic uint64_t unsent; /* expiries the handler could not write (the pipe full) */
 	pthread_mutex_t fd_lock; /* the task-clocks' fds: the sampler closes, os.exec pauses */
 	nlink_t nlink;		 /* /proc/self/task's links at the last look: threads + 2 */
@@ -330,6 +331,7 @@ static void sync_timers(struct py_sampler *s, PyThreadState *me)
 
 	s->nlink = task_links();
 	s->synced = mono_ns();
+	s->sync_due = false;
 	for (i = 0; i < s->ntimed; i++)
 		s->timed[i].seen = false;
 	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts)) {
@@ -541,9 +543,13 @@ static int wait_tick(struct py_sampler *s, uint64_t *next)
 			}
 			continue;
 		}
+		/* a look for threads that is due waits for no quiet tick: where a
+		   thread's expiries come with every tick, it would never come */
+		if (n && (mono_ns() - s->synced >= PY_SAMPLE_SYNC_NS || task_links() != s->nlink))
+			s->sync_due = true;
 		if (((p[2].revents | p[3].revents) & POLLIN) && read_fired(s))
 			return 1;
-		if (n && (mono_ns() - s->synced >= PY_SAMPLE_SYNC_NS || task_links() != s->nlink))
+		if (s->sync_due)
 			return 2;
 	}
 }
@@ -736,9 +742,9 @@ static void *loop(void *arg)
 	while ((why = wait_tick(s, &next))) {
 		gil_take(saved, why == 1 && !s->st.wall && (s->sfd < 0 || s->ask));
 		s->ask = false;
-		if (why == 2)
+		if (s->sync_due)
 			sync_timers(s, me);
-		else
+		if (why == 1)
 			take(s, me);
 		saved = PyEval_SaveThread();
 	}
