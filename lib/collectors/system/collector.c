@@ -670,16 +670,22 @@ static void read_all(struct system_state *st, struct raw *r, bool machine)
 
 /* ---- one sample: the differences of two readings ------------------------------------------ */
 
-static double share(const unsigned long long *a, const unsigned long long *b, int which)
+/* A CPU's (or, in row 0, all CPUs') ticks: /proc/stat's eight fields summed. */
+static unsigned long long ticks(const unsigned long long *c)
 {
-	unsigned long long ta = 0, tb = 0;
-	double part;
+	unsigned long long t = 0;
 	int i;
 
-	for (i = 0; i < 8; i++) {
-		ta += a[i];
-		tb += b[i];
-	}
+	for (i = 0; i < 8; i++)
+		t += c[i];
+	return t;
+}
+
+static double share(const unsigned long long *a, const unsigned long long *b, int which)
+{
+	unsigned long long ta = ticks(a), tb = ticks(b);
+	double part;
+
 	if (tb <= ta)
 		return NAN;
 	switch (which) {
@@ -725,8 +731,11 @@ static void keep_machine(struct raw *dst, const struct raw *src)
 /*
  * One sample: the process tree's metrics over a to b; the machine's, where b
  * read it, over the machine's last reading (st->mlast) to b (NaN elsewhere).
+ * A machine window in which /proc/stat's ticks did not move (a sample a few
+ * ms long, after a late one) stays open, unless close says the run ends: its
+ * time goes into the next window, which has a share, not into one without.
  */
-static void record(struct system_state *st, const struct raw *a, const struct raw *b)
+static void record(struct system_state *st, const struct raw *a, const struct raw *b, bool close)
 {
 	double secs = (double)(b->t - a->t) / 1e9, *v;
 	const struct raw *ma = st->mlast;
@@ -750,7 +759,7 @@ static void record(struct system_state *st, const struct raw *a, const struct ra
 	st->nvals += st->per;
 	for (m = 0; m < (int)st->per; m++)
 		v[m] = NAN;
-	if (b->have_machine && b->t > ma->t) {
+	if (b->have_machine && b->t > ma->t && (close || ticks(b->cpu[0]) != ticks(ma->cpu[0]))) {
 		double msecs = (double)(b->t - ma->t) / 1e9;
 
 		s->mts = ma->t > st->t0 ? ma->t - st->t0 : 0;
@@ -800,8 +809,11 @@ static void record(struct system_state *st, const struct raw *a, const struct ra
 	}
 }
 
-/* One sample; the machine's too every machine_every, or where machine says so. */
-static void sample(struct system_state *st, bool machine)
+/*
+ * One sample; the machine's too every machine_every, or where machine says
+ * so; close ends the machine's window (the run ends).
+ */
+static void sample(struct system_state *st, bool machine, bool close)
 {
 	struct raw *t;
 
@@ -810,7 +822,7 @@ static void sample(struct system_state *st, bool machine)
 	if (machine)
 		st->since_machine = 0;
 	read_all(st, st->cur, machine);
-	record(st, st->prev, st->cur);
+	record(st, st->prev, st->cur, close);
 	t = st->prev;
 	st->prev = st->cur;
 	st->cur = t;
@@ -818,7 +830,7 @@ static void sample(struct system_state *st, bool machine)
 
 static void tick(void *arg)
 {
-	sample(arg, false);
+	sample(arg, false, false);
 }
 
 /* ---- the collector ------------------------------------------------------------------------ */
@@ -983,7 +995,7 @@ static int system_exited(struct sonde_collection *c, pid_t pid)
 	(void)pid;
 	ticker__stop(&st->ticker);
 	if (st->root)
-		sample(st, true); /* the machine too: its window ends with the run */
+		sample(st, true, true); /* the machine too: its window ends with the run */
 	return 0;
 }
 
@@ -997,7 +1009,7 @@ static int system_stop(struct sonde_collection *c, const struct sonde_run_info *
 	st->run_wall_ns += ri->run->end_ns - ri->run->start_ns;
 	/* the last part of the run: the machine only, the tree has been reaped */
 	st->root = 0;
-	tick(st);
+	sample(st, false, true);
 	if (ri->warmup) { /* a warm-up is not recorded */
 		while (st->ns && st->s[st->ns - 1].run == st->run)
 			st->nvals = st->s[--st->ns].first;
