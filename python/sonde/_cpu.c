@@ -1480,6 +1480,8 @@ static PyObject *start_sampling(CpuCollector *c)
 
 static PyObject *stop_sampling(CpuCollector *c)
 {
+	char name[PYR_TIMER_NAME_MAX];
+
 	mem_stop(c);
 	c->stopping = (uint32_t)syscall(SYS_gettid);
 	py_sampler__stop(c->sampler, &c->sst);
@@ -1508,7 +1510,7 @@ static PyObject *stop_sampling(CpuCollector *c)
 		"truncated_stacks", (unsigned long long)c->sst.truncated, "lost",
 		(unsigned long long)c->lost, "functions", (Py_ssize_t)c->nfns, "duration_ns",
 		(unsigned long long)(c->t1 - c->t0), "hz", c->hz, "weight",
-		c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how), "untimed_threads",
+		c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how, name), "untimed_threads",
 		(unsigned long long)c->sst.untimed, "rerouted_threads",
 		(unsigned long long)c->sst.rerouted);
 }

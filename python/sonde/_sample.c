@@ -201,14 +201,14 @@ static bool blocks_signal(uint32_t tid)
 }
 
 /*
- * A perf_event task-clock that overflows every period of thread t's CPU time
- * and signals the thread (fasync): -1 where perf_event_open is refused
+ * A perf_event task-clock that overflows every period of thread tid's CPU
+ * time and signals thread owner (fasync): -1 where perf_event_open is refused
  * (perf_event_paranoid), and then for every later thread.
  */
-static int task_clock(struct py_sampler *s, uint32_t tid)
+static int task_clock(struct py_sampler *s, uint32_t tid, pid_t owner)
 {
 	struct perf_event_attr a;
-	struct f_owner_ex o = { F_OWNER_TID, (pid_t)tid };
+	struct f_owner_ex o = { F_OWNER_TID, owner };
 	int fd;
 
 	if (s->perf_refused)
@@ -235,13 +235,15 @@ static int task_clock(struct py_sampler *s, uint32_t tid)
 }
 
 /*
- * Thread t's trigger. Where the handler asks for the GIL and the thread does
- * not block the signal: a task-clock (perf_event), else a POSIX timer on its
- * CPU clock, signalling the thread itself. Otherwise a POSIX timer whose
- * signal goes to the sampler. A POSIX CPU timer expires at the scheduler's
- * tick, so where the scheduler also switches the thread in and out at ticks
- * its samples land a whole number of ticks after where it was switched in;
- * the task-clock expires at its period exactly.
+ * Thread t's trigger: a task-clock (perf_event) where perf_event_open is
+ * allowed, else a POSIX timer on the thread's CPU clock. Its signal goes to
+ * the sampler, which asks for the GIL; or, where the handler is open
+ * (SONDE_PY_SAMPLE_TRIGGER=task-clock or cpu-timer) and the thread does not
+ * block the signal, to the thread itself, whose handler asks. A POSIX CPU
+ * timer expires at the scheduler's tick, so where the scheduler also switches
+ * the thread in and out at ticks its samples land a whole number of ticks
+ * after where it was switched in; the task-clock expires at its period
+ * exactly.
  */
 static void arm(struct py_sampler *s, struct py_timed *t)
 {
@@ -249,9 +251,9 @@ static void arm(struct py_sampler *s, struct py_timed *t)
 	struct itimerspec it = every_period(s);
 
 	t->direct = s->pfd[0] >= 0 && !s->handler_lost && !blocks_signal(t->tid);
-	t->fd = t->direct ? task_clock(s, t->tid) : -1;
+	t->fd = task_clock(s, t->tid, t->direct ? (pid_t)t->tid : s->self);
 	if (t->fd >= 0) {
-		s->how |= PYR_HOW_TASK_CLOCK;
+		s->how |= t->direct ? PYR_HOW_TASK_CLOCK : PYR_HOW_TASK_CLOCK_SAMPLER;
 		return;
 	}
 	memset(&ev, 0, sizeof(ev));
@@ -472,6 +474,17 @@ static bool fired(struct py_sampler *s, uint32_t tid, uint64_t overrun)
 	return true;
 }
 
+/* CPU mode: the thread whose task-clock fd is fd (0: none now, it ended). */
+static uint32_t tid_of_fd(const struct py_sampler *s, int fd)
+{
+	size_t i;
+
+	for (i = 0; i < s->ntimed; i++)
+		if (s->timed[i].fd == fd)
+			return s->timed[i].tid;
+	return 0;
+}
+
 /* CPU mode: the timers that expired (marked fired); how many were ours. */
 static uint64_t read_fired(struct py_sampler *s)
 {
@@ -492,7 +505,10 @@ static uint64_t read_fired(struct py_sampler *s)
 		if (r <= 0)
 			break;
 		for (size_t i = 0; i < (size_t)r / sizeof(si[0]); i++)
-			n += fired(s, (uint32_t)si[i].ssi_int, si[i].ssi_overrun);
+			if (si[i].ssi_code == POLL_IN) /* a task-clock's: its fd says whose */
+				n += fired(s, tid_of_fd(s, (int)si[i].ssi_fd), 0);
+			else
+				n += fired(s, (uint32_t)si[i].ssi_int, si[i].ssi_overrun);
 	}
 	return n;
 }
@@ -677,10 +693,13 @@ static void handler_open(struct py_sampler *s)
 	struct py_sampler *cur = atomic_load(&handled);
 	const char *force = getenv("SONDE_PY_SAMPLE_TRIGGER");
 
-	if (force && !strcmp(force, "cpu-timer"))
-		s->perf_refused = true;
+	/* by default the sampler is signalled; the thread itself on request */
 	if (force && !strcmp(force, "cpu-timer-sampler"))
+		s->perf_refused = true;
+	if (!force || (strcmp(force, "task-clock") && strcmp(force, "cpu-timer")))
 		return;
+	if (!strcmp(force, "cpu-timer"))
+		s->perf_refused = true;
 	if (!py_gil_can_ask() || !handler_installed())
 		return;
 	if (!hooked && PySys_AddAuditHook(on_audit, NULL) == 0)
@@ -729,11 +748,16 @@ static void *loop(void *arg)
 
 	s->self = (pid_t)syscall(SYS_gettid);
 	if (!s->st.wall) {
-		sigset_t set;
+		sigset_t set, both;
 
 		sigemptyset(&set);
 		sigaddset(&set, PY_SAMPLE_SIGNAL);
-		if (!pthread_sigmask(SIG_BLOCK, &set, NULL))
+		/* SIGIO too, never read: the kernel sends it to a task-clock's
+		   owner when the queue of real-time signals is full, and it would
+		   end the process (one aimed at the process goes to another thread) */
+		both = set;
+		sigaddset(&both, SIGIO);
+		if (!pthread_sigmask(SIG_BLOCK, &both, NULL))
 			s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 		if (s->sfd >= 0)
 			sync_timers(s, me);

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <jansson.h>
 
 /* environment: the ring area's path, and whether to stamp with the TSC ("1") */
@@ -47,27 +48,40 @@ enum {
  * ticks of the wall clock (a timerfd, or ppoll with PYR_HOW_PPOLL).
  */
 enum {
-	PYR_HOW_TASK_CLOCK = 1,	       /* perf_event task-clock, signal to the thread */
-	PYR_HOW_CPU_TIMER = 2,	       /* POSIX CPU timer, signal to the thread */
-	PYR_HOW_CPU_TIMER_SAMPLER = 4, /* POSIX CPU timer, signal to the sampler */
-	PYR_HOW_PPOLL = 8,	       /* wall ticks by ppoll (no timerfd) */
+	PYR_HOW_TASK_CLOCK = 1,		/* perf_event task-clock, signal to the thread */
+	PYR_HOW_CPU_TIMER = 2,		/* POSIX CPU timer, signal to the thread */
+	PYR_HOW_CPU_TIMER_SAMPLER = 4,	/* POSIX CPU timer, signal to the sampler */
+	PYR_HOW_PPOLL = 8,		/* wall ticks by ppoll (no timerfd) */
+	PYR_HOW_TASK_CLOCK_SAMPLER = 16, /* perf_event task-clock, signal to the sampler */
 };
 
-/* stats.trace.sampling.timer for PYR_HOW_* bits: the triggers, joined by '+'. */
-static inline const char *pyr_timer_name(uint32_t how)
-{
-	static const char *const names[8] = {
-		"timerfd",
-		"task-clock",
-		"cpu-timer",
-		"task-clock+cpu-timer",
-		"cpu-timer-sampler",
-		"task-clock+cpu-timer-sampler",
-		"cpu-timer+cpu-timer-sampler",
-		"task-clock+cpu-timer+cpu-timer-sampler",
-	};
+/* Room for pyr_timer_name's longest answer, every trigger joined. */
+#define PYR_TIMER_NAME_MAX 96
 
-	return how == PYR_HOW_PPOLL ? "ppoll" : names[how & 7];
+/*
+ * stats.trace.sampling.timer for PYR_HOW_* bits, written to buf
+ * (PYR_TIMER_NAME_MAX): the triggers, joined by '+'; "timerfd" for none.
+ */
+static inline const char *pyr_timer_name(uint32_t how, char *buf)
+{
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} t[] = {
+		{ PYR_HOW_TASK_CLOCK_SAMPLER, "task-clock-sampler" },
+		{ PYR_HOW_TASK_CLOCK, "task-clock" },
+		{ PYR_HOW_CPU_TIMER_SAMPLER, "cpu-timer-sampler" },
+		{ PYR_HOW_CPU_TIMER, "cpu-timer" },
+		{ PYR_HOW_PPOLL, "ppoll" },
+	};
+	size_t i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (how & t[i].bit)
+			n += (size_t)snprintf(buf + n, PYR_TIMER_NAME_MAX - n, "%s%s",
+					      n ? "+" : "", t[i].name);
+	return n ? buf : "timerfd";
 }
 
 /*
@@ -80,9 +94,11 @@ static inline json_t *pyr_sampling_json(double hz, bool wall, bool timed, uint32
 					uint64_t ticks, uint64_t late, uint64_t truncated,
 					uint64_t untimed, uint64_t rerouted)
 {
+	char name[PYR_TIMER_NAME_MAX];
+
 	return json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "hz", hz,
 			 "interval_ns", (json_int_t)(1e9 / hz), "weight", wall ? "wall" : "cpu",
-			 "timer", timed ? pyr_timer_name(how) : "unknown", "ticks",
+			 "timer", timed ? pyr_timer_name(how, name) : "unknown", "ticks",
 			 (json_int_t)ticks, "late_ticks", (json_int_t)late, "truncated_stacks",
 			 (json_int_t)truncated, "untimed_threads", (json_int_t)untimed,
 			 "rerouted_threads", (json_int_t)rerouted, "reader",
