@@ -39,6 +39,7 @@ def work():
     loop(3_250_000)
 CALLS = 242785 + 3_250_000 + 2
 pc = time.perf_counter_ns
+tt = time.thread_time_ns
 '''
 RUNNERS = {
     "plain": "t = pc(); work(); print(pc() - t, CALLS)",
@@ -80,24 +81,27 @@ if med:
 # a GIL hand-over and a stack walk, so its cost is per second, not per call)
 REPEAT = 10
 SAMPLED = {
-    "plain": f"t = pc()\nfor _ in range({REPEAT}): work()\nprint(pc() - t, 0)",
+    "plain": (f"t = pc(); u = tt()\nfor _ in range({REPEAT}): work()\n"
+              "w = pc() - t - (tt() - u); print(pc() - t, 1, w)"),
     "sonde sampling 100 Hz": (
         "import sonde\nc = sonde.CpuCollector(mode='sampling', hz=100)\n"
-        f"t = pc(); c.start()\nfor _ in range({REPEAT}): work()\n"
-        "c.stop(); print(pc() - t, c.results['samples'])"),
+        f"t = pc(); c.start(); u = tt()\nfor _ in range({REPEAT}): work()\n"
+        "w = pc() - t - (tt() - u); c.stop(); print(pc() - t, c.results['samples'], w)"),
     "cProfile": ("import cProfile\npr = cProfile.Profile()\n"
                  f"t = pc(); pr.enable()\nfor _ in range({REPEAT}): work()\n"
                  "pr.disable(); pr.create_stats(); print(pc() - t, 0)"),
 }
-# the default trigger (a task-clock whose signal goes to the sampler, which asks for
-# the GIL while the thread runs on) beside the one that signals the thread itself
-# (it hands the GIL over at once and waits for the sampler) and the POSIX CPU timer
-SAMPLED["sonde task-clock (thread)"] = SAMPLED["sonde sampling 100 Hz"]
+# the default trigger (a task-clock whose signal makes the thread hand the GIL over
+# and wait for the sampler) beside the two that leave the thread running until the
+# sampler asks (the same task-clock's signal to the sampler; a POSIX CPU timer's):
+# what the exact sample point costs
+SAMPLED["sonde task-clock-sampler"] = SAMPLED["sonde sampling 100 Hz"]
 SAMPLED["sonde cpu-timer-sampler"] = SAMPLED["sonde sampling 100 Hz"]
-ENV = {"sonde task-clock (thread)": dict(os.environ, SONDE_PY_SAMPLE_TRIGGER="task-clock"),
+ENV = {"sonde task-clock-sampler": dict(os.environ, SONDE_PY_SAMPLE_TRIGGER="task-clock-sampler"),
        "sonde cpu-timer-sampler": dict(os.environ, SONDE_PY_SAMPLE_TRIGGER="cpu-timer-sampler")}
 res = {k: [] for k in SAMPLED}
 samples = []
+waits = {k: [] for k in SAMPLED}
 for _ in range(ROUNDS if PART in ("all", "sampling") else 0):
     for k, code in SAMPLED.items():
         out = subprocess.run([sys.executable, "-c", WORK + code], check=True,
@@ -105,6 +109,8 @@ for _ in range(ROUNDS if PART in ("all", "sampling") else 0):
         res[k].append(int(out[0]))
         if k == "sonde sampling 100 Hz":
             samples.append(int(out[1]))
+        if len(out) > 2:
+            waits[k].append(int(out[2]) / max(int(out[1]), 1))
 med = {k: statistics.median(v) for k, v in res.items() if v}
 if med:
     print(f"sampling: the work {REPEAT} times, {ROUNDS} interleaved rounds (median), "
@@ -113,6 +119,12 @@ if med:
         print(f"  {k:<26} {v / 1e6:9.1f} ms  {v / med['plain']:5.3f}x plain")
     ov = med["sonde sampling 100 Hz"] / med["plain"] - 1
     print(f"sonde sampling at 100 Hz: {100 * ov:+.1f} % over plain (target <= 5 %)")
+    # what a sample costs the thread: its wall time less its CPU time (the waits for
+    # the sampler), per sample; less spread than the times above
+    print("the thread's wait (wall less CPU), median per sample:" + "".join(
+        f"  {k.replace('sonde ', '')} {statistics.median(v) / 1e3:.0f} us"
+        for k, v in waits.items() if v and k != "plain")
+        + f"  (plain, whole run: {statistics.median(waits['plain']) / 1e3:.0f} us)")
 if PART not in ("all", "command"):
     sys.exit(0)
 

@@ -100,6 +100,19 @@ def test_hot_share_agrees_with_cprofile():
                                                            "spin")}, stacks
 
 
+def waited_ns():
+    """The time this process's threads (the sampler's too, while it runs)
+    have waited for a CPU: schedstat's second field, summed."""
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
 def busy(n):
     """n processes that keep a CPU each busy (killed by the caller)."""
     return [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(n)]
@@ -126,7 +139,7 @@ def test_hot_share_agrees_with_cprofile_on_a_busy_machine():
             q.wait()
     p = c.profile("busy")
     st = p["stats"]["trace"]
-    if st["sampling"]["timer"] not in ("task-clock-sampler", "task-clock"):
+    if st["sampling"]["timer"] != "task-clock":
         pytest.skip(f"samples were asked for by {st['sampling']['timer']}: perf_event_open "
                     "refused a task-clock here (perf_event_paranoid), and a POSIX CPU timer "
                     "expires at the scheduler's tick, which a busy machine aligns with where "
@@ -137,31 +150,35 @@ def test_hot_share_agrees_with_cprofile_on_a_busy_machine():
     assert st["sample_weight_ns"] == pytest.approx(3e9, rel=0.15)
 
 
-@pytest.mark.parametrize("trigger", ["cpu-timer-sampler", "task-clock", "cpu-timer"])
-def test_other_triggers_agree_with_cprofile(trigger, monkeypatch):
-    """Where no task-clock can be made, POSIX CPU timers (cpu-timer-sampler;
-    SONDE_PY_SAMPLE_TRIGGER stands in for perf_event_paranoid); and the
-    triggers that signal the thread itself, on request. stats.trace.sampling.
-    timer names each; on an idle machine the share agrees with cProfile's (a
-    busy one: SKIP for the POSIX timers)."""
+@pytest.mark.parametrize("trigger", ["task-clock-sampler", "cpu-timer", "cpu-timer-sampler"])
+def test_fallback_triggers_agree_with_cprofile(trigger, monkeypatch):
+    """Where the thread's own signal cannot serve, the task-clock signals the
+    sampler; where no task-clock can be made, POSIX CPU timers ask
+    (SONDE_PY_SAMPLE_TRIGGER stands in for perf_event_paranoid, or for a
+    CPython whose GIL request sonde cannot set). stats.trace.sampling.timer
+    names each; on an idle machine the share agrees with cProfile's (a busy
+    one: SKIP)."""
     import cProfile
     prof = cProfile.Profile()
     prof.runcall(spin, 1.0)
     peer = peer_share(pstats.Stats(prof))
     monkeypatch.setenv("SONDE_PY_SAMPLE_TRIGGER", trigger)
     c = sonde.CpuCollector(mode="sampling", hz=100)
-    t = time.perf_counter()
     with c:
+        w0 = waited_ns()
         spin(2.0)
-    wall = time.perf_counter() - t
+        waited = waited_ns() - w0
     r = c.get_results()
     p = c.profile("fallback")
     assert r["timer"] == trigger and p["stats"]["trace"]["sampling"]["timer"] == trigger
     assert r["samples"] >= 100, r
     assert p["stats"]["trace"]["sample_weight_ns"] == pytest.approx(2e9, rel=0.15)
-    if wall > 2.4 and trigger != "task-clock":  # docs/python.md: spread when busy
-        pytest.skip("the machine was busy (2 s of CPU took %.2f s): %s's share is not "
-                    "compared" % (wall, trigger))
+    # docs/python.md: these triggers' shares spread on a busy machine, where
+    # the thread or the sampler waits for a CPU (a share of 0.80 against 0.70
+    # once, with 2 s of CPU in 2.3 s of a make test)
+    if waited > 50e6:
+        pytest.skip("the machine was busy (the threads waited %.0f ms for a CPU in 2 s): "
+                    "%s's share is not compared" % (waited / 1e6, trigger))
     assert abs(hot_share(p) - peer) <= 0.10, (hot_share(p), peer)
 
 
@@ -176,14 +193,14 @@ os.execv(sys.executable, [sys.executable, "-c", "import sys; sys.exit(7)"])
 '''
 
 
-@pytest.mark.parametrize("trigger", ["", "task-clock"])
+@pytest.mark.parametrize("trigger", ["", "task-clock-sampler"])
 def test_exec_while_sampling_runs_the_new_program(tmp_path, trigger):
     """os.exec* while a task-clock runs: a signal queued for the thread during
     the exec would reach the new program, where it has the default action.
-    The default trigger signals the sampler thread, which the exec ends; with
-    the thread's own signal (task-clock) the audit hook stops its task-clock
-    first. 20 execs at 5 000 Hz all run the new program (without the hook,
-    every one of them died of the signal)."""
+    The audit hook stops the thread's task-clock first; a task-clock that
+    signals the sampler thread needs none (the exec ends that thread). 20
+    execs at 5 000 Hz all run the new program (without the hook, every one of
+    them died of the signal)."""
     from conftest import target_env
     prog = tmp_path / "ex.py"
     prog.write_text(EXEC_PROGRAM)
@@ -194,13 +211,12 @@ def test_exec_while_sampling_runs_the_new_program(tmp_path, trigger):
     assert codes == [7] * 20, codes
 
 
-def test_a_forked_child_does_not_keep_the_triggers_after_stop(monkeypatch):
+def test_a_forked_child_does_not_keep_the_triggers_after_stop():
     """A child of fork() holds copies of the task-clocks' fds after the parent
     closed its own: no signal reaches the parent's thread once sampling
-    stopped, while the child lives (the thread's own signal: task-clock)."""
+    stopped, while the child lives."""
     import signal
     sig = signal.SIGRTMAX - 2
-    monkeypatch.setenv("SONDE_PY_SAMPLE_TRIGGER", "task-clock")
     c = sonde.CpuCollector(mode="sampling", hz=1000)
     c.start()
     pid = os.fork()
@@ -228,15 +244,13 @@ def test_a_forked_child_does_not_keep_the_triggers_after_stop(monkeypatch):
     assert not heard, f"{len(heard)} signals after the stop"
 
 
-def test_threads_that_block_the_signal_are_still_sampled(monkeypatch):
-    """With the thread's own signal (task-clock), a thread that blocks the
-    signal before the start has its trigger aimed at the sampler; one that
-    blocks it later is noticed after 20 periods of its CPU time and moved there
-    (rerouted_threads). Both get their CPU time; a handler the program put on
-    the signal hears nothing."""
+def test_threads_that_block_the_signal_are_still_sampled():
+    """A thread that blocks the triggers' signal before the start has its
+    task-clock aimed at the sampler; one that blocks it later is noticed after
+    20 periods of its CPU time and moved there (rerouted_threads). Both get
+    their CPU time; a handler the program put on the signal hears nothing."""
     import signal
     sig = signal.SIGRTMAX - 2
-    monkeypatch.setenv("SONDE_PY_SAMPLE_TRIGGER", "task-clock")
     go = threading.Event()
 
     def tspin(sec, block_first):
@@ -263,9 +277,10 @@ def test_threads_that_block_the_signal_are_still_sampled(monkeypatch):
         for t in ts:
             t.join()
     r = c.get_results()
-    if r["timer"] in ("timerfd", "ppoll", "cpu-timer-sampler"):
+    parts = set(r["timer"].split("+"))
+    if not parts & {"task-clock", "cpu-timer"}:
         pytest.skip(f"every trigger goes to the sampler here ({r['timer']})")
-    assert "task-clock-sampler" in r["timer"], r
+    assert parts & {"task-clock-sampler", "cpu-timer-sampler"}, r
     assert r["rerouted_threads"] >= 1, r
     p = c.profile("blocked")
     names = {t["tid"]: t["name"] for t in p["trace"]["threads"]}
@@ -283,7 +298,8 @@ def test_threads_that_block_the_signal_are_still_sampled(monkeypatch):
         r = c.get_results()
     finally:
         signal.signal(sig, old)
-    assert r["timer"] == "task-clock-sampler" and r["samples"] >= 30 and not heard, (r, heard)
+    assert r["timer"] in ("task-clock-sampler", "cpu-timer-sampler"), r
+    assert r["samples"] >= 30 and not heard, (r, heard)
 
 
 def test_threads_are_sampled_by_their_own_cpu_time():
@@ -417,14 +433,15 @@ def test_collect_sampling_agrees_with_cprofile_and_every_view_reads_it(program, 
     assert len(inst) == st["samples"] and inst[0]["args"]["stack"].startswith("<module>;spin")
     r = run(sonde_bin, "report", str(out), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 0 and "samples" in (tmp_path / "r.html").read_text()
-    # the peer last. The task-clock expires while the thread runs, so
+    # the peer last. The task-clock asks for each sample while the thread runs, so
     # a busy machine does not move them (test_hot_share_agrees_with_cprofile_on_a_
     # busy_machine); a fallback's samples land where the scheduler switched the
     # thread in or out there, so its comparison needs a quiet machine (the
     # program's 3 s of CPU within 3.6 s), and says SKIP otherwise
-    assert st["sampling"]["timer"] in ("task-clock-sampler", "cpu-timer-sampler")
+    assert st["sampling"]["timer"] in ("task-clock", "task-clock-sampler", "cpu-timer",
+                                       "cpu-timer-sampler")
     wall = p["stats"]["duration_ns"] / 1e9
-    if wall > 3.6 and st["sampling"]["timer"] != "task-clock-sampler":
+    if wall > 3.6 and st["sampling"]["timer"] != "task-clock":
         pytest.skip("the machine was busy (3 s of the program's CPU took %.2f s) and the "
                     "samples were asked for by %s" % (wall, st["sampling"]["timer"]))
     peer_out = tmp_path / "peer.prof"
