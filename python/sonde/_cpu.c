@@ -1510,8 +1510,8 @@ static PyObject *stop_sampling(CpuCollector *c)
 		"truncated_stacks", (unsigned long long)c->sst.truncated, "lost",
 		(unsigned long long)c->lost, "functions", (Py_ssize_t)c->nfns, "duration_ns",
 		(unsigned long long)(c->t1 - c->t0), "hz", c->hz, "weight",
-		c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how, name), "untimed_threads",
-		(unsigned long long)c->sst.untimed, "rerouted_threads",
+		c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how, name),
+		"untimed_threads", (unsigned long long)c->sst.untimed, "rerouted_threads",
 		(unsigned long long)c->sst.rerouted);
 }
 

@@ -48,10 +48,10 @@ enum {
  * ticks of the wall clock (a timerfd, or ppoll with PYR_HOW_PPOLL).
  */
 enum {
-	PYR_HOW_TASK_CLOCK = 1,		/* perf_event task-clock, signal to the thread */
-	PYR_HOW_CPU_TIMER = 2,		/* POSIX CPU timer, signal to the thread */
-	PYR_HOW_CPU_TIMER_SAMPLER = 4,	/* POSIX CPU timer, signal to the sampler */
-	PYR_HOW_PPOLL = 8,		/* wall ticks by ppoll (no timerfd) */
+	PYR_HOW_TASK_CLOCK = 1,		 /* perf_event task-clock, signal to the thread */
+	PYR_HOW_CPU_TIMER = 2,		 /* POSIX CPU timer, signal to the thread */
+	PYR_HOW_CPU_TIMER_SAMPLER = 4,	 /* POSIX CPU timer, signal to the sampler */
+	PYR_HOW_PPOLL = 8,		 /* wall ticks by ppoll (no timerfd) */
 	PYR_HOW_TASK_CLOCK_SAMPLER = 16, /* perf_event task-clock, signal to the sampler */
 };
 
@@ -79,8 +79,8 @@ static inline const char *pyr_timer_name(uint32_t how, char *buf)
 	buf[0] = 0;
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if (how & t[i].bit)
-			n += (size_t)snprintf(buf + n, PYR_TIMER_NAME_MAX - n, "%s%s",
-					      n ? "+" : "", t[i].name);
+			n += (size_t)snprintf(buf + n, PYR_TIMER_NAME_MAX - n, "%s%s", n ? "+" : "",
+					      t[i].name);
 	return n ? buf : "timerfd";
 }
 
