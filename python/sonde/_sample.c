@@ -663,9 +663,10 @@ static bool handler_installed(void)
 /*
  * os.exec*, holding the GIL: a task-clock signal queued while the exec runs
  * would reach the new program, where it has the default action (the end of
- * the process). The calling thread's task-clock stops first; what it had
+ * the process). The calling thread's own task-clock stops first; what it had
  * queued is delivered here, to sonde's handler. If the exec fails, the
- * thread's trigger is made anew at the next look for threads.
+ * thread's trigger is made anew at the next look for threads. A task-clock
+ * aimed at the sampler goes on: its signals die with the sampler's thread.
  */
 static int on_audit(const char *event, PyObject *args, void *data)
 {
@@ -678,7 +679,7 @@ static int on_audit(const char *event, PyObject *args, void *data)
 		return 0; /* (a child of fork(): the parent's sampler, not its) */
 	pthread_mutex_lock(&s->fd_lock);
 	t = timed_of(s, (uint32_t)syscall(SYS_gettid));
-	if (t && t->fd >= 0) {
+	if (t && t->fd >= 0 && t->direct) { /* (the sampler's signal dies with it) */
 		ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
 		t->paused = true;
 	}

@@ -211,6 +211,44 @@ def test_exec_while_sampling_runs_the_new_program(tmp_path, trigger):
     assert codes == [7] * 20, codes
 
 
+def test_a_failed_exec_leaves_every_trigger_running():
+    """os.exec* that fails: the thread goes on, and so do its samples. The
+    audit hook pauses the thread's own task-clock, which is made anew at the
+    next look for threads; a task-clock aimed at the sampler (a thread that
+    blocks the signal) is not paused at all, as the exec would end the sampler."""
+    import signal
+    sig = signal.SIGRTMAX - 2
+    go = threading.Event()
+
+    def tspin(block):
+        if block:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+        go.wait()
+        with pytest.raises(OSError):
+            os.execv("/nonexistent/sonde-test", ["x"])
+        end = time.thread_time() + 0.5
+        while time.thread_time() < end:
+            pass
+
+    ts = [threading.Thread(target=tspin, args=(b,), name=f"blocks{int(b)}") for b in (True, False)]
+    for t in ts:
+        t.start()
+    time.sleep(0.05)
+    c = sonde.CpuCollector(mode="sampling", hz=100)
+    with c:
+        go.set()
+        for t in ts:
+            t.join()
+    r = c.get_results()
+    if r["timer"] != "task-clock-sampler+task-clock":
+        pytest.skip(f"not the thread's own task-clock and the sampler's here ({r['timer']})")
+    names = {t["tid"]: t["name"] for t in c.profile("exec")["trace"]["threads"]}
+    w = {}
+    for e in c.events():
+        w[names.get(e["thread"])] = w.get(names.get(e["thread"]), 0) + e["weight_ns"]
+    assert w.get("blocks1", 0) > 0.35e9 and w.get("blocks0", 0) > 0.35e9, w
+
+
 def test_a_forked_child_does_not_keep_the_triggers_after_stop():
     """A child of fork() holds copies of the task-clocks' fds after the parent
     closed its own: no signal reaches the parent's thread once sampling
