@@ -123,10 +123,14 @@ if [ "$(id -u)" = 0 ]; then
 	ratios=$(jq -r '(.resource_type_map | to_entries[] | select(.value.uid == "cpu-clock" and
 		.value.dispatch == "interval") | .key) as $k | .resources[$k] |
 		[.amount, .duration] | transpose[] | "\(.[0]) \(.[1])"' swi.json |
-		awk -v n="$ncpu" '{ k++; d = $1 - n * $2; if (d < 0) d = -d
-			if (d > 0.1 * n * $2 && d > 1.5e6) bad++ } END { print k + 0, bad + 0 }')
-	check "-a -I 20: each interval's cpu-clock is the CPUs ($ncpu) times its duration, within 10 % or 1.5 ms (one CPU left out would read a whole interval less; intervals, outside: $ratios)" \
-		sh -c '[ "$1" -ge 5 ] && [ "$2" = 0 ]' _ $ratios
+		awk -v n="$ncpu" '{ k++; d = $1 - n * $2; if (d < 0) d = -d; a += $1; t += $2
+			if (d > 0.5 * $2) bad++ }
+			END { d = a - n * t; if (d < 0) d = -d; printf "%d %d %.1f", k, bad + 0, (t > 0 ? 100 * d / (n * t) : 100) }')
+	# A CPU left out reads a whole CPU short in every interval. The agents read their CPUs
+	# a little apart, so one interval may read a few ms over and the next as much under
+	# (seen up to 2.2 CPUs in 20 ms under the sanitize build); the run's total cancels that.
+	check "-a -I 20: each interval's cpu-clock is within half a CPU of the CPUs ($ncpu) times its duration, and the intervals' total within 5 % (intervals, outside, total off %: $ratios)" \
+		sh -c '[ "$1" -ge 5 ] && [ "$2" = 0 ] && awk -v p="$3" "BEGIN { exit !(p <= 5) }"' _ $ratios
 	run collect counters -q -a --per-cpu -e cpu-clock -o swp.json -- sleep 0.1
 	check "-a --per-cpu: one resource per CPU" jq_eq swp.json \
 		'[.resource_type_map[] | .cpu] | length' "$(getconf _NPROCESSORS_ONLN)"
