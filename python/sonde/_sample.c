@@ -1,14 +1,15 @@
 /*
  * _sample.c - the Python stack sampler (see _sample.h).
  *
- * Why a thread of its own and the GIL: a thread's chain of Python frames is
- * only consistent while no other thread runs Python, so the sampler reads it
- * holding the GIL, through the interpreter's public frame API, never from a
- * signal handler (which lands between any two instructions of the
- * interpreter, where the chain may be half-linked). A thread running Python
- * is sampled where it lets the GIL go: between bytecodes, not inside a long C
- * call that keeps it (the call's time still goes to the Python function that
- * made it, because the weight is the thread's CPU clock, read at the sample).
+ * Why the GIL: a thread's chain of Python frames is only consistent while no
+ * other thread runs Python, so it is read holding the GIL, through the
+ * interpreter's public frame API, never from a signal handler (which lands
+ * between any two instructions of the interpreter, where the chain may be
+ * half-linked). A thread running Python is sampled where it lets the GIL go
+ * (or, the main thread, where it runs Python signal handlers): between
+ * bytecodes, not inside a long C call that keeps it (the call's time still
+ * goes to the Python function that made it, because the weight is the
+ * thread's CPU clock, read at the sample).
  *
  * When, in CPU mode. A sample must be asked for while the thread runs, at a
  * point that has nothing to do with the program's rhythm, and taken before
@@ -29,7 +30,12 @@
  * request (_gil.c), as a thread waiting for the GIL would: the thread lets
  * the GIL go at its next check, a few microseconds on, and waits until the
  * sampler has taken it, so its stack is the one the signal found (69/31
- * to 77/23 on that machine). Where the thread's own signal cannot serve (it
+ * to 77/23 on that machine). The main thread does not wait: the handler
+ * trips PY_SELF_SIGNAL for the interpreter instead, whose Python handler is
+ * self_sample while sonde samples, and the interpreter calls it in the main
+ * thread at the same check, where it reads its own stack holding the GIL (a
+ * hand-over costs two wakes of a thread on another CPU, and the thread waits
+ * through both). Where the thread's own signal cannot serve (it
  * blocks the signal, the program has its own handler on it, a CPython whose
  * drop request _gil.c cannot reach) the task-clock signals the sampler,
  * which blocks the signal, reads it from a signalfd and asks for the GIL
@@ -48,8 +54,8 @@
  *
  * Wall mode ticks on a timerfd (CLOCK_MONOTONIC, hz periods; where none can
  * be made, ppoll() to the next period) and samples every thread. In CPU mode
- * the same tick only looks for new threads. Stop is an eventfd the loop also
- * polls.
+ * a tick of its own (the period, but at least PY_SAMPLE_LOOK_NS) only looks
+ * for new threads. Stop is an eventfd the loop also polls.
  */
 #include "_sample.h"
 #include <errno.h>
@@ -77,10 +83,16 @@
 
 /* The triggers' signal: handled in the program's threads, read from a signalfd in the sampler's. */
 #define PY_SAMPLE_SIGNAL (SIGRTMAX - 2)
+/* The signal number the main thread's samples are asked for by, through
+   CPython's own signal machinery (PyErr_SetInterruptEx); the kernel never
+   sends it. */
+#define PY_SELF_SIGNAL (SIGRTMAX - 3)
 /* How long the sampler waits for the GIL before it asks the holder for it (us). */
 #define PY_SAMPLE_ASK_US 100u
 /* Threads are looked for at least this often (ns), and whenever their number moves. */
 #define PY_SAMPLE_SYNC_NS 100000000u
+/* CPU mode: how often the sampler looks at their number (ns) */
+#define PY_SAMPLE_LOOK_NS 10000000u
 
 /* What the signal handler writes to the sampler's pipe: one expiry. */
 struct py_fired {
@@ -119,6 +131,11 @@ struct py_sampler {
 	bool ask;		 /* a thread fired whose handler did not ask for the GIL */
 	bool sync_due;		 /* threads are to be looked for at the next pass */
 	_Atomic uint64_t unsent; /* expiries the handler could not write (the pipe full) */
+	bool gil_ask;		 /* _gil.c can ask this CPython's GIL holder for it */
+	uint32_t self_tid;	 /* the main thread, where it takes its own samples; 0: none */
+	_Atomic bool self_on;	 /* its handler asks it for one (PY_SELF_SIGNAL) */
+	_Atomic bool self_due;	 /* asked, not taken yet */
+	_Atomic uint64_t self_ticks, self_late; /* its expiries, and those that came while due */
 	pthread_mutex_t fd_lock; /* the task-clocks' fds: the sampler closes, os.exec pauses */
 	nlink_t nlink;		 /* /proc/self/task's links at the last look: threads + 2 */
 	uint64_t synced;	 /* when the threads were last looked for (mono_ns) */
@@ -128,7 +145,6 @@ struct py_sampler {
 	PyObject *root;	    /* the program's code: frames outside it are the runner's */
 	struct u64map last; /* tid -> the thread's clock at its previous sample + 1 */
 	struct py_sampler_stats st;
-	uint32_t ids[PY_SAMPLE_MAX_DEPTH];
 };
 
 static uint64_t mono_ns(void)
@@ -253,10 +269,17 @@ static void arm(struct py_sampler *s, struct py_timed *t)
 	struct sigevent ev;
 	struct itimerspec it = every_period(s);
 
-	t->direct = s->pfd[0] >= 0 && !s->handler_lost && !blocks_signal(t->tid);
+	bool own = t->tid == s->self_tid && atomic_load(&s->self_on);
+
+	/* the handler asks for the GIL (_gil.c), or the main thread for its sample */
+	t->direct =
+		s->pfd[0] >= 0 && !s->handler_lost && !blocks_signal(t->tid) && (s->gil_ask || own);
+	own = own && t->direct;
 	t->fd = task_clock(s, t->tid, t->direct ? (pid_t)t->tid : s->self);
 	if (t->fd >= 0) {
-		s->how |= t->direct ? PYR_HOW_TASK_CLOCK : PYR_HOW_TASK_CLOCK_SAMPLER;
+		s->how |= own	      ? PYR_HOW_TASK_CLOCK_IN_THREAD
+			  : t->direct ? PYR_HOW_TASK_CLOCK
+				      : PYR_HOW_TASK_CLOCK_SAMPLER;
 		return;
 	}
 	memset(&ev, 0, sizeof(ev));
@@ -271,7 +294,9 @@ static void arm(struct py_sampler *s, struct py_timed *t)
 		t->has_timer = false;
 	}
 	if (t->has_timer)
-		s->how |= t->direct ? PYR_HOW_CPU_TIMER : PYR_HOW_CPU_TIMER_SAMPLER;
+		s->how |= own	      ? PYR_HOW_CPU_TIMER_IN_THREAD
+			  : t->direct ? PYR_HOW_CPU_TIMER
+				      : PYR_HOW_CPU_TIMER_SAMPLER;
 	else
 		s->st.untimed++;
 }
@@ -302,17 +327,27 @@ static nlink_t task_links(void)
 }
 
 static bool handler_ours(void);
+static bool self_handler_ours(void);
+static void handler_close(struct py_sampler *s);
 
 /*
  * Thread t signals itself but has not been sampled for 20 periods of its CPU
  * time: it blocks the signal now, or the program replaced sonde's handler.
  * Its trigger then signals the sampler instead (and every later one where the
- * handler is gone).
+ * handler is gone). The main thread that takes its own samples asks for the
+ * GIL instead as soon as the program has put a handler of its own on
+ * PY_SELF_SIGNAL.
  */
 static bool stalled(struct py_sampler *s, const struct py_timed *t)
 {
 	uint64_t prev = 0, now = cpu_ns(t->tid);
 
+	if (t->tid == s->self_tid && atomic_load(&s->self_on) && !self_handler_ours()) {
+		/* the program put its own handler on PY_SELF_SIGNAL (looked at each
+		   time, so that it gets few calls of sonde's): the GIL, then */
+		atomic_store(&s->self_on, false);
+		return true;
+	}
 	if (u64map__get(&s->last, t->tid, &prev))
 		prev--;
 	if (t->paused)
@@ -394,6 +429,61 @@ static void sync_timers(struct py_sampler *s, PyThreadState *me)
 }
 
 /*
+ * Thread ts (id tid), holding the GIL: a sample of its stack, if it ran since
+ * its previous one. The stack is the caller's own: naming a thread runs
+ * Python code in the callback, where the GIL may pass to another sample.
+ */
+static void sample_one(struct py_sampler *s, PyThreadState *ts, uint32_t tid)
+{
+	uint64_t now = clock_of(s, tid), prev = 0, w;
+	uint32_t n = 0, i, ids[PY_SAMPLE_MAX_DEPTH];
+	PyFrameObject *f;
+
+	if (!now)
+		return;
+	if (u64map__get(&s->last, tid, &prev))
+		prev--;
+	else if (s->st.wall)
+		prev = s->t0; /* a thread seen first: since the start */
+	if (prev > now)	      /* a new thread with an old one's id */
+		prev = s->st.wall ? s->t0 : 0;
+	w = now - prev;
+	u64map__put(&s->last, tid, now + 1);
+	if (!w)
+		return; /* it did not run */
+	for (f = PyThreadState_GetFrame(ts); f && n < PY_SAMPLE_MAX_DEPTH;) {
+		PyCodeObject *co = PyFrame_GetCode(f);
+		PyFrameObject *back = PyFrame_GetBack(f);
+		uint32_t id;
+
+		if (s->code_id(s->ctx, co, &id) == 0)
+			ids[n++] = id;
+		else
+			s->st.errors++;
+		Py_DECREF(f);
+		f = back;
+		if ((PyObject *)co == s->root) { /* the rest is the runner's */
+			Py_DECREF(co);
+			Py_CLEAR(f);
+			break;
+		}
+		Py_DECREF(co);
+	}
+	if (f) { /* deeper: the innermost frames are kept */
+		s->st.truncated++;
+		Py_DECREF(f);
+	}
+	for (i = 0; i < n / 2; i++) { /* outermost first */
+		uint32_t x = ids[i];
+
+		ids[i] = ids[n - 1 - i];
+		ids[n - 1 - i] = x;
+	}
+	if (s->sample(s->ctx, tid, w, ids, n))
+		s->st.samples++;
+}
+
+/*
  * Threads to sample: in CPU mode those whose timer fired (each once), else
  * every other thread. Those that ran get a sample. Holding the GIL.
  */
@@ -402,9 +492,7 @@ static void take(struct py_sampler *s, PyThreadState *me)
 	PyThreadState *ts;
 
 	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts)) {
-		uint32_t tid = tid_of(ts), n = 0, i;
-		uint64_t now, prev = 0, w;
-		PyFrameObject *f;
+		uint32_t tid = tid_of(ts);
 
 		if (ts == me)
 			continue;
@@ -415,49 +503,7 @@ static void take(struct py_sampler *s, PyThreadState *me)
 				continue;
 			t->fired = false;
 		}
-		now = clock_of(s, tid);
-		if (!now)
-			continue;
-		if (u64map__get(&s->last, tid, &prev))
-			prev--;
-		else if (s->st.wall)
-			prev = s->t0; /* a thread seen first: since the start */
-		if (prev > now)	      /* a new thread with an old one's id */
-			prev = s->st.wall ? s->t0 : 0;
-		w = now - prev;
-		u64map__put(&s->last, tid, now + 1);
-		if (!w)
-			continue; /* it did not run */
-		for (f = PyThreadState_GetFrame(ts); f && n < PY_SAMPLE_MAX_DEPTH;) {
-			PyCodeObject *co = PyFrame_GetCode(f);
-			PyFrameObject *back = PyFrame_GetBack(f);
-			uint32_t id;
-
-			if (s->code_id(s->ctx, co, &id) == 0)
-				s->ids[n++] = id;
-			else
-				s->st.errors++;
-			Py_DECREF(f);
-			f = back;
-			if ((PyObject *)co == s->root) { /* the rest is the runner's */
-				Py_DECREF(co);
-				Py_CLEAR(f);
-				break;
-			}
-			Py_DECREF(co);
-		}
-		if (f) { /* deeper: the innermost frames are kept */
-			s->st.truncated++;
-			Py_DECREF(f);
-		}
-		for (i = 0; i < n / 2; i++) { /* outermost first */
-			uint32_t x = s->ids[i];
-
-			s->ids[i] = s->ids[n - 1 - i];
-			s->ids[n - 1 - i] = x;
-		}
-		if (s->sample(s->ctx, tid, w, s->ids, n))
-			s->st.samples++;
+		sample_one(s, ts, tid);
 	}
 }
 
@@ -622,7 +668,15 @@ static void on_expiry(int sig, siginfo_t *si, void *uc)
 					      ? (uint32_t)si->si_overrun
 					      : 0 };
 
-		if (write(s->pfd[1], &f, sizeof(f)) == (ssize_t)sizeof(f))
+		if (f.tid == s->self_tid && atomic_load(&s->self_on)) {
+			/* the main thread: the interpreter calls self_sample at its
+			   next check, as for any signal with a Python handler
+			   (PyErr_SetInterruptEx is async-signal-safe) */
+			atomic_fetch_add(&s->self_ticks, 1 + (uint64_t)f.overrun);
+			atomic_fetch_add(&s->self_late,
+					 (uint64_t)f.overrun + atomic_exchange(&s->self_due, true));
+			PyErr_SetInterruptEx(PY_SELF_SIGNAL);
+		} else if (write(s->pfd[1], &f, sizeof(f)) == (ssize_t)sizeof(f))
 			py_gil_ask(s->interp);
 		else
 			atomic_fetch_add(&s->unsent, 1 + (uint64_t)f.overrun);
@@ -688,21 +742,136 @@ static int on_audit(const char *event, PyObject *args, void *data)
 }
 
 /*
+ * The main thread's sample, asked for by its trigger's handler: CPython calls
+ * this (PY_SELF_SIGNAL's Python handler) in the main thread at its next check
+ * of the eval breaker, holding the GIL, a few microseconds after the signal,
+ * with the frames as the signal found them (no frame is pushed for a C
+ * function). No thread waits for another: a hand-over of the GIL to the
+ * sampler and back costs two wakes of a thread on another CPU.
+ */
+static PyObject *self_sample(PyObject *mod, PyObject *args)
+{
+	static bool busy; /* the main thread's only */
+	struct py_sampler *s = atomic_load(&handled);
+	PyThreadState *ts = PyThreadState_Get();
+	PyObject *et, *ev, *tb;
+
+	(void)mod;
+	(void)args;
+	/* (a child of fork(): its parent's sampler, copied) */
+	if (!s || s->pid != getpid() || !atomic_load(&s->self_on) || tid_of(ts) != s->self_tid)
+		Py_RETURN_NONE;
+	atomic_store(&s->self_due, false);
+	if (busy) /* asked again while naming the thread (Python code): sonde's time */
+		Py_RETURN_NONE;
+	busy = true;
+	PyErr_Fetch(&et, &ev, &tb);
+	sample_one(s, ts, s->self_tid);
+	PyErr_Clear(); /* an error naming a frame is counted, never raised here */
+	PyErr_Restore(et, ev, tb);
+	busy = false;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef self_def = { "_sonde_sample", self_sample, METH_VARARGS,
+				"sonde's sampler: the main thread's sample (see docs/python.md)" };
+static PyObject *self_fn;
+
+/* signal.getsignal(PY_SELF_SIGNAL), from _signal (importing signal, its enums, takes ~5 ms),
+   holding the GIL; NULL where it cannot be read. */
+static PyObject *self_handler(void)
+{
+	PyObject *mod = PyImport_ImportModule("_signal"), *h;
+
+	if (!mod)
+		return NULL;
+	h = PyObject_CallMethod(mod, "getsignal", "i", (int)PY_SELF_SIGNAL);
+	Py_DECREF(mod);
+	return h;
+}
+
+/* Whether PY_SELF_SIGNAL's Python handler is sonde's (holding the GIL). */
+static bool self_handler_ours(void)
+{
+	PyObject *h = self_handler();
+	bool ours = h && h == self_fn;
+
+	Py_XDECREF(h);
+	PyErr_Clear();
+	return ours;
+}
+
+/*
+ * The main thread takes its own samples: sonde's function as the Python
+ * handler of PY_SELF_SIGNAL, where this is the main thread (only it may set
+ * one, and only it runs them) and the program has none there.
+ */
+static void self_open(struct py_sampler *s)
+{
+	PyObject *mod, *h, *r;
+
+	if ((pid_t)syscall(SYS_gettid) != getpid())
+		return;
+	if (!self_fn && !(self_fn = PyCFunction_New(&self_def, NULL)))
+		goto out;
+	h = self_handler();
+	if (!h)
+		goto out;
+	if (h != self_fn && !(PyLong_Check(h) && PyLong_AsLong(h) == 0)) { /* SIG_DFL */
+		Py_DECREF(h);
+		goto out;
+	}
+	Py_DECREF(h);
+	mod = PyImport_ImportModule("_signal");
+	r = mod ? PyObject_CallMethod(mod, "signal", "iO", (int)PY_SELF_SIGNAL, self_fn) : NULL;
+	Py_XDECREF(mod);
+	if (!r)
+		goto out;
+	Py_DECREF(r);
+	s->self_tid = (uint32_t)getpid();
+	atomic_store(&s->self_on, true);
+out:
+	PyErr_Clear();
+}
+
+/* The program's PY_SELF_SIGNAL back to the default, if sonde's handler is still there. */
+static void self_close(struct py_sampler *s)
+{
+	PyObject *mod, *r;
+
+	if (!s->self_tid || (pid_t)syscall(SYS_gettid) != getpid() || !self_handler_ours())
+		return; /* (only the main thread may; elsewhere it stays, and does nothing) */
+	mod = PyImport_ImportModule("_signal");
+	r = mod ? PyObject_CallMethod(mod, "signal", "ii", (int)PY_SELF_SIGNAL, 0) : NULL;
+	Py_XDECREF(mod);
+	Py_XDECREF(r);
+	PyErr_Clear();
+}
+
+/*
  * CPU mode with a thread's own signal: the pipe and the handler, if this
- * interpreter can be asked for its GIL and no other sampler has them.
+ * interpreter can be asked for its GIL (or the main thread for its samples)
+ * and no other sampler has them.
  */
 static void handler_open(struct py_sampler *s)
 {
 	static bool hooked;
 	struct py_sampler *cur = atomic_load(&handled);
 	const char *force = getenv("SONDE_PY_SAMPLE_TRIGGER");
+	bool self;
 
 	/* SONDE_PY_SAMPLE_TRIGGER: a fallback on request (the tests, the bench) */
-	if (force && (!strcmp(force, "cpu-timer") || !strcmp(force, "cpu-timer-sampler")))
+	if (force && !*force)
+		force = NULL;
+	if (force && !strncmp(force, "cpu-timer", 9))
 		s->perf_refused = true;
 	if (force && (!strcmp(force, "task-clock-sampler") || !strcmp(force, "cpu-timer-sampler")))
 		return;
-	if (!py_gil_can_ask() || !handler_installed())
+	s->gil_ask = py_gil_can_ask();
+	/* =task-clock, =cpu-timer: the main thread hands the GIL over too */
+	self = (pid_t)syscall(SYS_gettid) == getpid() &&
+	       (!force || !strcmp(force, "cpu-timer-in-thread"));
+	if ((!s->gil_ask && !self) || !handler_installed())
 		return;
 	if (!hooked && PySys_AddAuditHook(on_audit, NULL) == 0)
 		hooked = true; /* hooks stay: it looks at the sampler the handler serves */
@@ -721,7 +890,12 @@ static void handler_open(struct py_sampler *s)
 		close(s->pfd[0]);
 		close(s->pfd[1]);
 		s->pfd[0] = s->pfd[1] = -1;
+		return;
 	}
+	if (self)
+		self_open(s);
+	if (!s->gil_ask && !s->self_tid)
+		handler_close(s); /* nobody's signal could serve */
 }
 
 /* After the timers are gone: no handler uses the pipe any more. */
@@ -780,8 +954,8 @@ static void *loop(void *arg)
 		s->st.how = s->how;
 	handler_close(s);
 	/* expiries the pipe could not take: periods with no sample of their own */
-	s->st.ticks += atomic_load(&s->unsent);
-	s->st.late += atomic_load(&s->unsent);
+	s->st.ticks += atomic_load(&s->unsent) + atomic_load(&s->self_ticks);
+	s->st.late += atomic_load(&s->unsent) + atomic_load(&s->self_late);
 	if (s->sfd >= 0)
 		close(s->sfd);
 	s->sfd = -1;
@@ -826,6 +1000,11 @@ struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id
 	if (s->tfd >= 0) {
 		struct itimerspec it = every_period(s);
 
+		/* CPU mode: the tick only looks for new threads, at most every
+		   PY_SAMPLE_LOOK_NS, not at each period of a high rate */
+		if (!wall && s->period_ns < PY_SAMPLE_LOOK_NS)
+			it.it_interval = it.it_value =
+				(struct timespec){ 0, (long)PY_SAMPLE_LOOK_NS };
 		if (timerfd_settime(s->tfd, 0, &it, NULL)) {
 			close(s->tfd);
 			s->tfd = -1;
@@ -873,6 +1052,7 @@ void py_sampler__stop(struct py_sampler *s, struct py_sampler_stats *st)
 		Py_END_ALLOW_THREADS
 	}
 	handler_close(s); /* a child of fork(): its copies */
+	self_close(s);
 	if (s->sfd >= 0)
 		close(s->sfd);
 	if (st)

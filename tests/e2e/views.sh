@@ -135,13 +135,19 @@ check "check with an unknown name: exit 1, one line" [ "$rc" -eq 1 ]
 # --- check between commits, as a CI gate ---
 mkdir repo && cd repo && git init -q . && echo a >a && git add a && git commit -qm one
 "$SONDE" init >/dev/null
-X=0.01 "$SONDE" collect time -q -r 6 -- sh -c 'sleep $X' >/dev/null 2>&1
-"$SONDE" add 0@p >/dev/null
+# 10 ms against 100 ms: a run that a busy machine delays by tens of ms (the
+# sanitize build beside a compile) leaves the two apart
+X=0.01 "$SONDE" collect time -q -r 8 -- sh -c 'sleep $X' >/dev/null 2>"$WORK/gate.err"
+c1=$?
+"$SONDE" add 0@p >/dev/null 2>>"$WORK/gate.err"
+a1=$?
 echo b >b && git add b && git commit -qm two
-X=0.03 "$SONDE" collect time -q -r 6 -- sh -c 'sleep $X' >/dev/null 2>&1
-"$SONDE" add 0@p >/dev/null
+X=0.1 "$SONDE" collect time -q -r 8 -- sh -c 'sleep $X' >/dev/null 2>>"$WORK/gate.err"
+c2=$?
+"$SONDE" add 0@p >/dev/null 2>>"$WORK/gate.err"
+a2=$?
 run check HEAD~1 HEAD
-check "check HEAD~1 HEAD: exit 4 on the slower commit" [ "$rc" -eq 4 ]
+check "check HEAD~1 HEAD: exit 4 on the slower commit (collect, add: $c1 $a1, $c2 $a2; check: $rc, $(grep -m1 ' real ' "$WORK/.out" | tr -s ' ')$(cat "$WORK/gate.err" "$WORK/.err" | head -c 200 | tr '\n' ' '))" [ "$rc" -eq 4 ]
 run check HEAD HEAD~1
 check "check HEAD HEAD~1: real time is an optimization" has "$out" "optimization"
 cd ..

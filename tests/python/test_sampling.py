@@ -48,6 +48,11 @@ exec(compile(PROGRAM, "two.py", "exec"), ns)
 spin = ns["spin"]
 
 
+# the triggers that ask for a sample exactly where the thread's CPU clock says
+# (the main thread takes its own; another thread hands the GIL over)
+EXACT = ("task-clock-in-thread", "task-clock")
+
+
 def summary(profile, name):
     for v in profile["resource_type_map"].values():
         if v["uid"] == name or v["uid"].endswith(".<locals>." + name):
@@ -118,16 +123,20 @@ def busy(n):
     return [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def test_hot_share_agrees_with_cprofile_on_a_busy_machine():
+@pytest.mark.parametrize("trigger", ["", "task-clock"])
+def test_hot_share_agrees_with_cprofile_on_a_busy_machine(trigger, monkeypatch):
     """One more busy process than CPUs: the thread waits for a CPU about half
     the time, and the kernel stops it most often in its clock reads. Samples
     asked for by wall-clock ticks landed where it was stopped (spin's line,
     then hot's first check: shares of 12 % to 99 %); the task-clock expires
-    while it runs, so the share stays within 10 points of cProfile's."""
+    while it runs, so the share stays within 10 points of cProfile's, whether
+    the main thread takes its own sample (the default) or hands the GIL over
+    to the sampler (SONDE_PY_SAMPLE_TRIGGER=task-clock, as other threads do)."""
     import cProfile
     prof = cProfile.Profile()
     prof.runcall(spin, 1.0)
     peer = peer_share(pstats.Stats(prof))
+    monkeypatch.setenv("SONDE_PY_SAMPLE_TRIGGER", trigger)
     procs = busy((os.cpu_count() or 2) + 1)
     try:
         c = sonde.CpuCollector(mode="sampling", hz=100)
@@ -139,7 +148,7 @@ def test_hot_share_agrees_with_cprofile_on_a_busy_machine():
             q.wait()
     p = c.profile("busy")
     st = p["stats"]["trace"]
-    if st["sampling"]["timer"] != "task-clock":
+    if st["sampling"]["timer"] not in EXACT:
         pytest.skip(f"samples were asked for by {st['sampling']['timer']}: perf_event_open "
                     "refused a task-clock here (perf_event_paranoid), and a POSIX CPU timer "
                     "expires at the scheduler's tick, which a busy machine aligns with where "
@@ -150,7 +159,8 @@ def test_hot_share_agrees_with_cprofile_on_a_busy_machine():
     assert st["sample_weight_ns"] == pytest.approx(3e9, rel=0.15)
 
 
-@pytest.mark.parametrize("trigger", ["task-clock-sampler", "cpu-timer", "cpu-timer-sampler"])
+@pytest.mark.parametrize("trigger", ["task-clock", "task-clock-sampler", "cpu-timer",
+                                     "cpu-timer-in-thread", "cpu-timer-sampler"])
 def test_fallback_triggers_agree_with_cprofile(trigger, monkeypatch):
     """Where the thread's own signal cannot serve, the task-clock signals the
     sampler; where no task-clock can be made, POSIX CPU timers ask
@@ -180,6 +190,69 @@ def test_fallback_triggers_agree_with_cprofile(trigger, monkeypatch):
         pytest.skip("the machine was busy (the threads waited %.0f ms for a CPU in 2 s): "
                     "%s's share is not compared" % (waited / 1e6, trigger))
     assert abs(hot_share(p) - peer) <= 0.10, (hot_share(p), peer)
+
+
+def test_the_main_thread_takes_its_own_samples():
+    """The main thread's trigger asks it for its sample through CPython's own
+    signal machinery: sonde's function is the Python handler of SIGRTMAX-3
+    (which the kernel never sends) while sampling runs, and the interpreter
+    calls it at the thread's next check, so no thread waits for another. The
+    handler is the default again after the stop; every sample is the main
+    thread's, and their weight is its CPU time."""
+    import signal
+    sig = signal.SIGRTMAX - 3
+    assert signal.getsignal(sig) == signal.SIG_DFL
+    def switches():  # the times the thread went to sleep
+        with open("/proc/thread-self/status") as f:
+            return int(next(l for l in f if l.startswith("voluntary_ctxt")).split()[1])
+
+    c = sonde.CpuCollector(mode="sampling", hz=100)
+    with c:
+        during = signal.getsignal(sig)
+        v0 = switches()
+        spin(1.0)
+        slept = switches() - v0
+    after = signal.getsignal(sig)
+    r = c.get_results()
+    if r["timer"] != "task-clock-in-thread":
+        pytest.skip(f"the main thread does not take its own samples here ({r['timer']})")
+    assert callable(during) and during not in (signal.SIG_DFL, signal.SIG_IGN), during
+    assert after == signal.SIG_DFL, after
+    assert r["samples"] >= 80, r
+    # a hand-over puts the thread to sleep once a sample; what is left is the
+    # sampler taking the GIL to look for threads (every 100 ms)
+    assert slept < r["samples"] / 3, (slept, r["samples"])
+    assert {e["thread"] for e in c.events()} == {threading.get_native_id()}
+    assert c.profile("self")["stats"]["trace"]["sample_weight_ns"] == \
+        pytest.approx(1e9, rel=0.15)
+
+
+def test_a_handler_the_program_puts_on_the_main_threads_signal():
+    """A program that puts a handler of its own on SIGRTMAX-3 while sampling
+    runs keeps it: sonde sees it at its next look for threads (every 100 ms)
+    and the main thread hands the GIL over from then on. Samples go on, and
+    the program's handler hears only the requests made before that look."""
+    import signal
+    sig = signal.SIGRTMAX - 3
+    heard = []
+    mine = lambda *a: heard.append(a)
+    c = sonde.CpuCollector(mode="sampling", hz=100)
+    try:
+        with c:
+            spin(0.3)
+            signal.signal(sig, mine)
+            spin(1.0)
+        kept = signal.getsignal(sig)
+    finally:
+        signal.signal(sig, signal.SIG_DFL)
+    r = c.get_results()
+    parts = set(r["timer"].split("+"))
+    if "task-clock-in-thread" not in parts:
+        pytest.skip(f"the main thread does not take its own samples here ({r['timer']})")
+    assert parts & {"task-clock", "task-clock-sampler"}, r
+    assert kept is mine
+    assert r["samples"] >= 100, r
+    assert len(heard) <= 30, f"the program's handler heard {len(heard)} of sonde's requests"
 
 
 EXEC_PROGRAM = r'''
@@ -240,7 +313,7 @@ def test_a_failed_exec_leaves_every_trigger_running():
         for t in ts:
             t.join()
     r = c.get_results()
-    if r["timer"] != "task-clock-sampler+task-clock":
+    if not {"task-clock-sampler", "task-clock"} <= set(r["timer"].split("+")):
         pytest.skip(f"not the thread's own task-clock and the sampler's here ({r['timer']})")
     names = {t["tid"]: t["name"] for t in c.profile("exec")["trace"]["threads"]}
     w = {}
@@ -277,7 +350,7 @@ def test_a_forked_child_does_not_keep_the_triggers_after_stop():
             signal.signal(sig, old)
     finally:
         os.waitpid(pid, 0)
-    if timer != "task-clock":
+    if timer not in EXACT:
         pytest.skip(f"no task-clock here ({timer})")
     assert not heard, f"{len(heard)} signals after the stop"
 
@@ -476,10 +549,10 @@ def test_collect_sampling_agrees_with_cprofile_and_every_view_reads_it(program, 
     # busy_machine); a fallback's samples land where the scheduler switched the
     # thread in or out there, so its comparison needs a quiet machine (the
     # program's 3 s of CPU within 3.6 s), and says SKIP otherwise
-    assert st["sampling"]["timer"] in ("task-clock", "task-clock-sampler", "cpu-timer",
-                                       "cpu-timer-sampler")
+    assert st["sampling"]["timer"] in EXACT + ("task-clock-sampler", "cpu-timer",
+                                               "cpu-timer-in-thread", "cpu-timer-sampler")
     wall = p["stats"]["duration_ns"] / 1e9
-    if wall > 3.6 and st["sampling"]["timer"] != "task-clock":
+    if wall > 3.6 and st["sampling"]["timer"] not in EXACT:
         pytest.skip("the machine was busy (3 s of the program's CPU took %.2f s) and the "
                     "samples were asked for by %s" % (wall, st["sampling"]["timer"]))
     peer_out = tmp_path / "peer.prof"

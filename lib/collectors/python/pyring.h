@@ -53,10 +53,13 @@ enum {
 	PYR_HOW_CPU_TIMER_SAMPLER = 4,	 /* POSIX CPU timer, signal to the sampler */
 	PYR_HOW_PPOLL = 8,		 /* wall ticks by ppoll (no timerfd) */
 	PYR_HOW_TASK_CLOCK_SAMPLER = 16, /* perf_event task-clock, signal to the sampler */
+	/* the main thread's trigger signals it, and it takes its own sample */
+	PYR_HOW_TASK_CLOCK_IN_THREAD = 32,
+	PYR_HOW_CPU_TIMER_IN_THREAD = 64,
 };
 
 /* Room for pyr_timer_name's longest answer, every trigger joined. */
-#define PYR_TIMER_NAME_MAX 96
+#define PYR_TIMER_NAME_MAX 128
 
 /*
  * stats.trace.sampling.timer for PYR_HOW_* bits, written to buf
@@ -70,8 +73,10 @@ static inline const char *pyr_timer_name(uint32_t how, char *buf)
 	} t[] = {
 		{ PYR_HOW_TASK_CLOCK_SAMPLER, "task-clock-sampler" },
 		{ PYR_HOW_TASK_CLOCK, "task-clock" },
+		{ PYR_HOW_TASK_CLOCK_IN_THREAD, "task-clock-in-thread" },
 		{ PYR_HOW_CPU_TIMER_SAMPLER, "cpu-timer-sampler" },
 		{ PYR_HOW_CPU_TIMER, "cpu-timer" },
+		{ PYR_HOW_CPU_TIMER_IN_THREAD, "cpu-timer-in-thread" },
 		{ PYR_HOW_PPOLL, "ppoll" },
 	};
 	size_t i, n = 0;
