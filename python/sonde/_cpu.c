@@ -1314,22 +1314,28 @@ static int sample_code_id(void *ctx, PyCodeObject *co, uint32_t *id)
 	return code_id(ctx, co, id);
 }
 
-/* A stack from the sampler (holding the GIL): into sonde's metadata ring, or kept. */
-static bool on_sample(void *ctx, uint32_t tid, uint64_t weight, const uint32_t *ids, uint32_t n)
+/*
+ * A stack from the sampler (holding the GIL): into sonde's metadata ring, or
+ * kept. Naming a new thread runs threading's code (PY_SAMPLE_RAN_PYTHON).
+ */
+static int on_sample(void *ctx, uint32_t tid, uint64_t weight, const uint32_t *ids, uint32_t n)
 {
 	CpuCollector *c = ctx;
 	struct smp *m;
 	uint64_t v = 0;
+	int ran = 0;
 
 	if (in_child || tid == c->stopping) /* the thread in stop(): sonde's code */
-		return false;
+		return 0;
 	if (!u64map__get(&c->tindex, tid, &v) || v < 8) {
 		/* a thread without a name yet: threading's (tried 8 times: a thread of
 		   _thread has none, and one just started may not have its id yet) */
 		PyObject *key = PyLong_FromUnsignedLong(tid);
 
-		if (key && !PyDict_GetItem(c->names, key)) /* borrowed */
+		if (key && !PyDict_GetItem(c->names, key)) { /* borrowed */
 			note_names(c, false);
+			ran = PY_SAMPLE_RAN_PYTHON;
+		}
 		if (u64map__put(&c->tindex, tid, key && PyDict_GetItem(c->names, key) ? 8 : v + 1))
 			c->err = -ENOMEM;
 		Py_XDECREF(key);
@@ -1341,7 +1347,7 @@ static bool on_sample(void *ctx, uint32_t tid, uint64_t weight, const uint32_t *
 
 		if (!r) {
 			c->lost++;
-			return false;
+			return ran;
 		}
 		r->tid = tid;
 		r->ts = tick();
@@ -1353,12 +1359,12 @@ static bool on_sample(void *ctx, uint32_t tid, uint64_t weight, const uint32_t *
 			memset((uint8_t *)(r + 1) + n * sizeof(*ids), 0,
 			       len - sizeof(*r) - n * sizeof(*ids));
 		sonde_ring__commit(&c->meta);
-		return true;
+		return ran | PY_SAMPLE_KEPT;
 	}
 	if (sonde_grow((void **)&c->smp, &c->capsmp, c->nsmp + 1, sizeof(*c->smp)) ||
 	    sonde_grow((void **)&c->sfr, &c->capsfr, c->nsfr + n + 1, sizeof(*c->sfr))) {
 		c->err = -ENOMEM;
-		return false;
+		return ran;
 	}
 	m = &c->smp[c->nsmp++];
 	m->tid = tid;
@@ -1368,7 +1374,7 @@ static bool on_sample(void *ctx, uint32_t tid, uint64_t weight, const uint32_t *
 	m->off = c->nsfr;
 	memcpy(c->sfr + c->nsfr, ids, n * sizeof(*ids));
 	c->nsfr += n;
-	return true;
+	return ran | PY_SAMPLE_KEPT;
 }
 
 /* ---- memory=True ------------------------------------------------------------------------ */

@@ -54,8 +54,8 @@
  *
  * Wall mode ticks on a timerfd (CLOCK_MONOTONIC, hz periods; where none can
  * be made, ppoll() to the next period) and samples every thread. In CPU mode
- * a tick of its own (the period, but at least PY_SAMPLE_LOOK_NS) only looks
- * for new threads. Stop is an eventfd the loop also polls.
+ * the same tick only looks for new threads. Stop is an eventfd the loop also
+ * polls.
  */
 #include "_sample.h"
 #include <errno.h>
@@ -91,8 +91,6 @@
 #define PY_SAMPLE_ASK_US 100u
 /* Threads are looked for at least this often (ns), and whenever their number moves. */
 #define PY_SAMPLE_SYNC_NS 100000000u
-/* CPU mode: how often the sampler looks at their number (ns) */
-#define PY_SAMPLE_LOOK_NS 10000000u
 
 /* What the signal handler writes to the sampler's pipe: one expiry. */
 struct py_fired {
@@ -142,8 +140,10 @@ struct py_sampler {
 	py_code_id_fn code_id;
 	py_sample_fn sample;
 	void *ctx;
-	PyObject *root;	    /* the program's code: frames outside it are the runner's */
-	struct u64map last; /* tid -> the thread's clock at its previous sample + 1 */
+	PyObject *root;	     /* the program's code: frames outside it are the runner's */
+	struct u64map last;  /* tid -> the thread's clock at its previous sample + 1 */
+	struct u64map taken; /* wall mode: tid -> the pass of take() that sampled it */
+	uint64_t pass;
 	struct py_sampler_stats st;
 };
 
@@ -433,14 +433,15 @@ static void sync_timers(struct py_sampler *s, PyThreadState *me)
  * its previous one. The stack is the caller's own: naming a thread runs
  * Python code in the callback, where the GIL may pass to another sample.
  */
-static void sample_one(struct py_sampler *s, PyThreadState *ts, uint32_t tid)
+static int sample_one(struct py_sampler *s, PyThreadState *ts, uint32_t tid)
 {
+	int r;
 	uint64_t now = clock_of(s, tid), prev = 0, w;
 	uint32_t n = 0, i, ids[PY_SAMPLE_MAX_DEPTH];
 	PyFrameObject *f;
 
 	if (!now)
-		return;
+		return 0;
 	if (u64map__get(&s->last, tid, &prev))
 		prev--;
 	else if (s->st.wall)
@@ -450,7 +451,7 @@ static void sample_one(struct py_sampler *s, PyThreadState *ts, uint32_t tid)
 	w = now - prev;
 	u64map__put(&s->last, tid, now + 1);
 	if (!w)
-		return; /* it did not run */
+		return 0; /* it did not run */
 	for (f = PyThreadState_GetFrame(ts); f && n < PY_SAMPLE_MAX_DEPTH;) {
 		PyCodeObject *co = PyFrame_GetCode(f);
 		PyFrameObject *back = PyFrame_GetBack(f);
@@ -479,20 +480,28 @@ static void sample_one(struct py_sampler *s, PyThreadState *ts, uint32_t tid)
 		ids[i] = ids[n - 1 - i];
 		ids[n - 1 - i] = x;
 	}
-	if (s->sample(s->ctx, tid, w, ids, n))
+	r = s->sample(s->ctx, tid, w, ids, n);
+	if (r & PY_SAMPLE_KEPT)
 		s->st.samples++;
+	return r;
 }
 
 /*
  * Threads to sample: in CPU mode those whose timer fired (each once), else
- * every other thread. Those that ran get a sample. Holding the GIL.
+ * every other thread. Those that ran get a sample. Holding the GIL. Where a
+ * sample ran Python code (naming a new thread), the GIL may have passed and a
+ * thread ended meanwhile (its state freed): the list is walked anew, without
+ * the threads this pass took.
  */
 static void take(struct py_sampler *s, PyThreadState *me)
 {
 	PyThreadState *ts;
+	uint64_t pass = ++s->pass;
 
+again:
 	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts)) {
 		uint32_t tid = tid_of(ts);
+		uint64_t seen = 0;
 
 		if (ts == me)
 			continue;
@@ -502,8 +511,14 @@ static void take(struct py_sampler *s, PyThreadState *me)
 			if (!t || !t->fired || t->ts != ts)
 				continue;
 			t->fired = false;
+		} else if (u64map__get(&s->taken, tid, &seen) && seen == pass) {
+			continue;
+		} else {
+			(void)u64map__put(&s->taken, tid,
+					  pass); /* (out of memory: it may come twice) */
 		}
-		sample_one(s, ts, tid);
+		if (sample_one(s, ts, tid) & PY_SAMPLE_RAN_PYTHON)
+			goto again;
 	}
 }
 
@@ -1000,11 +1015,6 @@ struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id
 	if (s->tfd >= 0) {
 		struct itimerspec it = every_period(s);
 
-		/* CPU mode: the tick only looks for new threads, at most every
-		   PY_SAMPLE_LOOK_NS, not at each period of a high rate */
-		if (!wall && s->period_ns < PY_SAMPLE_LOOK_NS)
-			it.it_interval = it.it_value =
-				(struct timespec){ 0, (long)PY_SAMPLE_LOOK_NS };
 		if (timerfd_settime(s->tfd, 0, &it, NULL)) {
 			close(s->tfd);
 			s->tfd = -1;
@@ -1061,6 +1071,7 @@ void py_sampler__stop(struct py_sampler *s, struct py_sampler_stats *st)
 	if (s->tfd >= 0)
 		close(s->tfd);
 	u64map__release(&s->last);
+	u64map__release(&s->taken);
 	u64map__release(&s->timed_at);
 	free(s->timed);
 	pthread_mutex_destroy(&s->fd_lock);

@@ -21,12 +21,17 @@
 
 /* A code object's function id (the collector's); 0 or -1. Called holding the GIL. */
 typedef int (*py_code_id_fn)(void *ctx, PyCodeObject *co, uint32_t *id);
+/* What a py_sample_fn returns: bits. */
+enum {
+	PY_SAMPLE_KEPT = 1,	  /* counted in samples */
+	PY_SAMPLE_RAN_PYTHON = 2, /* it ran Python code, which may have let the GIL go */
+};
 /*
  * One sample: thread tid's stack, ids outermost first, ran weight_ns. Holding
- * the GIL. Returns whether it was kept (counted in samples).
+ * the GIL. Returns PY_SAMPLE_* bits.
  */
-typedef bool (*py_sample_fn)(void *ctx, uint32_t tid, uint64_t weight_ns, const uint32_t *ids,
-			     uint32_t n);
+typedef int (*py_sample_fn)(void *ctx, uint32_t tid, uint64_t weight_ns, const uint32_t *ids,
+			    uint32_t n);
 
 struct py_sampler_stats {
 	uint64_t ticks;	    /* periods that passed (CPU mode: of every thread's clock) */

@@ -413,6 +413,40 @@ def test_threads_that_block_the_signal_are_still_sampled():
     assert r["samples"] >= 30 and not heard, (r, heard)
 
 
+@pytest.mark.parametrize("wall", [True, False])
+def test_threads_that_come_and_go_while_sampled(wall):
+    """Threads that start and end all the time: a sample of a thread not yet
+    named runs threading's code to name it, where the GIL may pass and another
+    thread end (its state freed) while the sampler walks the interpreter's
+    thread list; the sampler then walks it anew. 2 s of threads living a few
+    ms each, sampled at 1000 Hz: the process lives on, and the samples come
+    from many threads (a thread gone before the sample that names it is
+    unnamed). In CPU mode a thread gets its trigger when the sampler finds it
+    (at its next tick): one that ends first is not sampled, so fewer are."""
+    stop = time.monotonic() + 2.0
+
+    def brief():
+        end = time.thread_time() + 0.005
+        while time.thread_time() < end:
+            pass
+
+    c = sonde.CpuCollector(mode="sampling", hz=1000, wall=wall)
+    started = 0
+    with c:
+        while time.monotonic() < stop:
+            ts = [threading.Thread(target=brief, name=f"brief{started + i}") for i in range(8)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            started += len(ts)
+    r = c.get_results()
+    tids = {e["thread"] for e in c.events()}
+    assert started >= 100, started
+    assert (r["samples"] >= 100 and len(tids) > 10) if wall else len(tids) > 3, \
+        (r["samples"], len(tids), started)
+
+
 def test_threads_are_sampled_by_their_own_cpu_time():
     """Two threads that spin get samples of their own, named; one that sleeps gets
     none (CPU weights); with wall=True it gets its sleep."""
