@@ -792,23 +792,27 @@ static PyMethodDef self_def = { "_sonde_sample", self_sample, METH_VARARGS,
 				"sonde's sampler: the main thread's sample (see docs/python.md)" };
 static PyObject *self_fn;
 
-/* signal.getsignal(PY_SELF_SIGNAL), from _signal (importing signal, its enums, takes ~5 ms),
-   holding the GIL; NULL where it cannot be read. */
-static PyObject *self_handler(void)
+/*
+ * _signal.getsignal(PY_SELF_SIGNAL) (h NULL) or _signal.signal(PY_SELF_SIGNAL,
+ * h), holding the GIL; NULL where it fails. _signal, not signal: importing
+ * signal (its enums) takes ~5 ms.
+ */
+static PyObject *self_call(PyObject *h)
 {
-	PyObject *mod = PyImport_ImportModule("_signal"), *h;
+	PyObject *mod = PyImport_ImportModule("_signal"), *r;
 
 	if (!mod)
 		return NULL;
-	h = PyObject_CallMethod(mod, "getsignal", "i", (int)PY_SELF_SIGNAL);
+	r = h ? PyObject_CallMethod(mod, "signal", "iO", (int)PY_SELF_SIGNAL, h)
+	      : PyObject_CallMethod(mod, "getsignal", "i", (int)PY_SELF_SIGNAL);
 	Py_DECREF(mod);
-	return h;
+	return r;
 }
 
 /* Whether PY_SELF_SIGNAL's Python handler is sonde's (holding the GIL). */
 static bool self_handler_ours(void)
 {
-	PyObject *h = self_handler();
+	PyObject *h = self_call(NULL);
 	bool ours = h && h == self_fn;
 
 	Py_XDECREF(h);
@@ -817,19 +821,16 @@ static bool self_handler_ours(void)
 }
 
 /*
- * The main thread takes its own samples: sonde's function as the Python
- * handler of PY_SELF_SIGNAL, where this is the main thread (only it may set
- * one, and only it runs them) and the program has none there.
+ * The main thread (the caller) takes its own samples: sonde's function as
+ * the Python handler of PY_SELF_SIGNAL, where the program has none there.
  */
 static void self_open(struct py_sampler *s)
 {
-	PyObject *mod, *h, *r;
+	PyObject *h, *r;
 
-	if ((pid_t)syscall(SYS_gettid) != getpid())
-		return;
 	if (!self_fn && !(self_fn = PyCFunction_New(&self_def, NULL)))
 		goto out;
-	h = self_handler();
+	h = self_call(NULL);
 	if (!h)
 		goto out;
 	if (h != self_fn && !(PyLong_Check(h) && PyLong_AsLong(h) == 0)) { /* SIG_DFL */
@@ -837,9 +838,7 @@ static void self_open(struct py_sampler *s)
 		goto out;
 	}
 	Py_DECREF(h);
-	mod = PyImport_ImportModule("_signal");
-	r = mod ? PyObject_CallMethod(mod, "signal", "iO", (int)PY_SELF_SIGNAL, self_fn) : NULL;
-	Py_XDECREF(mod);
+	r = self_call(self_fn);
 	if (!r)
 		goto out;
 	Py_DECREF(r);
@@ -852,14 +851,14 @@ out:
 /* The program's PY_SELF_SIGNAL back to the default, if sonde's handler is still there. */
 static void self_close(struct py_sampler *s)
 {
-	PyObject *mod, *r;
+	PyObject *dfl;
 
 	if (!s->self_tid || (pid_t)syscall(SYS_gettid) != getpid() || !self_handler_ours())
 		return; /* (only the main thread may; elsewhere it stays, and does nothing) */
-	mod = PyImport_ImportModule("_signal");
-	r = mod ? PyObject_CallMethod(mod, "signal", "ii", (int)PY_SELF_SIGNAL, 0) : NULL;
-	Py_XDECREF(mod);
-	Py_XDECREF(r);
+	dfl = PyLong_FromLong(0); /* SIG_DFL */
+	if (dfl)
+		Py_XDECREF(self_call(dfl));
+	Py_XDECREF(dfl);
 	PyErr_Clear();
 }
 

@@ -214,8 +214,8 @@ def test_the_main_thread_takes_its_own_samples():
         slept = switches() - v0
     after = signal.getsignal(sig)
     r = c.get_results()
-    if r["timer"] != "task-clock-in-thread":
-        pytest.skip(f"the main thread does not take its own samples here ({r['timer']})")
+    # public CPython calls only: wherever sonde starts in the main thread, it does
+    assert r["timer"] in ("task-clock-in-thread", "cpu-timer-in-thread"), r
     assert callable(during) and during not in (signal.SIG_DFL, signal.SIG_IGN), during
     assert after == signal.SIG_DFL, after
     assert r["samples"] >= 80, r
@@ -247,9 +247,8 @@ def test_a_handler_the_program_puts_on_the_main_threads_signal():
         signal.signal(sig, signal.SIG_DFL)
     r = c.get_results()
     parts = set(r["timer"].split("+"))
-    if "task-clock-in-thread" not in parts:
-        pytest.skip(f"the main thread does not take its own samples here ({r['timer']})")
-    assert parts & {"task-clock", "task-clock-sampler"}, r
+    assert parts & {"task-clock-in-thread", "cpu-timer-in-thread"}, r
+    assert parts & {"task-clock", "task-clock-sampler", "cpu-timer", "cpu-timer-sampler"}, r
     assert kept is mine
     assert r["samples"] >= 100, r
     assert len(heard) <= 30, f"the program's handler heard {len(heard)} of sonde's requests"
