@@ -994,8 +994,13 @@ static int system_exited(struct sonde_collection *c, pid_t pid)
 
 	(void)pid;
 	ticker__stop(&st->ticker);
+	/*
+	 * the machine too, but its window stays open if /proc/stat's ticks have
+	 * not moved since the last one: stop() closes it. Closed here, such a
+	 * window has no share and leaves a hole before stop()'s
+	 */
 	if (st->root)
-		sample(st, true, true); /* the machine too: its window ends with the run */
+		sample(st, true, false);
 	return 0;
 }
 
@@ -1009,7 +1014,7 @@ static int system_stop(struct sonde_collection *c, const struct sonde_run_info *
 	st->run_wall_ns += ri->run->end_ns - ri->run->start_ns;
 	/* the last part of the run: the machine only, the tree has been reaped */
 	st->root = 0;
-	sample(st, false, true);
+	sample(st, true, true);
 	if (ri->warmup) { /* a warm-up is not recorded */
 		while (st->ns && st->s[st->ns - 1].run == st->run)
 			st->nvals = st->s[--st->ns].first;
