@@ -189,6 +189,18 @@ static int sampled_report(const struct sonde_profile *p, json_t *t, const struct
 				  "since its thread's previous one\n"
 				: "; times are estimates: each sample stands for the CPU time "
 				  "its thread used since its previous one\n");
+		if (json_is_integer(json_object_get(how, "process_cpu_ns"))) {
+			double cpu = (double)iget(how, "process_cpu_ns"),
+			       un = (double)iget(how, "unsampled_cpu_ns");
+
+			err |= sonde_strbuf__addf(
+				out,
+				"  the process used %s of CPU meanwhile; %s of it (%.1f%%) is in "
+				"no sample: a thread's time after its last sample, threads that "
+				"ended before one, threads without Python\n",
+				dur(cpu, a, sizeof(a)), dur(un, b, sizeof(b)),
+				cpu > 0 ? 100.0 * un / cpu : 0.0);
+		}
 	rows:
 		err |= sonde_strbuf__addf(out, "\n  %10s %7s %10s %7s %10s  %s\n", "total", "",
 					  "self", "", "samples", "function");

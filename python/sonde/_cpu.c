@@ -1484,9 +1484,20 @@ static PyObject *start_sampling(CpuCollector *c)
 	Py_RETURN_NONE;
 }
 
+/* d[key] = v; nonzero with the exception set on failure. */
+static int set_u64(PyObject *d, const char *key, uint64_t v)
+{
+	PyObject *o = PyLong_FromUnsignedLongLong(v);
+	int rc = o ? PyDict_SetItemString(d, key, o) : -1;
+
+	Py_XDECREF(o);
+	return rc;
+}
+
 static PyObject *stop_sampling(CpuCollector *c)
 {
 	char name[PYR_TIMER_NAME_MAX];
+	PyObject *res;
 
 	mem_stop(c);
 	c->stopping = (uint32_t)syscall(SYS_gettid);
@@ -1498,6 +1509,8 @@ static PyObject *stop_sampling(CpuCollector *c)
 	if (c->ring_path && c->pid == getpid()) {
 		emit_mark(c, PYR_TICKS, (uint32_t)c->sst.truncated, c->sst.ticks, c->sst.late);
 		emit_mark(c, PYR_TIMER, c->sst.how, c->sst.untimed, c->sst.rerouted);
+		if (c->sst.cpu_ns)
+			emit_mark(c, PYR_CPU, 0, c->sst.cpu_ns, c->sst.weighed_ns);
 		emit_mark(c, PYR_STOP, 0, tick(), 0);
 		if (c->meta_claimed)
 			sonde_ring__retire(&c->meta);
@@ -1509,7 +1522,7 @@ static PyObject *stop_sampling(CpuCollector *c)
 				"the CPU collector ran out of memory while sampling");
 		return NULL;
 	}
-	return Py_BuildValue(
+	res = Py_BuildValue(
 		"{s:s,s:K,s:K,s:K,s:K,s:K,s:n,s:K,s:d,s:s,s:s,s:K,s:K}", "mode", "sampling",
 		"samples", (unsigned long long)c->sst.samples, "ticks",
 		(unsigned long long)c->sst.ticks, "late_ticks", (unsigned long long)c->sst.late,
@@ -1519,6 +1532,15 @@ static PyObject *stop_sampling(CpuCollector *c)
 		c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how, name),
 		"untimed_threads", (unsigned long long)c->sst.untimed, "rerouted_threads",
 		(unsigned long long)c->sst.rerouted);
+	if (res && !c->wall && c->sst.cpu_ns) { /* as stats.trace.sampling says them */
+		uint64_t un =
+			c->sst.cpu_ns > c->sst.weighed_ns ? c->sst.cpu_ns - c->sst.weighed_ns : 0;
+
+		if (set_u64(res, "process_cpu_ns", c->sst.cpu_ns) ||
+		    set_u64(res, "unsampled_cpu_ns", un))
+			Py_CLEAR(res);
+	}
+	return res;
 }
 
 /* memory_events(): the sampled allocations and their frees, as dicts, in order. */
@@ -2114,7 +2136,8 @@ static PyObject *col_events(CpuCollector *c, PyObject *unused)
 static json_t *sampling_json(const CpuCollector *c)
 {
 	json_t *j = pyr_sampling_json(c->hz, c->wall, true, c->sst.how, c->sst.ticks, c->sst.late,
-				      c->sst.truncated, c->sst.untimed, c->sst.rerouted);
+				      c->sst.truncated, c->sst.untimed, c->sst.rerouted,
+				      c->sst.cpu_ns, c->sst.weighed_ns);
 
 	if (j && json_object_set_new(j, "lost_samples", json_integer((json_int_t)c->lost))) {
 		json_decref(j);

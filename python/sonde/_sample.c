@@ -144,6 +144,8 @@ struct py_sampler {
 	struct u64map last;  /* tid -> the thread's clock at its previous sample + 1 */
 	struct u64map taken; /* wall mode: tid -> the pass of take() that sampled it */
 	uint64_t pass;
+	uint64_t cpu0;	 /* CPU mode: the process's CPU clock at the start */
+	uint64_t own_ns; /* the sampler thread's CPU time, read as it ends */
 	struct py_sampler_stats st;
 };
 
@@ -175,14 +177,20 @@ static clockid_t cpu_clock(uint32_t tid)
 	return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
-/* A thread's CPU time (ns); 0 when it cannot be read. */
-static uint64_t cpu_ns(uint32_t tid)
+/* A CPU clock's time (ns); 0 when it cannot be read. */
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec t;
 
-	if (!tid || clock_gettime(cpu_clock(tid), &t))
+	if (clock_gettime(id, &t))
 		return 0;
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A thread's CPU time (ns); 0 when it cannot be read. */
+static uint64_t cpu_ns(uint32_t tid)
+{
+	return tid ? clock_ns(cpu_clock(tid)) : 0;
 }
 
 static uint64_t clock_of(const struct py_sampler *s, uint32_t tid)
@@ -481,8 +489,10 @@ static int sample_one(struct py_sampler *s, PyThreadState *ts, uint32_t tid)
 		ids[n - 1 - i] = x;
 	}
 	r = s->sample(s->ctx, tid, w, ids, n);
-	if (r & PY_SAMPLE_KEPT)
+	if (r & PY_SAMPLE_KEPT) {
 		s->st.samples++;
+		s->st.weighed_ns += w;
+	}
 	return r;
 }
 
@@ -973,6 +983,7 @@ static void *loop(void *arg)
 	if (s->sfd >= 0)
 		close(s->sfd);
 	s->sfd = -1;
+	s->own_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	/* a thread the handler asked waits for a taker: this one */
 	PyEval_RestoreThread(saved);
 	PyGILState_Release(g);
@@ -1021,6 +1032,7 @@ struct py_sampler *py_sampler__start(double hz, bool wall, py_code_id_fn code_id
 		}
 	}
 	/* CPU mode: what every thread ran before the start is not the collection's */
+	s->cpu0 = wall ? 0 : clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	for (ts = PyInterpreterState_ThreadHead(s->interp); ts && !wall;
 	     ts = PyThreadState_Next(ts))
 		if (u64map__put(&s->last, tid_of(ts), cpu_ns(tid_of(ts)) + 1))
@@ -1059,6 +1071,16 @@ void py_sampler__stop(struct py_sampler *s, struct py_sampler_stats *st)
 		(void)!write(s->efd, &one, sizeof(one));
 		Py_BEGIN_ALLOW_THREADS pthread_join(s->thread, NULL);
 		Py_END_ALLOW_THREADS
+	}
+	if (s->pid == getpid() && s->cpu0) {
+		/* the process's CPU meanwhile, but the sampler's: threads that
+		   ended before a look found them or before a period of CPU, each
+		   thread's time after its last sample, threads Python does not
+		   know, are in no sample */
+		uint64_t now = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+
+		if (now > s->cpu0 + s->own_ns)
+			s->st.cpu_ns = now - s->cpu0 - s->own_ns;
 	}
 	handler_close(s); /* a child of fork(): its copies */
 	self_close(s);

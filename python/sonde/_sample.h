@@ -34,14 +34,17 @@ typedef int (*py_sample_fn)(void *ctx, uint32_t tid, uint64_t weight_ns, const u
 			    uint32_t n);
 
 struct py_sampler_stats {
-	uint64_t ticks;	    /* periods that passed (CPU mode: of every thread's clock) */
-	uint64_t late;	    /* of those, periods the sampler could not take (GIL held long) */
-	uint64_t samples;   /* stacks handed over and kept */
-	uint64_t truncated; /* of those, deeper than PY_SAMPLE_MAX_DEPTH */
-	uint64_t errors;    /* frames whose function could not be named (out of memory) */
-	uint64_t untimed;   /* CPU mode: threads no trigger could be made for (not sampled) */
-	uint64_t rerouted;  /* CPU mode: triggers moved to the sampler (the thread blocked the
-			       signal) */
+	uint64_t ticks;	     /* periods that passed (CPU mode: of every thread's clock) */
+	uint64_t late;	     /* of those, periods the sampler could not take (GIL held long) */
+	uint64_t samples;    /* stacks handed over and kept */
+	uint64_t truncated;  /* of those, deeper than PY_SAMPLE_MAX_DEPTH */
+	uint64_t errors;     /* frames whose function could not be named (out of memory) */
+	uint64_t untimed;    /* CPU mode: threads no trigger could be made for (not sampled) */
+	uint64_t rerouted;   /* CPU mode: triggers moved to the sampler (the thread blocked the
+				signal) */
+	uint64_t cpu_ns;     /* CPU mode: the process's CPU time from start to stop, the
+				sampler's own left out (0: not read) */
+	uint64_t weighed_ns; /* of it, what the kept samples carry (their weights) */
 	double hz;
 	bool wall;
 	uint32_t how; /* how samples were asked for: PYR_HOW_* bits (pyring.h) */

@@ -142,7 +142,7 @@ check "nap's time is the blocked kind ([off-cpu]), not CPU" \
 	[ "$(share off.json "[off-cpu]" | cut -d. -f1)" -ge 35 ]
 check "off-CPU time sits under nap, where the program sleeps" \
 	has "$("$SONDE" export off.json --format folded)" "main;nap;.*\[off-cpu\] [0-9]"
-check "on- and off-CPU weights add up to the run's wall time (±10 %)" sums off.json
+check "on- and off-CPU weights add up to the run's wall time (±10 %): $(jq -c '{weights: .stats.trace.sample_weight_ns, wall: (.stats.duration_ns - .stats.overhead.sonde_ns), samples: .stats.trace.samples}' off.json)" sums off.json
 
 # ---- threads and fork -----------------------------------------------------------------------------
 run collect sample -q -o spread.json -- "$PROGS/p-spread"

@@ -88,7 +88,7 @@ def test_hot_share_agrees_with_cprofile():
     peer = peer_share(pstats.Stats(prof))
     c = sonde.CpuCollector(mode="sampling", hz=200)
     with c:
-        spin(3.0)
+        used = ran(3.0)
     r = c.get_results()
     p = c.profile("two")
     assert r["mode"] == "sampling" and r["samples"] >= 300, r  # ~600 at 200 Hz
@@ -97,12 +97,27 @@ def test_hot_share_agrees_with_cprofile():
     assert 0.55 < peer < 0.85  # the program is what it says
     # the weights add up to the CPU time the thread used (no call was timed)
     st = p["stats"]["trace"]
-    assert st["sample_weight_ns"] == pytest.approx(3e9, rel=0.15)
+    assert near(st["sample_weight_ns"], used), (st["sample_weight_ns"], used)
     assert "calls" not in summary(p, "hot") and "calls" not in st
     # every sample's stack starts where the collector started: spin, then hot or cold
     stacks = {tuple(f["function"] for f in e["stack"][-2:]) for e in c.events()}
-    assert stacks <= {("spin", "hot"), ("spin", "cold"), ("test_hot_share_agrees_with_cprofile",
+    assert stacks <= {("spin", "hot"), ("spin", "cold"), ("ran",
                                                            "spin")}, stacks
+
+
+def ran(sec):
+    """spin(sec), and the CPU time this thread used meanwhile (ns): what the
+    samples' weights add up to (the process's clock also holds the sampler
+    thread's)."""
+    t0 = time.thread_time_ns()
+    spin(sec)
+    return time.thread_time_ns() - t0
+
+
+def near(weight, used):
+    """A sum of sample weights against the thread's own CPU clock: within 2 %
+    and a few periods (its last period is in no sample)."""
+    return abs(weight - used) <= 0.02 * used + 15e6
 
 
 def waited_ns():
@@ -141,7 +156,7 @@ def test_hot_share_agrees_with_cprofile_on_a_busy_machine(trigger, monkeypatch):
     try:
         c = sonde.CpuCollector(mode="sampling", hz=200)
         with c:
-            spin(3.0)
+            used = ran(3.0)
     finally:
         for q in procs:
             q.kill()
@@ -156,7 +171,7 @@ def test_hot_share_agrees_with_cprofile_on_a_busy_machine(trigger, monkeypatch):
     assert abs(hot_share(p) - peer) <= 0.10, (hot_share(p), peer)
     # spin's own lines (the clock read) are a sliver of the time, as cProfile says
     assert summary(p, "spin")["self"] < 0.05 * st["sample_weight_ns"], summary(p, "spin")
-    assert st["sample_weight_ns"] == pytest.approx(3e9, rel=0.15)
+    assert near(st["sample_weight_ns"], used), (st["sample_weight_ns"], used)
 
 
 @pytest.mark.parametrize("trigger", ["task-clock", "task-clock-sampler", "cpu-timer",
@@ -166,29 +181,33 @@ def test_fallback_triggers_agree_with_cprofile(trigger, monkeypatch):
     sampler; where no task-clock can be made, POSIX CPU timers ask
     (SONDE_PY_SAMPLE_TRIGGER stands in for perf_event_paranoid, or for a
     CPython whose GIL request sonde cannot set). stats.trace.sampling.timer
-    names each; on an idle machine the share agrees with cProfile's (a busy
-    one: SKIP)."""
+    names each; on an idle machine the share agrees with cProfile's (busy
+    three times in a row: SKIP)."""
     import cProfile
     prof = cProfile.Profile()
     prof.runcall(spin, 1.0)
     peer = peer_share(pstats.Stats(prof))
     monkeypatch.setenv("SONDE_PY_SAMPLE_TRIGGER", trigger)
-    c = sonde.CpuCollector(mode="sampling", hz=200)
-    with c:
-        w0 = waited_ns()
-        spin(2.0)
-        waited = waited_ns() - w0
-    r = c.get_results()
-    p = c.profile("fallback")
-    assert r["timer"] == trigger and p["stats"]["trace"]["sampling"]["timer"] == trigger
-    assert r["samples"] >= 200, (r, waited)  # ~400 at 200 Hz
-    assert p["stats"]["trace"]["sample_weight_ns"] == pytest.approx(2e9, rel=0.15), (r, waited)
     # docs/python.md: these triggers' shares spread on a busy machine, where
     # the thread or the sampler waits for a CPU (a share of 0.80 against 0.70
-    # once, with 2 s of CPU in 2.3 s of a make test)
+    # once, with 2 s of CPU in 2.3 s of a make test): a run that waited is
+    # tried again, as the tests beside this one come and go
+    for _ in range(3):
+        c = sonde.CpuCollector(mode="sampling", hz=200)
+        with c:
+            w0 = waited_ns()
+            used = ran(2.0)
+            waited = waited_ns() - w0
+        r = c.get_results()
+        p = c.profile("fallback")
+        assert r["timer"] == trigger and p["stats"]["trace"]["sampling"]["timer"] == trigger
+        assert r["samples"] >= 200, (r, waited)  # ~400 at 200 Hz
+        assert near(p["stats"]["trace"]["sample_weight_ns"], used), (r, used, waited)
+        if waited <= 50e6:
+            break
     if waited > 50e6:
-        pytest.skip("the machine was busy (the threads waited %.0f ms for a CPU in 2 s): "
-                    "%s's share is not compared" % (waited / 1e6, trigger))
+        pytest.skip("the machine was busy three times (the threads waited %.0f ms for a CPU "
+                    "in the last 2 s): %s's share is not compared" % (waited / 1e6, trigger))
     assert abs(hot_share(p) - peer) <= 0.10, (hot_share(p), peer, r, waited)
 
 
@@ -210,7 +229,7 @@ def test_the_main_thread_takes_its_own_samples():
     with c:
         during = signal.getsignal(sig)
         v0 = switches()
-        spin(1.0)
+        used = ran(1.0)
         slept = switches() - v0
     after = signal.getsignal(sig)
     r = c.get_results()
@@ -223,8 +242,8 @@ def test_the_main_thread_takes_its_own_samples():
     # sampler taking the GIL to look for threads (every 100 ms)
     assert slept < r["samples"] / 3, (slept, r["samples"])
     assert {e["thread"] for e in c.events()} == {threading.get_native_id()}
-    assert c.profile("self")["stats"]["trace"]["sample_weight_ns"] == \
-        pytest.approx(1e9, rel=0.15)
+    weight = c.profile("self")["stats"]["trace"]["sample_weight_ns"]
+    assert near(weight, used), (weight, used)
 
 
 def test_a_handler_the_program_puts_on_the_main_threads_signal():
@@ -446,6 +465,66 @@ def test_threads_that_come_and_go_while_sampled(wall):
         (r["samples"], len(tids), started)
 
 
+def test_the_cpu_no_sample_carries_is_measured():
+    """CPU mode: stats.trace.sampling.unsampled_cpu_ns is the process's CPU
+    time that no sample carries. Against each thread's own CPU clock (the
+    kernel's, read by the thread as it ends): 60 threads that run 1-3 ms of
+    CPU each beside a main thread that spins, at 100 Hz, so that most end
+    before a period (10 ms) and get no sample. process_cpu_ns holds every
+    thread's clock, and little more (sonde's own start and stop, the
+    threads' first and last steps: 5-19 ms of ~1 s here); it is the
+    process's clock less the sampler's, so at most what the process used.
+    unsampled_cpu_ns is what of it no sample carries: each thread's clock
+    less its samples' weights, and that little more."""
+    import gc
+    gc.collect()  # the garbage of the tests before is not this test's
+    cpu = {}  # native id -> the thread's CPU time as it ends
+
+    def brief(sec):
+        end = time.thread_time() + sec
+        while time.thread_time() < end:
+            pass
+        cpu[threading.get_native_id()] = time.thread_time_ns()
+
+    def starter():
+        for i in range(60):
+            t = threading.Thread(target=brief, args=(0.001 + 0.002 * (i % 2),))
+            t.start()
+            t.join()
+            time.sleep(0.002)
+        cpu[threading.get_native_id()] = time.thread_time_ns()
+
+    c = sonde.CpuCollector(mode="sampling", hz=100)
+    p0 = time.process_time_ns()
+    with c:
+        m0 = time.thread_time_ns()
+        s = threading.Thread(target=starter)
+        s.start()
+        while s.is_alive():
+            spin(0.02)
+        s.join()
+        cpu[threading.get_native_id()] = time.thread_time_ns() - m0
+    used = time.process_time_ns() - p0
+    r = c.get_results()
+    st = c.profile("unsampled")["stats"]["trace"]
+    how = st["sampling"]
+    weights = {}
+    for e in c.events():
+        weights[e["thread"]] = weights.get(e["thread"], 0) + e["weight_ns"]
+    gaps = sum(ns - weights.get(tid, 0) for tid, ns in cpu.items())
+    unseen = [tid for tid in cpu if tid not in weights]
+    assert len(cpu) == 62 and len(unseen) >= 30, (len(cpu), len(unseen))
+    assert how["process_cpu_ns"] == r["process_cpu_ns"] and \
+        how["unsampled_cpu_ns"] == r["unsampled_cpu_ns"], (how, r)
+    assert how["process_cpu_ns"] - how["unsampled_cpu_ns"] == st["sample_weight_ns"], (how, st)
+    measured = sum(cpu.values())
+    assert measured - 1e6 <= how["process_cpu_ns"] <= used, (how, measured, used)
+    more = how["process_cpu_ns"] - measured
+    assert more <= 0.05 * how["process_cpu_ns"] + 10e6, (how, measured)
+    assert gaps - 1e6 <= how["unsampled_cpu_ns"] <= gaps + max(more, 0) + 1e6, (how, gaps, more)
+    assert how["unsampled_cpu_ns"] >= sum(cpu[t] for t in unseen), how
+
+
 def test_threads_are_sampled_by_their_own_cpu_time():
     """Two threads that spin get samples of their own, named; one that sleeps gets
     none (CPU weights); with wall=True it gets its sleep."""
@@ -554,12 +633,18 @@ def test_collect_sampling_agrees_with_cprofile_and_every_view_reads_it(program, 
     st = p["stats"]["trace"]
     assert st["samples"] >= 200 and st["sampling"]["ticks"] >= 500, st
     assert st["sampling"]["hz"] == 200 and st["sampling"]["weight"] == "cpu"
+    # one thread: what no sample carries is its last period, and the runner's
+    # own time between sonde's start and the program's first line
+    how = st["sampling"]
+    assert how["process_cpu_ns"] - how["unsampled_cpu_ns"] == st["sample_weight_ns"], st
+    assert how["unsampled_cpu_ns"] < 0.05 * how["process_cpu_ns"], how
     # the program's frames only: its <module> is the root of every stack
     roots = {c[2] for c in p["trace"]["contexts"] if c[1] == 0}
     fn = p["trace"]["functions"]
     assert {fn[i]["name"] for i in roots} == {"<module>"}
     r = run(sonde_bin, "show", str(out), "report")
     assert r.returncode == 0 and "samples" in r.stdout and "hot" in r.stdout, r.stderr
+    assert "of CPU meanwhile; " in r.stdout and "is in no sample" in r.stdout, r.stdout
     r = run(sonde_bin, "show", str(out), "report", "-f", "json")
     f = {x["function"]: x for x in json.loads(r.stdout)["functions"]}
     assert f["hot"]["samples"] == summary(p, "hot")["samples"] and "calls" not in f["hot"]

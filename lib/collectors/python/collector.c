@@ -87,6 +87,7 @@ struct py_state {
 	bool sampling; /* --mode sampling: stacks, not calls */
 	uint64_t samples, ticks, late_ticks, truncated; /* sampling: the runs' sums */
 	uint64_t untimed, rerouted;			/* sampling: threads (PYR_TIMER) */
+	uint64_t cpu_ns, weighed_ns;			/* sampling: CPU time (PYR_CPU) */
 	uint32_t how;					/* sampling: PYR_HOW_* of every run */
 	bool timed;					/* a run said how (PYR_TIMER) */
 	uint32_t *ids;					/* a sample's stack, as calltrace ids */
@@ -626,7 +627,7 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 	int rc = 0;
 
 	if (type == PYR_START || type == PYR_STOP || type == PYR_OWN || type == PYR_TICKS ||
-	    type == PYR_TIMER) {
+	    type == PYR_TIMER || type == PYR_CPU) {
 		struct pyr_mark m;
 
 		if (len < sizeof(m))
@@ -636,6 +637,11 @@ static int meta(struct run_read *rr, const struct sonde_ring_chunk *ch, uint32_t
 			st->ticks += m.a;
 			st->late_ticks += m.b;
 			st->truncated += m.tid;
+			return 0;
+		}
+		if (type == PYR_CPU) {
+			st->cpu_ns += m.a;
+			st->weighed_ns += m.b;
 			return 0;
 		}
 		if (type == PYR_TIMER) {
@@ -1002,7 +1008,8 @@ static int py_after(struct sonde_collection *c, struct sonde_profile *p)
 				  st->ct, "sampling",
 				  pyr_sampling_json(hz, sonde_collection__param_bool(c, "wall"),
 						    st->timed, st->how, st->ticks, st->late_ticks,
-						    st->truncated, st->untimed, st->rerouted));
+						    st->truncated, st->untimed, st->rerouted,
+						    st->cpu_ns, st->weighed_ns));
 		return rc ? rc : sonde_calltrace__write(st->ct, p);
 	}
 	rc = rc ? rc

@@ -40,7 +40,8 @@ enum {
 	PYR_TICKS,
 	PYR_MEM,
 	PYR_NUMA,
-	PYR_TIMER
+	PYR_TIMER,
+	PYR_CPU
 };
 
 /*
@@ -93,21 +94,31 @@ static inline const char *pyr_timer_name(uint32_t how, char *buf)
  * stats.trace.sampling, as the in-process collector and `sonde collect
  * python` both write it: how (PYR_HOW_* bits; timed false: no run said, as
  * "unknown"), the periods, the stacks cut, the threads without a trigger of
- * their own.
+ * their own; in CPU mode, where cpu (ns) was read, the process's CPU time
+ * and how much of it no sample carries (cpu less weighed).
  */
 static inline json_t *pyr_sampling_json(double hz, bool wall, bool timed, uint32_t how,
 					uint64_t ticks, uint64_t late, uint64_t truncated,
-					uint64_t untimed, uint64_t rerouted)
+					uint64_t untimed, uint64_t rerouted, uint64_t cpu,
+					uint64_t weighed)
 {
 	char name[PYR_TIMER_NAME_MAX];
+	json_t *j = json_pack(
+		"{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "hz", hz, "interval_ns",
+		(json_int_t)(1e9 / hz), "weight", wall ? "wall" : "cpu", "timer",
+		timed ? pyr_timer_name(how, name) : "unknown", "ticks", (json_int_t)ticks,
+		"late_ticks", (json_int_t)late, "truncated_stacks", (json_int_t)truncated,
+		"untimed_threads", (json_int_t)untimed, "rerouted_threads", (json_int_t)rerouted,
+		"reader", "Python frames under the GIL");
 
-	return json_pack("{s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "hz", hz,
-			 "interval_ns", (json_int_t)(1e9 / hz), "weight", wall ? "wall" : "cpu",
-			 "timer", timed ? pyr_timer_name(how, name) : "unknown", "ticks",
-			 (json_int_t)ticks, "late_ticks", (json_int_t)late, "truncated_stacks",
-			 (json_int_t)truncated, "untimed_threads", (json_int_t)untimed,
-			 "rerouted_threads", (json_int_t)rerouted, "reader",
-			 "Python frames under the GIL");
+	if (j && !wall && cpu &&
+	    (json_object_set_new(j, "process_cpu_ns", json_integer((json_int_t)cpu)) ||
+	     json_object_set_new(j, "unsampled_cpu_ns",
+				 json_integer((json_int_t)(cpu > weighed ? cpu - weighed : 0))))) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 #define PYR_BATCH_HDR 8u
@@ -132,7 +143,9 @@ struct pyr_name { /* then the name, no NUL; padded */
  * PYR_START, PYR_STOP: tid 0; PYR_OWN: a thread's [a, b]; PYR_TICKS (sampling,
  * before the stop): a timer periods, b of them late, tid stacks truncated;
  * PYR_TIMER (sampling, before the stop): tid PYR_HOW_* bits, a threads no
- * trigger could be made for, b threads whose trigger moved to the sampler.
+ * trigger could be made for, b threads whose trigger moved to the sampler;
+ * PYR_CPU (sampling in CPU mode, before the stop): a the process's CPU time
+ * from start to stop (the sampler's left out), b what the samples carry of it.
  */
 struct pyr_mark {
 	uint32_t hdr, tid;
