@@ -1532,14 +1532,10 @@ static PyObject *stop_sampling(CpuCollector *c)
 		c->wall ? "wall" : "cpu", "timer", pyr_timer_name(c->sst.how, name),
 		"untimed_threads", (unsigned long long)c->sst.untimed, "rerouted_threads",
 		(unsigned long long)c->sst.rerouted);
-	if (res && !c->wall && c->sst.cpu_ns) { /* as stats.trace.sampling says them */
-		uint64_t un =
-			c->sst.cpu_ns > c->sst.weighed_ns ? c->sst.cpu_ns - c->sst.weighed_ns : 0;
-
-		if (set_u64(res, "process_cpu_ns", c->sst.cpu_ns) ||
-		    set_u64(res, "unsampled_cpu_ns", un))
-			Py_CLEAR(res);
-	}
+	if (res && !c->wall && c->sst.cpu_ns && /* as stats.trace.sampling says them */
+	    (set_u64(res, "process_cpu_ns", c->sst.cpu_ns) ||
+	     set_u64(res, "unsampled_cpu_ns", pyr_unsampled(c->sst.cpu_ns, c->sst.weighed_ns))))
+		Py_CLEAR(res);
 	return res;
 }
 

@@ -90,6 +90,12 @@ static inline const char *pyr_timer_name(uint32_t how, char *buf)
 	return n ? buf : "timerfd";
 }
 
+/* Of a sampling's CPU time (ns), what no kept sample carries: cpu less the weights. */
+static inline uint64_t pyr_unsampled(uint64_t cpu, uint64_t weighed)
+{
+	return cpu > weighed ? cpu - weighed : 0;
+}
+
 /*
  * stats.trace.sampling, as the in-process collector and `sonde collect
  * python` both write it: how (PYR_HOW_* bits; timed false: no run said, as
@@ -114,7 +120,7 @@ static inline json_t *pyr_sampling_json(double hz, bool wall, bool timed, uint32
 	if (j && !wall && cpu &&
 	    (json_object_set_new(j, "process_cpu_ns", json_integer((json_int_t)cpu)) ||
 	     json_object_set_new(j, "unsampled_cpu_ns",
-				 json_integer((json_int_t)(cpu > weighed ? cpu - weighed : 0))))) {
+				 json_integer((json_int_t)pyr_unsampled(cpu, weighed))))) {
 		json_decref(j);
 		return NULL;
 	}
