@@ -80,6 +80,21 @@ def validate(path):
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+def ran(sec):
+    """spin(sec), and the CPU time this thread used meanwhile (ns): what the
+    samples' weights add up to (the process's clock also holds the sampler
+    thread's)."""
+    t0 = time.thread_time_ns()
+    spin(sec)
+    return time.thread_time_ns() - t0
+
+
+def near(weight, used):
+    """A sum of sample weights against the thread's own CPU clock: within 2 %
+    and a few periods (its last period is in no sample)."""
+    return abs(weight - used) <= 0.02 * used + 15e6
+
+
 def test_hot_share_agrees_with_cprofile():
     """A 70/30 program: the samples' share of hot within 10 points of cProfile's."""
     import cProfile
@@ -101,23 +116,7 @@ def test_hot_share_agrees_with_cprofile():
     assert "calls" not in summary(p, "hot") and "calls" not in st
     # every sample's stack starts where the collector started: spin, then hot or cold
     stacks = {tuple(f["function"] for f in e["stack"][-2:]) for e in c.events()}
-    assert stacks <= {("spin", "hot"), ("spin", "cold"), ("ran",
-                                                           "spin")}, stacks
-
-
-def ran(sec):
-    """spin(sec), and the CPU time this thread used meanwhile (ns): what the
-    samples' weights add up to (the process's clock also holds the sampler
-    thread's)."""
-    t0 = time.thread_time_ns()
-    spin(sec)
-    return time.thread_time_ns() - t0
-
-
-def near(weight, used):
-    """A sum of sample weights against the thread's own CPU clock: within 2 %
-    and a few periods (its last period is in no sample)."""
-    return abs(weight - used) <= 0.02 * used + 15e6
+    assert stacks <= {("spin", "hot"), ("spin", "cold"), ("ran", "spin")}, stacks
 
 
 def waited_ns():
