@@ -40,6 +40,10 @@ struct image {
 	struct module *mods;
 	size_t nmods, capmods;
 	struct u64map addr; /* runtime address -> func + 1 */
+	struct {
+		uint64_t addr;
+		uint32_t func1; /* func + 1; 0: empty */
+	} seen[256];		/* the map's answers, direct-mapped by address */
 };
 
 struct frame {
@@ -85,8 +89,11 @@ void tr_analysis__init(struct tr_analysis *a)
 	a->max_rows = 10000;
 	a->max_slices = 200000;
 	/* node 0: the root of every thread's calls */
-	if (!sonde_grow((void **)&a->nodes, &a->capnodes, 1, sizeof(*a->nodes)))
+	if (!sonde_grow((void **)&a->nodes, &a->capnodes, 1, sizeof(*a->nodes)) &&
+	    !sonde_grow((void **)&a->hints, &a->caphints, 1, sizeof(*a->hints))) {
+		a->hints[0] = (struct tr_hint){ { 0, 0 }, { 0, 0 } };
 		a->nnodes = 1;
+	}
 }
 
 void tr_analysis__release(struct tr_analysis *a)
@@ -102,6 +109,7 @@ void tr_analysis__release(struct tr_analysis *a)
 	}
 	free(a->funcs);
 	free(a->nodes);
+	free(a->hints);
 	for (i = 0; i < a->nsblk; i++)
 		free(a->sblk[i]);
 	free(a->sblk);
@@ -174,13 +182,19 @@ int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset
 /* The function at a runtime address of an image (cached per image). */
 static int func_of(struct tr_feed *r, struct image *img, uint64_t addr, uint32_t *out)
 {
+	size_t slot = (size_t)(addr >> 4) % (sizeof(img->seen) / sizeof(img->seen[0])), i;
 	const char *path = "?";
 	uint64_t v, off = addr;
-	size_t i;
 	int rc;
 
+	if (img->seen[slot].func1 && img->seen[slot].addr == addr) {
+		*out = img->seen[slot].func1 - 1;
+		return 0;
+	}
 	if (u64map__get(&img->addr, addr, &v)) {
 		*out = (uint32_t)(v - 1);
+		img->seen[slot].addr = addr;
+		img->seen[slot].func1 = (uint32_t)v;
 		return 0;
 	}
 	for (i = 0; i < img->nmods; i++)
@@ -198,17 +212,37 @@ static int func_of(struct tr_feed *r, struct image *img, uint64_t addr, uint32_t
 static int node_of(struct tr_analysis *a, uint32_t parent, uint32_t func, uint32_t *out)
 {
 	uint64_t key = (uint64_t)parent << 32 | func, v;
+	struct tr_hint *h;
 
-	if (u64map__get(&a->node_index, key, &v)) {
-		*out = (uint32_t)v;
+	if (!a->nnodes) /* no root: tr_analysis__init ran out of memory */
+		return -ENOMEM;
+	h = &a->hints[parent];
+	if (h->child[0] && h->func[0] == func) {
+		*out = h->child[0];
 		return 0;
 	}
-	if (sonde_grow((void **)&a->nodes, &a->capnodes, a->nnodes + 1, sizeof(*a->nodes)) ||
-	    u64map__put(&a->node_index, key, a->nnodes))
-		return -ENOMEM;
-	a->nodes[a->nnodes].parent = parent;
-	a->nodes[a->nnodes].func = func;
-	*out = (uint32_t)a->nnodes++;
+	if (h->child[1] && h->func[1] == func) {
+		*out = h->child[1];
+		return 0;
+	}
+	if (!u64map__get(&a->node_index, key, &v)) {
+		if (sonde_grow((void **)&a->nodes, &a->capnodes, a->nnodes + 1,
+			       sizeof(*a->nodes)) ||
+		    sonde_grow((void **)&a->hints, &a->caphints, a->nnodes + 1,
+			       sizeof(*a->hints)) ||
+		    u64map__put(&a->node_index, key, a->nnodes))
+			return -ENOMEM;
+		a->nodes[a->nnodes].parent = parent;
+		a->nodes[a->nnodes].func = func;
+		a->hints[a->nnodes] = (struct tr_hint){ { 0, 0 }, { 0, 0 } };
+		h = &a->hints[parent]; /* the array may have moved */
+		v = a->nnodes++;
+	}
+	h->func[1] = h->func[0];
+	h->child[1] = h->child[0];
+	h->func[0] = func;
+	h->child[0] = (uint32_t)v;
+	*out = (uint32_t)v;
 	return 0;
 }
 
@@ -440,12 +474,13 @@ static uint64_t at(struct tr_thread *t, uint64_t ns)
 	return ns;
 }
 
-int tr_feed__enter(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t ns)
+/* block()'s calls of the two below: direct, not through the library's PLT */
+static inline int feed_enter(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t ns)
 {
 	return push(r, t, func, at(t, ns));
 }
 
-int tr_feed__exit(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
+static inline int feed_exit(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
 {
 	ns = at(t, ns);
 	if (!t->depth) {
@@ -453,6 +488,16 @@ int tr_feed__exit(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
 		return 0;
 	}
 	return pop(r, t, ns);
+}
+
+int tr_feed__enter(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t ns)
+{
+	return feed_enter(r, t, func, ns);
+}
+
+int tr_feed__exit(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
+{
+	return feed_exit(r, t, ns);
 }
 
 int tr_feed__unwind(struct tr_feed *r, struct tr_thread *t, uint32_t depth, uint64_t ns)
@@ -578,13 +623,21 @@ static int run_context(struct tr_feed *r, size_t self, uint32_t ctx)
 	return 0;
 }
 
+/* The thread r->thr[me], or the context it runs. */
+static struct tr_thread *running(struct tr_feed *r, size_t me)
+{
+	return r->thr[me].running ? &r->thr[r->thr[me].running - 1] : &r->thr[me];
+}
+
 static int block(struct tr_feed *r, struct tr_thread *self, const struct tr_block *b, uint32_t len)
 {
 	struct tr_analysis *a = r->a;
 	uint32_t n = (len - (uint32_t)sizeof(*b)) / 4, i = 0;
 	const uint32_t *ev = b->ev;
 	size_t me = (size_t)(self - r->thr);
-	struct tr_thread *t;
+	/* the context the thread runs, until a switch (which may move r->thr) */
+	struct tr_thread *t = running(r, me);
+	struct image *img = t->img;
 	int rc = 0;
 
 	a->t.blocks++;
@@ -598,8 +651,6 @@ static int block(struct tr_feed *r, struct tr_thread *self, const struct tr_bloc
 
 		if (w == TR_FILLER)
 			break; /* the end of what the writer filled in */
-		/* the context it runs (r->thr moves when a context is added) */
-		t = r->thr[me].running ? &r->thr[r->thr[me].running - 1] : &r->thr[me];
 		switch (tag) {
 		case TR_TAG_ENTER:
 			if (i + 2 > n)
@@ -610,16 +661,16 @@ static int block(struct tr_feed *r, struct tr_thread *self, const struct tr_bloc
 				addr = (uint64_t)ev[i + 2] | (uint64_t)ev[i + 3] << 32;
 				i += 4;
 			} else {
-				addr = t->img->exe_bias + ev[i + 1];
+				addr = img->exe_bias + ev[i + 1];
 				i += 2;
 			}
-			rc = func_of(r, t->img, addr, &func);
+			rc = func_of(r, img, addr, &func);
 			if (!rc)
-				rc = tr_feed__enter(r, t, func, ns);
+				rc = feed_enter(r, t, func, ns);
 			break;
 		case TR_TAG_EXIT:
 			i++;
-			rc = tr_feed__exit(r, t, ns);
+			rc = feed_exit(r, t, ns);
 			break;
 		case TR_TAG_SPECIAL:
 			if (i + 2 > n)
@@ -637,6 +688,8 @@ static int block(struct tr_feed *r, struct tr_thread *self, const struct tr_bloc
 				i += 4;
 			} else if (kind == TR_SP_CONTEXT) {
 				rc = run_context(r, me, arg);
+				t = running(r, me);
+				img = t->img;
 				i += 2;
 			} else {
 				return -EINVAL;

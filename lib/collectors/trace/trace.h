@@ -101,6 +101,12 @@ struct tr_analysis {
 	struct tr_node *nodes;
 	size_t nnodes, capnodes;
 	struct u64map node_index; /* parent << 32 | func -> node */
+	/* per node, the last two children looked up (child 0: none), so that a
+	   call from a context already seen rarely needs node_index */
+	struct tr_hint {
+		uint32_t func[2], child[2];
+	} * hints;
+	size_t caphints;
 	/* the slices in blocks of TR_SLICE_BLOCK (NULL: freed, every row written) */
 	struct tr_slice **sblk;
 	size_t nslices, nsblk, capsblk;
