@@ -209,22 +209,13 @@ static int func_of(struct tr_feed *r, struct image *img, uint64_t addr, uint32_t
 	return rc;
 }
 
-static int node_of(struct tr_analysis *a, uint32_t parent, uint32_t func, uint32_t *out)
+/* node_of's answer from node_index, or a new node; the parent's hints updated. */
+static __attribute__((noinline)) int node_find(struct tr_analysis *a, uint32_t parent,
+					       uint32_t func, uint32_t *out)
 {
 	uint64_t key = (uint64_t)parent << 32 | func, v;
 	struct tr_hint *h;
 
-	if (!a->nnodes) /* no root: tr_analysis__init ran out of memory */
-		return -ENOMEM;
-	h = &a->hints[parent];
-	if (h->child[0] && h->func[0] == func) {
-		*out = h->child[0];
-		return 0;
-	}
-	if (h->child[1] && h->func[1] == func) {
-		*out = h->child[1];
-		return 0;
-	}
 	if (!u64map__get(&a->node_index, key, &v)) {
 		if (sonde_grow((void **)&a->nodes, &a->capnodes, a->nnodes + 1,
 			       sizeof(*a->nodes)) ||
@@ -235,15 +226,35 @@ static int node_of(struct tr_analysis *a, uint32_t parent, uint32_t func, uint32
 		a->nodes[a->nnodes].parent = parent;
 		a->nodes[a->nnodes].func = func;
 		a->hints[a->nnodes] = (struct tr_hint){ { 0, 0 }, { 0, 0 } };
-		h = &a->hints[parent]; /* the array may have moved */
 		v = a->nnodes++;
 	}
+	h = &a->hints[parent];
 	h->func[1] = h->func[0];
 	h->child[1] = h->child[0];
 	h->func[0] = func;
 	h->child[0] = (uint32_t)v;
 	*out = (uint32_t)v;
 	return 0;
+}
+
+/* The node of func called from context parent. */
+static inline __attribute__((always_inline)) int node_of(struct tr_analysis *a, uint32_t parent,
+							 uint32_t func, uint32_t *out)
+{
+	const struct tr_hint *h;
+
+	if (__builtin_expect(!a->nnodes, 0)) /* no root: tr_analysis__init ran out of memory */
+		return -ENOMEM;
+	h = &a->hints[parent];
+	if (h->child[0] && h->func[0] == func) {
+		*out = h->child[0];
+		return 0;
+	}
+	if (h->child[1] && h->func[1] == func) {
+		*out = h->child[1];
+		return 0;
+	}
+	return node_find(a, parent, func, out);
 }
 
 /* A call of a given size, into that size's aggregate. */
@@ -341,7 +352,8 @@ static struct tr_slice *slice_at(struct tr_analysis *a, size_t i)
 	return &a->holes[lo].x; /* a slice of a freed block that is no hole is never asked for */
 }
 
-static int push(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t ns)
+static inline __attribute__((always_inline)) int push(struct tr_feed *r, struct tr_thread *t,
+						      uint32_t func, uint64_t ns)
 {
 	struct tr_analysis *a = r->a;
 	struct frame *f;
@@ -351,15 +363,12 @@ static int push(struct tr_feed *r, struct tr_thread *t, uint32_t func, uint64_t 
 	    sonde_grow((void **)&t->active, &t->capactive, func + 1, sizeof(*t->active)))
 		return -ENOMEM;
 	f = &t->stk[t->depth++];
-	memset(f, 0, sizeof(*f));
-	f->func = func;
-	f->t0 = ns;
+	*f = (struct frame){ .func = func, .t0 = ns, .slice = -1 };
 	if (a->verbose) /* ns since the start, pid, tid, depth, what, where */
 		fprintf(a->verbose, "%llu %u %u %zu enter %s+0x%llx\n",
 			(unsigned long long)(ns - r->t0), t->pid, t->tid, t->depth - 1,
 			a->funcs[func].module ? a->funcs[func].module : "?",
 			(unsigned long long)a->funcs[func].offset);
-	f->slice = -1;
 	f->outer = t->active[func]++ == 0;
 	if (node_of(a, parent, func, &f->node))
 		return -ENOMEM;
@@ -415,6 +424,10 @@ static int pop(struct tr_feed *r, struct tr_thread *t, uint64_t ns)
 	fn->self += excl;
 	fn->min = dur < fn->min ? dur : fn->min;
 	fn->max = dur > fn->max ? dur : fn->max;
+	if (!f->has_size && (fn->seen & (fn->keep_every - 1))) {
+		fn->seen++; /* add_row would keep nothing of this call */
+		return 0;
+	}
 	row.amount = dur;
 	row.exclusive = excl;
 	row.ts = f->t0 - r->t0;
