@@ -53,6 +53,7 @@
 #define MAX_STACK   4096u
 #define SKIP	    ((uintptr_t)1) /* in frame.sp: this call is not recorded */
 #define BUSY_OFF    UINTPTR_MAX	   /* busy: set-up running, or the thread is off */
+#define FAST_SCAN   16u /* words the hooks' common case looks through for the return address */
 
 struct frame {
 	uintptr_t sp; /* the call's CFA (see call_cfa), | SKIP */
@@ -116,6 +117,19 @@ static inline uint64_t now(void)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 	}
+}
+
+/* The clock of the hooks' common case, the TSC. false: not that clock (now() reads the other). */
+static inline bool fast_clock(uint64_t *ts)
+{
+#if defined(__x86_64__)
+	if (likely(proc.flags & TR_F_TSC)) {
+		*ts = __builtin_ia32_rdtsc();
+		return true;
+	}
+#endif
+	(void)ts;
+	return false;
 }
 
 /* ---- blocks -------------------------------------------------------------------------------- */
@@ -422,13 +436,14 @@ static __attribute__((noinline)) uintptr_t cfa_scan(const struct tthread *t, uin
 /*
  * The CFA of the instrumented function that called the hook whose frame is hfp:
  * the address above its return address, `site`. With a frame pointer (-O0,
- * -fno-omit-frame-pointer) the saved one leads to it; otherwise the frame is
+ * -fno-omit-frame-pointer) the one the hook saved, fp, leads to it; otherwise the frame is
  * scanned upward from the hook's own CFA. Where neither finds it, the hook's CFA
  * plus 8: never above the true CFA, always above a callee's.
  */
-static inline uintptr_t call_cfa(const struct tthread *t, uintptr_t hfp, uintptr_t site)
+static inline uintptr_t call_cfa(const struct tthread *t, uintptr_t hfp, uintptr_t fp,
+				 uintptr_t site)
 {
-	uintptr_t lo = hfp + 16, fp = ((const uintptr_t *)hfp)[0];
+	uintptr_t lo = hfp + 16;
 
 	if (likely(fp >= lo && fp + 16 <= t->stack_hi && ((const uintptr_t *)fp)[1] == site))
 		return fp + 16;
@@ -606,27 +621,140 @@ static __attribute__((noinline)) void skipped(struct tthread *t)
 /* The hook is done: the thread may take the next one, unless it was turned off. */
 #define HOOK_END(t) ((t)->busy = unlikely((t)->off) ? BUSY_OFF : 0)
 
-RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
+/*
+ * The common entry, done without a call: a recorded function of the executable
+ * (no rules, no depth limit, no libraries), an open block with room, nothing
+ * to unwind. false: nothing was changed; record_enter takes it.
+ */
+static inline __attribute__((always_inline)) bool enter_fast(struct tthread *t, uintptr_t fn,
+							     uintptr_t cfa, uint64_t ts)
 {
-	uint64_t ts = now();
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	uint32_t d = t->depth, u = t->used, *e = t->ev;
+
+	if (unlikely((proc.flags & (TR_F_RULES | TR_F_LIBS)) || proc.max_depth ||
+		     fn - proc.exe_lo >= proc.exe_hi - proc.exe_lo || d >= MAX_STACK ||
+		     (d && (t->stk[d - 1].sp & ~SKIP) <= cfa) || ts - t->base >= TR_OFF_LIMIT ||
+		     u + 3 > t->cap || !e))
+		return false;
+	e[u] = (TR_TAG_ENTER << TR_OFF_BITS) | (uint32_t)(ts - t->base);
+	e[u + 1] = (uint32_t)(fn - proc.exe_bias);
+	e[u + 2] = TR_FILLER;
+	t->used = u + 2;
+	sonde_ring__open_fill(&t->w, (uint32_t)sizeof(struct tr_block) + (u + 2) * 4);
+	t->stk[d].sp = cfa;
+	t->stk[d].fn = fn;
+	t->depth = d + 1;
+	return true;
+}
+
+/* The common exit: of the innermost call, recorded, with room in the block. */
+static inline __attribute__((always_inline)) bool exit_fast(struct tthread *t, uintptr_t fn,
+							    uint64_t ts)
+{
+	uint32_t d = t->depth, u = t->used, *e = t->ev;
+
+	if (unlikely(!d || d > MAX_STACK || t->stk[d - 1].fn != fn || (t->stk[d - 1].sp & SKIP) ||
+		     (d == 1 && t->cur) || ts - t->base >= TR_OFF_LIMIT || u + 2 > t->cap || !e))
+		return false;
+	e[u] = (TR_TAG_EXIT << TR_OFF_BITS) | (uint32_t)(ts - t->base);
+	e[u + 1] = TR_FILLER;
+	t->used = u + 1;
+	sonde_ring__open_fill(&t->w, (uint32_t)sizeof(struct tr_block) + (u + 1) * 4);
+	t->depth = d - 1;
+	return true;
+}
+
+/*
+ * Every other entry. hfp: the hook's frame, fp: the frame pointer it saved
+ * (read there before this tail call, which may write over it); ts: the hook's
+ * clock reading, unless the clock is not the TSC.
+ */
+static __attribute__((noinline)) void enter_slow(void *fn, void *site, uint64_t ts, uintptr_t hfp,
+						 uintptr_t fp)
+{
 	struct tthread *t = T;
 
-	HOOK_BEGIN(t, sp, ts);
-	record_enter(t, (uintptr_t)fn, call_cfa(t, sp, (uintptr_t)site), ts);
+	if (!(proc.flags & TR_F_TSC))
+		ts = now();
+	HOOK_BEGIN(t, hfp, ts);
+	record_enter(t, (uintptr_t)fn, call_cfa(t, hfp, fp, (uintptr_t)site), ts);
 	HOOK_END(t);
+}
+
+static __attribute__((noinline)) void exit_slow_hook(void *fn, uint64_t ts, uintptr_t hfp)
+{
+	struct tthread *t = T;
+
+	if (!(proc.flags & TR_F_TSC))
+		ts = now();
+	HOOK_BEGIN(t, hfp, ts);
+	record_exit(t, (uintptr_t)fn, ts);
+	HOOK_END(t);
+}
+
+/*
+ * The hooks. Their common case calls nothing (so it saves almost no
+ * registers): the clock, the thread's state, the caller's CFA (call_cfa's
+ * ways, the scan cut to FAST_SCAN words), and enter_fast or exit_fast, with
+ * busy set meanwhile so that a signal handler's hooks leave the state alone.
+ * Everything else is a tail call of the slow hook. Code built without frame
+ * pointers (-O2's default) finds its CFA by the short scan here, not by a
+ * call to cfa_scan.
+ */
+RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
+{
+	uintptr_t hfp = (uintptr_t)__builtin_frame_address(0), fp = ((const uintptr_t *)hfp)[0];
+	uintptr_t cfa = 0, p;
+	struct tthread *t;
+	uint64_t ts = 0;
+
+	if (likely(fast_clock(&ts))) {
+		t = T;
+		if (likely(t && !t->busy)) {
+			/* call_cfa's two ways: the saved frame pointer leads to the
+			   caller's frame; else its return address is a few words up */
+			if (fp >= hfp + 16 && fp + 16 <= t->stack_hi &&
+			    ((const uintptr_t *)fp)[1] == (uintptr_t)site)
+				cfa = fp + 16;
+			else if (likely(hfp + 16 >= t->stack_lo &&
+					hfp + 16 + FAST_SCAN * 8 <= t->stack_hi))
+				for (p = hfp + 16; p < hfp + 16 + FAST_SCAN * 8; p += 8)
+					if (*(const uintptr_t *)p == (uintptr_t)site) {
+						cfa = p + 8;
+						break;
+					}
+			if (likely(cfa)) {
+				t->busy = hfp;
+				if (likely(enter_fast(t, (uintptr_t)fn, cfa, ts))) {
+					t->busy = 0;
+					return;
+				}
+				t->busy = 0;
+			}
+		}
+	}
+	enter_slow(fn, site, ts, hfp, fp);
 }
 
 RT_EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 {
-	uint64_t ts = now();
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-	struct tthread *t = T;
+	uintptr_t hfp = (uintptr_t)__builtin_frame_address(0);
+	struct tthread *t;
+	uint64_t ts = 0;
 
 	(void)site;
-	HOOK_BEGIN(t, sp, ts);
-	record_exit(t, (uintptr_t)fn, ts);
-	HOOK_END(t);
+	if (likely(fast_clock(&ts))) {
+		t = T;
+		if (likely(t && !t->busy)) {
+			t->busy = hfp;
+			if (likely(exit_fast(t, (uintptr_t)fn, ts))) {
+				t->busy = 0;
+				return;
+			}
+			t->busy = 0;
+		}
+	}
+	exit_slow_hook(fn, ts, hfp);
 }
 
 /* libsonde's sonde_trace_size(), while this runtime is loaded: the size of the
@@ -785,9 +913,11 @@ static void calibrate(struct tthread *t)
 		for (j = 0; j < PAIRS; j++) {
 			uint64_t ts = now();
 
-			record_enter(t, proc.exe_lo, sp, ts);
+			if (!enter_fast(t, proc.exe_lo, sp, ts))
+				record_enter(t, proc.exe_lo, sp, ts);
 			ts = now();
-			record_exit(t, proc.exe_lo, ts);
+			if (!exit_fast(t, proc.exe_lo, ts))
+				record_exit(t, proc.exe_lo, ts);
 			__asm__ volatile("" ::: "memory");
 		}
 		r[i] = now() - t0;
