@@ -58,7 +58,22 @@
 struct frame {
 	uintptr_t sp; /* the call's CFA (see call_cfa), | SKIP */
 	uintptr_t fn;
+	uintptr_t site; /* the return address its hooks were given */
 };
+
+/*
+ * Whether the open call f is over when a call at (cfa, site) starts: its frame
+ * is at or below the new one's (longjmp, or an exception, left it). A function
+ * inlined into f is given f's own frame and return address, so a new call with
+ * f's CFA is f's inlined callee where the sites agree, and a sibling that
+ * replaced f where they do not.
+ */
+static inline bool over(const struct frame *f, uintptr_t cfa, uintptr_t site)
+{
+	uintptr_t fsp = f->sp & ~SKIP;
+
+	return fsp < cfa || (fsp == cfa && f->site != site);
+}
 
 #define MAX_CTX 64 /* contexts tracked per thread; a switch to more is not followed */
 
@@ -388,8 +403,8 @@ static struct tthread *thread_start(const struct tthread *parent)
 	if (parent) {
 		t->depth = parent->depth;
 		for (i = 0; i < parent->depth && i < MAX_STACK; i++) {
-			t->stk[i].sp = parent->stk[i].sp | SKIP;
-			t->stk[i].fn = parent->stk[i].fn;
+			t->stk[i] = parent->stk[i];
+			t->stk[i].sp |= SKIP;
 		}
 	}
 	rt_stack_bounds(&t->stack_lo, &t->stack_hi);
@@ -450,8 +465,9 @@ static inline uintptr_t call_cfa(const struct tthread *t, uintptr_t hfp, uintptr
 	return cfa_scan(t, lo, site);
 }
 
-/* Calls whose CFA is at or below sp are gone (longjmp): end them at ts. */
-static __attribute__((noinline)) void unwind_to(struct tthread *t, uintptr_t sp, uint64_t ts)
+/* Calls over when a call at (sp, site) starts (see over): end them at ts. */
+static __attribute__((noinline)) void unwind_to(struct tthread *t, uintptr_t sp, uintptr_t site,
+						uint64_t ts)
 {
 	uint32_t ended = 0;
 
@@ -460,7 +476,7 @@ static __attribute__((noinline)) void unwind_to(struct tthread *t, uintptr_t sp,
 	while (t->depth && t->depth <= MAX_STACK) {
 		uintptr_t fsp = t->stk[t->depth - 1].sp;
 
-		if ((fsp & ~SKIP) > sp || (fsp & ~SKIP) < t->stack_lo)
+		if (!over(&t->stk[t->depth - 1], sp, site) || (fsp & ~SKIP) < t->stack_lo)
 			break;
 		if (!(fsp & SKIP))
 			ended++;
@@ -499,25 +515,24 @@ static __attribute__((noinline)) bool wanted(struct tthread *t, uintptr_t fn)
 	return every != 0;
 }
 
-static inline void push(struct tthread *t, uintptr_t sp, uintptr_t fn)
+static inline void push(struct tthread *t, uintptr_t sp, uintptr_t fn, uintptr_t site)
 {
-	if (likely(t->depth < MAX_STACK)) {
-		t->stk[t->depth].sp = sp;
-		t->stk[t->depth].fn = fn;
-	}
+	if (likely(t->depth < MAX_STACK))
+		t->stk[t->depth] = (struct frame){ sp, fn, site };
 	t->depth++;
 }
 
-static inline void record_enter(struct tthread *t, uintptr_t fn, uintptr_t sp, uint64_t ts)
+static inline void record_enter(struct tthread *t, uintptr_t fn, uintptr_t sp, uintptr_t site,
+				uint64_t ts)
 {
 	uint32_t *e;
 
-	if (unlikely(t->depth && t->depth <= MAX_STACK && (t->stk[t->depth - 1].sp & ~SKIP) <= sp))
-		unwind_to(t, sp, ts);
+	if (unlikely(t->depth && t->depth <= MAX_STACK && over(&t->stk[t->depth - 1], sp, site)))
+		unwind_to(t, sp, site, ts);
 	if (unlikely((proc.flags & (TR_F_RULES | TR_F_LIBS)) || proc.max_depth ||
 		     fn - proc.exe_lo >= proc.exe_hi - proc.exe_lo)) {
 		if (!wanted(t, fn)) {
-			push(t, sp | SKIP, fn);
+			push(t, sp | SKIP, fn, site);
 			return;
 		}
 		if (fn - proc.exe_bias >= TR_KEY_FAR) {
@@ -539,7 +554,7 @@ static inline void record_enter(struct tthread *t, uintptr_t fn, uintptr_t sp, u
 		publish(t, 2);
 	}
 pushed:
-	push(t, sp, fn);
+	push(t, sp, fn, site);
 }
 
 static inline void emit_exit(struct tthread *t, uint64_t ts)
@@ -626,14 +641,14 @@ static __attribute__((noinline)) void skipped(struct tthread *t)
  * (no rules, no depth limit, no libraries), an open block with room, nothing
  * to unwind. false: nothing was changed; record_enter takes it.
  */
-static inline __attribute__((always_inline)) bool enter_fast(struct tthread *t, uintptr_t fn,
-							     uintptr_t cfa, uint64_t ts)
+static inline __attribute__((always_inline)) bool
+enter_fast(struct tthread *t, uintptr_t fn, uintptr_t cfa, uintptr_t site, uint64_t ts)
 {
 	uint32_t d = t->depth, u = t->used, *e = t->ev;
 
 	if (unlikely((proc.flags & (TR_F_RULES | TR_F_LIBS)) || proc.max_depth ||
 		     fn - proc.exe_lo >= proc.exe_hi - proc.exe_lo || d >= MAX_STACK ||
-		     (d && (t->stk[d - 1].sp & ~SKIP) <= cfa) || ts - t->base >= TR_OFF_LIMIT ||
+		     (d && over(&t->stk[d - 1], cfa, site)) || ts - t->base >= TR_OFF_LIMIT ||
 		     u + 3 > t->cap || !e))
 		return false;
 	e[u] = (TR_TAG_ENTER << TR_OFF_BITS) | (uint32_t)(ts - t->base);
@@ -641,8 +656,7 @@ static inline __attribute__((always_inline)) bool enter_fast(struct tthread *t, 
 	e[u + 2] = TR_FILLER;
 	t->used = u + 2;
 	sonde_ring__open_fill(&t->w, (uint32_t)sizeof(struct tr_block) + (u + 2) * 4);
-	t->stk[d].sp = cfa;
-	t->stk[d].fn = fn;
+	t->stk[d] = (struct frame){ cfa, fn, site };
 	t->depth = d + 1;
 	return true;
 }
@@ -677,7 +691,7 @@ static __attribute__((noinline)) void enter_slow(void *fn, void *site, uint64_t 
 	if (!(proc.flags & TR_F_TSC))
 		ts = now();
 	HOOK_BEGIN(t, hfp, ts);
-	record_enter(t, (uintptr_t)fn, call_cfa(t, hfp, fp, (uintptr_t)site), ts);
+	record_enter(t, (uintptr_t)fn, call_cfa(t, hfp, fp, (uintptr_t)site), (uintptr_t)site, ts);
 	HOOK_END(t);
 }
 
@@ -725,7 +739,8 @@ RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 					}
 			if (likely(cfa)) {
 				t->busy = hfp;
-				if (likely(enter_fast(t, (uintptr_t)fn, cfa, ts))) {
+				if (likely(enter_fast(t, (uintptr_t)fn, cfa, (uintptr_t)site,
+						      ts))) {
 					t->busy = 0;
 					return;
 				}
@@ -913,8 +928,8 @@ static void calibrate(struct tthread *t)
 		for (j = 0; j < PAIRS; j++) {
 			uint64_t ts = now();
 
-			if (!enter_fast(t, proc.exe_lo, sp, ts))
-				record_enter(t, proc.exe_lo, sp, ts);
+			if (!enter_fast(t, proc.exe_lo, sp, 0, ts))
+				record_enter(t, proc.exe_lo, sp, 0, ts);
 			ts = now();
 			if (!exit_fast(t, proc.exe_lo, ts))
 				record_exit(t, proc.exe_lo, ts);

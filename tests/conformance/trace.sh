@@ -36,6 +36,10 @@ for o in "" -O2; do
 	same "fork, then exec$o" instrument "" "$P/cf-fork$o"
 	same "8 threads$o" instrument "" "$P/cf-threads$o" 8 5
 	same "dlopen'ed library's functions by name$o" instrument "" "$P/cf-dlopen$o" "$P/libcf-plugin.so"
+	# at -O2, middle() and inner() are inlined into host() and share its frame
+	same "functions inlined into their caller$o" instrument "" "$P/cf-inline$o"
+	check "inlined functions: none ended as if a longjmp had left it$o" \
+		jq_eq tr.json .stats.trace.unwound 0
 done
 same "C++ exceptions, templates, containers" instrument "" "$P/cf-cxx"
 same "1000 threads alive at once" instrument "" "$P/cf-threads" 1000 3
