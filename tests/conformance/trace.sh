@@ -42,6 +42,7 @@ for o in "" -O2; do
 		jq_eq tr.json .stats.trace.unwound 0
 done
 same "C++ exceptions, templates, containers" instrument "" "$P/cf-cxx"
+same "C++ exceptions, templates, containers-O2 (inlined)" instrument "" "$P/cf-cxx-O2"
 same "1000 threads alive at once" instrument "" "$P/cf-threads" 1000 3
 
 # Deliberate difference: uftrace 0.13 nests the calls made after a longjmp under
