@@ -9,13 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline int sonde_grow(void **p, size_t *cap, size_t need, size_t size)
+static __attribute__((noinline, unused)) int sonde_grow__more(void **p, size_t *cap, size_t need,
+							      size_t size)
 {
 	size_t c = *cap ? *cap : 16;
 	void *n;
 
-	if (need <= *cap)
-		return 0;
 	while (c < need)
 		c *= 2;
 	n = realloc(*p, c * size);
@@ -25,6 +24,12 @@ static inline int sonde_grow(void **p, size_t *cap, size_t need, size_t size)
 	*p = n;
 	*cap = c;
 	return 0;
+}
+
+/* 0, or -ENOMEM (the array as it was). The common case, room enough, inline. */
+static inline int sonde_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	return need <= *cap ? 0 : sonde_grow__more(p, cap, need, size);
 }
 
 #endif
