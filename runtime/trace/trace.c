@@ -617,6 +617,13 @@ static __attribute__((noinline)) void skipped(struct tthread *t)
 		t->lost++;
 }
 
+/*
+ * busy is set before a hook touches the thread's state and cleared after, as
+ * a signal handler on this thread sees them: the compiler may not move the
+ * state's loads and stores across either (no instruction is emitted).
+ */
+#define BUSY_FENCE() atomic_signal_fence(memory_order_seq_cst)
+
 /* A hook running while another is (a signal handler interrupted it) records nothing. */
 #define HOOK_BEGIN(t, sp, ts)                                                                      \
 	do {                                                                                       \
@@ -631,10 +638,11 @@ static __attribute__((noinline)) void skipped(struct tthread *t)
 			return;                                                                    \
 		}                                                                                  \
 		(t)->busy = (sp);                                                                  \
+		BUSY_FENCE();                                                                      \
 	} while (0)
 
 /* The hook is done: the thread may take the next one, unless it was turned off. */
-#define HOOK_END(t) ((t)->busy = unlikely((t)->off) ? BUSY_OFF : 0)
+#define HOOK_END(t) (BUSY_FENCE(), (t)->busy = unlikely((t)->off) ? BUSY_OFF : 0)
 
 /*
  * The common entry, done without a call: a recorded function of the executable
@@ -739,8 +747,10 @@ RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 					}
 			if (likely(cfa)) {
 				t->busy = hfp;
+				BUSY_FENCE();
 				if (likely(enter_fast(t, (uintptr_t)fn, cfa, (uintptr_t)site,
 						      ts))) {
+					BUSY_FENCE();
 					t->busy = 0;
 					return;
 				}
@@ -762,7 +772,9 @@ RT_EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 		t = T;
 		if (likely(t && !t->busy)) {
 			t->busy = hfp;
+			BUSY_FENCE();
 			if (likely(exit_fast(t, (uintptr_t)fn, ts))) {
+				BUSY_FENCE();
 				t->busy = 0;
 				return;
 			}
