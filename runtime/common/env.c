@@ -127,6 +127,11 @@ void rt_env_take(const char *prefix)
 	}
 }
 
+bool rt_env_ready(void)
+{
+	return env.taken;
+}
+
 const char *rt_env_get(const char *name)
 {
 	size_t i, ln = strlen(name);

@@ -33,6 +33,13 @@ void rt_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 void rt_env_take(const char *prefix);
 /* A variable sonde gave this runtime (kept aside by rt_env_take), or NULL. */
 const char *rt_env_get(const char *name);
+/*
+ * Whether rt_env_take has run. Before it, in constructors that ld.so runs
+ * ahead of the runtime's own (a program that defines malloc is initialized
+ * before the libraries whose calls bind to it, libc included), the
+ * environment may not be readable yet: a variable missing then is no answer.
+ */
+bool rt_env_ready(void);
 /* The same, as a decimal number, or def. */
 unsigned rt_env_uint(const char *name, unsigned def);
 /*

@@ -359,6 +359,11 @@ static bool attach(void)
 		return false;
 	if (!proc.area) {
 		path = rt_env_get(TR_ENV_RING);
+		if (!path && !rt_env_ready()) {
+			/* too early to tell (see rt_env_ready): the next event asks again */
+			atomic_store(&proc.state, 0);
+			return false;
+		}
 		proc.area = path ? sonde_ring_area__attach(path) : NULL;
 		if (!proc.area) {
 			atomic_store(&proc.state, 3);

@@ -49,9 +49,26 @@ def run(argv):
 ENTRY = re.compile(r"^\s*[\d.]+\s+(\d+): \[(entry|exit )\] (.+)\([0-9a-f]+\) depth: (\d+)$")
 
 
+def demangled(names):
+    """C++ names (_Z...) demangled by c++filt, each other name as it is.
+
+    Not uftrace's --demangle=full: it reads short C names as mangled builtin
+    types (a() as "signed char", b() as "bool").
+    """
+    mangled = sorted({n for n in names if n.startswith("_Z")})
+    if not mangled:
+        return {}
+    r = subprocess.run(["c++filt"], input="\n".join(mangled) + "\n", capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        fail(f"c++filt: exit {r.returncode}: {r.stderr.strip()[:400]}")
+    return dict(zip(mangled, r.stdout.splitlines()))
+
+
 def uftrace_paths(data_dir):
     """Path -> calls, from uftrace's per-task records (depth gives the nesting)."""
-    out = run(["uftrace", "dump", "-d", data_dir, "--no-pager", "--demangle=full"])
+    out = run(["uftrace", "dump", "-d", data_dir, "--no-pager", "--demangle=no"])
+    names = demangled(m.group(3) for m in map(ENTRY.match, out.splitlines()) if m)
     stacks = collections.defaultdict(list)
     paths = collections.Counter()
     for line in out.splitlines():
@@ -64,7 +81,7 @@ def uftrace_paths(data_dir):
             del st[depth:]
             while len(st) < depth:
                 st.append("?")  # frames open before this task began (fork)
-            st.append(name)
+            st.append(names.get(name, name))
             known = [f for f in st if f != "?"]
             paths[";".join(known)] += 1
         else:
