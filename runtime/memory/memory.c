@@ -237,6 +237,12 @@ static bool attach(void)
 	ts.guard = 2;
 	if (!proc.area) {
 		path = rt_env_get(MEM_ENV_RING);
+		if (!path && !rt_env_ready()) {
+			/* too early to tell (see rt_env_ready): the next event asks again */
+			atomic_store(&proc.state, 0);
+			ts.guard = 1;
+			return false;
+		}
 		proc.area = path ? sonde_ring_area__attach(path) : NULL;
 		if (!proc.area) {
 			atomic_store(&proc.state, 3);

@@ -13,6 +13,11 @@ site() {
 }
 
 # ---- a program with known answers ------------------------------------------------------------
+run collect memory -q -o preinit.json -- "$PROGS/m-preinit"
+# its pre-init allocation comes before the runtime can read its environment:
+# not recorded (as for heaptrack), and not a reason to record nothing after
+check "an allocation in a pre-init function: main's 11 recorded, 1 leaked" \
+	[ "$(jq -c '[.stats.memory.allocations >= 11, .stats.memory.leaked_blocks >= 1]' preinit.json)" = "[true,true]" ]
 run collect memory -o known.json -- "$PROGS/m-known"
 check "collect memory exits 0" [ "$rc" = 0 ]
 check "profile matches the schema" validate known.json
