@@ -457,17 +457,31 @@ static __attribute__((noinline)) uintptr_t cfa_scan(const struct tthread *t, uin
  * The CFA of the instrumented function that called the hook whose frame is hfp:
  * the address above its return address, `site`. With a frame pointer (-O0,
  * -fno-omit-frame-pointer) the one the hook saved, fp, leads to it; otherwise the frame is
- * scanned upward from the hook's own CFA. Where neither finds it, the hook's CFA
- * plus 8: never above the true CFA, always above a callee's.
+ * scanned upward from the hook's own CFA (cfa_near: its first FAST_SCAN words,
+ * which the hooks' common case looks through; cfa_scan: farther). Where
+ * neither finds it, the hook's CFA plus 8: never above the true CFA, always
+ * above a callee's.
  */
+static inline uintptr_t cfa_near(const struct tthread *t, uintptr_t hfp, uintptr_t fp,
+				 uintptr_t site)
+{
+	uintptr_t lo = hfp + 16, p;
+
+	if (fp >= lo && fp + 16 <= t->stack_hi && ((const uintptr_t *)fp)[1] == site)
+		return fp + 16;
+	if (likely(lo >= t->stack_lo && lo + FAST_SCAN * 8 <= t->stack_hi))
+		for (p = lo; p < lo + FAST_SCAN * 8; p += 8)
+			if (*(const uintptr_t *)p == site)
+				return p + 8;
+	return 0;
+}
+
 static inline uintptr_t call_cfa(const struct tthread *t, uintptr_t hfp, uintptr_t fp,
 				 uintptr_t site)
 {
-	uintptr_t lo = hfp + 16;
+	uintptr_t cfa = cfa_near(t, hfp, fp, site);
 
-	if (likely(fp >= lo && fp + 16 <= t->stack_hi && ((const uintptr_t *)fp)[1] == site))
-		return fp + 16;
-	return cfa_scan(t, lo, site);
+	return likely(cfa) ? cfa : cfa_scan(t, hfp + 16, site);
 }
 
 /* Calls over when a call at (sp, site) starts (see over): end them at ts. */
@@ -666,9 +680,7 @@ enter_fast(struct tthread *t, uintptr_t fn, uintptr_t cfa, uintptr_t site, uint6
 		return false;
 	e[u] = (TR_TAG_ENTER << TR_OFF_BITS) | (uint32_t)(ts - t->base);
 	e[u + 1] = (uint32_t)(fn - proc.exe_bias);
-	e[u + 2] = TR_FILLER;
-	t->used = u + 2;
-	sonde_ring__open_fill(&t->w, (uint32_t)sizeof(struct tr_block) + (u + 2) * 4);
+	publish(t, 2);
 	t->stk[d] = (struct frame){ cfa, fn, site };
 	t->depth = d + 1;
 	return true;
@@ -684,9 +696,7 @@ static inline __attribute__((always_inline)) bool exit_fast(struct tthread *t, u
 		     (d == 1 && t->cur) || ts - t->base >= TR_OFF_LIMIT || u + 2 > t->cap || !e))
 		return false;
 	e[u] = (TR_TAG_EXIT << TR_OFF_BITS) | (uint32_t)(ts - t->base);
-	e[u + 1] = TR_FILLER;
-	t->used = u + 1;
-	sonde_ring__open_fill(&t->w, (uint32_t)sizeof(struct tr_block) + (u + 1) * 4);
+	publish(t, 1);
 	t->depth = d - 1;
 	return true;
 }
@@ -720,36 +730,23 @@ static __attribute__((noinline)) void exit_slow_hook(void *fn, uint64_t ts, uint
 }
 
 /*
- * The hooks. Their common case calls nothing (so it saves almost no
- * registers): the clock, the thread's state, the caller's CFA (call_cfa's
- * ways, the scan cut to FAST_SCAN words), and enter_fast or exit_fast, with
- * busy set meanwhile so that a signal handler's hooks leave the state alone.
- * Everything else is a tail call of the slow hook. Code built without frame
- * pointers (-O2's default) finds its CFA by the short scan here, not by a
- * call to cfa_scan.
+ * The hooks. Their common case calls nothing: the clock, the thread's state, the caller's CFA
+ * (cfa_near), and enter_fast or exit_fast, with busy set
+ * meanwhile so that a signal handler's hooks leave the state alone. Everything else is a tail call
+ * of the slow hook. Code built without frame pointers (-O2's default) finds its CFA by the short
+ * scan here, not by a call to cfa_scan.
  */
 RT_EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 {
 	uintptr_t hfp = (uintptr_t)__builtin_frame_address(0), fp = ((const uintptr_t *)hfp)[0];
-	uintptr_t cfa = 0, p;
+	uintptr_t cfa;
 	struct tthread *t;
 	uint64_t ts = 0;
 
 	if (likely(fast_clock(&ts))) {
 		t = T;
 		if (likely(t && !t->busy)) {
-			/* call_cfa's two ways: the saved frame pointer leads to the
-			   caller's frame; else its return address is a few words up */
-			if (fp >= hfp + 16 && fp + 16 <= t->stack_hi &&
-			    ((const uintptr_t *)fp)[1] == (uintptr_t)site)
-				cfa = fp + 16;
-			else if (likely(hfp + 16 >= t->stack_lo &&
-					hfp + 16 + FAST_SCAN * 8 <= t->stack_hi))
-				for (p = hfp + 16; p < hfp + 16 + FAST_SCAN * 8; p += 8)
-					if (*(const uintptr_t *)p == (uintptr_t)site) {
-						cfa = p + 8;
-						break;
-					}
+			cfa = cfa_near(t, hfp, fp, (uintptr_t)site);
 			if (likely(cfa)) {
 				t->busy = hfp;
 				BUSY_FENCE();

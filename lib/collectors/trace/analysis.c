@@ -90,10 +90,8 @@ void tr_analysis__init(struct tr_analysis *a)
 	a->max_slices = 200000;
 	/* node 0: the root of every thread's calls */
 	if (!sonde_grow((void **)&a->nodes, &a->capnodes, 1, sizeof(*a->nodes)) &&
-	    !sonde_grow((void **)&a->hints, &a->caphints, 1, sizeof(*a->hints))) {
-		a->hints[0] = (struct tr_hint){ { 0, 0 }, { 0, 0 } };
-		a->nnodes = 1;
-	}
+	    !sonde_grow((void **)&a->hints, &a->caphints, 1, sizeof(*a->hints)))
+		a->nnodes = 1; /* its hints zero (none), as sonde_grow leaves them */
 }
 
 void tr_analysis__release(struct tr_analysis *a)
@@ -224,8 +222,7 @@ static __attribute__((noinline)) int node_find(struct tr_analysis *a, uint32_t p
 		    u64map__put(&a->node_index, key, a->nnodes))
 			return -ENOMEM;
 		a->nodes[a->nnodes].parent = parent;
-		a->nodes[a->nnodes].func = func;
-		a->hints[a->nnodes] = (struct tr_hint){ { 0, 0 }, { 0, 0 } };
+		a->nodes[a->nnodes].func = func; /* its hints: zero (none), from sonde_grow */
 		v = a->nnodes++;
 	}
 	h = &a->hints[parent];
