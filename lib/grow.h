@@ -6,8 +6,31 @@
 #define SONDE_GROW_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Arrays from this size on are asked for transparent huge pages. */
+#define SONDE_HUGE_FROM (4u << 20)
+
+/*
+ * Ask for transparent huge pages on the 2 MiB-aligned part of [p, p + bytes)
+ * (honoured where THP is "always" or "madvise"; a no-op where "never"). On a
+ * virtual machine with shadow page tables the first touch of a 4 KiB page
+ * costs ~10 us, that of a 2 MiB page hardly more: a 16 MiB array filled page
+ * by page costs 40 ms there, on huge pages under 1 ms. Only for memory that
+ * is filled densely: a huge page is taken whole.
+ */
+static inline void sonde_hint_huge(void *p, size_t bytes)
+{
+	const uintptr_t huge = 2u << 20;
+	uintptr_t from = ((uintptr_t)p + huge - 1) & ~(huge - 1),
+		  to = ((uintptr_t)p + bytes) & ~(huge - 1);
+
+	if (to > from)
+		madvise((void *)from, to - from, MADV_HUGEPAGE);
+}
 
 static __attribute__((noinline, unused)) int sonde_grow__more(void **p, size_t *cap, size_t need,
 							      size_t size)
@@ -20,6 +43,8 @@ static __attribute__((noinline, unused)) int sonde_grow__more(void **p, size_t *
 	n = realloc(*p, c * size);
 	if (!n)
 		return -ENOMEM;
+	if (c * size >= SONDE_HUGE_FROM)
+		sonde_hint_huge(n, c * size);
 	memset((char *)n + *cap * size, 0, (c - *cap) * size);
 	*p = n;
 	*cap = c;

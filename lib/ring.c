@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <sonde/clock.h>
 #include <sonde/ring.h>
+#include "grow.h"
 
 #define AREA_MAGIC   0x31676e6972646e73ULL /* "sndring1" */
 #define AREA_HDR     4096u
@@ -176,7 +177,9 @@ int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned n
 		close(fd);
 		return err;
 	}
-	a->scratch = malloc(ring_bytes);
+	a->scratch = aligned_alloc(ring_bytes < (2u << 20) ? 4096 : 2u << 20, ring_bytes);
+	if (a->scratch)
+		sonde_hint_huge(a->scratch, ring_bytes);
 	if (!a->scratch) {
 		munmap(map, len);
 		free(a);

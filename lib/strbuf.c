@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sonde/strbuf.h>
+#include "grow.h"
 
 char sonde_strbuf__empty[1];
 
@@ -35,6 +36,8 @@ int sonde_strbuf__grow(struct sonde_strbuf *sb, size_t extra)
 	nb = realloc(sb->alloc ? sb->buf : NULL, cap);
 	if (!nb)
 		return -ENOMEM;
+	if (cap >= SONDE_HUGE_FROM)
+		sonde_hint_huge(nb, cap);
 	if (!sb->alloc)
 		nb[0] = '\0';
 	sb->buf = nb;

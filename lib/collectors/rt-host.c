@@ -16,6 +16,7 @@
 #include <sonde/file.h>
 #include <sonde/runner.h>
 #include <sonde/sysinfo.h>
+#include "../grow.h"
 #include "../runtime-file.h"
 #include "rt-host.h"
 
@@ -230,9 +231,14 @@ static int fit_buffer(struct rt_host_follower *fo, size_t len)
 
 	if (len <= fo->capbuf)
 		return 0;
-	b = realloc(fo->buf, len); /* malloc's alignment: the records' 8 bytes */
+	/* read into whole and fresh (nothing in it is kept), on huge pages */
+	len = len < FOLLOW_BATCH ? FOLLOW_BATCH
+				 : (len + FOLLOW_BATCH - 1) & ~(size_t)(FOLLOW_BATCH - 1);
+	b = aligned_alloc(2u << 20, len);
 	if (!b)
 		return -ENOMEM;
+	sonde_hint_huge(b, len);
+	free(fo->buf);
 	fo->buf = b;
 	fo->capbuf = len;
 	return 0;

@@ -314,7 +314,7 @@ static int add_row(struct tr_analysis *a, struct tr_func *f, const struct tr_row
 
 /* ---- calls ------------------------------------------------------------------------------- */
 
-#define TR_SLICE_BLOCK 4096u /* slices a block (128 KiB) */
+#define TR_SLICE_BLOCK 65536u /* slices a block (2 MiB: one huge page) */
 
 /* Room for slice a->nslices, in a new block when the last is full. */
 static struct tr_slice *new_slice(struct tr_analysis *a)
@@ -323,8 +323,9 @@ static struct tr_slice *new_slice(struct tr_analysis *a)
 
 	if (b == a->nsblk) {
 		if (sonde_grow((void **)&a->sblk, &a->capsblk, b + 1, sizeof(*a->sblk)) ||
-		    !(a->sblk[b] = malloc(TR_SLICE_BLOCK * sizeof(**a->sblk))))
+		    !(a->sblk[b] = aligned_alloc(2u << 20, TR_SLICE_BLOCK * sizeof(**a->sblk))))
 			return NULL;
+		sonde_hint_huge(a->sblk[b], TR_SLICE_BLOCK * sizeof(**a->sblk));
 		a->nsblk++;
 	}
 	return &a->sblk[b][a->nslices % TR_SLICE_BLOCK];

@@ -828,7 +828,10 @@ static int trace_before(struct sonde_collection *c)
 		.runtime = "libsonde-trace.so",
 		.ring_env = TR_ENV_RING,
 		.rings = 64,
-		.ring_bytes = 16u << 20,
+		/* 4 MiB: a ring's pages are touched once each on its first lap, and a
+		   first touch is dear on some machines (~10 us a page on a VM with
+		   shadow page tables); the drainer empties it at half full */
+		.ring_bytes = 4u << 20,
 		.spill_rings = RT_SPILL_RINGS,
 		.spill_bytes = RT_SPILL_BYTES,
 		.drop_oldest = sonde_collection__param_bool(c, "drop-oldest"),
@@ -1349,7 +1352,7 @@ static const struct sonde_option trace_options[] = {
 	{ SONDE_OPT_STRING, 0, "size-arg", NULL, "FUNC:N",
 	  "a call's size is FUNC's Nth integer argument (ebpf engine)" },
 	TR_LIMIT_OPTIONS,
-	RT_HOST_RING_OPTION("16; ebpf: of the BPF ring buffer, 32"),
+	RT_HOST_RING_OPTION("4; ebpf: of the BPF ring buffer, 32"),
 	{ .type = SONDE_OPT_END },
 };
 
