@@ -57,6 +57,7 @@ struct sonde_ring_writer {
 	uint64_t tail_seen;	     /* last tail read: most reserves need not read it again */
 	uint64_t reserved;	     /* length of the record being written */
 	_Atomic uint32_t *open_used; /* shared: bytes filled in the open record */
+	uint64_t mapped_to, map_end; /* first lap: pages mapped in up to this head */
 };
 
 /* What the reader knows about the bytes it hands to the sink. */

@@ -14,8 +14,8 @@
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <perfmon/pfmlib_perf_event.h>
 #include <sonde/file.h>
+#include "../../dynlib.h"
 #include "../../tracefs.h"
 #include "../../grow.h"
 #include "../../u64map.h"
@@ -240,11 +240,11 @@ static char arch_buf[64] = "generic";
  * libpfm4 may still point). This happens once, where the catalog is first
  * used: a thread reading the environment at that moment could see the change.
  */
-static int pfm_start(void)
+static int pfm_start(const struct sonde_pfm *P)
 {
 	static const char var[] = "LIBPFM_DISABLED_PMUS";
 	bool set = !getenv(var) && setenv(var, "perf,perf_raw", 0) == 0;
-	int rc = pfm_initialize();
+	int rc = P->initialize();
 
 	if (set)
 		unsetenv(var);
@@ -253,16 +253,17 @@ static int pfm_start(void)
 
 static void detect_arch(void)
 {
+	const struct sonde_pfm *P = sonde_pfm(); /* NULL: not installed, as if it knew no PMU */
 	int p;
 
-	if (pfm_start() != PFM_SUCCESS)
+	if (!P || pfm_start(P) != PFM_SUCCESS)
 		return;
 	pfm_ok = true;
 	pfm_for_all_pmus(p)
 	{
 		pfm_pmu_info_t i = { .size = sizeof(i) };
 
-		if (pfm_get_pmu_info(p, &i) == PFM_SUCCESS && i.is_present &&
+		if (P->get_pmu_info(p, &i) == PFM_SUCCESS && i.is_present &&
 		    i.type == PFM_PMU_TYPE_CORE) {
 			snprintf(arch_buf, sizeof(arch_buf), "%s", i.name);
 			break;
@@ -413,6 +414,7 @@ static void add_builtin_events(void)
 static void add_pfm_events(void)
 {
 	const char *arch = cnt_arch();
+	const struct sonde_pfm *P = sonde_pfm();
 	int p;
 
 	if (!pfm_ok || !strcmp(arch, "generic"))
@@ -422,15 +424,15 @@ static void add_pfm_events(void)
 		pfm_pmu_info_t pi = { .size = sizeof(pi) };
 		int idx;
 
-		if (pfm_get_pmu_info(p, &pi) != PFM_SUCCESS || !pi.is_present ||
+		if (P->get_pmu_info(p, &pi) != PFM_SUCCESS || !pi.is_present ||
 		    strcmp(pi.name, arch))
 			continue;
-		for (idx = pi.first_event; idx != -1; idx = pfm_get_event_next(idx)) {
+		for (idx = pi.first_event; idx != -1; idx = P->get_event_next(idx)) {
 			pfm_event_info_t ei = { .size = sizeof(ei) };
 			struct cnt_entry *e;
 			char name[256];
 
-			if (pfm_get_event_info(idx, PFM_OS_PERF_EVENT, &ei) != PFM_SUCCESS)
+			if (P->get_event_info(idx, PFM_OS_PERF_EVENT, &ei) != PFM_SUCCESS)
 				continue;
 			snprintf(name, sizeof(name), "%s::%s", pi.name, ei.name);
 			e = add_entry(SONDE_COUNTER_HARDWARE, name, ei.desc, "");
@@ -1121,7 +1123,8 @@ int cnt_entry__attr(struct cnt_entry *e, struct perf_event_attr *attr)
 		int rc;
 
 		snprintf(name, sizeof(name), "%s::%s", e->block, e->event);
-		rc = pfm_get_os_event_encoding(name, PFM_PLM3, PFM_OS_PERF_EVENT, &arg);
+		/* e->pfm: libpfm4 was loaded (pfm_ok) */
+		rc = sonde_pfm()->get_os_event_encoding(name, PFM_PLM3, PFM_OS_PERF_EVENT, &arg);
 		if (rc != PFM_SUCCESS)
 			return -ENOENT;
 		pthread_mutex_lock(&cat_lock);

@@ -13,9 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "config.h"
-#if SONDE_HAVE_CAPSTONE
-#include <capstone/capstone.h>
-#endif
+#include "../../dynlib.h"
 #include "binary.h"
 
 static Elf *elf_open(const char *path, int *fd)
@@ -591,25 +589,26 @@ int tr_elf_insn_boundary(const char *path, uint64_t start, uint64_t size, uint64
 	if (fd >= 0)
 		close(fd);
 	if (!rc) {
+		const struct sonde_cs *C = sonde_cs();
 		csh h;
 		cs_insn *insn;
 		const uint8_t *p = code;
 		size_t left = size;
 		uint64_t at = start;
 
-		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
+		if (!C || C->open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
 			free(code);
 			return -ENOTSUP;
 		}
-		insn = cs_malloc(h);
+		insn = C->malloc(h);
 		rc = 0;
 		/* walk the instructions from the function's start: the address must begin one */
-		while (insn && at < vaddr && cs_disasm_iter(h, &p, &left, &at, insn))
+		while (insn && at < vaddr && C->disasm_iter(h, &p, &left, &at, insn))
 			;
 		rc = at == vaddr;
 		if (insn)
-			cs_free(insn, 1);
-		cs_close(&h);
+			C->free(insn, 1);
+		C->close(&h);
 	}
 	free(code);
 	return rc;

@@ -17,9 +17,7 @@
 #include <jansson.h>
 #include <sonde/callgraph.h>
 #include "config.h"
-#if SONDE_HAVE_CAPSTONE
-#include <capstone/capstone.h>
-#endif
+#include "../../dynlib.h"
 #include "binary.h"
 
 struct fn {
@@ -168,6 +166,7 @@ int sonde_callgraph__static(const char *path, struct sonde_call_edge **out, size
 	struct sonde_call_edge *edges = NULL;
 	size_t ne = 0, cap = 0, i, nfn;
 	unsigned char *code = NULL;
+	const struct sonde_cs *C = sonde_cs();
 	csh h = 0;
 	cs_insn *insn = NULL;
 	json_t *seen = json_object(); /* "caller\x1fcallee" -> its edge */
@@ -184,11 +183,11 @@ int sonde_callgraph__static(const char *path, struct sonde_call_edge **out, size
 		rc = tr_elf_segs(path, &segs);
 	if (!rc && !seen)
 		rc = -ENOMEM;
-	if (!rc && cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+	if (!rc && (!C || C->open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK))
 		rc = -ENOTSUP;
-	if (!rc && cs_option(h, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK)
+	if (!rc && C->option(h, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK)
 		rc = -ENOTSUP;
-	if (!rc && !(insn = cs_malloc(h)))
+	if (!rc && !(insn = C->malloc(h)))
 		rc = -ENOMEM;
 	if (!rc && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		rc = -errno;
@@ -218,7 +217,7 @@ int sonde_callgraph__static(const char *path, struct sonde_call_edge **out, size
 			if (pread(fd, code, c->size, (off_t)off) != (ssize_t)c->size)
 				continue;
 			p = code;
-			while (!rc && cs_disasm_iter(h, &p, &left, &at, insn)) {
+			while (!rc && C->disasm_iter(h, &p, &left, &at, insn)) {
 				const cs_x86 *x = &insn->detail->x86;
 				const struct fn *t;
 				json_t *hit;
@@ -263,9 +262,9 @@ int sonde_callgraph__static(const char *path, struct sonde_call_edge **out, size
 		free(callers);
 	}
 	if (insn)
-		cs_free(insn, 1);
+		C->free(insn, 1);
 	if (h)
-		cs_close(&h);
+		C->close(&h);
 	if (fd >= 0)
 		close(fd);
 	free(code);
