@@ -828,9 +828,35 @@ static void sample(struct system_state *st, bool machine, bool close)
 	st->cur = t;
 }
 
+/*
+ * A tick. Until the target's exec (it waits at the barrier while the other
+ * collectors start: tens of ms on a loaded machine), a tick only moves the
+ * first window's start up, so no sample lies before the run: the tree's
+ * task-clock, enabled at the exec, reads 0 until then. The first window opens
+ * at most an interval before the exec. Without the counters (/proc), it opens
+ * where the collector started.
+ */
 static void tick(void *arg)
 {
-	sample(arg, false, false);
+	struct system_state *st = arg;
+	struct raw *t;
+
+	if (st->clock_fd < 0 || !st->prev->have_pcpu || st->prev->pcpu) {
+		sample(st, false, false);
+		return;
+	}
+	read_all(st, st->cur, true);
+	if (st->cur->have_pcpu && !st->cur->pcpu) { /* still waiting: the new start */
+		keep_machine(st->mlast, st->cur);
+		st->since_machine = 0;
+	} else { /* it runs: the tree's first window; the machine's stays open */
+		st->cur->have_machine = false;
+		record(st, st->prev, st->cur, false);
+		st->since_machine = 1;
+	}
+	t = st->prev;
+	st->prev = st->cur;
+	st->cur = t;
 }
 
 /* ---- the collector ------------------------------------------------------------------------ */
