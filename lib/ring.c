@@ -731,6 +731,7 @@ static inline void cpu_relax(void)
 static void map_ahead(struct sonde_ring_writer *w, uint64_t need)
 {
 	uint64_t to = w->head + need + MAP_AHEAD, from = w->mapped_to & ~(uint64_t)4095;
+	int err = errno; /* the target's: a failed call (an old kernel) leaves it as it was */
 
 	if (to > w->map_end)
 		to = w->map_end;
@@ -743,6 +744,7 @@ static void map_ahead(struct sonde_ring_writer *w, uint64_t need)
 		from += n;
 	}
 	w->mapped_to = to >= w->map_end ? UINT64_MAX : to;
+	errno = err;
 }
 
 /* Make need bytes free after head. false: the record must be dropped. */
