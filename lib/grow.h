@@ -22,14 +22,34 @@
  * by page costs 40 ms there, on huge pages under 1 ms. Only for memory that
  * is filled densely: a huge page is taken whole.
  */
+#define SONDE_HUGE_PAGE ((size_t)2 << 20)
+
 static inline void sonde_hint_huge(void *p, size_t bytes)
 {
-	const uintptr_t huge = 2u << 20;
+	const uintptr_t huge = SONDE_HUGE_PAGE;
 	uintptr_t from = ((uintptr_t)p + huge - 1) & ~(huge - 1),
 		  to = ((uintptr_t)p + bytes) & ~(huge - 1);
 
 	if (to > from)
 		madvise((void *)from, to - from, MADV_HUGEPAGE);
+}
+
+/*
+ * A buffer of at least bytes, filled densely: from a huge page's size on,
+ * whole huge pages (aligned, rounded up) asked for as such; below, malloc's.
+ * free() it. NULL when out of memory.
+ */
+static inline void *sonde_alloc_huge(size_t bytes)
+{
+	size_t len = (bytes + SONDE_HUGE_PAGE - 1) & ~(SONDE_HUGE_PAGE - 1);
+	void *p;
+
+	if (bytes < SONDE_HUGE_PAGE)
+		return malloc(bytes);
+	p = aligned_alloc(SONDE_HUGE_PAGE, len);
+	if (p)
+		sonde_hint_huge(p, len);
+	return p;
 }
 
 static __attribute__((noinline, unused)) int sonde_grow__more(void **p, size_t *cap, size_t need,

@@ -177,9 +177,7 @@ int sonde_ring_area__create_spill(unsigned nrings, size_t ring_bytes, unsigned n
 		close(fd);
 		return err;
 	}
-	a->scratch = aligned_alloc(ring_bytes < (2u << 20) ? 4096 : 2u << 20, ring_bytes);
-	if (a->scratch)
-		sonde_hint_huge(a->scratch, ring_bytes);
+	a->scratch = sonde_alloc_huge(ring_bytes);
 	if (!a->scratch) {
 		munmap(map, len);
 		free(a);

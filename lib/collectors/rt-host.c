@@ -234,10 +234,9 @@ static int fit_buffer(struct rt_host_follower *fo, size_t len)
 	/* read into whole and fresh (nothing in it is kept), on huge pages */
 	len = len < FOLLOW_BATCH ? FOLLOW_BATCH
 				 : (len + FOLLOW_BATCH - 1) & ~(size_t)(FOLLOW_BATCH - 1);
-	b = aligned_alloc(2u << 20, len);
+	b = sonde_alloc_huge(len);
 	if (!b)
 		return -ENOMEM;
-	sonde_hint_huge(b, len);
 	free(fo->buf);
 	fo->buf = b;
 	fo->capbuf = len;

@@ -809,23 +809,28 @@ static void record(struct system_state *st, const struct raw *a, const struct ra
 	}
 }
 
+/* The reading just taken (cur) is the next one's start (prev). */
+static void advance(struct system_state *st)
+{
+	struct raw *t = st->prev;
+
+	st->prev = st->cur;
+	st->cur = t;
+}
+
 /*
  * One sample; the machine's too every machine_every, or where machine says
  * so; close ends the machine's window (the run ends).
  */
 static void sample(struct system_state *st, bool machine, bool close)
 {
-	struct raw *t;
-
 	if (++st->since_machine >= st->machine_every)
 		machine = true;
 	if (machine)
 		st->since_machine = 0;
 	read_all(st, st->cur, machine);
 	record(st, st->prev, st->cur, close);
-	t = st->prev;
-	st->prev = st->cur;
-	st->cur = t;
+	advance(st);
 }
 
 /*
@@ -839,7 +844,6 @@ static void sample(struct system_state *st, bool machine, bool close)
 static void tick(void *arg)
 {
 	struct system_state *st = arg;
-	struct raw *t;
 
 	if (st->clock_fd < 0 || !st->prev->have_pcpu || st->prev->pcpu) {
 		sample(st, false, false);
@@ -854,9 +858,7 @@ static void tick(void *arg)
 		record(st, st->prev, st->cur, false);
 		st->since_machine = 1;
 	}
-	t = st->prev;
-	st->prev = st->cur;
-	st->cur = t;
+	advance(st);
 }
 
 /* ---- the collector ------------------------------------------------------------------------ */

@@ -323,9 +323,8 @@ static struct tr_slice *new_slice(struct tr_analysis *a)
 
 	if (b == a->nsblk) {
 		if (sonde_grow((void **)&a->sblk, &a->capsblk, b + 1, sizeof(*a->sblk)) ||
-		    !(a->sblk[b] = aligned_alloc(2u << 20, TR_SLICE_BLOCK * sizeof(**a->sblk))))
+		    !(a->sblk[b] = sonde_alloc_huge(TR_SLICE_BLOCK * sizeof(**a->sblk))))
 			return NULL;
-		sonde_hint_huge(a->sblk[b], TR_SLICE_BLOCK * sizeof(**a->sblk));
 		a->nsblk++;
 	}
 	return &a->sblk[b][a->nslices % TR_SLICE_BLOCK];
