@@ -23,6 +23,7 @@ static void *ticker_main(void *arg)
 	uint64_t next = sonde_clock_ns() + t->period_ns;
 
 	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t now, late;
 		struct timespec ts = { (time_t)(next / 1000000000ull),
 				       (long)(next % 1000000000ull) };
 
@@ -32,6 +33,11 @@ static void *ticker_main(void *arg)
 			    NULL, FUTEX_BITSET_MATCH_ANY) == 0 ||
 		    errno != ETIMEDOUT)
 			continue;
+		now = sonde_clock_ns();
+		late = now > next ? now - next : 0;
+		t->late += late > t->period_ns / 10;
+		if (late > t->late_max_ns)
+			t->late_max_ns = late;
 		next += t->period_ns;
 		if (__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -47,6 +53,7 @@ int ticker__start(struct ticker *t)
 		return -EINVAL;
 	t->stop = 0;
 	t->cpu_ns = 0;
+	t->late = t->late_max_ns = 0;
 	t->running = pthread_create(&t->thread, NULL, ticker_main, t) == 0;
 	return t->running ? 0 : -EAGAIN;
 }

@@ -19,6 +19,10 @@ struct ticker {
 	uint32_t stop; /* a futex word: 1 once stopped */
 	bool running;
 	uint64_t cpu_ns; /* the thread's own CPU time, known after ticker__stop() */
+	/* calls made over a tenth of a period after their deadline (the thread
+	   waited for a CPU), and the most one was late: read after ticker__stop() */
+	uint64_t late;
+	uint64_t late_max_ns;
 };
 
 /* Start calling t->fn(t->ctx) every t->period_ns (the first call one period from now). */

@@ -127,9 +127,15 @@ check "... and the series still has them" \
 mach=$(jq '.stats.system.summary["cpu.busy"].samples' burn.json)
 check "the machine read every 100 ms: cpu.busy has $mach samples over a second, about 10" \
 	within "$mach" 8 12
-check "... each its window's length (about 100 ms; the last ends with the run)" \
-	jq -e '[.resources as $r | .resource_type_map | to_entries[] | select(.value.uid == "cpu.busy") |
-		$r[.key].duration[]] | (.[:-1] | (min > 80e6) and (max < 150e6)) and .[-1] < 150e6' burn.json
+# (a sample taken late, the sampler having waited for a CPU, makes its window
+# longer and the next one shorter by as much: stats.system.sample_late_max_ms)
+late=$(jq '.stats.system.sample_late_max_ms * 1e6' burn.json)
+wins=$(jq -c '[.resources as $r | .resource_type_map | to_entries[] | select(.value.uid == "cpu.busy") |
+	$r[.key].duration[]]' burn.json)
+check "... each its window's length (about 100 ms, give or take the latest sample's $late ns; the last ends with the run): $wins ns" \
+	jq -en --argjson w "$wins" --argjson late "$late" '$w | (.[:-1] | (min > 80e6 - $late) and (max < 150e6 + $late)) and .[-1] < 150e6 + $late'
+check "samples_late and sample_late_max_ms: a count, and a time under the run's" \
+	jq -e '.stats.system | (.samples_late | type == "number") and .sample_late_max_ms >= 0 and .sample_late_max_ms < 1000' burn.json
 check "... and no note of coarse shares" \
 	jq -e '[.stats.notes[] | select(test("ticks"))] | length == 0' burn.json
 run collect system -q --machine-interval 10ms -o fine.json -- "$PROGS/k-burn" 1 0.3
