@@ -10,7 +10,10 @@
 # start-up (loading programs, attaching); for sonde T is the run as the profile
 # times it (stats.duration_ns less sonde's own time), as writing N calls' rows
 # and timeline slices grows with N and is no probe's cost; bpftrace's maps
-# (two counters) cost nothing to print. Medians. Then each tool's BPF programs'
+# cost nothing to print. bpftrace runs two programs: two counters (the least a
+# probe pair can do), and the least that answers what sonde's summary does,
+# the calls and their time (each thread's entry time kept and taken from the
+# return's, as BCC's funclatency does). Medians. Then each tool's BPF programs'
 # own time per call (kernel.bpf_stats_enabled), steadier on a noisy machine.
 # N is a list: the trend at each size, not one point (default: three sizes).
 # Needs root. Usage: bench/trace-ebpf-hit.sh [BUILD] ["N ..."] [ROUNDS]
@@ -53,11 +56,12 @@ progcost() {
 for v in hitwork hitwork-cet hitwork-nofp; do
 	BIN=$(realpath "$BUILD/bench/$v")
 	prog="uprobe:$BIN:hit { @calls = count(); } uretprobe:$BIN:hit { @rets = count(); }"
+	timed="uprobe:$BIN:hit { @s[tid] = nsecs; } uretprobe:$BIN:hit /@s[tid]/ { @calls = count(); @ns = sum(nsecs - @s[tid]); delete(@s[tid]); }"
 	first=$(objdump -d "$BIN" | awk '/<hit>:/ {getline; sub(/^[^\t]*\t[^\t]*\t/, ""); print; exit}')
 	echo "$v: hit() starts with $first"
 	for N in $NS; do
 		N2=$((N * 2))
-		for f in plain sonde bpft; do : >"$TMP/$f"; done
+		for f in plain sonde bpft bpftt; do : >"$TMP/$f"; done
 		r=0
 		while [ $r -lt "$ROUNDS" ]; do
 			a=$(wall "$BIN" "$N"); b=$(wall "$BIN" "$N2"); echo $((b - a)) >>"$TMP/plain"
@@ -69,20 +73,25 @@ for v in hitwork hitwork-cet hitwork-nofp; do
 				>>"$TMP/sonde"
 			a=$(wall bpftrace -e "$prog" -c "$BIN $N"); b=$(wall bpftrace -e "$prog" -c "$BIN $N2")
 			echo $((b - a)) >>"$TMP/bpft"
+			a=$(wall bpftrace -e "$timed" -c "$BIN $N"); b=$(wall bpftrace -e "$timed" -c "$BIN $N2")
+			echo $((b - a)) >>"$TMP/bpftt"
 			r=$((r + 1))
 		done
 		calls=$(jq '.stats.trace.calls' "$TMP/p$N2.json")
 		awk -v p="$(median "$TMP/plain")" -v s="$(median "$TMP/sonde")" -v b="$(median "$TMP/bpft")" \
-			-v n="$N" -v c="$calls" -v k="$(jq '.stats.trace.cost_ns_per_call' "$TMP/p$N2.json")" 'BEGIN {
-			ps = (s - p) / n; pb = (b - p) / n
-			printf "  N %8d (sonde recorded %d calls at 2N): sonde -e ebpf %6.0f ns/call (calibrated %.0f), bpftrace %6.0f ns/call, sonde / bpftrace %.2f\n",
-				n, c, ps, k, pb, ps / pb
+			-v t="$(median "$TMP/bpftt")" -v n="$N" -v c="$calls" \
+			-v k="$(jq '.stats.trace.cost_ns_per_call' "$TMP/p$N2.json")" 'BEGIN {
+			ps = (s - p) / n; pb = (b - p) / n; pt = (t - p) / n
+			printf "  N %8d (sonde recorded %d calls at 2N): sonde -e ebpf %6.0f ns/call (calibrated %.0f), bpftrace counting %6.0f ns/call (%.2f), bpftrace timing %6.0f ns/call (%.2f)\n",
+				n, c, ps, k, pb, ps / pb, pt, ps / pt
 		}'
 	done
 	ps=$(progcost te_call,te_return "$SONDE" collect trace -e ebpf -q -s custom -F hit \
 		-o "$TMP/long.json" -- "$BIN" 4000000)
 	pb=$(progcost hit bpftrace -e "$prog" -c "$BIN 4000000")
-	awk -v s="$ps" -v b="$pb" 'BEGIN {
-		printf "  the programs alone: sonde %.0f ns/call, bpftrace %.0f ns/call (%.2f)\n", s, b, b ? s / b : 0
+	pt=$(progcost hit bpftrace -e "$timed" -c "$BIN 4000000")
+	awk -v s="$ps" -v b="$pb" -v t="$pt" 'BEGIN {
+		printf "  the programs alone: sonde %.0f ns/call, bpftrace counting %.0f ns/call (%.2f), timing %.0f ns/call (%.2f)\n",
+			s, b, b ? s / b : 0, t, t ? s / t : 0
 	}'
 done

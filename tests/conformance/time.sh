@@ -84,21 +84,25 @@ measured() {
 	fi
 	: >hm.txt
 	: >sm.txt
+	# a line a round in each file, "-" where the tool measured nothing, so the
+	# rounds stay paired
 	for _ in 1 2 3 4 5; do
-		hyperfine -N --runs "$runs" --style none --export-json hm.json "$*" >/dev/null 2>&1 &&
-			jq "$hq" hm.json >>hm.txt
-		"$SONDE" collect time -q -r "$runs" -o sm.json -- "$@" >/dev/null 2>&1 &&
-			"$SONDE" show sm.json --format json | jq "$sq" >>sm.txt
+		v=$(hyperfine -N --runs "$runs" --style none --export-json hm.json "$*" >/dev/null 2>&1 &&
+			jq "$hq" hm.json) || v=
+		echo "${v:--}" >>hm.txt
+		v=$("$SONDE" collect time -q -r "$runs" -o sm.json -- "$@" >/dev/null 2>&1 &&
+			"$SONDE" show sm.json --format json | jq "$sq") || v=
+		echo "${v:--}" >>sm.txt
 	done
-	h=$(sort -g hm.txt | sed -n 1p | awk '{ printf "%.0f", $1 }')
-	m=$(sort -g sm.txt | sed -n 1p | awk '{ printf "%.0f", $1 }')
+	h=$(grep -v '^-$' hm.txt | sort -g | sed -n 1p | awk '{ printf "%.0f", $1 }')
+	m=$(grep -v '^-$' sm.txt | sort -g | sed -n 1p | awk '{ printf "%.0f", $1 }')
 	if [ -z "$h" ] || [ -z "$m" ]; then
 		not_ok "$name: measured by both (hyperfine: ${h:-none}, sonde: ${m:-none})"
 		return
 	fi
 	lo=${tol%%:*} hi=${tol#*:}
 	if [ "$what" = cpu ]; then # the median round's sonde / hyperfine
-		r=$(paste hm.txt sm.txt | awk '$1 > 0 && $2 != "" { print $2 / $1 }' | sort -g |
+		r=$(paste hm.txt sm.txt | awk '$1 != "-" && $2 != "-" && $1 > 0 { print $2 / $1 }' | sort -g |
 			awk '{ r[NR] = $1 } END { if (NR) printf "%.3f", NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }')
 		check "$name: the cpu time sonde measures is hyperfine's (sonde / hyperfine ${r:-none} in the median of 5 rounds, within -$lo/+$hi %; best rounds $m ns and $h ns)" \
 			awk -v r="${r:-0}" -v l="$lo" -v u="$hi" 'BEGIN { exit !(r >= 1 - l / 100 && r <= 1 + u / 100) }'
