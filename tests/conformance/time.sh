@@ -67,11 +67,35 @@ same "sleep 0.01, 20 runs" 20 /bin/sleep 0.01
 # median of the five ratios is the answer.
 # measured NAME WHAT TOLERANCE-PCT RUNS COMMAND...: WHAT is wall (medians), least (the
 # fastest run's wall time) or cpu (means);
-# TOLERANCE-PCT is one figure (either way) or BELOW:ABOVE
-
+# TOLERANCE-PCT is one figure (either way) or BELOW:ABOVE.
+# Load moves the two tools' figures apart (two busy loops here took /bin/true's
+# least from 1.7 to 3.9 ms and sonde / hyperfine from 0.95 to 0.82): when the
+# figures disagree while some task waited for a CPU over a quarter of the time
+# (/proc/pressure/cpu), the comparison runs again, three times at most, and
+# ends in a SKIP that says so if the machine stayed busy.
 measured() {
 	name=$1 what=$2 tol=$3 runs=$4
 	shift 4
+	for attempt in 1 2 3; do
+		w0=$(cpu_waited) t0=$(date +%s%N)
+		measured_once "$@"
+		busy=$(busy_since "$w0" "$t0")
+		if [ "$agree" = 1 ]; then
+			ok "$label"
+			return
+		fi
+		[ -n "$busy" ] && [ "$busy" -gt 250 ] || break
+		echo "# attempt $attempt disagreed while a task waited for a CPU $busy ‰ of the time: $label"
+	done
+	if [ -n "$busy" ] && [ "$busy" -gt 250 ]; then
+		skip "$label" "the machine was busy: a task waited for a CPU $busy ‰ of the time"
+	else
+		not_ok "$label${busy:+ (a task waited for a CPU $busy ‰ of the time)}"
+	fi
+}
+
+# measured_once COMMAND...: five rounds; sets agree (1 or 0) and label
+measured_once() {
 	if [ "$what" = wall ]; then
 		hq='.results[0].median * 1e9'
 		sq='[.rows[] | select(.subtype == "real")][0].median'
@@ -96,26 +120,29 @@ measured() {
 	done
 	h=$(grep -v '^-$' hm.txt | sort -g | sed -n 1p | awk '{ printf "%.0f", $1 }')
 	m=$(grep -v '^-$' sm.txt | sort -g | sed -n 1p | awk '{ printf "%.0f", $1 }')
+	agree=0
 	if [ -z "$h" ] || [ -z "$m" ]; then
-		not_ok "$name: measured by both (hyperfine: ${h:-none}, sonde: ${m:-none})"
+		label="$name: measured by both (hyperfine: ${h:-none}, sonde: ${m:-none})"
 		return
 	fi
 	lo=${tol%%:*} hi=${tol#*:}
 	if [ "$what" = cpu ]; then # the median round's sonde / hyperfine
 		r=$(paste hm.txt sm.txt | awk '$1 != "-" && $2 != "-" && $1 > 0 { print $2 / $1 }' | sort -g |
 			awk '{ r[NR] = $1 } END { if (NR) printf "%.3f", NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }')
-		check "$name: the cpu time sonde measures is hyperfine's (sonde / hyperfine ${r:-none} in the median of 5 rounds, within -$lo/+$hi %; best rounds $m ns and $h ns)" \
-			awk -v r="${r:-0}" -v l="$lo" -v u="$hi" 'BEGIN { exit !(r >= 1 - l / 100 && r <= 1 + u / 100) }'
+		label="$name: the cpu time sonde measures is hyperfine's (sonde / hyperfine ${r:-none} in the median of 5 rounds, within -$lo/+$hi %; best rounds $m ns and $h ns)"
+		awk -v r="${r:-0}" -v l="$lo" -v u="$hi" 'BEGIN { exit !(r >= 1 - l / 100 && r <= 1 + u / 100) }' &&
+			agree=1
 		return
 	fi
-	check "$name: the $what time sonde measures is hyperfine's ($m ns, hyperfine's $h ns, within -$lo/+$hi %)" \
-		awk -v a="$m" -v b="$h" -v l="$lo" -v u="$hi" 'BEGIN { exit !(a >= b * (1 - l / 100) && a <= b * (1 + u / 100)) }'
+	label="$name: the $what time sonde measures is hyperfine's ($m ns, hyperfine's $h ns, within -$lo/+$hi %)"
+	awk -v a="$m" -v b="$h" -v l="$lo" -v u="$hi" 'BEGIN { exit !(a >= b * (1 - l / 100) && a <= b * (1 + u / 100)) }' &&
+		agree=1
 }
 measured "sleep 0.1, measured by each" wall 3 6 /bin/sleep 0.1
 measured "gzip of 2 MB, measured by each" cpu 15 10 gzip -c -1 data.bin
-# The fastest run of an empty program (~0.85 ms here) shows what each tool
-# adds to a run (the medians of runs this short move by 10 % between rounds).
-# sonde's reads 2-5 % under hyperfine's: hyperfine's clock starts before its
+# The fastest run of an empty program (0.85-1.7 ms on these VMs) shows what
+# each tool adds to a run (the medians of runs this short move by 10 % between
+# rounds). sonde's reads 2-9 % under hyperfine's: hyperfine's clock starts before its
 # own posix_spawn, sonde's in sonde-spawn just before the clone. A sonde-spawn
 # started afresh for each run read 7-8 % over (the new process counted as
 # busy, so the kernel moved the target to the other CPU at its exec, and the

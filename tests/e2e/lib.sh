@@ -120,6 +120,17 @@ loads_after() {
 		printf '%s (%s); ' "$_o" "$(head -1 "$WORK/.load")" >>"$WORK/.unloadable"
 }
 # jq_eq FILE FILTER EXPECTED
+# cpu_waited: microseconds since boot in which some task waited for a CPU
+# (/proc/pressure/cpu's "some" total); nothing where the kernel keeps no PSI
+cpu_waited() { sed -n 's/^some .*total=\([0-9]*\)$/\1/p' /proc/pressure/cpu 2>/dev/null; }
+# busy_since W0 T0: in per mille of the wall time since T0 (date +%s%N), how
+# long some task waited for a CPU (W0: cpu_waited then); nothing without PSI
+busy_since() {
+	w1=$(cpu_waited)
+	[ -n "$1" ] && [ -n "$w1" ] || return 0
+	awk -v a="$1" -v b="$w1" -v t0="$2" -v t1="$(date +%s%N)" \
+		'BEGIN { printf "%.0f", (b - a) * 1e6 / (t1 - t0) }'
+}
 jq_eq() { [ "$(jq -r "$2" "$1")" = "$3" ]; }
 validate() { /usr/bin/python3 "$SRC/tests/validate-profile.py" "$SRC/docs/profile.schema.json" "$@"; }
 has() { printf '%s' "$1" | grep -q -- "$2"; }
