@@ -1,7 +1,8 @@
 /*
  * ticker.c - the periodic sampler thread (see ticker.h). Deadlines are absolute
  * on CLOCK_MONOTONIC, so a slow call delays the next tick but does not shift
- * the ones after it.
+ * the ones after it; a tick a whole period late or more skips the deadlines
+ * it missed, and the next comes half a period to a period and a half later.
  *
  * The thread sleeps in one futex wait on the stop word, with the deadline as
  * an absolute timeout: one system call a tick. (A condition variable took
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sonde/clock.h>
+#include <sonde/collector.h>
 #include "ticker.h"
 
 static void *ticker_main(void *arg)
@@ -38,7 +40,14 @@ static void *ticker_main(void *arg)
 		t->late += late > t->period_ns / 10;
 		if (late > t->late_max_ns)
 			t->late_max_ns = late;
-		next += t->period_ns;
+		/* a whole period late: the deadlines it missed are skipped (one
+		   long window, not a burst of calls an instant apart), and the
+		   next is the first at least half a period away (not a sliver) */
+		if (late >= t->period_ns)
+			next += (late + t->period_ns / 2 + t->period_ns - 1) / t->period_ns *
+				t->period_ns;
+		else
+			next += t->period_ns;
 		if (__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE))
 			break;
 		t->fn(t->ctx);
@@ -66,4 +75,27 @@ void ticker__stop(struct ticker *t)
 	syscall(SYS_futex, &t->stop, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
 	pthread_join(t->thread, NULL);
 	t->running = false;
+}
+
+void ticker__add_late(struct ticker_late *acc, const struct ticker *t)
+{
+	acc->n += t->late;
+	if (t->late_max_ns > acc->max_ns)
+		acc->max_ns = t->late_max_ns;
+}
+
+void ticker__report_late(const struct ticker_late *l, uint64_t period_ns, const char *what,
+			 json_t *obj, struct sonde_collection *c)
+{
+	json_object_set_new(obj, "samples_late", json_integer((json_int_t)l->n));
+	json_object_set_new(obj, "sample_late_max_ms", json_real((double)l->max_ns / 1e6));
+	if (l->max_ns > period_ns)
+		sonde_collection__note(
+			c,
+			"%s: %llu sample(s) were taken over a tenth of their interval "
+			"late, the latest by %.1f ms (the sampler was held up: it waited "
+			"for a CPU, or sonde was stopped): a late sample's window is that "
+			"much longer (the deadlines it missed are skipped), and the next "
+			"one ends on time",
+			what, (unsigned long long)l->n, (double)l->max_ns / 1e6);
 }

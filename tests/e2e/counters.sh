@@ -85,6 +85,13 @@ run show iv.json counters
 first=$(printf '%s\n' "$out" | awk '/time \(s\)/ { getline; print $1; exit }')
 check "-I: each line's time is its interval's end, as perf stat -I prints it ($first s)" \
 	awk -v t="${first:-0}" 'BEGIN { exit !(t >= 0.009) }'
+# -I with sonde held up 0.3 s (stopped: as certain as a starved sampler is not):
+# the late reading is counted and noted
+held_up collect counters -q -I 50ms -e task-clock -o held.json -- sh -c ': >started; sleep 1'
+check "-I held up 0.3 s: exit 0" [ "$rc" = 0 ]
+check "-I held up 0.3 s: counted (samples_late, sample_late_max_ms 250-2000) and noted" \
+	jq -e '(.stats.counters | .samples_late >= 1 and .sample_late_max_ms > 250 and .sample_late_max_ms < 2000) and
+		([.stats.notes[] | select(test("^counters: .* late"))] | length == 1)' held.json
 
 # ---- -r: a count's mean is printed whole, as perf stat prints it ---------------------------
 run collect counters -q -r 3 -e page-faults -o rr.json -- "$PROGS/c-pingpong" 20

@@ -120,6 +120,25 @@ loads_after() {
 		printf '%s (%s); ' "$_o" "$(head -1 "$WORK/.load")" >>"$WORK/.unloadable"
 }
 # jq_eq FILE FILTER EXPECTED
+# held_up ARGS...: sonde ARGS with sonde stopped (SIGSTOP) for 0.3 s while
+# its target runs: ARGS end in a target that creates ./started first and then
+# runs for over 0.4 s. Sets rc.
+held_up() {
+	rm -f started
+	"$SONDE" "$@" >/dev/null 2>held.err &
+	hp=$!
+	i=0
+	while [ ! -e started ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	sleep 0.1
+	kill -STOP "$hp"
+	sleep 0.3
+	kill -CONT "$hp"
+	wait "$hp"
+	rc=$?
+}
 # cpu_waited: microseconds since boot in which some task waited for a CPU
 # (/proc/pressure/cpu's "some" total); nothing where the kernel keeps no PSI
 cpu_waited() { sed -n 's/^some .*total=\([0-9]*\)$/\1/p' /proc/pressure/cpu 2>/dev/null; }

@@ -77,6 +77,8 @@ SONDE_POWER_ROOT=$R "$SONDE" collect power -q -I 50ms -o tree.json -- ./mover.sh
 rc=$?
 check "the tree: exit 0" [ "$rc" = 0 ]
 check "the tree: the profile is valid" validate tree.json
+check "the tree: late readings are counted (samples_late, sample_late_max_ms)" \
+	jq -e '.stats.power | (.samples_late | type == "number") and .sample_late_max_ms >= 0' tree.json
 check "the tree: every domain found: rapl, hwmon power and energy, battery" \
 	jq -e '[.stats.power.domains[].name] | sort == ["battery:BAT0", "hwmon:amdgpu/PPT",
 		"hwmon:amdgpu/energy1", "rapl:package-0 (intel-rapl:0)"]' tree.json

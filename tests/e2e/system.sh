@@ -136,6 +136,18 @@ check "... each its window's length (about 100 ms, give or take the latest sampl
 	jq -en --argjson w "$wins" --argjson late "$late" '$w | (.[:-1] | (min > 80e6 - $late) and (max < 150e6 + $late)) and .[-1] < 150e6 + $late'
 check "samples_late and sample_late_max_ms: a count, and a time under the run's" \
 	jq -e '.stats.system | (.samples_late | type == "number") and .sample_late_max_ms >= 0 and .sample_late_max_ms < 1000' burn.json
+# a sampler held up for longer than an interval (sonde stopped: the same as
+# starved of a CPU, and certain): counted, one long window rather than a burst
+# of samples an instant apart, and a note
+held_up collect system -q -o held.json -- sh -c ': >started; sleep 1'
+check "held up 0.3 s: exit 0" [ "$rc" = 0 ]
+hw=$(jq -c '[.resources as $r | .resource_type_map | to_entries[] | select(.value.uid == "process.cpu") |
+	$r[.key].duration[]] | map(. / 1e6 | round)' held.json)
+check "held up 0.3 s: counted (samples_late, sample_late_max_ms 250-2000) and noted" \
+	jq -e '(.stats.system | .samples_late >= 1 and .sample_late_max_ms > 250 and .sample_late_max_ms < 2000) and
+		([.stats.notes[] | select(test("^system: .* late, the latest by"))] | length == 1)' held.json
+check "held up 0.3 s: one window of 250 ms or more, none under 1 ms (the deadlines missed were skipped): $hw ms" \
+	jq -en --argjson w "$hw" '([$w[] | select(. >= 250)] | length == 1) and ($w[:-1] | min >= 1)'
 check "... and no note of coarse shares" \
 	jq -e '[.stats.notes[] | select(test("ticks"))] | length == 0' burn.json
 run collect system -q --machine-interval 10ms -o fine.json -- "$PROGS/k-burn" 1 0.3

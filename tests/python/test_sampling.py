@@ -65,15 +65,24 @@ def hot_share(profile):
     return h / (h + c)
 
 
+def tottime(stats):
+    """cProfile's own time (tottime) by function name, summed over the files
+    and lines that name appears at."""
+    tt = {}
+    for (_f, _l, name), st in stats.stats.items():
+        tt[name] = tt.get(name, 0) + st[2]
+    return tt
+
+
 def peer_share(stats):
-    """hot's share of hot + cold by cProfile's own time (tottime)."""
-    tt = {name: st[2] for (_f, _l, name), st in stats.stats.items() if name in ("hot", "cold")}
+    """hot's share of hot + cold by cProfile's own time."""
+    tt = tottime(stats)
     return tt["hot"] / (tt["hot"] + tt["cold"])
 
 
 def peer_self_share(stats, names):
-    """The share of cProfile's own time (tottime) the functions named took."""
-    tt = {name: st[2] for (_f, _l, name), st in stats.stats.items()}
+    """The share of cProfile's own time the functions named took."""
+    tt = tottime(stats)
     return sum(tt.get(n, 0) for n in names) / sum(tt.values())
 
 

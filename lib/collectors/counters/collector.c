@@ -70,7 +70,8 @@ struct counters_state {
 	struct sonde_counters_context *ctx;
 	struct sonde_counters_buffer *buf;
 	struct sonde_process_dispatch *proc;
-	struct ticker ticker; /* -I: the interval sampler */
+	struct ticker ticker;	 /* -I: the interval sampler */
+	struct ticker_late late; /* its lateness, all runs */
 	pthread_mutex_t lock;
 	unsigned run;
 	uint64_t run_start;
@@ -729,6 +730,7 @@ static int counters_stop(struct sonde_collection *c, const struct sonde_run_info
 
 	st->run = ri->index + 1;
 	stop_sampling(st);
+	ticker__add_late(&st->late, &st->ticker);
 	if (st->proc) {
 		rc = sonde_process_dispatch__sample(st->proc, true);
 		sonde_process_dispatch__free(st->proc);
@@ -885,6 +887,8 @@ static int counters_after(struct sonde_collection *c, struct sonde_profile *p)
 		json_object_set_new(stats, "interval_ms", json_real(st->interval_ms));
 		json_object_set_new(stats, "unread_intervals",
 				    json_integer((json_int_t)st->unread));
+		ticker__report_late(&st->late, (uint64_t)(st->interval_ms * 1e6), "counters", stats,
+				    c);
 	}
 	json_object_set_new(stats, "multiplexed", mux);
 	json_object_set_new(stats, "not_supported", unsup);

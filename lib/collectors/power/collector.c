@@ -97,6 +97,7 @@ struct power_state {
 	size_t nd;
 	struct gpu_libs g;
 	struct ticker ticker;
+	struct ticker_late late; /* the ticker's lateness, all runs */
 	pthread_mutex_t lock;
 	uint64_t t0, run_start;
 	unsigned run;
@@ -621,6 +622,7 @@ static int power_stop(struct sonde_collection *c, const struct sonde_run_info *r
 	size_t i;
 
 	ticker__stop(&st->ticker);
+	ticker__add_late(&st->late, &st->ticker);
 	reading(st, true);
 	if (ri->warmup) {
 		while (st->ns && st->s[st->ns - 1].run == st->run)
@@ -710,6 +712,7 @@ static int power_after(struct sonde_collection *c, struct sonde_profile *p)
 						"wraps_at_j", st->d[i].range_j));
 	json_object_set_new(pw, "domains", doms);
 	json_object_set_new(pw, "interval_ms", json_real(st->interval_ms));
+	ticker__report_late(&st->late, (uint64_t)(st->interval_ms * 1e6), "power", pw, c);
 	json_object_set_new(pw, "not_found",
 			    st->missing[0] ? json_string(st->missing) : json_null());
 	if (st->still)

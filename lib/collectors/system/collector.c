@@ -197,9 +197,9 @@ struct system_state {
 	unsigned long long run_cpu_ns, run_wall_ns;
 	unsigned long long run_io[2], run_flt[2], run_sw[2]; /* from wait4's rusage */
 	unsigned long long errors;
-	unsigned long long unread;  /* samples whose counters could not be read */
-	unsigned long long slow;    /* samples whose three reads each took over 200 us */
-	uint64_t late, late_max_ns; /* ticks late (ticker.h), all runs */
+	unsigned long long unread; /* samples whose counters could not be read */
+	unsigned long long slow;   /* samples whose three reads each took over 200 us */
+	struct ticker_late late;   /* all runs */
 	int clock_fd;  /* the tree's counters' group (its leader, task-clock); -1: none (/proc) */
 	int sib_fd[3]; /* its other members (enum tree_counter - 1); -1: not opened */
 	unsigned long long tc[4]; /* their last reading (enum tree_counter) */
@@ -1040,9 +1040,7 @@ static int system_stop(struct sonde_collection *c, const struct sonde_run_info *
 
 	ticker__stop(&st->ticker);
 	st->own_cpu_ns += st->ticker.cpu_ns;
-	st->late += st->ticker.late;
-	if (st->ticker.late_max_ns > st->late_max_ns)
-		st->late_max_ns = st->ticker.late_max_ns;
+	ticker__add_late(&st->late, &st->ticker);
 	st->run_wall_ns += ri->run->end_ns - ri->run->start_ns;
 	/* the last part of the run: the machine only, the tree has been reaped */
 	st->root = 0;
@@ -1190,8 +1188,7 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 					    : json_null());
 	json_object_set_new(sys, "counters_unread", json_integer((json_int_t)st->unread));
 	json_object_set_new(sys, "counters_slow", json_integer((json_int_t)st->slow));
-	json_object_set_new(sys, "samples_late", json_integer((json_int_t)st->late));
-	json_object_set_new(sys, "sample_late_max_ms", json_real((double)st->late_max_ns / 1e6));
+	ticker__report_late(&st->late, (uint64_t)(st->interval_ms * 1e6), "system", sys, c);
 	if (st->errors)
 		sonde_collection__dropped(c, st->errors);
 	if (st->unread)
@@ -1208,13 +1205,6 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 			"over 200 us each (the sampler preempted, or its CPU taken by "
 			"the host), so when the counts were taken is not known",
 			st->slow);
-	if (st->late_max_ns > (uint64_t)(st->interval_ms * 1e6))
-		sonde_collection__note(
-			c,
-			"%llu sample(s) were taken over a tenth of their interval late, "
-			"the latest by %.1f ms (the sampler waited for a CPU): a late "
-			"sample's window is that much longer, and the next one shorter",
-			(unsigned long long)st->late, (double)st->late_max_ns / 1e6);
 	{ /* the machine's CPU shares come in the kernel's ticks */
 		long hz = sysconf(_SC_CLK_TCK);
 		double ms = st->interval_ms * (double)st->machine_every,
