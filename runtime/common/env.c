@@ -127,9 +127,14 @@ void rt_env_take(const char *prefix)
 	}
 }
 
-bool rt_env_ready(void)
+int rt_env_area(const char *name, struct sonde_ring_area **out)
 {
-	return env.taken;
+	const char *path = rt_env_get(name);
+
+	if (!path && !env.taken)
+		return 0;
+	*out = path ? sonde_ring_area__attach(path) : NULL;
+	return *out ? 1 : -1;
 }
 
 const char *rt_env_get(const char *name)

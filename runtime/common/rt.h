@@ -34,12 +34,16 @@ void rt_env_take(const char *prefix);
 /* A variable sonde gave this runtime (kept aside by rt_env_take), or NULL. */
 const char *rt_env_get(const char *name);
 /*
- * Whether rt_env_take has run. Before it, in constructors that ld.so runs
- * ahead of the runtime's own (a program that defines malloc is initialized
- * before the libraries whose calls bind to it, libc included), the
- * environment may not be readable yet: a variable missing then is no answer.
+ * The ring area sonde named in the variable `name`, attached: 1 (*out set);
+ * -1 when there is none (not run by sonde, or the area could not be
+ * attached: the runtime stays off); 0 when it is too early to tell, and the
+ * caller asks again at its next event. Too early is before rt_env_take, in
+ * constructors that ld.so runs ahead of the runtime's own (a program that
+ * defines malloc is initialized before the libraries whose calls bind to it,
+ * libc included): the environment may not be readable yet, and a variable
+ * missing then is no answer.
  */
-bool rt_env_ready(void);
+int rt_env_area(const char *name, struct sonde_ring_area **out);
 /* The same, as a decimal number, or def. */
 unsigned rt_env_uint(const char *name, unsigned def);
 /*

@@ -227,8 +227,7 @@ static void after_fork_child(void)
 /* Attach to the rings (first event of a process image). Guard held. */
 static bool attach(void)
 {
-	int st = atomic_load_explicit(&proc.state, memory_order_acquire), expect = 0;
-	const char *path;
+	int st = atomic_load_explicit(&proc.state, memory_order_acquire), expect = 0, rc;
 
 	if (likely(st == 2))
 		return true;
@@ -236,16 +235,9 @@ static bool attach(void)
 		return false; /* off, or another thread is attaching: skip this event */
 	ts.guard = 2;
 	if (!proc.area) {
-		path = rt_env_get(MEM_ENV_RING);
-		if (!path && !rt_env_ready()) {
-			/* too early to tell (see rt_env_ready): the next event asks again */
-			atomic_store(&proc.state, 0);
-			ts.guard = 1;
-			return false;
-		}
-		proc.area = path ? sonde_ring_area__attach(path) : NULL;
-		if (!proc.area) {
-			atomic_store(&proc.state, 3);
+		rc = rt_env_area(MEM_ENV_RING, &proc.area);
+		if (rc <= 0) { /* 0: too early to tell, the next event asks again */
+			atomic_store(&proc.state, rc ? 3 : 0);
 			ts.guard = 1;
 			return false;
 		}

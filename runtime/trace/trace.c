@@ -350,23 +350,16 @@ static void calibrate(struct tthread *t);
 /* First event of a process image. */
 static bool attach(void)
 {
-	int st = atomic_load_explicit(&proc.state, memory_order_acquire), expect = 0;
-	const char *path;
+	int st = atomic_load_explicit(&proc.state, memory_order_acquire), expect = 0, rc;
 
 	if (likely(st == 2))
 		return true;
 	if (st == 3 || !atomic_compare_exchange_strong(&proc.state, &expect, 1))
 		return false;
 	if (!proc.area) {
-		path = rt_env_get(TR_ENV_RING);
-		if (!path && !rt_env_ready()) {
-			/* too early to tell (see rt_env_ready): the next event asks again */
-			atomic_store(&proc.state, 0);
-			return false;
-		}
-		proc.area = path ? sonde_ring_area__attach(path) : NULL;
-		if (!proc.area) {
-			atomic_store(&proc.state, 3);
+		rc = rt_env_area(TR_ENV_RING, &proc.area);
+		if (rc <= 0) { /* 0: too early to tell, the next event asks again */
+			atomic_store(&proc.state, rc ? 3 : 0);
 			return false;
 		}
 		proc.flags = rt_env_uint(TR_ENV_FLAGS, 0);
