@@ -150,5 +150,13 @@ measured "gzip of 2 MB, measured by each" cpu 15 10 gzip -c -1 data.bin
 # a sonde-spawn started afresh for each run read 7-8 % over (the new process
 # counted as busy, so the kernel moved the target to the other CPU at its exec,
 # and the run's end waited for sonde's idle CPU to wake).
-measured "true, measured by each" least 20:3 200 /bin/true
+# Under a sanitizer sonde's own work around each run is slower (it read 4 %
+# over hyperfine's on a quiet VM): what sonde adds is the release build's claim.
+san=$(opt b_sanitize)
+if [ -n "$san" ] && [ "$san" != none ]; then
+	skip "true, measured by each: the least time sonde measures is hyperfine's" \
+		"this build is sanitized ($san): what sonde adds to a run is measured in a release build"
+else
+	measured "true, measured by each" least 20:3 200 /bin/true
+fi
 finish

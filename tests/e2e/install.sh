@@ -6,7 +6,6 @@
 . "$SRC/tests/e2e/lib.sh"
 : "${BUILD:?}"
 
-opt() { meson introspect "$BUILD" --buildoptions | jq -r ".[] | select(.name == \"$1\") | .value"; }
 prefix=$(opt prefix)
 D=$WORK/stage
 if ! make -s -C "$SRC" install BUILD="$BUILD" PREFIX="$prefix" DESTDIR="$D" >inst.log 2>&1; then

@@ -150,6 +150,8 @@ busy_since() {
 	awk -v a="$1" -v b="$w1" -v t0="$2" -v t1="$(date +%s%N)" \
 		'BEGIN { printf "%.0f", (b - a) * 1e6 / (t1 - t0) }'
 }
+# opt NAME: the build's meson option NAME (b_sanitize, prefix...)
+opt() { meson introspect "$BUILD" --buildoptions | jq -r ".[] | select(.name == \"$1\") | .value"; }
 jq_eq() { [ "$(jq -r "$2" "$1")" = "$3" ]; }
 validate() { /usr/bin/python3 "$SRC/tests/validate-profile.py" "$SRC/docs/profile.schema.json" "$@"; }
 has() { printf '%s' "$1" | grep -q -- "$2"; }
