@@ -1024,12 +1024,17 @@ static int system_exited(struct sonde_collection *c, pid_t pid)
 	(void)pid;
 	ticker__stop(&st->ticker);
 	/*
-	 * the machine too, but its window stays open if /proc/stat's ticks have
-	 * not moved since the last one: stop() closes it. Closed here, such a
-	 * window has no share and leaves a hole before stop()'s
+	 * the machine too, if its window is half a machine interval old or more
+	 * (a younger one would be a sliver beside stop()'s, which closes it), and
+	 * even then it stays open if /proc/stat's ticks have not moved since the
+	 * last one: stop() closes it. Closed here, such a window has no share and
+	 * leaves a hole before stop()'s
 	 */
 	if (st->root)
-		sample(st, true, false);
+		sample(st,
+		       (double)(sonde_clock_ns() - st->mlast->t) >=
+			       st->interval_ms * (double)st->machine_every * 0.5e6,
+		       false);
 	return 0;
 }
 
