@@ -119,7 +119,6 @@ loads_after() {
 	"$SONDE" show "$_o" >/dev/null 2>"$WORK/.load" ||
 		printf '%s (%s); ' "$_o" "$(head -1 "$WORK/.load")" >>"$WORK/.unloadable"
 }
-# jq_eq FILE FILTER EXPECTED
 # held_up ARGS...: sonde ARGS with sonde stopped (SIGSTOP) for 0.3 s while
 # its target runs: ARGS end in a target that creates ./started first and then
 # runs for over 0.4 s. Sets rc.
@@ -152,6 +151,7 @@ busy_since() {
 }
 # opt NAME: the build's meson option NAME (b_sanitize, prefix...)
 opt() { meson introspect "$BUILD" --buildoptions | jq -r ".[] | select(.name == \"$1\") | .value"; }
+# jq_eq FILE FILTER EXPECTED
 jq_eq() { [ "$(jq -r "$2" "$1")" = "$3" ]; }
 validate() { /usr/bin/python3 "$SRC/tests/validate-profile.py" "$SRC/docs/profile.schema.json" "$@"; }
 has() { printf '%s' "$1" | grep -q -- "$2"; }
