@@ -11,6 +11,12 @@ import pytest
 
 _tap = []
 
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "alone: compares timings, so meson runs it with no other test beside it "
+        "(tests/meson.build: python-alone)")
+
 # Under a sanitizer build, tests/run preloads the sanitizer runtimes into this
 # interpreter; the programs the tests start (sonde, its targets, node) must not
 # inherit that: sonde is linked with them itself, and the others are not built
