@@ -55,6 +55,15 @@ spin=$(jq '[.resources as $r | .resource_type_map | to_entries[] |
 	select(.value.type == "thread" and .value.subtype == "on-cpu") | $r[.key].amount[0]] | max' last.json)
 check "--source proc -I 5s: the target's thread read at its exit (on-CPU $spin ns > 0)" \
 	within "$spin" 1000000 1e12
+# sonde held up 0.3 s (stopped) while it reads /proc every 50 ms: the late
+# reading is counted and noted, as the system and counters samplers do
+held_up collect sched --source proc -I 50ms -o held.json -- sh -c ': >started; sleep 1'
+check "--source proc held up 0.3 s: exit 0" [ "$rc" = 0 ]
+check "--source proc held up 0.3 s: counted (samples_late, sample_late_max_ms 250-2000) and noted" \
+	jq -e '(.stats.sched | .samples_late >= 1 and .sample_late_max_ms > 250 and .sample_late_max_ms < 2000) and
+		([.stats.notes[] | select(test("^sched: .* late"))] | length == 1)' held.json
+check "--source proc -I 5s, a 0.2 s run: no reading late (samples_late 0, no note)" \
+	jq -e '.stats.sched.samples_late == 0 and ([.stats.notes[]? | select(test("late"))] | length == 0)' last.json
 # what the threads read add up to, against wait4's totals for the tree
 loop="for i in 1 2 3 4 5 6 7 8 9 10; do '$PROGS/c-pingpong' 20; done"
 run collect sched --source proc -o short.json -- sh -c "$loop"

@@ -458,6 +458,8 @@ static int sched_after(struct sonde_collection *c, struct sonde_profile *p)
 	if (!st->use_bpf) {
 		json_object_set_new(s, "why_proc", json_string(st->why_proc));
 		json_object_set_new(s, "interval_ms", json_real(st->interval_ms));
+		/* a late reading lengthens what an exiting thread loses */
+		ticker__report_late(&st->d.late, (uint64_t)(st->interval_ms * 1e6), "sched", s, c);
 		json_object_set_new(
 			s, "runs_total",
 			st->have_wait ? json_pack("{s:I, s:I, s:I}", "cpu_ns",

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sonde/strbuf.h>
+#include "../../ticker.h"
 #include "sched.h"
 
 struct sc_thread_rec {
@@ -39,8 +40,9 @@ struct sc_data {
 	struct sc_event_rec *events;
 	size_t nevents, cap_events;
 	unsigned long long drops[SC_ST_N];
-	unsigned long long oom; /* records sonde had no memory for */
-	bool too_deep;		/* /proc: a process tree deeper than 64 levels, cut there */
+	unsigned long long oom;	 /* records sonde had no memory for */
+	bool too_deep;		 /* /proc: a process tree deeper than 64 levels, cut there */
+	struct ticker_late late; /* /proc: readings taken late, over the measured runs */
 };
 
 /* ---- eBPF ---- */

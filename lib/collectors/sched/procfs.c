@@ -147,6 +147,8 @@ int sc_proc__stop(struct sc_proc *p, struct sc_data *d, unsigned run, bool keep)
 	size_t i;
 
 	ticker__stop(&p->ticker);
+	if (keep)
+		ticker__add_late(&d->late, &p->ticker);
 	for (i = 0; keep && i < p->n; i++) {
 		if (sonde_grow((void **)&d->threads, &d->cap_threads, d->nthreads + 1,
 			       sizeof(*d->threads))) {
