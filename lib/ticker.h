@@ -38,7 +38,8 @@ struct sonde_collection;
 int ticker__start(struct ticker *t);
 /* Stop and join; fn is not running when it returns. No-op when not running. */
 void ticker__stop(struct ticker *t);
-/* Add a stopped ticker's lateness to acc. */
+/* Add a stopped ticker's lateness to acc (the collectors add a recorded run's,
+   not a warm-up's: its readings are dropped too). */
 void ticker__add_late(struct ticker_late *acc, const struct ticker *t);
 /*
  * Say how late the samples of `what` were: "samples_late" and

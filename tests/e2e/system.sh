@@ -148,6 +148,11 @@ check "held up 0.3 s: counted (samples_late, sample_late_max_ms 250-2000) and no
 		([.stats.notes[] | select(test("^system: .* late, the latest by"))] | length == 1)' held.json
 check "held up 0.3 s: one window of 250 ms or more, none under 1 ms (the deadlines missed were skipped): $hw ms" \
 	jq -en --argjson w "$hw" '([$w[] | select(. >= 250)] | length == 1) and ($w[:-1] | min >= 1)'
+# held up in a warm-up run: its windows are dropped, and its lateness with them
+held_up collect system -q -w 1 -o heldw.json -- sh -c '[ -e started ] || { : >started; sleep 1; }; sleep 0.2'
+check "held up 0.3 s in the warm-up only: exit 0" [ "$rc" = 0 ]
+check "... not counted in the recorded run (sample_late_max_ms < 250, no note)" \
+	jq -e '(.stats.system.sample_late_max_ms < 250) and ([.stats.notes[]? | select(test("late"))] | length == 0)' heldw.json
 check "... and no note of coarse shares" \
 	jq -e '[.stats.notes[] | select(test("ticks"))] | length == 0' burn.json
 run collect system -q --machine-interval 10ms -o fine.json -- "$PROGS/k-burn" 1 0.3

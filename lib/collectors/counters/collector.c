@@ -730,7 +730,8 @@ static int counters_stop(struct sonde_collection *c, const struct sonde_run_info
 
 	st->run = ri->index + 1;
 	stop_sampling(st);
-	ticker__add_late(&st->late, &st->ticker);
+	if (!ri->warmup && !ri->interrupted) /* as its readings: only a recorded run's */
+		ticker__add_late(&st->late, &st->ticker);
 	if (st->proc) {
 		rc = sonde_process_dispatch__sample(st->proc, true);
 		sonde_process_dispatch__free(st->proc);

@@ -622,7 +622,8 @@ static int power_stop(struct sonde_collection *c, const struct sonde_run_info *r
 	size_t i;
 
 	ticker__stop(&st->ticker);
-	ticker__add_late(&st->late, &st->ticker);
+	if (!ri->warmup) /* as its readings: only a recorded run's */
+		ticker__add_late(&st->late, &st->ticker);
 	reading(st, true);
 	if (ri->warmup) {
 		while (st->ns && st->s[st->ns - 1].run == st->run)

@@ -1045,7 +1045,8 @@ static int system_stop(struct sonde_collection *c, const struct sonde_run_info *
 
 	ticker__stop(&st->ticker);
 	st->own_cpu_ns += st->ticker.cpu_ns;
-	ticker__add_late(&st->late, &st->ticker);
+	if (!ri->warmup) /* as its windows: only a recorded run's */
+		ticker__add_late(&st->late, &st->ticker);
 	st->run_wall_ns += ri->run->end_ns - ri->run->start_ns;
 	/* the last part of the run: the machine only, the tree has been reaped */
 	st->root = 0;
