@@ -42,6 +42,15 @@ static inline void u64map__release(struct u64map *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* Empty the map, keeping its table. */
+static inline void u64map__clear(struct u64map *m)
+{
+	if (m->cap)
+		memset(m->k, 0xff, m->cap * sizeof(*m->k));
+	m->n = 0;
+	m->has_max = false;
+}
+
 static inline int u64map__put(struct u64map *m, uint64_t key, uint64_t val);
 
 static inline int u64map__grow(struct u64map *m)

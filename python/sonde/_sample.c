@@ -143,6 +143,8 @@ struct py_sampler {
 	PyObject *root;	     /* the program's code: frames outside it are the runner's */
 	struct u64map last;  /* tid -> the thread's clock at its previous sample + 1 */
 	struct u64map taken; /* wall mode: tid -> the pass of take() that sampled it */
+	struct u64map owner; /* tid -> the thread state that is that thread (map_owners) */
+	bool owners;	     /* owner is filled */
 	uint64_t pass;
 	uint64_t cpu0;	 /* CPU mode: the process's CPU clock at the start */
 	uint64_t own_ns; /* the sampler thread's CPU time, read as it ends */
@@ -368,6 +370,38 @@ static bool stalled(struct py_sampler *s, const struct py_timed *t)
 }
 
 /*
+ * Holding the GIL: which thread state is each thread. CPython 3.11 fills a new
+ * thread's state with its creator's ids and puts in the thread's own only
+ * when the thread starts, so until then two states show the creator's id (the
+ * sampler took the creator's id for the new thread: no trigger on it until
+ * the next look, 100 ms on, and a thread of 0.1 s was never sampled). The list
+ * holds the newest first, and a creator is older than what it creates: of the
+ * states that show one id, the last in the list is the thread.
+ */
+static void map_owners(struct py_sampler *s)
+{
+	PyThreadState *ts;
+
+	u64map__clear(&s->owner);
+	s->owners = true;
+	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts))
+		if (u64map__put(&s->owner, tid_of(ts), (uint64_t)(uintptr_t)ts)) {
+			s->owners = false; /* out of memory: every state taken as started */
+			return;
+		}
+}
+
+/* Whether ts is running as thread tid (map_owners); 0 is no thread yet. */
+static bool started(const struct py_sampler *s, PyThreadState *ts, uint32_t tid)
+{
+	uint64_t v;
+
+	if (!tid)
+		return false;
+	return !s->owners || !u64map__get(&s->owner, tid, &v) || v == (uint64_t)(uintptr_t)ts;
+}
+
+/*
  * CPU mode, holding the GIL: a timer for each thread of the interpreter but
  * the sampler's, none for those that ended. A thread id that came back with a
  * new thread state is a new thread (the old timer was on the old thread).
@@ -382,14 +416,17 @@ static void sync_timers(struct py_sampler *s, PyThreadState *me)
 	s->sync_due = false;
 	for (i = 0; i < s->ntimed; i++)
 		s->timed[i].seen = false;
+	map_owners(s);
 	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts)) {
 		uint32_t tid = tid_of(ts);
 		struct py_timed *t;
 
-		if (!tid)
-			s->synced = 0; /* started, not running yet: look again at the next tick */
-		if (ts == me || !tid)
+		if (ts == me)
 			continue;
+		if (!started(s, ts, tid)) {
+			s->synced = 0; /* started, not running yet: look again at the next tick */
+			continue;
+		}
 		t = timed_of(s, tid);
 		if (t && t->ts != ts)
 			disarm(s, t);
@@ -509,12 +546,13 @@ static void take(struct py_sampler *s, PyThreadState *me)
 	uint64_t pass = ++s->pass;
 
 again:
+	map_owners(s);
 	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts)) {
 		uint32_t tid = tid_of(ts);
 		uint64_t seen = 0;
 
-		if (ts == me)
-			continue;
+		if (ts == me || !started(s, ts, tid))
+			continue; /* (one not running yet would take its creator's sample) */
 		if (s->sfd >= 0) {
 			struct py_timed *t = timed_of(s, tid);
 
@@ -964,7 +1002,10 @@ static void *loop(void *arg)
 	}
 	saved = PyEval_SaveThread();
 	while ((why = wait_tick(s, &next))) {
-		gil_take(saved, why == 1 && !s->st.wall && (s->sfd < 0 || s->ask));
+		/* a look for threads asks too: waiting out switch intervals behind
+		   two busy threads, it came 100-200 ms late, and a new thread ran
+		   that long with no trigger */
+		gil_take(saved, why == 2 || (why == 1 && !s->st.wall && (s->sfd < 0 || s->ask)));
 		s->ask = false;
 		if (s->sync_due)
 			sync_timers(s, me);
@@ -1093,6 +1134,7 @@ void py_sampler__stop(struct py_sampler *s, struct py_sampler_stats *st)
 		close(s->tfd);
 	u64map__release(&s->last);
 	u64map__release(&s->taken);
+	u64map__release(&s->owner);
 	u64map__release(&s->timed_at);
 	free(s->timed);
 	pthread_mutex_destroy(&s->fd_lock);
