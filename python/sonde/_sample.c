@@ -546,19 +546,22 @@ static void take(struct py_sampler *s, PyThreadState *me)
 	uint64_t pass = ++s->pass;
 
 again:
-	map_owners(s);
+	if (s->sfd < 0)
+		map_owners(s); /* (CPU mode: sync_timers armed only the running) */
 	for (ts = PyInterpreterState_ThreadHead(s->interp); ts; ts = PyThreadState_Next(ts)) {
 		uint32_t tid = tid_of(ts);
 		uint64_t seen = 0;
 
-		if (ts == me || !started(s, ts, tid))
-			continue; /* (one not running yet would take its creator's sample) */
+		if (ts == me)
+			continue;
 		if (s->sfd >= 0) {
 			struct py_timed *t = timed_of(s, tid);
 
 			if (!t || !t->fired || t->ts != ts)
 				continue;
 			t->fired = false;
+		} else if (!started(s, ts, tid)) {
+			continue; /* it would take its creator's sample */
 		} else if (u64map__get(&s->taken, tid, &seen) && seen == pass) {
 			continue;
 		} else {

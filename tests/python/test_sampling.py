@@ -601,7 +601,10 @@ def test_states_buffer_and_errors():
         while time.thread_time() < end:
             pass
         other.append(1)
-    t = threading.Thread(target=own_spin, args=(0.1,))
+    # 0.3 s of its own CPU: behind a busy main thread the sampler can wait
+    # 100-200 ms for the GIL, to look at the new thread or to sample it (0.1 s
+    # went unsampled in 3-10 runs of 36 on a 2-CPU VM; 0.3 s in none)
+    t = threading.Thread(target=own_spin, args=(0.3,))
     t.start()
     spin(0.3)
     mine = c.get_thread_local_buffer()
