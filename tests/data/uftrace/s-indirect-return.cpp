@@ -1,0 +1,8 @@
+#include <sstream>
+
+int main()
+{
+	std::ostringstream ss;
+	ss.str();
+	return 0;
+}

@@ -1,0 +1,7 @@
+#include "s-libexcept.hpp"
+#include <stdexcept>
+
+XXX::XXX()
+{
+	throw std::runtime_error("XXX error");
+}

@@ -1,0 +1,7 @@
+#include <stdio.h>
+
+int main(void)
+{
+	fclose(fopen("/dev/null", "r"));
+	return 0;
+}
