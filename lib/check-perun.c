@@ -156,12 +156,16 @@ static const char *linear_change(const double *x, const double *e, size_t n, dou
 		kind = "constant";
 	else if (in_relative(b1_of(lt) - b1_of(lb), slope, 0.3) && r2 > 0.95)
 		kind = "linear";
-	/* Perun's quadratic model has a linear term: b0 + b1 x + b2 x² */
+	/* Perun's quadratic model has a linear term: b0 + b1 x + b2 x². A difference
+	   that is constant to within rounding (two models that differ by their
+	   intercept) has no shape for R² to judge: its spread is noise. */
 	for (i = 0; i < n; i++)
 		sst += (e[i] - mean) * (e[i] - mean);
-	quad_r2 = sst > 0 ? 1 - poly_rss(x, e, n, 2) / sst : 1;
-	if (quad_r2 > 0.90 && fabs(quad_r2 - r2) > 0.01)
-		kind = "quadratic";
+	if (sqrt(sst / (double)n) > 1e-9 * fabs(mean)) {
+		quad_r2 = sst > 0 ? 1 - poly_rss(x, e, n, 2) / sst : 1;
+		if (quad_r2 > 0.90 && fabs(quad_r2 - r2) > 0.01)
+			kind = "quadratic";
+	}
 	return kind ? kind : fast_change(x, e, n);
 }
 
@@ -223,13 +227,18 @@ int check_regression(const struct sonde_profile *pb, const struct sonde_profile 
 				? fast_change(x, d, POINTS)
 				: linear_change(x, e, POINTS, 0.05 * max_err, &bb, &bt, &lb, &lt);
 
-		/* Perun: the sign of the summed difference, severity from 25 % */
+		/* Perun: the sign of the summed difference, severity from 25 % of the
+		   mean relative difference (the two may disagree: a maybe says which
+		   way the sum leans, as Perun's maybe degradation or optimization) */
 		if (sum > 0)
 			r->verdict = rel > 0.25 ? SONDE_DEGRADATION : SONDE_MAYBE;
 		else
 			r->verdict = rel < -0.25 ? SONDE_OPTIMIZATION : SONDE_MAYBE;
-		snprintf(detail, sizeof(detail), "%s -> %s, %s change", sonde_model_names[bb.kind],
-			 sonde_model_names[bt.kind], kind);
+		snprintf(detail, sizeof(detail), "%s -> %s, %s change%s",
+			 sonde_model_names[bb.kind], sonde_model_names[bt.kind], kind,
+			 r->verdict != SONDE_MAYBE ? ""
+			 : sum > 0		   ? ", maybe a degradation"
+						   : ", maybe an optimization");
 	}
 	r->detail = strdup(detail);
 	free(x);

@@ -153,8 +153,8 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 	double all = (double)json_integer_value(json_object_get(tr, "samples"));
 	double weight = json_number_value(json_object_get(tr, "sample_weight_ns"));
 	bool sampled = json_is_integer(json_object_get(tr, "samples")) && all > 0 && weight > 0;
-	double *amount = NULL;
-	size_t acap = 0;
+	double *amount = NULL, *excl = NULL;
+	size_t acap = 0, ecap = 0;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -194,6 +194,40 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 			rc = -ENOMEM;
 			break;
 		}
+		if (trace && m > 0 && !sampled) {
+			/* Perun's tracer: a row per call, its exclusive time in a column; a
+			   function's total and self time are the sums over its rows (and
+			   over its resources: one per thread) */
+			long e = sonde_profile__numbers(p, i, "exclusive", &excl, &ecap);
+
+			if (e == -ENOMEM) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (e == m) {
+				double sum[2] = { 0, 0 };
+				static const char *const parts[] = { "total", "self" };
+
+				for (j = 0; j < (size_t)m; j++) {
+					sum[0] += isnan(amount[j]) ? 0 : amount[j];
+					sum[1] += isnan(excl[j]) ? 0 : excl[j];
+				}
+				for (j = 0; j < 2 && !rc; j++) {
+					rc = key_of(p, i, parts[j], &uid, &key);
+					if (!rc)
+						rc = side_of(out, key.buf, uid.buf, p, i, parts[j],
+							     &s);
+					if (rc)
+						break;
+					s->totals = true;
+					if (s->n)
+						s->v[0] += sum[j];
+					else
+						rc = side_add(s, sum[j]);
+				}
+				continue;
+			}
+		}
 		rc = key_of(p, i, sub, &uid, &key);
 		if (!rc)
 			rc = side_of(out, key.buf, uid.buf, p, i, sub, &s);
@@ -202,6 +236,7 @@ static int collect(const struct sonde_profile *p, struct sides *out)
 				rc = side_add(s, amount[j]);
 	}
 	free(amount);
+	free(excl);
 	sonde_strbuf__release(&uid);
 	sonde_strbuf__release(&key);
 	return rc;

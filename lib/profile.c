@@ -823,6 +823,26 @@ long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const cha
 	return (long)n;
 }
 
+long sonde_profile__row_numbers(const struct sonde_profile *p, size_t res, const char *name,
+				size_t rows, double **vals, size_t *cap)
+{
+	long n = sonde_profile__numbers(p, res, name, vals, cap);
+	struct sonde_scalar v;
+	size_t j;
+
+	if (n != -ENOENT)
+		return n;
+	if (sonde_profile__fixed_scalar(p, res, name, &v) != JSON_INTEGER && v.type != JSON_REAL)
+		return -ENOENT;
+	if (!vals)
+		return (long)rows;
+	if (sonde_grow((void **)vals, cap, rows, sizeof(**vals)))
+		return -ENOMEM;
+	for (j = 0; j < rows; j++)
+		(*vals)[j] = v.d;
+	return (long)rows;
+}
+
 size_t sonde_profile__column_len(json_t *columns, const char *column)
 {
 	return json_array_size(json_object_get(columns, column));
@@ -1181,36 +1201,74 @@ int sonde_profile__add_records(struct sonde_profile *p, json_t *records)
 }
 
 /*
+ * A list of Perun's records, where: each must be an object with a uid (Perun's
+ * loader stops at the first that is not); *why says what is wrong with it.
+ */
+static int take_records(struct sonde_profile *p, json_t *list, long snapshot, const char *where,
+			char *why, size_t len)
+{
+	json_t *rec;
+	size_t i;
+
+	if (!json_is_array(list)) {
+		snprintf(why, len, "%s is not a list of resources", where);
+		return -EINVAL;
+	}
+	json_array_foreach(list, i, rec)
+	{
+		if (!json_is_object(rec) || !json_object_get(rec, "uid")) {
+			snprintf(why, len, "%s[%zu] is not a resource record with a uid", where, i);
+			return -EINVAL;
+		}
+	}
+	return convert_records(p, list, snapshot);
+}
+
+/*
  * Turn a Perun profile (no format_version) into format_version 1; records is its
  * top-level list of resource records, taken out of the document, or NULL.
+ * global is an object {time, resources} (Perun's) or a list of them (its first
+ * memory profiles); each snapshot is {time, resources}. A part without its list
+ * of resources is malformed, as Perun's loader finds: *why says which.
  */
-static int convert_perun(struct sonde_profile *p, json_t *root, json_t *records)
+static int convert_perun(struct sonde_profile *p, json_t *root, json_t *records, char *why,
+			 size_t len)
 {
 	json_t *global = json_object_get(root, "global");
-	json_t *snaps = json_object_get(root, "snapshots");
+	json_t *snaps = json_object_get(root, "snapshots"), *s;
+	char where[48];
+	size_t i;
 	int err = 0;
 
 	json_object_set_new(json_object_get(root, "metadata"), "converted_from",
 			    json_string("perun"));
 	if (records)
-		err = convert_records(p, records, -1);
+		err = take_records(p, records, -1, "resources", why, len);
 	if (!err && json_is_object(global)) {
 		json_t *ts = json_object_get(global, "timestamp");
 
-		if (json_is_array(json_object_get(global, "resources")))
-			err = convert_records(p, json_object_get(global, "resources"), -1);
+		if (json_object_get(global, "resources"))
+			err = take_records(p, json_object_get(global, "resources"), -1,
+					   "global.resources", why, len);
 		if (ts)
 			json_object_set(json_object_get(root, "metadata"), "perun_timestamp", ts);
 		json_object_del(root, "global");
+	} else if (!err && json_is_array(global)) {
+		json_array_foreach(global, i, s)
+		{
+			snprintf(where, sizeof(where), "global[%zu].resources", i);
+			if ((err = take_records(p, json_object_get(s, "resources"), -1, where, why,
+						len)))
+				break;
+		}
+		json_object_del(root, "global");
 	}
 	if (!err && json_is_array(snaps)) {
-		size_t i;
-		json_t *s;
-
 		json_array_foreach(snaps, i, s)
 		{
-			err = convert_records(p, json_object_get(s, "resources"), (long)i);
-			if (err)
+			snprintf(where, sizeof(where), "snapshots[%zu].resources", i);
+			if ((err = take_records(p, json_object_get(s, "resources"), (long)i, where,
+						why, len)))
 				break;
 		}
 		json_object_del(root, "snapshots");
@@ -1371,18 +1429,19 @@ oom:
  */
 static const struct {
 	const char *object, *field;
-	json_type type;
+	json_type type, also; /* also: a second type accepted (JSON_NULL: none) */
 } typed_fields[] = {
-	{ "header", "type", JSON_STRING },
-	{ "header", "cmd", JSON_STRING },
-	{ "header", "workload", JSON_STRING },
-	{ "header", "units", JSON_OBJECT },
-	{ "header", "args", JSON_ARRAY },
-	{ "collector_info", "name", JSON_STRING },
-	{ "collector_info", "params", JSON_OBJECT },
-	{ "stats", "warnings", JSON_ARRAY },
-	{ "stats", "notes", JSON_ARRAY },
-	{ "metadata", "date", JSON_STRING },
+	{ "header", "type", JSON_STRING, JSON_NULL },
+	{ "header", "cmd", JSON_STRING, JSON_NULL },
+	{ "header", "workload", JSON_STRING, JSON_NULL },
+	{ "header", "units", JSON_OBJECT, JSON_NULL },
+	/* sonde writes the arguments as an array, Perun as one string */
+	{ "header", "args", JSON_ARRAY, JSON_STRING },
+	{ "collector_info", "name", JSON_STRING, JSON_NULL },
+	{ "collector_info", "params", JSON_OBJECT, JSON_NULL },
+	{ "stats", "warnings", JSON_ARRAY, JSON_NULL },
+	{ "stats", "notes", JSON_ARRAY, JSON_NULL },
+	{ "metadata", "date", JSON_STRING, JSON_NULL },
 };
 
 static const char *type_name(json_type t)
@@ -1494,9 +1553,14 @@ static const char *mistyped(json_t *root, char *buf, size_t len)
 		json_t *v = json_object_get(json_object_get(root, typed_fields[i].object),
 					    typed_fields[i].field);
 
-		if (v && !json_is_null(v) && json_typeof(v) != typed_fields[i].type) {
-			snprintf(buf, len, "%s.%s is not %s", typed_fields[i].object,
-				 typed_fields[i].field, type_name(typed_fields[i].type));
+		if (v && !json_is_null(v) && json_typeof(v) != typed_fields[i].type &&
+		    (typed_fields[i].also == JSON_NULL || json_typeof(v) != typed_fields[i].also)) {
+			snprintf(buf, len, "%s.%s is not %s%s%s", typed_fields[i].object,
+				 typed_fields[i].field, type_name(typed_fields[i].type),
+				 typed_fields[i].also == JSON_NULL ? "" : " or ",
+				 typed_fields[i].also == JSON_NULL
+					 ? ""
+					 : type_name(typed_fields[i].also));
 			return buf;
 		}
 	}
@@ -1518,6 +1582,97 @@ static const char *mistyped(json_t *root, char *buf, size_t len)
 		}
 	}
 	return bad_contexts(root, buf, len);
+}
+
+/* Append a note to root's stats.notes (made where missing); -ENOMEM on failure. */
+static int add_note(json_t *root, const char *note)
+{
+	json_t *st = json_object_get(root, "stats"), *notes;
+
+	if (!st) {
+		st = json_object();
+		if (!st || json_object_set_new(root, "stats", st))
+			return -ENOMEM;
+	}
+	notes = json_object_get(st, "notes");
+	if (!notes) {
+		notes = json_array();
+		if (!notes || json_object_set_new(st, "notes", notes))
+			return -ENOMEM;
+	}
+	if (!json_is_array(notes))
+		return 0; /* the type check refuses the profile */
+	return json_array_append_new(notes, json_string(note)) ? -ENOMEM : 0;
+}
+
+/* Move root[from] to obj[to] where obj has no member to; the member is gone from root. */
+static int move_member(json_t *root, const char *from, json_t *obj, const char *to)
+{
+	json_t *v = json_object_get(root, from);
+
+	if (!v)
+		return 0;
+	if (!json_object_get(obj, to) && json_object_set(obj, to, v))
+		return -ENOMEM;
+	return json_object_del(root, from) ? -ENOMEM : 0;
+}
+
+/*
+ * The shapes Perun's profiles take in its own history, turned into the ones
+ * sonde reads (docs/profile-format.md, "Perun's profiles"). Perun's loader
+ * takes any JSON object; sonde's stays strict on the fields it relies on, so
+ * only these known shapes are read:
+ *  - the flat form of Perun's first releases: cmd, type, workload, param
+ *    (the arguments), collector and minor_version at the top level;
+ *  - collector (not collector_info) beside a header, header.params for the
+ *    arguments, and a collector's params given as one string of options;
+ *  - header.units that is not an object ([null] in old complexity profiles):
+ *    read as no units, with a note.
+ * header.args stays a string where Perun wrote one.
+ */
+static int perun_shapes(json_t *root)
+{
+	static const char *const flat[][2] = {
+		{ "cmd", "cmd" },
+		{ "type", "type" },
+		{ "workload", "workload" },
+		{ "param", "args" },
+	};
+	json_t *h = json_object_get(root, "header"), *ci, *params, *units;
+	size_t i;
+	int err = 0;
+
+	if (!h) {
+		h = json_object();
+		if (!h || json_object_set_new(root, "header", h))
+			return -ENOMEM;
+	}
+	if (!json_is_object(h))
+		return 0; /* the type check refuses it */
+	for (i = 0; i < sizeof(flat) / sizeof(flat[0]); i++)
+		err |= move_member(root, flat[i][0], h, flat[i][1]);
+	err |= move_member(h, "params", h, "args");
+	if (!json_object_get(root, "collector_info"))
+		err |= move_member(root, "collector", root, "collector_info");
+	if (json_is_string(json_object_get(root, "minor_version")) &&
+	    !json_is_string(json_object_get(root, "origin")))
+		err |= move_member(root, "minor_version", root, "origin");
+	ci = json_object_get(root, "collector_info");
+	params = json_object_get(ci, "params");
+	if (json_is_object(ci) && json_is_string(params))
+		err |= json_object_set_new(ci, "params", json_pack("{s:O}", "options", params));
+	units = json_object_get(h, "units");
+	if (units && !json_is_object(units) && !json_is_null(units)) {
+		char *text = json_dumps(units, JSON_COMPACT | JSON_ENCODE_ANY), note[192];
+
+		snprintf(note, sizeof(note),
+			 "header.units (%.60s) is not an object of units: read as no units",
+			 text ? text : "?");
+		free(text);
+		err |= json_object_del(h, "units");
+		err |= add_note(root, note);
+	}
+	return err ? -ENOMEM : 0;
 }
 
 /* sonde_profile__parse(), from a buffer with slack bytes readable after buf[len] */
@@ -1581,6 +1736,19 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 		sonde_json_pack__free(pack);
 		return fail(err, ENOTSUP, "'%s' has %s", name, detail);
 	}
+	if (perun && !json_object_get(root, "header") && !json_object_get(root, "resources") &&
+	    !json_object_get(root, "global") && !json_object_get(root, "snapshots")) {
+		json_decref(root);
+		sonde_json_pack__free(pack);
+		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
+			    "no format_version, header or resources");
+	}
+	if (perun && perun_shapes(root)) {
+		json_decref(root);
+		sonde_json_pack__free(pack);
+		errno = ENOMEM;
+		return NULL;
+	}
 	for (k = toplevel_objects; *k; k++) {
 		v = json_object_get(root, *k);
 		if (v && !json_is_object(v) && !(perun && !strcmp(*k, "resources"))) {
@@ -1597,13 +1765,6 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 		sonde_json_pack__free(pack);
 		return fail(err, EINVAL, "'%s' is not a profile: %s", name, why);
 	}
-	if (perun && !json_object_get(root, "header") && !json_object_get(root, "resources") &&
-	    !json_object_get(root, "global") && !json_object_get(root, "snapshots")) {
-		json_decref(root);
-		sonde_json_pack__free(pack);
-		return fail(err, EINVAL, "'%s' is not a profile: %s", name,
-			    "no format_version, header or resources");
-	}
 	/* Perun's list of records is kept aside; the document gets a columnar part. */
 	records = json_object_get(root, "resources");
 	records = perun && json_is_array(records) ? json_incref(records) : NULL;
@@ -1619,23 +1780,13 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 	if (!json_is_string(json_object_get(json_object_get(root, "header"), "type")))
 		json_object_set_new(json_object_get(root, "header"), "type", json_string("custom"));
 	if (nonfinite) {
-		json_t *st = json_object_get(root, "stats"), *notes;
 		char note[160];
 
-		if (!json_is_object(st)) {
-			st = json_object();
-			json_object_set_new(root, "stats", st);
-		}
-		notes = json_object_get(st, "notes");
-		if (!json_is_array(notes)) {
-			notes = json_array();
-			json_object_set_new(st, "notes", notes);
-		}
 		snprintf(note, sizeof(note),
 			 "%zu values were NaN or infinite (Python's JSON): read as missing, and "
 			 "left out of statistics and fits",
 			 nonfinite);
-		json_array_append_new(notes, json_string(note));
+		add_note(root, note);
 	}
 	p = wrap(root);
 	if (!p) {
@@ -1653,14 +1804,14 @@ static struct sonde_profile *parse(const char *buf, size_t len, size_t slack, co
 		return NULL;
 	}
 	if (perun) {
-		int e = convert_perun(p, root, records);
+		int e = convert_perun(p, root, records, why, sizeof(why));
 
 		json_decref(records);
 		if (e) {
 			sonde_profile__free(p);
 			return fail(err, e == -ENOMEM ? ENOMEM : EINVAL,
 				    "'%s' is not a profile: %s", name,
-				    "malformed Perun resource records");
+				    e == -ENOMEM ? "out of memory" : why);
 		}
 	}
 	return p;

@@ -170,6 +170,17 @@ double sonde_stats__t_cdf(double t, double df)
 	return t >= 0 ? t_cdf(t, df) : 1 - t_cdf(-t, df);
 }
 
+double sonde_stats__f_sf(double f, double d1, double d2)
+{
+	if (isnan(f) || !(d1 > 0) || !(d2 > 0))
+		return NAN;
+	if (isinf(f))
+		return 0;
+	if (f <= 0)
+		return 1;
+	return ibeta(d2 / 2, d1 / 2, d2 / (d2 + d1 * f));
+}
+
 double sonde_stats__normal_cdf(double z)
 {
 	return 0.5 * erfc(-z / M_SQRT2);

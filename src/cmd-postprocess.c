@@ -81,7 +81,7 @@ static int parse_decay(const char *s, double *alpha)
 static void print_models(const struct sonde_profile *p, const char *name, size_t first)
 {
 	json_t *models = sonde_profile__part(p, "models"), *m;
-	size_t i;
+	size_t i, k;
 
 	for (i = first; i < json_array_size(models); i++) {
 		const char *sub;
@@ -101,10 +101,10 @@ static void print_models(const struct sonde_profile *p, const char *name, size_t
 		       json_number_value(json_object_get(m, "x_start")),
 		       json_number_value(json_object_get(m, "x_end")));
 		cs = json_object_get(m, "coeffs");
-		if (json_array_size(cs) == 2)
-			printf(", b0 = %.6g, b1 = %.6g",
-			       json_number_value(json_object_get(json_array_get(cs, 0), "value")),
-			       json_number_value(json_object_get(json_array_get(cs, 1), "value")));
+		for (k = 0; k < json_array_size(cs); k++)
+			printf(", %s = %.6g",
+			       json_string_value(json_object_get(json_array_get(cs, k), "name")),
+			       json_number_value(json_object_get(json_array_get(cs, k), "value")));
 		putchar('\n');
 	}
 }

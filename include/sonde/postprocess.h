@@ -20,7 +20,7 @@ enum sonde_model_kind {
 	SONDE_MODEL_LOGARITHMIC,  /* y = b0 + b1 ln x */
 	SONDE_MODEL_LINEAR,	  /* y = b0 + b1 x */
 	SONDE_MODEL_LINEARITHMIC, /* y = b0 + b1 x ln x */
-	SONDE_MODEL_QUADRATIC,	  /* y = b0 + b1 x^2 */
+	SONDE_MODEL_QUADRATIC,	  /* y = b0 + b1 x + b2 x^2 (Perun's) */
 	SONDE_MODEL_POWER,	  /* y = b0 x^b1 (fitted as ln y = ln b0 + b1 ln x) */
 	SONDE_MODEL_EXPONENTIAL,  /* y = b0 b1^x (fitted as ln y = ln b0 + x ln b1) */
 	SONDE_MODEL_COUNT,
@@ -36,17 +36,20 @@ int sonde_model__kind(const char *name);
 struct sonde_fit {
 	enum sonde_model_kind kind;
 	size_t n;	       /* points it was fitted on */
-	double b[2];	       /* b0, b1 (b1 is NaN for the constant model) */
-	double ci_low[2];      /* 95 % confidence interval of each coefficient */
-	double ci_high[2];     /* (NaN when n is too small for one) */
+	double b[3];	       /* b0, b1, b2 (b1 is NaN for the constant model, b2 for all
+				  but the quadratic) */
+	double ci_low[3];      /* 95 % confidence interval of each coefficient */
+	double ci_high[3];     /* (NaN when n is too small for one) */
 	double r_square;       /* on the original scale: 1 - SSE / SST */
-	double t_slope;	       /* the slope's t statistic (NaN: constant, or n <= 2) */
+	double p_slope;	       /* p-value of the model against the constant one: the
+				  slope's t-test, the quadratic's F-test (NaN: constant,
+				  or too few points) */
 	double x_start, x_end; /* the x range it was fitted on */
 };
 
 /*
  * Fit one model by least squares on n points. Returns 0; -EINVAL with fewer
- * than 2 points (1 for constant); -EDOM when the model does not apply to the
+ * than 2 points (1 for constant, 3 for quadratic); -EDOM when the model does not apply to the
  * data (x <= 0 for logarithmic, linearithmic and power; y <= 0 for power and
  * exponential; all x equal for a model with a slope).
  */

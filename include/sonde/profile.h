@@ -171,6 +171,14 @@ const char *sonde_profile__fixed_string(const struct sonde_profile *p, size_t re
  */
 long sonde_profile__numbers(const struct sonde_profile *p, size_t res, const char *column,
 			    double **vals, size_t *cap);
+/*
+ * The same, for a quantity of each of a resource's `rows` rows: its column, or
+ * where it has none a numeric fixed property of that name, which holds for
+ * every row (Perun's memory profiles keep the snapshot there). -ENOENT when
+ * the resource has neither.
+ */
+long sonde_profile__row_numbers(const struct sonde_profile *p, size_t res, const char *name,
+				size_t rows, double **vals, size_t *cap);
 
 /* Length of a column of a resource (0 when absent). */
 size_t sonde_profile__column_len(json_t *columns, const char *column);

@@ -66,6 +66,8 @@ double sonde_stats__t_quantile(double p, double df);
 void sonde_stats__mean_var(const double *x, size_t n, double *mean, double *var);
 /* P(T <= t) of Student's t distribution with df degrees of freedom (any t). */
 double sonde_stats__t_cdf(double t, double df);
+/* P(F > f) of Fisher's F distribution with d1 and d2 degrees of freedom (f >= 0). */
+double sonde_stats__f_sf(double f, double d1, double d2);
 /* P(Z <= z) of the standard normal distribution. */
 double sonde_stats__normal_cdf(double z);
 

@@ -70,7 +70,8 @@ int sonde_points__collect(const struct sonde_profile *p, const char *of, const c
 	/* the values and names read without making the resources' trees */
 	for (i = 0; i < n && !rc; i++) {
 		long len = sonde_profile__numbers(p, i, of, &ys, &ycap), j,
-		     xlen = len > 0 ? sonde_profile__numbers(p, i, per, &xs, &xcap) : 0;
+		     xlen = len > 0 ? sonde_profile__row_numbers(p, i, per, (size_t)len, &xs, &xcap)
+				    : 0;
 		uint64_t *at;
 		bool hit;
 		const char *type, *sub;
@@ -187,6 +188,8 @@ static json_t *fit_json(const struct sonde_points *g, const struct sonde_postpro
 		json_array_append_new(cs, coeff("b1", 0, NAN, NAN));
 	else
 		json_array_append_new(cs, coeff("b1", f->b[1], f->ci_low[1], f->ci_high[1]));
+	if (f->kind == SONDE_MODEL_QUADRATIC)
+		json_array_append_new(cs, coeff("b2", f->b[2], f->ci_low[2], f->ci_high[2]));
 	json_object_set_new(m, "coeffs", cs);
 	return m;
 }
@@ -453,12 +456,15 @@ int sonde_fit__from_json(json_t *m, struct sonde_fit *out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->kind = (enum sonde_model_kind)k;
-	out->b[1] = NAN;
+	out->b[1] = out->b[2] = NAN;
+	out->p_slope = NAN;
 	json_array_foreach(cs, i, c)
 	{
 		const char *name = json_string_value(json_object_get(c, "name"));
 		json_t *v = json_object_get(c, "value");
-		int idx = name && !strcmp(name, "b0") ? 0 : name && !strcmp(name, "b1") ? 1 : -1;
+		int idx = name && name[0] == 'b' && name[1] >= '0' && name[1] <= '2' && !name[2]
+				  ? name[1] - '0'
+				  : -1;
 
 		if (idx < 0 || !json_is_number(v))
 			continue;
@@ -481,6 +487,14 @@ int sonde_fit__from_json(json_t *m, struct sonde_fit *out)
 	out->n = (size_t)json_integer_value(json_object_get(m, "n"));
 	if (k != SONDE_MODEL_CONSTANT && isnan(out->b[1]))
 		return -EINVAL;
+	/* A quadratic with two coefficients: Perun reads b2 as 0; sonde's own
+	   quadratic was b0 + b1 x^2 before it took Perun's form (sonde's models
+	   carry "best") */
+	if (k == SONDE_MODEL_QUADRATIC && isnan(out->b[2])) {
+		out->b[2] = json_object_get(m, "best") ? out->b[1] : 0;
+		if (json_object_get(m, "best"))
+			out->b[1] = 0;
+	}
 	return 0;
 }
 

@@ -2,13 +2,16 @@
  * regression.c - least-squares fits of Perun's parametric models and its five
  * computation methods (full, iterative, interval, initial guess, bisection).
  *
- * Every model is fitted as a straight line v = a + c u through transformed
- * points (u = f(x), v = g(y)): u is 1, ln x, x, x ln x or x^2, and v is ln y for
- * the power and exponential models, which are linearised as Perun does. The
- * coefficients' 95 % confidence intervals are Student-t intervals of a and c
- * (mapped through exp where the model exponentiates them). R^2 is computed on
- * the original scale, 1 - SSE / SST, so that models fitted in different spaces
- * are compared on the same footing (Perun compares the linearised R^2).
+ * Every model but the quadratic is fitted as a straight line v = a + c u
+ * through transformed points (u = f(x), v = g(y)): u is 1, ln x, x or x ln x,
+ * and v is ln y for the power and exponential models, which are linearised as
+ * Perun does. The quadratic is Perun's polynomial b0 + b1 x + b2 x^2, fitted on
+ * centred and scaled x (x^4 of sizes in the millions would swamp the normal
+ * equations otherwise). The coefficients' 95 % confidence intervals are
+ * Student-t intervals (mapped through exp where the model exponentiates them).
+ * R^2 is computed on the original scale, 1 - SSE / SST, so that models fitted in
+ * different spaces are compared on the same footing (Perun compares the
+ * linearised R^2).
  */
 #include <errno.h>
 #include <math.h>
@@ -54,8 +57,6 @@ static double transform_x(enum sonde_model_kind k, double x)
 		return x > 0 ? log(x) : NAN;
 	case SONDE_MODEL_LINEARITHMIC:
 		return x > 0 ? x * log(x) : NAN;
-	case SONDE_MODEL_QUADRATIC:
-		return x * x;
 	case SONDE_MODEL_LINEAR:
 	case SONDE_MODEL_EXPONENTIAL:
 	default:
@@ -74,6 +75,8 @@ double sonde_fit__eval(const struct sonde_fit *f, double x)
 		return b0 * pow(x, b1);
 	case SONDE_MODEL_EXPONENTIAL:
 		return b0 * pow(b1, x);
+	case SONDE_MODEL_QUADRATIC:
+		return b0 + b1 * x + f->b[2] * x * x;
 	default:
 		return b0 + b1 * transform_x(f->kind, x);
 	}
@@ -94,7 +97,7 @@ double sonde_fit__integral(const struct sonde_fit *f, double a, double b)
 		return b0 * w +
 		       b1 * ((b * b / 2 * log(b) - b * b / 4) - (a * a / 2 * log(a) - a * a / 4));
 	case SONDE_MODEL_QUADRATIC:
-		return b0 * w + b1 * (b * b * b - a * a * a) / 3;
+		return b0 * w + b1 * (b * b - a * a) / 2 + f->b[2] * (b * b * b - a * a * a) / 3;
 	case SONDE_MODEL_POWER:
 		if (fabs(b1 + 1) < 1e-12)
 			return b0 * log(b / a);
@@ -138,6 +141,147 @@ static double u_of(enum sonde_model_kind k, const struct pts *p, size_t i)
 	}
 }
 
+/* The inverse of the symmetric 3x3 matrix a in v; false when a is singular. */
+static bool invert3(const double a[3][3], double v[3][3])
+{
+	double det;
+	int i, j;
+
+	v[0][0] = a[1][1] * a[2][2] - a[1][2] * a[2][1];
+	v[0][1] = a[0][2] * a[2][1] - a[0][1] * a[2][2];
+	v[0][2] = a[0][1] * a[1][2] - a[0][2] * a[1][1];
+	v[1][0] = a[1][2] * a[2][0] - a[1][0] * a[2][2];
+	v[1][1] = a[0][0] * a[2][2] - a[0][2] * a[2][0];
+	v[1][2] = a[0][2] * a[1][0] - a[0][0] * a[1][2];
+	v[2][0] = a[1][0] * a[2][1] - a[1][1] * a[2][0];
+	v[2][1] = a[0][1] * a[2][0] - a[0][0] * a[2][1];
+	v[2][2] = a[0][0] * a[1][1] - a[0][1] * a[1][0];
+	det = a[0][0] * v[0][0] + a[0][1] * v[1][0] + a[0][2] * v[2][0];
+	/* the scaled x make a's entries of order n: a relative test */
+	if (!(fabs(det) > 1e-12 * a[0][0] * a[0][0] * a[0][0]))
+		return false;
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++)
+			v[i][j] /= det;
+	return true;
+}
+
+/*
+ * Perun's quadratic model, b0 + b1 x + b2 x^2, by least squares on z = (x - mx)
+ * / sx, then mapped back to x: b = T c with T the change of basis, and the
+ * coefficients' covariance T Cov(c) T'. p_slope is the larger p-value of the
+ * F-test of b1 = b2 = 0 and the t-test of b2 = 0.
+ */
+static int fit_quadratic(const struct pts *in, size_t n, struct sonde_fit *out)
+{
+	const double *x = in->x, *y = in->y;
+	double mx = 0, sx = 0, my = 0, a[3][3] = { { 0 } }, r[3] = { 0 }, v[3][3], c[3], tm[3][3],
+	       cov[3][3], sse = 0, sst = 0;
+	size_t i, m = 0, df;
+	int j, l, q;
+
+	for (i = 0; i < n; i++)
+		if (!isnan(x[i]) && !isnan(y[i])) {
+			out->x_start = m ? fmin(out->x_start, x[i]) : x[i];
+			out->x_end = m ? fmax(out->x_end, x[i]) : x[i];
+			mx += x[i];
+			my += y[i];
+			m++;
+		}
+	out->n = m;
+	if (m < 3)
+		return m < n ? -EDOM : -EINVAL;
+	mx /= (double)m;
+	my /= (double)m;
+	for (i = 0; i < n; i++)
+		if (!isnan(x[i]) && !isnan(y[i]))
+			sx += (x[i] - mx) * (x[i] - mx);
+	sx = sqrt(sx / (double)m);
+	if (!(sx > 0))
+		return -EDOM;
+	for (i = 0; i < n; i++) {
+		double z, p[3];
+
+		if (isnan(x[i]) || isnan(y[i]))
+			continue;
+		z = (x[i] - mx) / sx;
+		p[0] = 1;
+		p[1] = z;
+		p[2] = z * z;
+		for (j = 0; j < 3; j++) {
+			for (l = 0; l < 3; l++)
+				a[j][l] += p[j] * p[l];
+			r[j] += p[j] * y[i];
+		}
+	}
+	if (!invert3(a, v))
+		return -EDOM; /* two distinct x: a line fits them exactly, not a parabola */
+	for (j = 0; j < 3; j++)
+		c[j] = v[j][0] * r[0] + v[j][1] * r[1] + v[j][2] * r[2];
+	/* y = c0 + c1 (x - mx)/sx + c2 (x - mx)^2/sx^2, as b0 + b1 x + b2 x^2 */
+	memset(tm, 0, sizeof(tm));
+	tm[0][0] = 1;
+	tm[0][1] = -mx / sx;
+	tm[0][2] = mx * mx / (sx * sx);
+	tm[1][1] = 1 / sx;
+	tm[1][2] = -2 * mx / (sx * sx);
+	tm[2][2] = 1 / (sx * sx);
+	for (j = 0; j < 3; j++)
+		out->b[j] = tm[j][0] * c[0] + tm[j][1] * c[1] + tm[j][2] * c[2];
+	for (i = 0; i < n; i++) {
+		double z, e;
+
+		if (isnan(x[i]) || isnan(y[i]))
+			continue;
+		z = (x[i] - mx) / sx;
+		e = y[i] - (c[0] + c[1] * z + c[2] * z * z);
+		sse += e * e;
+		sst += (y[i] - my) * (y[i] - my);
+	}
+	if (sst > 0)
+		out->r_square = 1 - sse / sst;
+	else
+		out->r_square = sse <= 1e-24 * (1 + my * my) ? 1 : 0;
+	df = m - 3;
+	if (!df)
+		return 0;
+	{
+		double s2 = sse / (double)df, t = sonde_stats__t_quantile(0.975, (double)df),
+		       f = sse > 0 ? (sst - sse) / 2 / s2 : INFINITY;
+
+		/* Cov(b) = T (s2 V) T' */
+		for (j = 0; j < 3; j++)
+			for (l = 0; l < 3; l++) {
+				double sum = 0;
+
+				for (q = 0; q < 3; q++) {
+					int u;
+
+					for (u = 0; u < 3; u++)
+						sum += tm[j][q] * v[q][u] * tm[l][u];
+				}
+				cov[j][l] = s2 * sum;
+			}
+		for (j = 0; j < 3; j++) {
+			double se = sqrt(fmax(cov[j][j], 0));
+
+			out->ci_low[j] = out->b[j] - t * se;
+			out->ci_high[j] = out->b[j] + t * se;
+		}
+		/* nested in it, the line always fits a little worse: the quadratic
+		   counts only where its x^2 term is significant as well */
+		{
+			double se2 = sqrt(fmax(cov[2][2], 0)),
+			       p2 = se2 > 0 ? 2 * (1 - sonde_stats__t_cdf(fabs(out->b[2] / se2),
+									  (double)df))
+					    : 0;
+
+			out->p_slope = fmax(sonde_stats__f_sf(f, 2, (double)df), p2);
+		}
+	}
+	return 0;
+}
+
 static int fit(enum sonde_model_kind k, const struct pts *in, size_t n, struct sonde_fit *out)
 {
 	const double *x = in->x, *y = in->y;
@@ -147,8 +291,11 @@ static int fit(enum sonde_model_kind k, const struct pts *in, size_t n, struct s
 
 	memset(out, 0, sizeof(*out));
 	out->kind = k;
-	out->b[1] = out->ci_low[1] = out->ci_high[1] = out->t_slope = NAN;
+	out->b[1] = out->ci_low[1] = out->ci_high[1] = out->p_slope = NAN;
+	out->b[2] = out->ci_low[2] = out->ci_high[2] = NAN;
 	out->ci_low[0] = out->ci_high[0] = NAN;
+	if (k == SONDE_MODEL_QUADRATIC)
+		return fit_quadratic(in, n, out);
 	/* each point's u = f(x) and v = y or log y, once: the passes below reuse them
 	   (a log per point and pass was most of a regression's time) */
 	if (n > 256 && !(uv = malloc(2 * n * sizeof(*uv))))
@@ -235,7 +382,9 @@ static int fit(enum sonde_model_kind k, const struct pts *in, size_t n, struct s
 			return 0;
 		}
 		se_c = sqrt(s2 / suu);
-		out->t_slope = se_c > 0 ? c / se_c : copysign(INFINITY, c);
+		out->p_slope =
+			se_c > 0 ? 2 * (1 - sonde_stats__t_cdf(fabs(c / se_c), (double)(n - 2)))
+				 : 0;
 		se_a = sqrt(s2 * (1 / (double)n + mu * mu / suu));
 		out->ci_low[0] = a - t * se_a;
 		out->ci_high[0] = a + t * se_a;
@@ -277,16 +426,19 @@ static int push(struct fits *f, const struct sonde_fit *x)
 }
 
 /*
- * Whether a model's slope is told apart from no slope by a two-sided t-test at
- * 5 %, Bonferroni-corrected for the `tests` sloped models tried on the same
- * points. Unknown (n <= 2) counts as yes.
+ * Whether a model is told apart from the constant one at 5 % (the slope's
+ * two-sided t-test; the quadratic's F-test), Bonferroni-corrected for the
+ * `tests` sloped models tried on the same points. Unknown (too few points)
+ * counts as yes, but for the quadratic.
  */
 static bool slope_significant(const struct sonde_fit *f, unsigned tests)
 {
-	if (f->kind == SONDE_MODEL_CONSTANT || isnan(f->t_slope))
+	/* three points: a parabola passes through any three, and says nothing */
+	if (f->kind == SONDE_MODEL_QUADRATIC && isnan(f->p_slope))
+		return false;
+	if (f->kind == SONDE_MODEL_CONSTANT || isnan(f->p_slope))
 		return true;
-	return fabs(f->t_slope) >
-	       sonde_stats__t_quantile(1 - 0.025 / (tests ? tests : 1), (double)f->n - 2);
+	return f->p_slope < 0.05 / (tests ? tests : 1);
 }
 
 /*

@@ -324,7 +324,7 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 		const char *type;
 
 		if (numeric && ny > 0)
-			nx = sonde_profile__numbers(p, i, o->per, &xs, &xcap);
+			nx = sonde_profile__row_numbers(p, i, o->per, (size_t)ny, &xs, &xcap);
 		if (ny == -ENOMEM || nx == -ENOMEM) {
 			rc = -ENOMEM;
 			break;
@@ -850,8 +850,13 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 		       const char *yu, const char *xu)
 {
 	static const char *const formulas[SONDE_MODEL_COUNT] = {
-		"y = b0",	  "y = b0 + b1·ln x", "y = b0 + b1·x", "y = b0 + b1·x·ln x",
-		"y = b0 + b1·x²", "y = b0·x^b1",      "y = b0·b1^x",
+		"y = b0",
+		"y = b0 + b1·ln x",
+		"y = b0 + b1·x",
+		"y = b0 + b1·x·ln x",
+		"y = b0 + b1·x + b2·x²",
+		"y = b0·x^b1",
+		"y = b0·b1^x",
 	};
 	const char *name = json_string_value(json_object_get(m, "model"));
 	char b0[40], b1[40], per[48];
@@ -888,14 +893,23 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 			sonde_format__value(f->b[1], yu, b1, sizeof(b1));
 		break;
 	}
-	{
-		/* a slope in x, x·ln x or x² is per unit of x (per x² for the quadratic) */
-		bool per_x = f->kind == SONDE_MODEL_LINEAR || f->kind == SONDE_MODEL_LINEARITHMIC ||
-			     f->kind == SONDE_MODEL_QUADRATIC;
+	if (f->kind == SONDE_MODEL_QUADRATIC) {
+		char b2[40];
 
-		snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s%s%s%s, R² = %.4f", name,
+		if (fabs(f->b[2]) < 1 && f->b[2] != 0)
+			snprintf(b2, sizeof(b2), "%.3g%s%s", f->b[2], yu && *yu ? " " : "",
+				 yu ? yu : "");
+		else
+			sonde_format__value(f->b[2], yu, b2, sizeof(b2));
+		snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s per %s, b2 = %s per %s², R² = %.4f",
+			 name, formulas[f->kind], b0, b1, per, b2, per, f->r_square);
+	} else {
+		/* a slope in x or x·ln x is per unit of x */
+		bool per_x = f->kind == SONDE_MODEL_LINEAR || f->kind == SONDE_MODEL_LINEARITHMIC;
+
+		snprintf(buf, len, "%s: %s, b0 = %s, b1 = %s%s%s, R² = %.4f", name,
 			 formulas[f->kind], b0, b1, per_x ? " per " : "", per_x ? per : "",
-			 f->kind == SONDE_MODEL_QUADRATIC ? "²" : "", f->r_square);
+			 f->r_square);
 	}
 }
 

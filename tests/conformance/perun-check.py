@@ -85,15 +85,15 @@ def model(profile, uid, kind=None):
 
 
 def values(m, x):
-    """The model's values at x (sonde's forms: quadratic is b0 + b1 x^2)."""
+    """The model's values at x (the quadratic is Perun's b0 + b1 x + b2 x^2)."""
     c = {k["name"]: k["value"] for k in m["coeffs"]}
-    b0, b1 = c["b0"], c.get("b1", 0.0) or 0.0
+    b0, b1, b2 = c["b0"], c.get("b1", 0.0) or 0.0, c.get("b2", 0.0) or 0.0
     f = {
         "constant": lambda: np.full_like(x, b0),
         "linear": lambda: b0 + b1 * x,
         "logarithmic": lambda: b0 + b1 * np.log(x),
         "linearithmic": lambda: b0 + b1 * x * np.log(x),
-        "quadratic": lambda: b0 + b1 * x * x,
+        "quadratic": lambda: b0 + b1 * x + b2 * x * x,
         "power": lambda: b0 * np.power(x, b1),
         "exponential": lambda: b0 * np.power(b1, x),
     }[m["model"]]
@@ -150,7 +150,10 @@ def regression(method, base, targ):
             quad = np.polyfit(x, lin_err, 2, None, True)[1]
             sst = np.sum((lin_err - lin_err.mean()) ** 2)
             q_r2 = 1 - quad[0] / sst if sst and len(quad) else 1.0
-            if q_r2 > 0.90 and abs(q_r2 - r**2) > 0.01:
+            # a difference constant to within rounding has no shape to judge
+            # (sonde's guard; Perun's R² of such noise decides either way)
+            shaped = np.sqrt(sst / len(lin_err)) > 1e-9 * abs(lin_err.mean())
+            if shaped and q_r2 > 0.90 and abs(q_r2 - r**2) > 0.01:
                 kind = "quadratic"
             kind = kind or "?"
         if np.sum(err) > 0:
