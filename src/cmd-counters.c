@@ -14,13 +14,15 @@
 static const char usage[] =
 	"usage: sonde counters list [--derived] [--tracepoints] [--groups] [--agent N] [--defs "
 	"FILE]\n"
-	"       sonde counters info NAME [--agent N] [--defs FILE]\n"
-	"       sonde counters eval EXPR [--set NAME=V[,V...]]... [--defs FILE]\n"
+	"       sonde counters info NAME [--agent N] [--defs FILE] [--arch ARCH]\n"
+	"       sonde counters eval EXPR... [--set NAME=V[,V...]]... [--defs FILE] [--arch ARCH]\n"
 	"\n"
 	"List the counters of an agent (a CPU), show one counter's definition, or evaluate\n"
 	"an expression in the language of counter_defs.yaml (counters.md in " SONDE_DOCDIR
 	").\nWith "
-	"--set, several values are several dimension instances (one per CPU, say).";
+	"--set, several values are several dimension instances (one per CPU, say);\n"
+	"--arch reads another architecture's definitions (a GPU's, say) to show or\n"
+	"evaluate them here.";
 
 static const char *const kind_names[] = { "", "software", "tracepoint", "hardware", "derived" };
 
@@ -311,13 +313,61 @@ static int parse_setting(const char *arg, struct setting *s)
 	return s->n ? 0 : -EINVAL;
 }
 
-static int do_eval(const char *expr, const struct sonde_strlist *sets, const char *format)
+/*
+ * One expression: its values on stdout (JSON: into *json), a note on a
+ * division by zero. With several expressions each line is "EXPR: values".
+ */
+static int eval_one(const char *expr, struct settings *ss, bool named, json_t *json)
 {
 	struct sonde_strbuf err = SONDE_STRBUF_INIT;
-	struct settings ss = { calloc(sets->n + 1, sizeof(struct setting)), 0 };
 	double out[4096];
 	size_t n = 0, i;
-	int div0 = 0, rc, code = EXIT_OK;
+	int div0 = 0, rc = sonde_counters__eval(expr, lookup_set, ss, out, 4096, &n, &div0, &err),
+	    code = EXIT_OK;
+
+	if (rc) {
+		if (named)
+			cli_error("counters", "%s: %s", expr, err.buf);
+		else
+			cli_error("counters", "%s", err.buf);
+		code = rc == -EINVAL ? EXIT_USAGE : cli_exit_code(rc);
+		if (json)
+			json_array_append_new(json, json_pack("{s:s, s:s}", "expression", expr,
+							      "error", err.buf));
+	} else if (json) {
+		json_t *o = json_object(), *a = json_array();
+
+		for (i = 0; i < n; i++)
+			json_array_append_new(a,
+					      isfinite(out[i]) ? json_real(out[i]) : json_null());
+		if (named)
+			json_object_set_new(o, "expression", json_string(expr));
+		json_object_set_new(o, "values", a);
+		if (div0)
+			json_object_set_new(o, "division_by_zero_column", json_integer(div0));
+		json_array_append_new(json, o);
+	} else {
+		if (named)
+			printf("%s: ", expr);
+		for (i = 0; i < n; i++)
+			printf("%s%.10g", i ? " " : "", out[i]);
+		putchar('\n');
+	}
+	if (!rc && div0)
+		fprintf(stderr,
+			"sonde: counters: note: %s%sdivision by zero at column %d gives NaN\n",
+			named ? expr : "", named ? ": " : "", div0);
+	sonde_strbuf__release(&err);
+	return code;
+}
+
+static int do_eval(char **exprs, int nexpr, const struct sonde_strlist *sets, const char *format)
+{
+	struct settings ss = { calloc(sets->n + 1, sizeof(struct setting)), 0 };
+	bool json = sonde_view__format_of(format) == SONDE_VIEW_JSON;
+	json_t *all = json ? json_array() : NULL;
+	size_t i;
+	int rc, code = EXIT_OK, k;
 
 	if (!ss.s)
 		return EXIT_FAILURE_;
@@ -332,39 +382,27 @@ static int do_eval(const char *expr, const struct sonde_strlist *sets, const cha
 			goto out;
 		}
 	}
-	rc = sonde_counters__eval(expr, lookup_set, &ss, out, 4096, &n, &div0, &err);
-	if (rc) {
-		cli_error("counters", "%s", err.buf);
-		code = rc == -EINVAL ? EXIT_USAGE : cli_exit_code(rc);
-		goto out;
+	for (k = 0; k < nexpr; k++) {
+		rc = eval_one(exprs[k], &ss, nexpr > 1, all);
+		code = code == EXIT_OK ? rc : code;
 	}
-	if (sonde_view__format_of(format) == SONDE_VIEW_JSON) {
-		json_t *o = json_object(), *a = json_array();
+	if (all && (nexpr > 1 || json_array_size(all) == 1)) {
+		json_t *doc = nexpr > 1 ? json_pack("{s:O}", "results", all)
+					: json_incref(json_array_get(all, 0));
 
-		for (i = 0; i < n; i++)
-			json_array_append_new(a,
-					      isfinite(out[i]) ? json_real(out[i]) : json_null());
-		json_object_set_new(o, "values", a);
-		if (div0)
-			json_object_set_new(o, "division_by_zero_column", json_integer(div0));
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
-		json_decref(o);
-	} else {
-		for (i = 0; i < n; i++)
-			printf("%s%.10g", i ? " " : "", out[i]);
-		putchar('\n');
+		if (nexpr > 1 || !json_object_get(doc, "error")) {
+			json_dumpf(doc, stdout, JSON_INDENT(2));
+			putchar('\n');
+		}
+		json_decref(doc);
 	}
-	if (div0)
-		fprintf(stderr, "sonde: counters: note: division by zero at column %d gives NaN\n",
-			div0);
 out:
+	json_decref(all);
 	for (i = 0; i < ss.n; i++) {
 		free(ss.s[i].name);
 		free(ss.s[i].v);
 	}
 	free(ss.s);
-	sonde_strbuf__release(&err);
 	return code;
 }
 
@@ -372,7 +410,7 @@ int cmd_counters(int argc, char **argv)
 {
 	bool derived = false, tracepoints = false, groups = false;
 	long long agent = 0;
-	const char *defs = NULL, *format = "text";
+	const char *defs = NULL, *format = "text", *arch = NULL;
 	struct sonde_strlist sets = { 0 };
 	const struct sonde_option opts[] = {
 		{ SONDE_OPT_FLAG, 0, "derived", &derived, NULL, "list: only derived metrics" },
@@ -386,6 +424,9 @@ int cmd_counters(int argc, char **argv)
 		  "eval: the values of a name (one per dimension instance)" },
 		{ SONDE_OPT_STRING, 0, "defs", &defs, "FILE",
 		  "load more counter definitions (counter_defs.yaml format)" },
+		{ SONDE_OPT_STRING, 0, "arch", &arch, "ARCH",
+		  "read the definitions of architecture ARCH (gfx90a, say) instead of this "
+		  "machine's" },
 		{ SONDE_OPT_CHOICE, 0, "format", &format, NULL, "output format", 0, 0,
 		  sonde_view__formats },
 		{ .type = SONDE_OPT_END },
@@ -406,6 +447,10 @@ int cmd_counters(int argc, char **argv)
 		return cli_usage("counters", "which subcommand? (list, info, eval)");
 	}
 	sub = argv[0];
+	if (arch && sonde_counters__use_arch(arch)) {
+		sonde_strlist__release(&sets);
+		return cli_usage("counters", "invalid architecture '%s'", arch);
+	}
 	code = load_defs(defs);
 	if (code == EXIT_OK)
 		code = check_agent(agent);
@@ -419,13 +464,15 @@ int cmd_counters(int argc, char **argv)
 		code = do_list(agent, derived, tracepoints, format);
 	else if (!strcmp(sub, "info") && argc == 2)
 		code = do_info(argv[1], agent);
-	else if (!strcmp(sub, "eval") && argc == 2)
-		code = do_eval(argv[1], &sets, format);
+	else if (!strcmp(sub, "eval") && argc >= 2)
+		code = do_eval(argv + 1, argc - 1, &sets, format);
 	else if (strcmp(sub, "list") && strcmp(sub, "info") && strcmp(sub, "eval"))
 		code = cli_usage("counters", "unknown subcommand '%s' (list, info, eval)", sub);
 	else
 		code = cli_usage("counters", "'%s' takes %s", sub,
-				 !strcmp(sub, "list") ? "no argument" : "one argument");
+				 !strcmp(sub, "list")	? "no argument"
+				 : !strcmp(sub, "info") ? "one argument"
+							: "one expression or more");
 	sonde_strlist__release(&sets);
 	return code;
 }

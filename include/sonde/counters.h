@@ -119,6 +119,13 @@ struct sonde_counter_info {
  * in err. $SONDE_COUNTER_DEFS is loaded the same way on first use.
  */
 int sonde_counters__load_defs(const char *path, struct sonde_strbuf *err);
+/*
+ * Read the definitions of architecture arch (a key of counter_defs.yaml: gfx90a,
+ * say) instead of this machine's: to show or evaluate another machine's
+ * derived metrics. Before the catalog is first used: 0, -EBUSY after, -EINVAL
+ * for a name that is not one architecture.
+ */
+int sonde_counters__use_arch(const char *arch);
 /* Parse definitions from memory (the YAML loader, used by the fuzzer). */
 int sonde_counters__check_defs(const char *yaml, size_t len, const char *name,
 			       struct sonde_strbuf *err);

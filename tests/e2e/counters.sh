@@ -268,6 +268,13 @@ check "eval: shape mismatch is an error" [ "$rc" = 2 ]
 check "... giving both lengths" has "$err" "2 and 3 dimension instances"
 run counters eval 'x' --set x=abc
 check "eval: a bad --set value: exit 2" [ "$rc" = 2 ]
+run counters eval 'context-switches / task-clock * 1e9' --set context-switches=10 --set task-clock=5e9
+check "eval: names as the catalog spells them (task-clock), '-' a minus elsewhere" all \
+	'[ "$rc" = 0 ]' '[ "$out" = 2 ]'
+run counters eval 'x-y' --set x=5 --set y=2
+check "... a '-' between names no one knows as one is a minus" [ "$out" = 3 ]
+run counters eval 'x+1' 'x*x' --set x=3
+check "eval: several expressions, one line each" [ "$out" = "$(printf 'x+1: 4\nx*x: 9')" ]
 
 # ---- definitions files ------------------------------------------------------------------
 cat >good.yaml <<'Y'

@@ -18,6 +18,7 @@
 #include "../../dynlib.h"
 #include "../../tracefs.h"
 #include "../../grow.h"
+#include "../../strmap.h"
 #include "../../u64map.h"
 #include "counters.h"
 
@@ -277,6 +278,89 @@ const char *cnt_arch(void)
 
 	pthread_once(&once, detect_arch);
 	return arch_buf;
+}
+
+/* The architecture whose definitions are read: the machine's, or the one asked for. */
+static char defs_arch[64];
+
+static const char *cnt_defs_arch(void)
+{
+	return defs_arch[0] ? defs_arch : cnt_arch();
+}
+
+int sonde_counters__use_arch(const char *arch)
+{
+	int rc = 0;
+
+	if (!arch || !*arch || strlen(arch) >= sizeof(defs_arch) || strchr(arch, '/'))
+		return -EINVAL;
+	pthread_mutex_lock(&cat_lock);
+	if (cat_built)
+		rc = -EBUSY;
+	else
+		snprintf(defs_arch, sizeof(defs_arch), "%s", arch);
+	pthread_mutex_unlock(&cat_lock);
+	return rc;
+}
+
+/*
+ * The properties of an agent that counter_defs.yaml's expressions name, as
+ * rocprofiler-sdk's agents carry them (simd_count, wave_front_size, ...): an
+ * agent resolves those it has. sonde's agents are CPUs, which have none of
+ * them, so a metric that needs one is not supported on them, and says which;
+ * a definitions file that names them is never refused for it.
+ */
+static const char *const agent_properties[] = {
+	"array_count",
+	"caches_count",
+	"cpu_core_id_base",
+	"cpu_cores_count",
+	"cu_count",
+	"cu_per_engine",
+	"cu_per_simd_array",
+	"device_id",
+	"domain",
+	"drm_render_minor",
+	"family_id",
+	"gds_size_in_kb",
+	"gfx_target_version",
+	"grid_max_size",
+	"hive_id",
+	"io_links_count",
+	"lds_size_in_kb",
+	"local_mem_size",
+	"location_id",
+	"max_engine_clk_ccompute",
+	"max_engine_clk_fcompute",
+	"max_slots_scratch_cu",
+	"max_waves_per_cu",
+	"max_waves_per_simd",
+	"mem_banks_count",
+	"num_cp_queues",
+	"num_gws",
+	"num_sdma_engines",
+	"num_sdma_queues_per_engine",
+	"num_sdma_xgmi_engines",
+	"num_shader_banks",
+	"num_xcc",
+	"simd_arrays_per_engine",
+	"simd_count",
+	"simd_id_base",
+	"simd_per_cu",
+	"vendor_id",
+	"wave_front_size",
+	"workgroup_max_size",
+	NULL,
+};
+
+bool cnt_agent_property(const char *name)
+{
+	size_t i;
+
+	for (i = 0; agent_properties[i]; i++)
+		if (!strcmp(agent_properties[i], name))
+			return true;
+	return false;
 }
 
 static struct cnt_entry *add_entry(enum sonde_counter_kind kind, const char *name, const char *desc,
@@ -670,7 +754,8 @@ static int check_name(void *ctx, const char *name, int col)
 	struct cnt_entry *e = find_locked(name);
 	double v;
 
-	if (!e && (cnt_constant(name, &v) == 0 || !strcmp(name, "DURATION_NS")))
+	if (!e && (cnt_constant(name, &v) == 0 || !strcmp(name, "DURATION_NS") ||
+		   cnt_agent_property(name)))
 		return 0;
 	if (!e)
 		e = add_tracepoint_locked(name);
@@ -703,13 +788,15 @@ struct vdef { /* one entry of one counter, as written */
 	char *name, *arch, *expression;
 	int expr_line, expr_col;
 	struct expr_node *ast;
+	size_t next; /* the next entry of the same name, + 1; 0: none */
 };
 
 struct vcheck {
 	struct vdef *d;
 	size_t n, cap;
-	const char *file, *arch; /* arch: the one being checked */
-	bool use_catalog;	 /* names the file does not define: the catalog's */
+	struct sonde_strmap byname; /* name ('-' as '_') -> its first entry, + 1 */
+	const char *file, *arch;    /* arch: the one being checked */
+	bool use_catalog;	    /* names the file does not define: the catalog's */
 	const struct vdef *path[64];
 	int depth;
 	struct u64map done; /* entries checked under this architecture: not again */
@@ -747,21 +834,35 @@ static int collect_def(void *ctx, const struct cnt_def *d, struct sonde_strbuf *
 	return 0;
 }
 
+/* name with '-' as '_' (name_eq's equality) into buf[len]; false: too long. */
+static bool name_key(const char *name, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < len; i++)
+		buf[i] = name[i] == '-' ? '_' : name[i];
+	buf[i] = 0;
+	return !name[i];
+}
+
 /* The file's entry of name for v->arch (else its generic one); *defined: any entry. */
 static const struct vdef *vresolve(const struct vcheck *v, const char *name, bool *defined)
 {
 	const struct vdef *generic = NULL;
+	char key[256];
+	uint64_t *first =
+		name_key(name, key, sizeof(key)) ? sonde_strmap__gets(&v->byname, key) : NULL;
 	size_t i;
 
 	*defined = false;
-	for (i = 0; i < v->n; i++) {
-		if (!name_eq(v->d[i].name, name))
-			continue;
+	for (i = first ? *first : 0; i; i = v->d[i - 1].next) {
+		const struct vdef *d = &v->d[i - 1];
+
 		*defined = true;
-		if (cnt_defs__arch_listed(v->d[i].arch, v->arch))
-			return &v->d[i];
-		if (!generic && cnt_defs__arch_listed(v->d[i].arch, "generic"))
-			generic = &v->d[i];
+		if (cnt_defs__arch_listed(d->arch, v->arch))
+			return d;
+		if (!generic && cnt_defs__arch_listed(d->arch, "generic"))
+			generic = d;
 	}
 	return generic;
 }
@@ -778,7 +879,7 @@ static int vcheck_name(void *ctx, const char *name, int col)
 	d = vresolve(v, name, &defined);
 	if (d)
 		return d->ast ? vcheck_derived(v, d) : 0;
-	if (cnt_constant(name, &c) == 0 || !strcmp(name, "DURATION_NS"))
+	if (cnt_constant(name, &c) == 0 || !strcmp(name, "DURATION_NS") || cnt_agent_property(name))
 		return 0;
 	if (!defined && (!v->use_catalog || find_locked(name) || add_tracepoint_locked(name)))
 		return 0;
@@ -829,11 +930,34 @@ static int validate_defs(const char *buf, size_t len, const char *file, bool use
 			 struct sonde_strbuf *err)
 {
 	struct vcheck v = { .file = file, .use_catalog = use_catalog, .err = err };
-	size_t i;
+	struct sonde_strmap archs = SONDE_STRMAP_INIT; /* each architecture once */
+	size_t i, *last = NULL;
 	int rc = cnt_defs__parse(buf, len, file, NULL, collect_def, NULL, &v, err);
 
+	/* the entries of each name, chained (a file names a counter in a few) */
+	if (!rc && !(last = calloc(v.n + 1, sizeof(*last))))
+		rc = -ENOMEM;
+	for (i = 0; !rc && i < v.n; i++) {
+		char key[256];
+		bool seen;
+		uint64_t *first;
+
+		if (!name_key(v.d[i].name, key, sizeof(key)))
+			continue; /* no expression can name it either */
+		first = sonde_strmap__upserts(&v.byname, key, &seen);
+		if (!first) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (!seen)
+			*first = i + 1;
+		else
+			v.d[last[*first - 1]].next = i + 1;
+		last[seen ? *first - 1 : i] = i;
+	}
+	free(last);
+	/* the architectures: "generic", then each name of each key, once each */
 	for (i = 0; !rc && i <= v.n; i++) {
-		/* the architectures: "generic", then each name of each key */
 		const char *keys = i < v.n ? v.d[i].arch : "generic";
 		char *copy = strdup(keys), *save = NULL, *a;
 
@@ -842,8 +966,15 @@ static int validate_defs(const char *buf, size_t len, const char *file, bool use
 			break;
 		}
 		for (a = strtok_r(copy, "/", &save); a && !rc; a = strtok_r(NULL, "/", &save)) {
+			bool seen;
 			size_t j;
 
+			if (!sonde_strmap__upserts(&archs, a, &seen)) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (seen)
+				continue;
 			v.arch = a;
 			u64map__release(&v.done);
 			for (j = 0; j < v.n && !rc; j++) {
@@ -855,6 +986,8 @@ static int validate_defs(const char *buf, size_t len, const char *file, bool use
 		}
 		free(copy);
 	}
+	sonde_strmap__release(&archs);
+	sonde_strmap__release(&v.byname);
 	u64map__release(&v.done);
 	for (i = 0; i < v.n; i++) {
 		free(v.d[i].name);
@@ -871,8 +1004,8 @@ static int load_defs_locked(const char *buf, size_t len, const char *file, struc
 	int rc = validate_defs(buf, len, file, true, err);
 
 	if (!rc)
-		rc = cnt_defs__parse(buf, len, file, cnt_arch(), add_def, add_group, (void *)file,
-				     err);
+		rc = cnt_defs__parse(buf, len, file, cnt_defs_arch(), add_def, add_group,
+				     (void *)file, err);
 	if (!rc)
 		rc = check_all_derived(file, err);
 	if (!rc)
@@ -1232,6 +1365,16 @@ static int collect_input(void *ctx, const char *name, int col)
 	size_t i;
 
 	(void)col;
+	if (!e && cnt_agent_property(name)) {
+		/* no CPU agent has it: nothing to open, and not supported */
+		if (in->check && in->ok) {
+			in->ok = false;
+			snprintf(in->why, in->why_len,
+				 "needs the agent property %s, which a CPU agent does not have",
+				 name);
+		}
+		return 0;
+	}
 	if (!e)
 		return cnt_constant(name, &v) == 0 || !strcmp(name, "DURATION_NS") ? 0 : -ENOENT;
 	if (e->kind == SONDE_COUNTER_DERIVED) {
@@ -1462,6 +1605,12 @@ static int derive_lookup(void *ctx, const char *name, struct expr_vec *out, stru
 			 "no value for DURATION_NS (give it with --set)");
 		return -ENODATA;
 	}
+	if (cnt_agent_property(name)) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "no value for the agent property %s: a CPU agent does not have it%s", name,
+			 dc->set ? " (give it with --set)" : "");
+		return -ENODATA;
+	}
 	return -ENOENT;
 }
 
@@ -1489,10 +1638,26 @@ int cnt_derive(struct cnt_entry *e, const struct cnt_reading *r, struct expr_env
 	return rc;
 }
 
+struct eval_names {
+	sonde_counters_values_fn set;
+	void *user;
+};
+
+/* A name with a '-' in an expression to evaluate: the catalog's, or one given a value. */
+static bool known_name(void *ctx, const char *name)
+{
+	const struct eval_names *en = ctx;
+	const double *v;
+	size_t n;
+
+	return cnt_catalog__find(name) || (en->set && en->set(en->user, name, &v, &n) == 0);
+}
+
 int sonde_counters__eval(const char *expression, sonde_counters_values_fn set, void *user,
 			 double *out, size_t cap, size_t *n, int *div0_col,
 			 struct sonde_strbuf *err)
 {
+	struct eval_names en = { set, user };
 	struct expr_env env = { 0 };
 	struct derive_ctx dc = { .set = set, .user = user, .env = &env };
 	struct expr_error xe = { 0 };
@@ -1504,7 +1669,7 @@ int sonde_counters__eval(const char *expression, sonde_counters_values_fn set, v
 		sonde_strbuf__adds(err, cnt_catalog__error());
 		return -EINVAL;
 	}
-	ast = expr_parse(expression, &xe);
+	ast = expr_parse_names(expression, known_name, &en, &xe);
 	if (!ast) {
 		if (xe.col)
 			sonde_strbuf__addf(err, "column %d: %s", xe.col, xe.msg);

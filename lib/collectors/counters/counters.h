@@ -46,6 +46,8 @@ int cnt_entry__attr(struct cnt_entry *e, struct perf_event_attr *attr);
 const char *cnt_arch(void);
 /* A machine constant (CPU_NUM, ...): 0 and *v, or -ENOENT. */
 int cnt_constant(const char *name, double *v);
+/* Whether name is an agent property counter_defs.yaml may name (simd_count, ...). */
+bool cnt_agent_property(const char *name);
 
 /* One definition of counter_defs.yaml, as the loader hands it over. */
 struct cnt_def {

@@ -18,6 +18,8 @@ struct parser {
 	const char *src, *p;
 	int depth;
 	struct expr_error *err;
+	bool (*known)(void *ctx, const char *name); /* names that hold a '-' */
+	void *ctx;
 };
 
 static void fail(struct parser *ps, const char *at, const char *fmt, ...)
@@ -49,6 +51,32 @@ static bool name_start(char c)
 static bool name_char(char c)
 {
 	return name_start(c) || (c >= '0' && c <= '9') || c == ':' || c == '.';
+}
+
+/*
+ * The length of the name at `at`: its name characters, then "-part"s while the
+ * longer name is one the caller knows (perf's task-clock, say), so that a '-'
+ * is a minus sign except inside a known name.
+ */
+static size_t name_len(const struct parser *ps, const char *at)
+{
+	size_t len = 0, more;
+	char buf[256];
+
+	while (name_char(at[len]))
+		len++;
+	while (ps->known && at[len] == '-' && name_start(at[len + 1])) {
+		for (more = len + 1; name_char(at[more]); more++)
+			;
+		if (more >= sizeof(buf))
+			break;
+		memcpy(buf, at, more);
+		buf[more] = 0;
+		if (!ps->known(ps->ctx, buf))
+			break;
+		len = more;
+	}
+	return len;
 }
 
 static struct expr_node *node(struct parser *ps, enum expr_kind k, const char *at)
@@ -195,11 +223,9 @@ static struct expr_node *parse_primary(struct parser *ps)
 		return n;
 	}
 	if (name_start(*at)) {
-		size_t len = 0;
+		size_t len = name_len(ps, at);
 		const char *q;
 
-		while (name_char(at[len]))
-			len++;
 		q = at + len;
 		while (*q == ' ' || *q == '\t')
 			q++;
@@ -316,7 +342,13 @@ static struct expr_node *parse_expr(struct parser *ps)
 
 struct expr_node *expr_parse(const char *src, struct expr_error *err)
 {
-	struct parser ps = { src, src, 0, err };
+	return expr_parse_names(src, NULL, NULL, err);
+}
+
+struct expr_node *expr_parse_names(const char *src, bool (*known)(void *ctx, const char *name),
+				   void *ctx, struct expr_error *err)
+{
+	struct parser ps = { src, src, 0, err, known, ctx };
 	struct expr_node *n;
 	char tok[48];
 

@@ -64,6 +64,12 @@ struct expr_error {
 
 /* Parse src; NULL with err filled (errno EINVAL, or ENOMEM). */
 struct expr_node *expr_parse(const char *src, struct expr_error *err);
+/*
+ * The same, where a name may hold a '-' (perf's task-clock) when known(ctx,
+ * name) says it is one: otherwise '-' is a minus sign, as in the definitions.
+ */
+struct expr_node *expr_parse_names(const char *src, bool (*known)(void *ctx, const char *name),
+				   void *ctx, struct expr_error *err);
 void expr_free(struct expr_node *n);
 
 /* Call fn on every NAME the expression reads (accumulate's counter included). */
