@@ -392,6 +392,94 @@ json_t *sonde_config__get(json_t *cfg, const char *key)
 	return cfg;
 }
 
+/*
+ * The keys sonde reads (docs/config.md), and Perun's that it does not: an
+ * object key with ".*" takes any member (registered_collectors' names).
+ */
+static const char *const read_keys[] = {
+	"cmds",
+	"args",
+	"workloads",
+	"collectors",
+	"postprocessors",
+	"execute.pre_run",
+	"generators.workload",
+	"generators.workload_dir",
+	"profile_for_each_workload",
+	"profiles.register_after_run",
+	"degradation.strategies",
+	"degradation.cutoff",
+	"degradation.apply",
+	"registered_collectors.*",
+	"format.output_profile_template",
+	NULL,
+};
+static const char *const perun_keys[] = {
+	"vcs.*",
+	"general.*",
+	"format.status",
+	"format.shortlog",
+	"format.output_show_template",
+	"format.sort_profiles_by",
+	"degradation.collect_before_check",
+	"degradation.log_collect",
+	"degradation.location_filter",
+	NULL,
+};
+
+/* 1: key is in the list, 2: key is an object the list has members of, 0: neither. */
+static int listed(const char *const *list, const char *key)
+{
+	size_t n = strlen(key), i;
+	int r = 0;
+
+	for (i = 0; list[i]; i++) {
+		size_t m = strlen(list[i]);
+
+		if (!strcmp(list[i], key))
+			return 1;
+		if (m > 2 && !strcmp(list[i] + m - 2, ".*") && !strncmp(list[i], key, m - 2) &&
+		    (key[m - 2] == '.' || !key[m - 2]))
+			return 1;
+		if (m > n && !strncmp(list[i], key, n) && list[i][n] == '.')
+			r = 2;
+	}
+	return r;
+}
+
+static size_t unread(json_t *obj, const char *prefix,
+		     void (*fn)(void *ctx, const char *key, bool perun), void *ctx)
+{
+	const char *k;
+	json_t *v;
+	size_t count = 0;
+
+	json_object_foreach(obj, k, v)
+	{
+		char key[512];
+		int r, p;
+
+		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", k);
+		r = listed(read_keys, key);
+		p = listed(perun_keys, key);
+		if (r == 1)
+			continue;
+		if ((r == 2 || p == 2) && json_is_object(v)) {
+			count += unread(v, key, fn, ctx);
+			continue;
+		}
+		fn(ctx, key, p == 1);
+		count++;
+	}
+	return count;
+}
+
+size_t sonde_config__unread_keys(json_t *cfg, void (*fn)(void *ctx, const char *key, bool perun),
+				 void *ctx)
+{
+	return json_is_object(cfg) ? unread(cfg, "", fn, ctx) : 0;
+}
+
 /* What a missing part becomes: a list when the next part is a number, else a mapping. */
 static json_t *container_for(const char *rest)
 {

@@ -441,3 +441,25 @@ int cli_write_output(const char *path, const char *buf, size_t len)
 		return len && fwrite(buf, 1, len, stdout) != len ? -EIO : 0;
 	return sonde_file__write_data(path, buf ? buf : "", len, 0, NULL);
 }
+
+static void config_warning(void *ctx, const char *key, bool perun)
+{
+	const char *cmd = ctx;
+
+	if (perun)
+		fprintf(stderr,
+			"sonde: %s: warning: '%s' is a key of Perun's configuration that sonde "
+			"does not read: it has no effect\n",
+			cmd, key);
+	else
+		fprintf(stderr,
+			"sonde: %s: warning: unknown configuration key '%s' (docs/config.md "
+			"lists the keys): it has no effect\n",
+			cmd, key);
+}
+
+void cli_config_warnings(const char *cmd, json_t *cfg)
+{
+	if (!cli_quiet())
+		sonde_config__unread_keys(cfg, config_warning, (void *)cmd);
+}

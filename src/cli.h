@@ -54,6 +54,8 @@ const struct sonde_option *cli_global_options(void);
 void cli_apply_globals(void);
 /* -q was given: print errors only. */
 bool cli_quiet(void);
+/* A warning on stderr (unless -q) for each configuration key sonde does not read. */
+void cli_config_warnings(const char *cmd, json_t *cfg);
 /* Whether colour is on for f (--color, NO_COLOR, TERM=dumb, a terminal). */
 bool cli_colored(FILE *f);
 /* Write an SGR sequence (CLI_RED...) to f when colour is on for it. */

@@ -810,7 +810,7 @@ int cmd_check(int argc, char **argv)
 		if (sonde_config__load(SONDE_CONFIG_MERGED, ".", &cfg, &err)) {
 			cli_error("check", "%s", err.buf);
 			code = EXIT_USAGE;
-		} else if (!method) {
+		} else if (cli_config_warnings("check", cfg), !method) {
 			code = load_strategies(cfg);
 		}
 		sonde_strbuf__release(&err);

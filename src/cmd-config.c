@@ -191,6 +191,13 @@ int cmd_config(int argc, char **argv)
 		} else if ((rc = sonde_config__write(path, cfg))) {
 			cli_error("config", "cannot write '%s': %s", path, strerror(-rc));
 			code = EXIT_FAILURE_;
+		} else {
+			/* the key just set, if sonde does not read it */
+			json_t *one = json_object();
+
+			if (one && !sonde_config__set(one, argv[1], json_null()))
+				cli_config_warnings("config", one);
+			json_decref(one);
 		}
 	}
 	free(path);

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -254,16 +255,27 @@ static int textfiles(struct batch *b, json_t *cfg, json_t *g, const char *id, lo
 	long long cmin, cmax, n, i, k;
 	unsigned seed = 1;
 
+	json_t *rnd = json_object_get(g, "randomize_rows");
+	bool randomize = !rnd || json_is_true(rnd) ||
+			 (json_is_string(rnd) && !strcasecmp(json_string_value(rnd), "true"));
+
 	*lo = int_key(g, "min_lines", 1, &ok);
 	*hi = int_key(g, "max_lines", 0, &ok);
 	*step = int_key(g, "step", 1, &ok);
-	cmin = int_key(g, "min_chars", 40, &ok);
-	cmax = int_key(g, "max_chars", 80, &ok);
+	/* Perun's min_rows and max_rows (characters on a line), or sonde's older names */
+	cmin = int_key(g, json_object_get(g, "min_rows") ? "min_rows" : "min_chars",
+		       json_object_get(g, "min_chars") ? 40 : 5, &ok);
+	cmax = int_key(g, json_object_get(g, "max_rows") ? "max_rows" : "max_chars", 80, &ok);
+	if (rnd && !json_is_boolean(rnd) && !json_is_string(rnd))
+		ok = false;
 	if (!ok || *lo < 0 || *hi < *lo || *step <= 0 || (*hi - *lo) / *step > 10000 || cmin < 0 ||
 	    cmax < cmin || cmax > 100000)
 		return bad("generator '%s' (textfile): integer min_lines <= max_lines, step > 0 "
-			   "(at most 10000 files), 0 <= min_chars <= max_chars",
+			   "(at most 10000 files), 0 <= min_rows <= max_rows, randomize_rows "
+			   "true or false",
 			   id);
+	if (!randomize)
+		cmin = cmax;	       /* every line of the longest length, as Perun makes them */
 	if (!b->gendir && wd && *wd) { /* where the configuration says (check -c: the store's) */
 		if (sonde_file__mkdir_p(wd, 0755) || !(b->gendir = strdup(wd)))
 			return bad("generators.workload_dir: cannot make '%s'", wd);
@@ -515,20 +527,88 @@ out:
 }
 
 /*
+ * The keys a generator of each type takes: Perun's (perun/workload/), and the
+ * names sonde used before it read Perun's (step for a string's step_len;
+ * min_chars and max_chars for a text file's min_rows and max_rows; generator
+ * for external_generator). Any other key is refused: a key sonde does not know
+ * would otherwise change nothing without a word.
+ */
+static const struct {
+	const char *type, *keys;
+} generator_keys[] = {
+	{ "integer", "min_range max_range step" },
+	{ "string", "min_len max_len step_len step" },
+	{ "textfile",
+	  "min_lines max_lines step min_rows max_rows randomize_rows min_chars max_chars" },
+	{ "singleton", "value" },
+	{ "external", "external_generator generator output_dir file_format delimiters" },
+};
+
+static bool word_in(const char *words, const char *w)
+{
+	size_t n = strlen(w);
+	const char *p;
+
+	for (p = strstr(words, w); p; p = strstr(p + 1, w))
+		if ((p == words || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return true;
+	return false;
+}
+
+static int check_generator_keys(json_t *g, const char *id, const char *type)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+
+	for (i = 0; i < sizeof(generator_keys) / sizeof(generator_keys[0]); i++)
+		if (!strcmp(generator_keys[i].type, type))
+			break;
+	if (i == sizeof(generator_keys) / sizeof(generator_keys[0]))
+		return 0; /* the type is refused by its caller */
+	json_object_foreach(g, k, v)
+	{
+		char msg[512], keys[256];
+		const char *c;
+		size_t w = 0;
+
+		if (!strcmp(k, "id") || !strcmp(k, "type") ||
+		    !strcmp(k, "profile_for_each_workload") || *k == '_' ||
+		    word_in(generator_keys[i].keys, k))
+			continue;
+		for (c = generator_keys[i].keys; *c && w + 3 < sizeof(keys); c++) {
+			if (*c == ' ')
+				keys[w++] = ',';
+			keys[w++] = *c;
+		}
+		keys[w] = 0;
+		snprintf(msg, sizeof(msg),
+			 "generator '%s' (%s): unknown key '%s' (it takes id, type, "
+			 "profile_for_each_workload, %s)",
+			 id, type, k, keys);
+		return bad("%s", msg);
+	}
+	return 0;
+}
+
+/*
  * An integer or string generator's range: integers KEY_MIN to KEY_MAX by step
  * (1), at most 100000 values; a length (max_value > 0) is 0 to max_value.
  */
 static int range_of(json_t *g, const char *id, const char *type, const char *kmin, const char *kmax,
-		    long long max_value, long long *lo, long long *hi, long long *step)
+		    const char *kstep, long long max_value, long long *lo, long long *hi,
+		    long long *step)
 {
 	json_t *a = json_object_get(g, kmin), *z = json_object_get(g, kmax),
-	       *s = json_object_get(g, "step");
+	       *s = json_object_get(g, kstep);
 
 	char msg[256];
 
+	if (!s && strcmp(kstep, "step"))
+		s = json_object_get(g, "step"); /* sonde's older name */
 	if (!json_is_integer(a) || !json_is_integer(z) || (s && !json_is_integer(s))) {
-		snprintf(msg, sizeof(msg), "generator '%s' (%s) needs integer %s and %s (and step)",
-			 id, type, kmin, kmax);
+		snprintf(msg, sizeof(msg), "generator '%s' (%s) needs integer %s and %s (and %s)",
+			 id, type, kmin, kmax, kstep);
 		return bad("%s", msg);
 	}
 	*lo = json_integer_value(a);
@@ -537,9 +617,9 @@ static int range_of(json_t *g, const char *id, const char *type, const char *kmi
 	if (*step <= 0 || *hi < *lo || (*hi - *lo) / *step > 100000 ||
 	    (max_value > 0 && (*lo < 0 || *hi > max_value))) {
 		snprintf(msg, sizeof(msg),
-			 "generator '%s' (%s): %s%s <= %s%s, step > 0, and at most 100000 values",
-			 id, type, max_value > 0 ? "0 <= " : "", kmin, kmax,
-			 max_value > 0 ? " <= 1048576" : "");
+			 "generator '%s' (%s): %s%s <= %s%s, %s > 0, and at most 100000 values", id,
+			 type, max_value > 0 ? "0 <= " : "", kmin, kmax,
+			 max_value > 0 ? " <= 1048576" : "", kstep);
 		return bad("%s", msg);
 	}
 	return 0;
@@ -560,13 +640,24 @@ static int add_jobs(struct batch *b, json_t *cfg, json_t *col, const char *cmd, 
 		return bad("a collector without a name%s", "");
 	if (g && !type)
 		return bad("generator '%s' has no type", wl);
+	if (g && check_generator_keys(g, wl, type))
+		return EXIT_USAGE;
+	/* Perun sets it on the generator; sonde's configuration has it for all too */
+	if (g && json_object_get(g, "profile_for_each_workload"))
+		each = json_is_true(json_object_get(g, "profile_for_each_workload")) ||
+		       (json_is_string(json_object_get(g, "profile_for_each_workload")) &&
+			!strcasecmp(
+				json_string_value(json_object_get(g, "profile_for_each_workload")),
+				"true"));
 	if (g && !strcmp(type, "integer")) {
-		int rc = range_of(g, wl, "integer", "min_range", "max_range", 0, &lo, &hi, &step);
+		int rc = range_of(g, wl, "integer", "min_range", "max_range", "step", 0, &lo, &hi,
+				  &step);
 
 		if (rc)
 			return rc;
 	} else if (g && !strcmp(type, "string")) {
-		int rc = range_of(g, wl, "string", "min_len", "max_len", 1 << 20, &lo, &hi, &step);
+		int rc = range_of(g, wl, "string", "min_len", "max_len", "step_len", 1 << 20, &lo,
+				  &hi, &step);
 
 		if (rc)
 			return rc;
@@ -1070,6 +1161,7 @@ int cmd_run(int argc, char **argv)
 		code = EXIT_USAGE;
 		goto out;
 	}
+	cli_config_warnings("run", cfg);
 	if (!strcmp(argv[0], "job")) {
 		json_t *cp = json_object(), *pp = json_object();
 

@@ -16,6 +16,7 @@
 #ifndef SONDE_CONFIG_H
 #define SONDE_CONFIG_H
 
+#include <stdbool.h>
 #include <jansson.h>
 #include <sonde/strbuf.h>
 
@@ -57,6 +58,14 @@ json_t *sonde_config__merge(json_t *near, json_t *far);
 
 /* The value at a dotted key (borrowed), or NULL. */
 json_t *sonde_config__get(json_t *cfg, const char *key);
+/*
+ * The keys of cfg that sonde does not read, one call each: perun is true for
+ * a key of Perun's configuration that has no effect in sonde (vcs.url,
+ * general.editor, format.status, ...), false for a key no one knows (a typo).
+ * Returns the number of such keys.
+ */
+size_t sonde_config__unread_keys(json_t *cfg, void (*fn)(void *ctx, const char *key, bool perun),
+				 void *ctx);
 /*
  * Set the value at a dotted key (the reference to value is stolen), making
  * the mappings on the way. A number among the parts indexes a list (one past

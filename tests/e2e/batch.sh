@@ -153,6 +153,33 @@ check "a string generator: one profile, each run's size the length of the string
 	'[ "$(cut -d" " -f1 lens.txt | sort -nu | tr "\n" ,)" = "5,10,15," ]' \
 	'[ "$(sort -u lens.txt | wc -l)" = 3 ]' \
 	'! grep -qv "^[0-9]* [A-Za-z0-9]*$" lens.txt'
+# Perun's own keys: a string's step_len, a text file's min_rows, max_rows and
+# randomize_rows, and profile_for_each_workload on the generator
+"$SONDE" config set generators.workload "[{id: str, type: string, min_len: 2, max_len: 12, step_len: 5, profile_for_each_workload: true}]"
+rm -f .sonde/jobs/* lens.txt
+run run job -b sh -a "-c 'printf \"%s\\n\" \"\${#0}\" >>lens.txt'" -w str -c time --cp repeat=1
+check "a string generator with Perun's step_len 5 and profile_for_each_workload on it: 2, 7, 12, a profile each" \
+	all '[ "$rc" = 0 ]' '[ "$(sort -nu lens.txt | tr "\n" ,)" = "2,7,12," ]' \
+	'[ "$(ls .sonde/jobs | wc -l)" = 3 ]'
+"$SONDE" config set generators.workload "[{id: rows, type: textfile, min_lines: 10, max_lines: 20, step: 10, min_rows: 30, max_rows: 35, randomize_rows: false}]"
+rm -f .sonde/jobs/*
+run run job -b wc -a -l -w rows -c time --cp repeat=1
+check "a textfile generator with Perun's max_rows 35 and randomize_rows false: every line 35 characters" \
+	all '[ "$rc" = 0 ]' '[ "$(awk "{ print length(\$0) }" .sonde/workloads/rows/20.txt | sort -u)" = 35 ]' \
+	'[ "$(wc -l <.sonde/workloads/rows/20.txt)" = 20 ]'
+"$SONDE" config set generators.workload "[{id: str, type: string, min_len: 2, max_len: 12, stepp: 5}]"
+run run job -b echo -w str -c time
+check "a generator key sonde does not know: exit 2, naming it and the keys there are" \
+	all '[ "$rc" = 2 ]' 'has "$err" "unknown key '"'"'stepp'"'"'"' 'has "$err" "step_len"'
+"$SONDE" config set vcs.url ../ 2>/dev/null
+"$SONDE" config set degradation.bogus 1 2>config-set.err
+run run job -b true -c time --cp repeat=1
+check "configuration keys sonde does not read: a warning each, Perun's said to be Perun's" \
+	all '[ "$rc" = 0 ]' 'has "$err" "unknown configuration key '"'"'degradation.bogus'"'"'"' \
+	'has "$err" "'"'"'vcs'"'"' is a key of Perun'"'"'s configuration"' \
+	'has "$(cat config-set.err)" "degradation.bogus"'
+"$SONDE" config set degradation "{}" 2>/dev/null
+"$SONDE" config set vcs "{}" 2>/dev/null
 cat >gen.sh <<'EOF'
 #!/bin/sh
 mkdir -p inputs
