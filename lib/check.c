@@ -439,6 +439,8 @@ static int by_models(const struct sonde_profile *pb, const struct sonde_profile 
 	return 0;
 }
 
+static void free_result_names(struct sonde_check_result *r);
+
 static void fill_names(struct sonde_check_result *r, const struct side *s, json_t *units)
 {
 	r->uid = dup0(s->uid);
@@ -461,6 +463,8 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 	json_t *units = json_object_get(sonde_profile__header(pt), "units");
 	size_t i, n = 0, cap = 0, neto = 0, eto_cap = 0;
 	struct check_eto_row *eto = NULL;
+	struct sonde_strmap modelled = SONDE_STRMAP_INIT; /* resources judged by their models */
+	struct sonde_strbuf mkey = SONDE_STRBUF_INIT;
 	int rc;
 
 	o.alpha = o.alpha > 0 ? o.alpha : 0.05;
@@ -567,6 +571,29 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 			else
 				m = SONDE_CHECK_AVERAGE_AMOUNT;
 		}
+		if (m == SONDE_CHECK_BEST_MODEL_ORDER || m == SONDE_CHECK_INTEGRAL ||
+		    m == SONDE_CHECK_LINEAR_REGRESSION || m == SONDE_CHECK_POLYNOMIAL_REGRESSION ||
+		    m == SONDE_CHECK_FAST_CHECK || m == SONDE_CHECK_LOCAL_STATISTICS) {
+			/* a model is of the resource over all its sizes: one verdict for the
+			   resource and metric, not one per size the rows were split by */
+			bool seen;
+
+			sonde_strbuf__reset(&mkey);
+			rc = sonde_strbuf__addf(&mkey, "%s\x1f%s\x1f%s", sb->uid,
+						sb->type ? sb->type : "",
+						sb->msubtype ? sb->msubtype : "");
+			if (rc || !sonde_strmap__upserts(&modelled, mkey.buf, &seen)) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (seen) {
+				free_result_names(r);
+				n--;
+				continue;
+			}
+			free(r->workload);
+			r->workload = NULL;
+		}
 		switch (m) {
 		case SONDE_CHECK_WELCH:
 		case SONDE_CHECK_MANN_WHITNEY:
@@ -616,6 +643,8 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 	}
 	if (!rc)
 		rc = check_eto(&res, &n, &cap, eto, neto, &o);
+	sonde_strmap__release(&modelled);
+	sonde_strbuf__release(&mkey);
 	free(eto);
 	sides_release(&b);
 	sides_release(&t);
@@ -628,18 +657,23 @@ int sonde_check__compare(const struct sonde_profile *pb, const struct sonde_prof
 	return 0;
 }
 
+static void free_result_names(struct sonde_check_result *r)
+{
+	free(r->uid);
+	free(r->type);
+	free(r->subtype);
+	free(r->workload);
+	free(r->unit);
+	free(r->detail);
+	memset(r, 0, sizeof(*r));
+}
+
 void sonde_check__free(struct sonde_check_result *r, size_t n)
 {
 	size_t i;
 
-	for (i = 0; r && i < n; i++) {
-		free(r[i].uid);
-		free(r[i].type);
-		free(r[i].subtype);
-		free(r[i].workload);
-		free(r[i].unit);
-		free(r[i].detail);
-	}
+	for (i = 0; r && i < n; i++)
+		free_result_names(&r[i]);
 	free(r);
 }
 

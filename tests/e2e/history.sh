@@ -116,6 +116,28 @@ check "check head -c, textfile workloads: the parent's baselines pair with the c
 "$SONDE" config set cmds "[./prog]"
 "$SONDE" config set args "[]"
 
+# a time profile over a generator's sizes: one resource per metric and size,
+# one model per metric, so one verdict per metric
+mkdir "$WORK/sizes" && cd "$WORK/sizes" && git init -q || exit 1
+alloc_prog "n * 64" && git add prog.c && git commit -qm one
+"$SONDE" init >/dev/null
+"$SONDE" config set cmds "[./prog]"
+"$SONDE" config set execute.pre_run "[cc -O0 -g -o prog prog.c]"
+"$SONDE" config set generators.workload "[{id: n, type: integer, min_range: 100, max_range: 1000, step: 100}]"
+"$SONDE" config set workloads "[n]"
+"$SONDE" config set collectors "[{name: time, params: {repeat: 2}}]"
+"$SONDE" config set postprocessors "[{name: regression}]"
+"$SONDE" config set profiles.register_after_run true
+"$SONDE" run matrix -q
+alloc_prog "n * 65" && git commit -qam two
+"$SONDE" run matrix -q
+run check head --method integral --format json
+check "check head on a time profile over 10 sizes: one verdict per metric, not one per size" \
+	sh -c 'printf "%s" "$1" | jq -e "[.pairs[0].results[] | select(.subtype == \"real\")] |
+		length == 1 and .[0].workload == null and (.[0].method | startswith(\"integral\"))"' \
+	_ "$out"
+cd "$WORK/repo" || exit 1
+
 # two command lines of one program
 "$SONDE" collect time -q -r 3 -o a.json -- ./prog 100
 "$SONDE" collect time -q -r 3 -o b.json -- ./prog 200
