@@ -148,6 +148,9 @@ if command -v objdump >/dev/null 2>&1 && "$SONDE" version --features | grep -q '
 	run collect trace -e ebpf -s custom -d "0x$second#10" -o dyn10.json -- "$PROGS/t-calls"
 	check "-d 0xADDRESS#10: the same instruction, every 10th hit (198 of 1973)" \
 		all '[ "$rc" = 0 ]' "[ \"\$(calls dyn10.json probe:fib+$(printf 0x%x $off))\" = 198 ]"
+	run collect trace -e ebpf -s custom -d "t-calls#fib+$off#10" -o dynp.json -- "$PROGS/t-calls"
+	check "-d t-calls#fib+$off#10: the program named by its name as LIB (Perun's users' spelling), 198 hits" \
+		all '[ "$rc" = 0 ]' "[ \"\$(calls dynp.json probe:fib+$(printf 0x%x $off))\" = 198 ]"
 	if [ $((0x$third - 0x$second)) -gt 1 ]; then
 		run collect trace -e ebpf -s custom -d "fib+$((off + 1))" -o x3.json -- "$PROGS/t-calls"
 		check "-d inside an instruction: refused (exit 2), nothing run" \

@@ -299,8 +299,14 @@ char *tr_find_lib(const char *lib)
 
 char *tr_find_lib_of(const char *binary, const char *lib)
 {
-	char **needed = strchr(lib, '/') ? NULL : tr_elf_needed(binary), *found = NULL;
+	const char *me = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
+	char **needed, *found = NULL;
 	size_t i, l = strlen(lib);
+
+	/* the program itself, by its name (Perun's users write -d prog#f#1) */
+	if (!strcmp(lib, me))
+		return strdup(binary);
+	needed = strchr(lib, '/') ? NULL : tr_elf_needed(binary);
 
 	for (i = 0; needed && needed[i] && !found; i++) {
 		const char *base =

@@ -215,6 +215,12 @@ static int add_func_rule(struct sonde_collection *c, struct rules *rs, struct so
 	if (every && *every)
 		m.every = (uint32_t)strtoul(every, NULL, 10);
 	if (lib && *lib) {
+		const char *me = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
+
+		if (!strcmp(lib, me))
+			lib = NULL; /* the program itself, by its name */
+	}
+	if (lib && *lib) {
 		char *path = tr_find_lib_of(binary, lib);
 
 		if (!path) {
@@ -363,9 +369,12 @@ static int find_function(struct sonde_symbols *sym, const char *path, const char
 	return m.matched > 0;
 }
 
-static bool looks_like_lib(const char *s)
+/* Whether the first part of a spec names an object: a path, a library, or the program itself. */
+static bool looks_like_lib(const char *binary, const char *s)
 {
-	return strchr(s, '/') || strstr(s, ".so");
+	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
+
+	return strchr(s, '/') || strstr(s, ".so") || !strcmp(s, base);
 }
 
 static const struct tr_usdt *usdt_find(const struct tr_usdt *u, size_t n, const char *want,
@@ -418,7 +427,7 @@ static int add_usdt_spec(struct sonde_collection *c, struct te_loader *l, const 
 	if (!copy)
 		return -ENOMEM;
 	n = split_spec(copy, part, 5);
-	if (n > 1 && looks_like_lib(part[0])) {
+	if (n > 1 && looks_like_lib(binary, part[0])) {
 		lib = part[0];
 		k = 1;
 	}
@@ -487,7 +496,7 @@ static int add_dynamic_spec(struct sonde_collection *c, struct te_loader *l, con
 	if (!copy)
 		return -ENOMEM;
 	n = split_spec(copy, part, 4);
-	if (n > 1 && looks_like_lib(part[0])) {
+	if (n > 1 && looks_like_lib(binary, part[0])) {
 		lib = part[0];
 		k = 1;
 	}
