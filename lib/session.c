@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "config.h"
+#include "grow.h"
 #include "perf-warm.h"
 #include <sonde/clock.h>
 #include <sonde/git.h>
@@ -62,6 +63,9 @@ struct sonde_session {
 	char run_id[33];		/* 128 random bits in hex: the profiles of one collection */
 	struct sonde_git_origin origin; /* asked in before(), answered before the first run */
 	struct sonde_perf_warm perf_warm; /* started in before() where a collector needs it */
+	/* each measured run's parameter value, by run number - 1 (info.index) */
+	const char **run_values;
+	size_t nrun_values, run_values_cap;
 };
 
 /* ---- the collection helpers ---------------------------------------------------------- */
@@ -135,6 +139,8 @@ int sonde_collection__set_stdout(struct sonde_collection *c, int fd)
 
 static void free_strv(char **v);
 static int tuple_columns(struct sonde_session *s, struct sonde_profile *p);
+static int run_columns(struct sonde_session *s, struct sonde_collection *c,
+		       struct sonde_profile *p);
 
 int sonde_collection__wrap_argv(struct sonde_collection *c, char *const *argv)
 {
@@ -293,6 +299,7 @@ void sonde_session__free(struct sonde_session *s)
 		sonde_profile__free(c->profile);
 	}
 	free(s->cols);
+	free(s->run_values);
 	free_strv(s->env);
 	free(s->argv);
 	free_strv(s->wrap_argv);
@@ -818,6 +825,13 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		if (warm)
 			s->out.warmups++;
 		else {
+			/* the value's string lives as long as the session's options */
+			if (sonde_grow((void **)&s->run_values, &s->run_values_cap,
+				       s->nrun_values + 1, sizeof(*s->run_values))) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			s->run_values[s->nrun_values++] = value;
 			s->out.runs++;
 			(*done)++;
 			mine++;
@@ -1051,6 +1065,8 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 	rc = c->col->after ? c->col->after(c, p) : 0;
 	if (!rc)
 		rc = tuple_columns(s, p);
+	if (!rc)
+		rc = run_columns(s, c, p);
 	if (rc)
 		return rc;
 	common_warnings(s, c, p, json_is_true(json_object_get(md, "dirty")));
@@ -1107,6 +1123,92 @@ static int tuple_columns(struct sonde_session *s, struct sonde_profile *p)
 		}
 	}
 	return 0;
+}
+
+/*
+ * The rows of a collector whose resources are not one per parameter value
+ * (counters, threads, the machine's figures) mix the values' runs; their
+ * "order" is the measured run's number. Each row gets what the run was run
+ * with: structure-unit-size (the value, or its first part, where a number) and
+ * a column per parameter name (its part: a number, or the text), as the rows
+ * of the time collector and Perun's have them.
+ */
+static int run_columns(struct sonde_session *s, struct sonde_collection *c, struct sonde_profile *p)
+{
+	const char *names = s->o.param_name;
+	size_t i, n = sonde_profile__resource_count(p);
+	double *order = NULL;
+	size_t ocap = 0;
+	int rc = 0;
+
+	if (!(c->col->flags & SONDE_COLLECTOR_ORDER_IS_RUN) || !names || !s->o.param_values)
+		return 0;
+	for (i = 0; i < n && !rc; i++) {
+		json_t *cols, *size = NULL;
+		long rows = sonde_profile__numbers(p, i, "order", &order, &ocap), r;
+		const char *np;
+
+		if (rows == -ENOMEM)
+			rc = -ENOMEM;
+		if (rows <= 0 || sonde_profile__resource_at(p, i, NULL, NULL, &cols) ||
+		    json_object_get(cols, "structure-unit-size"))
+			continue;
+		size = json_array();
+		for (r = 0; size && r < rows; r++) {
+			size_t k =
+				isnan(order[r]) || order[r] < 1 ? SIZE_MAX : (size_t)order[r] - 1;
+			const char *v = k < s->nrun_values ? s->run_values[k] : NULL;
+			char *end;
+			double num = v ? strtod(v, &end) : 0;
+
+			json_array_append_new(size, v && *v && end != v && (!*end || *end == ':')
+							    ? json_real(num)
+							    : json_null());
+		}
+		if (!size || json_object_set_new(cols, "structure-unit-size", size)) {
+			rc = -ENOMEM;
+			break;
+		}
+		/* a column per name: the value's part at the name's place */
+		for (np = names; np && !rc; np = strchr(np, ',') ? strchr(np, ',') + 1 : NULL) {
+			size_t idx = 0, len = strcspn(np, ",");
+			const char *q;
+			char name[128];
+			json_t *col;
+
+			for (q = names; q < np; q++)
+				idx += *q == ',';
+			snprintf(name, sizeof(name), "%.*s", (int)len, np);
+			if (!*name || json_object_get(cols, name))
+				continue; /* a collector's own column stays */
+			col = json_array();
+			for (r = 0; col && r < rows; r++) {
+				size_t k = isnan(order[r]) || order[r] < 1 ? SIZE_MAX
+									   : (size_t)order[r] - 1;
+				const char *v = k < s->nrun_values ? s->run_values[k] : NULL, *e;
+				size_t j;
+				char part[256], *end;
+				double num;
+
+				for (j = 0; v && j < idx; j++)
+					v = strchr(v, ':') ? strchr(v, ':') + 1 : NULL;
+				if (!v) {
+					json_array_append_new(col, json_null());
+					continue;
+				}
+				e = strchr(v, ':');
+				snprintf(part, sizeof(part), "%.*s",
+					 (int)(e ? (size_t)(e - v) : strlen(v)), v);
+				num = strtod(part, &end);
+				json_array_append_new(col, *part && !*end ? json_real(num)
+									  : json_string(part));
+			}
+			if (!col || json_object_set_new(cols, name, col))
+				rc = -ENOMEM;
+		}
+	}
+	free(order);
+	return rc;
 }
 
 /*

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <sonde/config.h>
 #include "cli.h"
 
 pid_t cli_spawn(const char *dir, char *const *argv, const char *out, const char *env)

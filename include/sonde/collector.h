@@ -39,6 +39,9 @@ enum {
 	SONDE_COLLECTOR_OWN_RSS = 1u << 3,	 /* reads ru_maxrss: start through sonde-spawn */
 	SONDE_COLLECTOR_ATTACHES = 1u << 4,	 /* can watch a running process (-p PID) */
 	SONDE_COLLECTOR_PERF_TASK = 1u << 5,	 /* opens perf events bound to tasks */
+	/* its rows mix the runs of every parameter value; their "order" is the
+	   measured run's number (1-based): sonde adds each row's value */
+	SONDE_COLLECTOR_ORDER_IS_RUN = 1u << 6,
 };
 
 /* What the session tells collectors about one finished run. */

@@ -35,6 +35,15 @@ fb=$(amt '.uid == "FAULT_BYTES"' g1.json)
 pf=$(amt '.uid == "page-faults"' g1.json)
 check "FAULT_BYTES = page-faults * PAGE_SIZE" in_range "$fb" "$((pf * $(getconf PAGESIZE)))" "$((pf * $(getconf PAGESIZE)))"
 
+# ---- a parameter: each row says the size it was counted at --------------------------------
+run collect counters -q -e page-faults --parameter pages=0,1000,2000 -o gp.json -- "$PROGS/c-pages" {pages}
+check "--parameter pages=0,1000,2000: each row has its size (structure-unit-size and pages)" \
+	jq -e '[.resources[] | select(.amount) | (.["structure-unit-size"] == [0, 1000, 2000]) and
+		(.pages == [0, 1000, 2000])] | all and length > 0' gp.json
+check "... and the page faults grow with it (a regression of them per size can be made)" \
+	all 'jq -e "[.resources[] | .amount] | .[0] | (.[2] - .[0]) > 1900" gp.json' \
+	'"$SONDE" postprocess gp.json regression -q -o gpr.json'
+
 # ---- hardware events: supported here, or <not supported>, never 0 ----------------------
 run collect counters -e cycles,instructions,IPC,task-clock -o hw.json -- "$PROGS/c-pages" 10
 check "hardware events do not fail the run" [ "$rc" = 0 ]

@@ -49,6 +49,10 @@ check "two busy threads: no sample over what two CPUs give (process.cpu peak $pe
 # The counter is read with the sample's time (docs/system.md); a read whose
 # time was still off (107.8 % once, 115 % once, both in a busy CI run) may
 # stand alone
+run collect system -q --parameter n=1,2 -o sp.json -- "$PROGS/k-burn" 1 0.{n}
+check "--parameter n=1,2: each row of the machine's figures says its size (structure-unit-size, n)" \
+	jq -e '[.resources[] | select(.order) | ((.order | map(tostring)) == (.n | map(tostring))) and
+		(.["structure-unit-size"] == .n)] | all and length > 0' sp.json
 run collect system -q -o one.json -- "$PROGS/k-burn" 1 1
 peak=$(summary one.json process.cpu peak)
 p95=$(summary one.json process.cpu p95)
