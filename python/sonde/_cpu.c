@@ -2257,7 +2257,8 @@ static PyObject *col_profile_json(CpuCollector *c, PyObject *args)
 			ct, "python",
 			json_pack("{s:I, s:I, s:I, s:s}", "events", (json_int_t)c->events,
 				  "dropped_events", (json_int_t)c->dropped, "lost_events",
-				  (json_int_t)c->lost, "hook", "C profile function"));
+				  (json_int_t)c->lost, "hook",
+				  c->eval_engine ? "frame evaluator" : "C profile function"));
 	if (!rc && c->want_mem) {
 		json_t *m = memory_json(c);
 

@@ -81,6 +81,9 @@ def test_same_counts_as_cprofile(c_calls):
     mine = {n: calls(p, n) for n in peer}
     assert mine == peer and peer["fib"] == 3193
     assert p["stats"]["trace"]["unmatched_exits"] == 0  # frames entered before start: not returns
+    # the profile names the hook that recorded it
+    assert p["stats"]["trace"]["python"]["hook"] == (
+        "C profile function" if c_calls else "frame evaluator")
 
 
 def test_nesting_in_the_call_graph():
