@@ -357,6 +357,37 @@ static int code_id(CpuCollector *c, PyCodeObject *co, uint32_t *id)
 	return 0;
 }
 
+/*
+ * The type that defines a built-in method: the first in the MRO of self's type
+ * (self's own, for a class method) whose method descriptor is ml. A method is
+ * named by where it is defined, as cProfile names it: dict.setdefault, called
+ * on an enum's _EnumDict or any dict subclass.
+ */
+static const char *defining_type(PyObject *self, PyMethodDef *ml)
+{
+	PyTypeObject *t = PyType_Check(self) ? (PyTypeObject *)self : Py_TYPE(self);
+	PyObject *mro = t->tp_mro;
+	Py_ssize_t i;
+
+	for (i = 0; mro && PyTuple_Check(mro) && i < PyTuple_GET_SIZE(mro); i++) {
+		PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+#if PY_VERSION_HEX >= 0x030C0000
+		PyObject *dict = PyType_GetDict(b), *d;
+
+		d = dict ? PyDict_GetItemString(dict, ml->ml_name) : NULL;
+		Py_XDECREF(dict);
+#else
+		PyObject *d = b->tp_dict ? PyDict_GetItemString(b->tp_dict, ml->ml_name) : NULL;
+#endif
+		if (d &&
+		    (Py_IS_TYPE(d, &PyMethodDescr_Type) ||
+		     Py_IS_TYPE(d, &PyClassMethodDescr_Type)) &&
+		    ((PyMethodDescrObject *)d)->d_method == ml)
+			return b->tp_name;
+	}
+	return t->tp_name;
+}
+
 /* A C function's id: builtins by their PyMethodDef, other callables by their type. */
 static int cfunc_id(CpuCollector *c, PyObject *fn, uint32_t *id)
 {
@@ -375,10 +406,7 @@ static int cfunc_id(CpuCollector *c, PyObject *fn, uint32_t *id)
 			return 0;
 		}
 		if (self && !PyModule_Check(self))
-			snprintf(name, sizeof(name), "%s.%s",
-				 PyType_Check(self) ? ((PyTypeObject *)self)->tp_name
-						    : Py_TYPE(self)->tp_name,
-				 ml->ml_name);
+			snprintf(name, sizeof(name), "%s.%s", defining_type(self, ml), ml->ml_name);
 		else if (mod && PyUnicode_Check(mod))
 			snprintf(name, sizeof(name), "%s.%s", PyUnicode_AsUTF8(mod), ml->ml_name);
 		else

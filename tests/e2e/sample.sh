@@ -171,9 +171,11 @@ if /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; 
 	check "python: exits 0" [ "$rc" = 0 ]
 	folded=$("$SONDE" export py.json --format folded)
 	check "python: fib under the generator under run, with the C frames of sum() between" \
-		has "$folded" "_PyEval_EvalFrameDefault;<module>;main;run;[^<]*;_PyEval_EvalFrameDefault;run.<locals>.<genexpr>;fib;fib"
+		has "$folded" "_PyEval_EvalFrameDefault;<module>[^;]*;main[^;]*;run;[^<]*;_PyEval_EvalFrameDefault;run.<locals>.<genexpr>;fib;fib"
 	check "python: the interpreter's C frames above (Py_RunMain ... PyEval_EvalCode)" \
 		has "$folded" "Py_RunMain;.*PyEval_EvalCode;_PyEval_EvalFrameDefault;<module>"
+	check "python: names two functions share carry their file and line (site.py's main and the program's)" \
+		has "$folded" ";main (fibprog.py:7);run;"
 	check "python: fib takes most of the time (> 70 %)" \
 		[ "$("$SONDE" show py.json report --format json -n 0 | jq '(.totals.sample_weight_ns) as $a | [.functions[] | select(.function == "fib")][0].total_ns / $a > 0.7')" = true ]
 	check "python: frames read for nearly every sample" \

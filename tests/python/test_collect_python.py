@@ -121,7 +121,9 @@ def test_the_same_counts_as_cprofile(program, sonde_bin, tmp_path):
             peer[name] = nc
     mine = {}
     for v in p["resource_type_map"].values():
-        short = v["uid"].rsplit(".", 1)[-1]
+        # a name another function shares carries its file and line ("gather
+        # (prog.py:51)": asyncio has a gather too)
+        short = re.sub(r" \(.*:\d+\)$", "", v["uid"]).rsplit(".", 1)[-1]
         if v.get("location") == str(path) and short in peer:
             mine[short] = v["summary"]["calls"]
     assert mine == peer
@@ -191,8 +193,44 @@ def test_threads_started_after_import(program, sonde_bin, tmp_path):
         assert calls(p, "leaf") == 300 and calls(p, "work") == 3, opts
         names = {t.get("name") for t in p["trace"]["threads"]}
         assert {"w0", "w1", "w2", "MainThread"} <= names, (opts, names)
-        assert any(v["uid"] == "<module>" and v.get("location", "").endswith("/threading.py")
+        assert any(v["uid"] == "<module> (threading.py:1)" and
+                   v.get("location", "").endswith("/threading.py")
                    for v in p["resource_type_map"].values()), opts
+
+
+def test_names_as_cprofile_gives_them(sonde_bin, tmp_path):
+    """Two functions of one name are two rows, told apart by file and line as
+    cProfile tells them (a.py:1(helper), b.py:1(helper)); a built-in method is
+    named by the class that defines it, whatever it was first called on (cProfile:
+    <method 'setdefault' of 'dict' objects>, after enum's _EnumDict called it)."""
+    from conftest import target_env
+    env = target_env()
+    (tmp_path / "a.py").write_text("def helper():\n    return 1\n")
+    (tmp_path / "b.py").write_text("def helper():\n    return 2\n")
+    prog = tmp_path / "main.py"
+    prog.write_text("import a, b, enum\n"
+                    "class E(enum.Enum):\n    X = 1\n    Y = 2\n"
+                    "d = {}\n"
+                    "for i in range(5):\n"
+                    "    a.helper(); b.helper(); b.helper()\n"
+                    "    d.setdefault(i, 0)\n")
+    peer_out = tmp_path / "peer.prof"
+    r = run(PY, "-m", "cProfile", "-o", str(peer_out), str(prog), cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    peer = {}
+    for (fname, line, name), (_cc, nc, _tt, _ct, _c) in pstats.Stats(str(peer_out)).stats.items():
+        if name == "helper":
+            peer[f"helper ({os.path.basename(fname)}:{line})"] = nc
+        m = re.match(r"<method '(\w+)' of '(\w+)' objects>", name)
+        if m and m.group(1) == "setdefault":
+            peer[f"{m.group(2)}.{m.group(1)}"] = nc
+    r, p = collect(sonde_bin, tmp_path, env, PY, str(prog))
+    assert r.returncode == 0, r.stderr
+    uids = {v["uid"] for v in p["resource_type_map"].values()}
+    assert peer.keys() <= uids, (peer, sorted(u for u in uids if "helper" in u or "setdefault" in u))
+    assert {k: calls(p, k) for k in peer if "helper" in k} == {
+        "helper (a.py:1)": 5, "helper (b.py:1)": 10} == {k: v for k, v in peer.items() if "helper" in k}
+    assert not any(u.endswith("_EnumDict.setdefault") for u in uids)
 
 
 def test_module_command_stdin_and_shebang(program, sonde_bin, tmp_path):

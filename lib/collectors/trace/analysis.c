@@ -26,6 +26,7 @@
 #include <sonde/warning.h>
 #include "../../grow.h"
 #include "../../json.h"
+#include "../../strmap.h"
 #include "trace.h"
 
 struct module {
@@ -101,6 +102,7 @@ void tr_analysis__release(struct tr_analysis *a)
 	for (i = 0; i < a->nfuncs; i++) {
 		free(a->funcs[i].module);
 		free(a->funcs[i].name);
+		free(a->funcs[i].display);
 		free(a->funcs[i].rows);
 		free(a->funcs[i].sizes);
 		u64map__release(&a->funcs[i].size_index);
@@ -162,6 +164,7 @@ int tr_analysis__func(struct tr_analysis *a, const char *module, uint64_t offset
 	f = &a->funcs[a->nfuncs];
 	f->module = strdup(module);
 	f->name = name ? strdup(name) : NULL;
+	f->named = name != NULL;
 	f->offset = offset;
 	f->min = UINT64_MAX;
 	f->keep_every = 1;
@@ -947,6 +950,8 @@ static const char *func_name(struct tr_analysis *a, struct tr_func *f)
 	struct sonde_frame fr[16];
 	int n;
 
+	if (f->display)
+		return f->display;
 	if (f->name)
 		return f->name;
 	n = sonde_symbols__resolve(a->sym, f->module, f->offset, false, fr, 16);
@@ -1347,6 +1352,65 @@ static int trace_text(struct tr_analysis *a, struct sonde_strbuf *sb)
 	return err ? -ENOMEM : 0;
 }
 
+/* Whether f is written: a call (or, sampled, a sample) and not left out. */
+static bool written(const struct tr_analysis *a, const struct tr_func *f)
+{
+	return a->sampled ? f->samples != 0 : f->calls != 0;
+}
+
+/*
+ * Functions an engine named (Python's: a qualified name in a file, at a line)
+ * that share their name with another are told apart as cProfile does, by file
+ * and line: "helper (a.py:1)", the file's base name where that is enough, else
+ * its path. Each is its own row, in every view and in check.
+ */
+static int disambiguate(struct tr_analysis *a)
+{
+	struct sonde_strmap count = SONDE_STRMAP_INIT;
+	size_t i;
+	int pass, rc = 0;
+
+	for (pass = 0; pass < 2 && !rc; pass++) {
+		sonde_strmap__release(&count);
+		memset(&count, 0, sizeof(count));
+		for (i = 0; i < a->nfuncs && !rc; i++) {
+			struct tr_func *f = &a->funcs[i];
+			uint64_t *c;
+
+			if (!f->named || !written(a, f))
+				continue;
+			c = sonde_strmap__upserts(&count, func_name(a, f), NULL);
+			if (!c)
+				rc = -ENOMEM;
+			else
+				(*c)++;
+		}
+		for (i = 0; i < a->nfuncs && !rc; i++) {
+			struct tr_func *f = &a->funcs[i];
+			const char *base = strrchr(f->module, '/');
+			uint64_t *c;
+			char *d;
+
+			if (!f->named || !written(a, f))
+				continue;
+			c = sonde_strmap__gets(&count, func_name(a, f));
+			if (!c || *c < 2)
+				continue;
+			/* the first pass with the base name, the second (still the same) with
+			   the path */
+			if (asprintf(&d, "%s (%s:%" PRIu64 ")", f->name,
+				     pass == 0 && base ? base + 1 : f->module, f->offset) < 0) {
+				rc = -ENOMEM;
+				break;
+			}
+			free(f->display);
+			f->display = d;
+		}
+	}
+	sonde_strmap__release(&count);
+	return rc;
+}
+
 int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
 {
 	size_t i;
@@ -1355,6 +1419,7 @@ int tr_analysis__write(struct tr_analysis *a, struct sonde_profile *p)
 	if (a->written) /* the timeline's text and the slices behind it are gone */
 		return -EINVAL;
 	a->written = true;
+	rc = disambiguate(a);
 
 	for (i = 0; i < a->nfuncs && !rc; i++) {
 		struct tr_func *f = &a->funcs[i];

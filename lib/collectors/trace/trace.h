@@ -34,7 +34,9 @@ struct tr_size {
 struct tr_func {
 	char *module;
 	uint64_t offset;
-	char *name; /* set when written */
+	char *name;    /* set when written */
+	char *display; /* the name shown, where two named functions share one */
+	bool named;    /* named by its engine (Python: a file and a line), not resolved */
 	uint64_t calls, total, self, min, max, sum;
 	struct tr_row *rows; /* every call, or a regular sample beyond max_rows */
 	size_t nrows, caprows;
