@@ -563,6 +563,30 @@ EXPORT void *pvalloc(size_t n)
 	return p;
 }
 
+/*
+ * Whether mmap and munmap are recorded (--mmap): a flag read when the process
+ * attaches, so an mmap before any allocation attaches first, and a program
+ * that only maps memory is recorded from its first mmap.
+ */
+static inline bool want_mmap(void)
+{
+	int st = atomic_load_explicit(&proc.state, memory_order_acquire);
+	bool ok;
+
+	/* inside sonde's hook, a mapping is sonde's own (the ring mapping its next
+	   pages, the unwinder its cache), not a signal handler's allocation */
+	if (ts.guard)
+		return false;
+	if (likely(st == 2))
+		return proc.flags & MEM_F_MMAP;
+	if (st == 3)
+		return false;
+	ts.guard = 1;
+	ok = attach();
+	ts.guard = 0;
+	return ok && (proc.flags & MEM_F_MMAP);
+}
+
 static inline __attribute__((always_inline)) void *do_mmap(void *addr, size_t len, int prot,
 							   int flags, int fd, off_t off)
 {
@@ -578,7 +602,7 @@ static inline __attribute__((always_inline)) void *do_mmap(void *addr, size_t le
 		return (void *)r;
 	}
 	p = real.mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED && (proc.flags & MEM_F_MMAP))
+	if (p != MAP_FAILED && want_mmap())
 		ON_ALLOC(MEM_OP_MMAP, p, len, NULL);
 	return p;
 }
@@ -597,7 +621,7 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	if (!READY())
 		return (int)syscall(SYS_munmap, addr, len);
-	if (proc.flags & MEM_F_MMAP)
+	if (want_mmap())
 		ON_FREE(MEM_OP_MUNMAP, addr);
 	return real.munmap(addr, len);
 }

@@ -80,6 +80,14 @@ check "without --mmap, no mmap recorded" jq_eq known.json '[.resource_type_map[]
 run collect memory -q -o mmap.json --mmap -- "$PROGS/m-known"
 check "--mmap: the mapping of 8192 B at its line" [ "$(site mmap.json mmap "$(line m-known.c '/\* MMAP')" bytes)" = 8192 ]
 check "--mmap: and its munmap" [ "$(site mmap.json munmap "$(line m-known.c MUNMAP)" count)" = 1 ]
+run collect memory -o maponly.json --mmap -- "$PROGS/m-maponly"
+check "--mmap on a program that only maps memory (never malloc): its 6 mappings and 4 unmappings" \
+	all '[ "$rc" = 0 ]' '[ "$(site maponly.json mmap "$(line m-maponly.c "/\* MAP")" count)" = 6 ]' \
+	'[ "$(site maponly.json munmap "$(line m-maponly.c UNMAP)" count)" = 4 ]' \
+	'jq -e ".stats.memory.leaked_bytes == 131072" maponly.json'
+check "... and no word of anything missed or of nothing recorded" \
+	all '! has "$err" "nothing was recorded"' '! has "$err" "inside sonde"'
+
 run collect memory -q -o all.json --all -- "$PROGS/m-cxx"
 check "--all keeps the allocator frames (std::allocator)" jq_eq all.json \
 	'[.resource_type_map[] | select(.trace[0].function | test("allocator|allocate"))] | length > 0' true
