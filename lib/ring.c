@@ -263,7 +263,14 @@ void sonde_ring_area__close(struct sonde_ring_area *a)
  * to it in the header)? Each is for good, so the answer is kept. (A target
  * that writes over these words can only stop its own recording.)
  */
-static bool reader_lost(struct sonde_ring_area *a, bool probe)
+/*
+ * Whether the reader is gone: it closed the area, or (probe) its process
+ * ended, or (probe and silence) it has shown no sign of life for
+ * WAIT_GIVE_UP. A writer that drops its oldest records never waits for the
+ * reader, so a silent one (a stalled machine) does not stop it: it keeps the
+ * newest for when the reader comes back.
+ */
+static bool reader_lost_if(struct sonde_ring_area *a, bool probe, bool silence)
 {
 	uint64_t now, hb;
 	uint32_t pid;
@@ -281,7 +288,7 @@ static bool reader_lost(struct sonde_ring_area *a, bool probe)
 	pid = atomic_load_explicit(&a->h->reader_pid, memory_order_relaxed);
 	if (pid && pid <= INT32_MAX && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 		goto gone;
-	if (now - hb > WAIT_GIVE_UP) {
+	if (silence && now - hb > WAIT_GIVE_UP) {
 		atomic_store_explicit(&a->h->abandoned, 1, memory_order_relaxed);
 		goto gone;
 	}
@@ -289,6 +296,11 @@ static bool reader_lost(struct sonde_ring_area *a, bool probe)
 gone:
 	atomic_store_explicit(&a->gone, true, memory_order_relaxed);
 	return true;
+}
+
+static bool reader_lost(struct sonde_ring_area *a, bool probe)
+{
+	return reader_lost_if(a, probe, a->policy == SONDE_RING_LOSSLESS);
 }
 
 bool sonde_ring_area__abandoned(const struct sonde_ring_area *a)
@@ -696,6 +708,7 @@ int sonde_ring__claim(struct sonde_ring_area *a, uint32_t pid, uint32_t tid, uin
 		w->mapped_to = w->head;
 		w->map_end = w->head + ring_size(a, i);
 		w->open_used = &d->open_used;
+		w->on_drop = NULL;
 		atomic_store_explicit(&d->open_used, 0, memory_order_relaxed);
 		atomic_store_explicit(&d->state, R_OWNED, memory_order_release);
 		return 0;
@@ -764,9 +777,13 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 			if (l < 8 || l > size)
 				return false; /* cannot happen with a sane ring */
 			if (atomic_compare_exchange_strong(&d->tail, &t, t + l)) {
-				if (SONDE_RING_REC_TYPE(hd) != SONDE_RING_PAD)
+				if (SONDE_RING_REC_TYPE(hd) != SONDE_RING_PAD) {
 					atomic_fetch_add_explicit(&d->dropped, 1,
 								  memory_order_relaxed);
+					if (w->on_drop) /* its bytes stay until this writer writes
+							 */
+						w->on_drop(w, w->data + (t & w->mask), (uint32_t)l);
+				}
 				t += l;
 			}
 		}

@@ -20,7 +20,9 @@
  *                the area or its process ended, or when it has shown no sign of
  *                life for 2 s (the area then says it was abandoned).
  *   DROP_OLDEST  a full ring discards its oldest records (the writer advances
- *                tail with compare-and-swap); each record dropped is counted.
+ *                tail with compare-and-swap); each record dropped is counted,
+ *                and handed to the writer's on_drop first. A silent reader
+ *                does not stop the writers: only one that closed or died.
  *
  * The writer side never allocates, locks or calls stdio: it is used inside
  * malloc hooks and instrumentation hooks.
@@ -58,6 +60,14 @@ struct sonde_ring_writer {
 	uint64_t reserved;	     /* length of the record being written */
 	_Atomic uint32_t *open_used; /* shared: bytes filled in the open record */
 	uint64_t mapped_to, map_end; /* first lap: pages mapped in up to this head */
+	/*
+	 * DROP_OLDEST: called in the writer's thread for each record its full ring
+	 * drops, before the bytes are reused (NULL: none), so that a runtime can
+	 * count what the record held (a block of many calls) and send again what
+	 * the reader needs (the process's description). Set after __claim; it must
+	 * not write to the ring.
+	 */
+	void (*on_drop)(struct sonde_ring_writer *w, const void *rec, uint32_t len);
 };
 
 /* What the reader knows about the bytes it hands to the sink. */

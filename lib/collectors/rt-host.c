@@ -109,6 +109,7 @@ int rt_host__start(struct rt_host *h, struct sonde_collection *c, const struct r
 	int rc;
 
 	h->log_fd = -1;
+	h->counts_drops = s->counts_drops;
 	if (invariant_tsc()) {
 		h->tsc = true;
 		sonde_clock_tsc_pair(&h->clock.tick0, &h->clock.ns0);
@@ -458,7 +459,8 @@ static int stop_run(struct rt_host *h, struct sonde_collection *c, const struct 
 	}
 	/* counts the target wrote over are not numbers sonde measured */
 	dropped = h->tamper_said ? h->dropped_seen : sonde_ring_area__dropped(h->area);
-	sonde_collection__dropped(c, dropped - h->dropped_seen);
+	if (!h->counts_drops)
+		sonde_collection__dropped(c, dropped - h->dropped_seen);
 	h->dropped_seen = dropped;
 	end = lseek(h->log_fd, 0, SEEK_END);
 	run_start = h->run_start;

@@ -69,7 +69,8 @@ struct rt_host {
 	int log_fd;
 	off_t run_start;
 	uint64_t dropped_seen;
-	bool tsc; /* the runtime is told to take TSC ticks */
+	bool counts_drops; /* the collector reports what dropped records held (rt_host_spec) */
+	bool tsc;	   /* the runtime is told to take TSC ticks */
 	struct rt_clock clock;
 	bool tamper_said;      /* the note on a tampered ring area was given */
 	bool log_failed;       /* the event log could not be written (said once) */
@@ -98,6 +99,9 @@ struct rt_host_spec {
 	unsigned spill_rings; /* smaller ones for the threads after them */
 	size_t spill_bytes;
 	bool drop_oldest;
+	/* the runtime counts what the records a full ring drops held (the calls of a
+	   block), and the collector reports those: the rings' count of records is not */
+	bool counts_drops;
 };
 
 /*

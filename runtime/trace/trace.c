@@ -92,6 +92,8 @@ struct tthread {
 	uintptr_t busy;	    /* the frame of the hook running now; 0: none */
 	uint32_t depth;	    /* calls open (tracked or not) */
 	uint32_t sampled_out, lost;
+	uint32_t dropped;	   /* calls of the blocks a full ring dropped, for the next block */
+	bool meta_lost, name_lost; /* --drop-oldest dropped the process's description, the name */
 	int off; /* 1: this thread records nothing (and busy stays BUSY_OFF); 2: no ring */
 	uintptr_t stack_lo, stack_hi;
 	struct ctx *ctx; /* MAX_CTX slots, mapped at the first switch; 0 is the thread's own */
@@ -155,13 +157,73 @@ static void close_block(struct tthread *t)
 
 	if (!t->ev)
 		return;
-	/* what sampling and re-entered hooks left out while this block was open */
+	/* what sampling and re-entered hooks left out while this block was open, and
+	   the calls of the blocks a full ring dropped */
 	b->sampled_out = t->sampled_out;
 	b->lost = t->lost;
-	t->sampled_out = t->lost = 0;
+	b->dropped = t->dropped;
+	t->sampled_out = t->lost = t->dropped = 0;
 	sonde_ring__close(&t->w, (uint32_t)sizeof(struct tr_block) + t->used * 4);
 	t->ev = NULL;
 	t->used = t->cap = 0;
+}
+
+static void emit_name(struct tthread *t);
+static void emit_calib(struct tthread *t);
+
+/*
+ * A record of this thread's that its full ring dropped (--drop-oldest), in
+ * the writer's thread before the bytes are reused: a block's calls are
+ * counted, to go with the thread's next block (with what that block carried,
+ * if it was one), and the process's description or the thread's name is sent
+ * again before the next block, so that the reader can read the blocks after.
+ */
+static void dropped_record(struct sonde_ring_writer *w, const void *rec, uint32_t len)
+{
+	struct tthread *t = (struct tthread *)(void *)((char *)w - offsetof(struct tthread, w));
+	const struct tr_block *b = rec;
+	uint32_t type = SONDE_RING_REC_TYPE(b->hdr), n, i = 0, calls = 0;
+
+	if (type == TR_REC_NAME) {
+		t->name_lost = true;
+		return;
+	}
+	if (type != TR_REC_BLOCK) {
+		t->meta_lost = type == TR_REC_PROC || type == TR_REC_MODULE || type == TR_REC_CALIB;
+		return;
+	}
+	if (len < sizeof(*b))
+		return;
+	for (n = (len - (uint32_t)sizeof(*b)) / 4; i < n && b->ev[i] != TR_FILLER;) {
+		uint32_t tag = b->ev[i] >> TR_OFF_BITS;
+
+		if (tag == TR_TAG_EXIT) {
+			i += 1;
+		} else if (tag == TR_TAG_ENTER) {
+			calls++;
+			i += i + 1 < n && (b->ev[i + 1] & TR_KEY_FAR) ? 4 : 2;
+		} else if (tag == TR_TAG_SPECIAL && i + 1 < n) {
+			i += (b->ev[i + 1] >> 24) == TR_SP_SIZE ? 4 : 2;
+		} else {
+			break;
+		}
+	}
+	t->dropped += calls + b->dropped;
+}
+
+/* Send again what --drop-oldest dropped and the reader needs. */
+static __attribute__((noinline)) void resend(struct tthread *t)
+{
+	if (t->meta_lost) {
+		t->meta_lost = false;
+		rt_emit_proc(&t->w, proc.parent_serial, now());
+		rt_emit_modules(&t->w);
+		emit_calib(t);
+	}
+	if (t->name_lost) {
+		t->name_lost = false;
+		emit_name(t);
+	}
 }
 
 /* A new block starting at tick ts; false: the event is dropped (counted by the ring). */
@@ -170,6 +232,8 @@ static bool open_block(struct tthread *t, uint64_t ts)
 	struct tr_block *b;
 
 	close_block(t);
+	if (unlikely(t->meta_lost || t->name_lost))
+		resend(t);
 	b = sonde_ring__open(&t->w, TR_REC_BLOCK, BLOCK_BYTES);
 	if (!b) {
 		/* sonde stopped reading (it is done, or was killed): stop recording, for
@@ -180,7 +244,7 @@ static bool open_block(struct tthread *t, uint64_t ts)
 		}
 		return false;
 	}
-	b->sampled_out = b->lost = b->pad = 0;
+	b->sampled_out = b->lost = b->dropped = 0;
 	b->base = ts;
 	t->ev = b->ev;
 	t->cap = CAP_WORDS;
@@ -398,6 +462,7 @@ static struct tthread *thread_start(const struct tthread *parent)
 		sonde_ring_area__lost(proc.area, 1);
 		return NULL;
 	}
+	t->w.on_drop = dropped_record;
 	if (parent) {
 		t->depth = parent->depth;
 		for (i = 0; i < parent->depth && i < MAX_STACK; i++) {
@@ -913,15 +978,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+#define CALIB_PAIRS 256
+static uint64_t calib_x1024; /* the median ticks of an enter/exit pair, times 1024 */
+
 static void calibrate(struct tthread *t)
 {
-	enum { ROUNDS = 31, PAIRS = 256 };
+	enum { ROUNDS = 31, PAIRS = CALIB_PAIRS };
 	static uint32_t scratch[PAIRS * 3 + 8];
 	uint32_t *ev = t->ev, used = t->used, cap = t->cap, depth = t->depth;
 	uint32_t sampled_out = t->sampled_out;
 	uint64_t base = t->base, r[ROUNDS];
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-	struct tr_calib *c;
 	int i, j;
 
 	for (i = 0; i < ROUNDS; i++) {
@@ -953,10 +1020,21 @@ static void calibrate(struct tthread *t)
 	t->sampled_out = sampled_out;
 	sonde_ring__open_fill(&t->w, 0);
 	qsort(r, ROUNDS, sizeof(r[0]), cmp_u64);
+	calib_x1024 = r[ROUNDS / 2] * 1024 / PAIRS;
+	emit_calib(t);
+}
+
+/* The calibration record (again, where --drop-oldest dropped it). */
+static void emit_calib(struct tthread *t)
+{
+	struct tr_calib *c;
+
+	if (!calib_x1024)
+		return;
 	c = sonde_ring__reserve(&t->w, TR_REC_CALIB, sizeof(*c));
 	if (c) {
-		c->pairs = PAIRS;
-		c->ticks_x1024 = r[ROUNDS / 2] * 1024 / PAIRS;
+		c->pairs = CALIB_PAIRS;
+		c->ticks_x1024 = calib_x1024;
 		sonde_ring__commit(&t->w);
 	}
 }

@@ -125,6 +125,19 @@ check "--exclude walk: main;leaf is one context of 500 calls, and the stacks sum
 run collect trace -q --min-time 1ms -o x.json -- "$PROGS/t-calls"
 check "--min-time 1ms: no leaf" [ "$(calls x.json leaf)" = 0 ]
 
+# ---- a full ring that drops its oldest blocks -------------------------------------------------
+# t-stall stops sonde before its first call, makes a million calls into a 1 MiB
+# ring, lets sonde go on, and makes a million more: most of the first million,
+# and the process's description with them, are dropped
+run collect trace --drop-oldest --ring-mib 1 -q -o stall.json -- "$PROGS/t-stall" 1000000
+check "--drop-oldest, the reader stopped: every call counted, recorded or dropped (2000001)" \
+	all '[ "$rc" = 0 ]' \
+	'jq -e ".stats.trace.calls + .stats.trace.dropped_calls == 2000001 and
+		.stats.trace.dropped_calls > 0 and .stats.dropped_events == .stats.trace.dropped_calls" stall.json'
+check "... and the process and its functions are known (its description sent again): leaf by name" \
+	jq -e '.stats.trace.processes == 1 and ([.resource_type_map[].uid] | index("leaf") != null and
+		all(startswith("?") | not))' stall.json
+
 # ---- errors --------------------------------------------------------------------------------------
 run collect trace -e instrument -o x2.json -- "$PROGS/s-exit" 0
 check "-e instrument, a program without -finstrument-functions: exit 3" [ "$rc" = 3 ]

@@ -37,7 +37,7 @@ struct module {
 struct image {
 	uint32_t serial, pid;
 	uint64_t exe_bias;
-	bool have_exe;
+	bool have_exe, have_proc;
 	struct module *mods;
 	size_t nmods, capmods;
 	struct u64map addr; /* runtime address -> func + 1 */
@@ -77,6 +77,18 @@ struct tr_feed {
 	size_t nthr, capthr;
 	struct u64map thr_index; /* serial << 32 | tid -> thread + 1 */
 	struct u64map ctx_index; /* thread << 16 | context -> thread + 1 (a context's calls) */
+	/*
+	 * Blocks of images whose executable is not known yet, kept in order (each
+	 * a copy of its record) until the image's first module comes: --drop-oldest
+	 * can drop the process's description, which its writer sends again after
+	 * blocks already in the ring.
+	 */
+	struct pending {
+		size_t thread;
+		uint32_t len;
+		uint32_t *rec;
+	} * pending;
+	size_t npending, cappending;
 };
 
 void tr_analysis__init(struct tr_analysis *a)
@@ -593,6 +605,9 @@ int tr_feed__process(struct tr_feed *r, uint32_t serial, uint32_t pid, uint32_t 
 
 	if (!img)
 		return -ENOMEM;
+	if (img->have_proc)
+		return 0; /* sent again: a full ring had dropped it (--drop-oldest) */
+	img->have_proc = true;
 	img->pid = pid;
 	r->a->t.images++;
 	return json_array_append_new(r->a->processes,
@@ -656,6 +671,7 @@ static int block(struct tr_feed *r, struct tr_thread *self, const struct tr_bloc
 	a->t.blocks++;
 	a->t.sampled_out += b->sampled_out;
 	a->t.lost += b->lost;
+	a->t.dropped_calls += b->dropped;
 	while (i < n && !rc) {
 		uint32_t w = ev[i], tag = w >> TR_OFF_BITS;
 		uint64_t ns = rt_clock__ns(&a->clock, b->base + (w & (TR_OFF_LIMIT - 1)));
@@ -715,6 +731,30 @@ static int block(struct tr_feed *r, struct tr_thread *self, const struct tr_bloc
 	return rc;
 }
 
+/*
+ * The blocks held for an image (NULL: every image's, at the end, whatever is
+ * known by then), decoded in the order they came; the others stay held.
+ */
+static int replay(struct tr_feed *r, const struct image *img)
+{
+	size_t i, k = 0;
+	int rc = 0;
+
+	for (i = 0; i < r->npending; i++) {
+		struct pending *p = &r->pending[i];
+
+		if (img && r->thr[p->thread].img != img) {
+			r->pending[k++] = *p;
+			continue;
+		}
+		if (!rc)
+			rc = block(r, &r->thr[p->thread], (const void *)p->rec, p->len);
+		free(p->rec);
+	}
+	r->npending = k;
+	return rc;
+}
+
 static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *rec)
 {
 	struct tr_feed *r = ctx;
@@ -747,7 +787,9 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 
 		if (len < sizeof(*m) + 1 || !memchr(m->path, 0, len - sizeof(*m)))
 			return -EINVAL;
-		if (!img->have_exe) {
+		bool first = !img->have_exe;
+
+		if (first) {
 			img->exe_bias = m->bias; /* the first object is the executable */
 			img->have_exe = true;
 		}
@@ -759,7 +801,7 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 		if (!img->mods[img->nmods].path)
 			return -ENOMEM;
 		img->nmods++;
-		return 0;
+		return first ? replay(r, img) : 0;
 	}
 	case TR_REC_CALIB: {
 		const struct tr_calib *k = (const void *)rec;
@@ -787,6 +829,22 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 	case TR_REC_BLOCK:
 		if (len < sizeof(struct tr_block))
 			return -EINVAL;
+		if (!img->have_exe) { /* its addresses cannot be read yet: later */
+			struct pending *p;
+
+			if (sonde_grow((void **)&r->pending, &r->cappending, r->npending + 1,
+				       sizeof(*r->pending)))
+				return -ENOMEM;
+			p = &r->pending[r->npending];
+			p->thread = (size_t)(t - r->thr);
+			p->len = len;
+			p->rec = malloc(len);
+			if (!p->rec)
+				return -ENOMEM;
+			memcpy(p->rec, rec, len);
+			r->npending++;
+			return 0;
+		}
 		return block(r, t, (const void *)rec, len);
 	default:
 		return 0; /* a record of a later version: skip it */
@@ -808,6 +866,16 @@ int tr_feed__end(struct tr_feed *r, int rc)
 {
 	struct tr_analysis *a = r->a;
 	size_t i, nctx = 0;
+
+	/* blocks whose image's modules never came: decoded as they can be */
+	if (rc >= 0 && r->npending) {
+		int e = replay(r, NULL);
+
+		rc = e < 0 ? e : rc;
+	}
+	for (i = 0; i < r->npending; i++)
+		free(r->pending[i].rec);
+	free(r->pending);
 
 	/* calls still open when a thread's events stopped end at its last event */
 	for (i = 0; i < r->nthr && rc >= 0; i++) {
@@ -991,15 +1059,17 @@ static json_t *stats_json(const struct tr_analysis *a)
 
 	if (a->sampled)
 		return sampled_stats_json(a);
-	s = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		      "calls", (json_int_t)t->calls, "sampled_out", (json_int_t)t->sampled_out,
-		      "lost", (json_int_t)t->lost, "unwound", (json_int_t)t->unwound, "unfinished",
-		      (json_int_t)t->unfinished, "unmatched_exits", (json_int_t)t->unmatched,
-		      "filtered", (json_int_t)t->filtered, "blocks", (json_int_t)t->blocks,
-		      "log_bytes", (json_int_t)t->log_bytes, "processes", (json_int_t)t->images,
-		      "ucontexts", (json_int_t)t->ucontexts, "threads", (json_int_t)t->threads,
-		      "drain_cpu_ns", (json_int_t)t->drain_cpu_ns, "analysis_ns",
-		      (json_int_t)t->analysis_ns, "slices_dropped", (json_int_t)t->slices_dropped);
+	s = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+		      "s:I}",
+		      "calls", (json_int_t)t->calls, "dropped_calls", (json_int_t)t->dropped_calls,
+		      "sampled_out", (json_int_t)t->sampled_out, "lost", (json_int_t)t->lost,
+		      "unwound", (json_int_t)t->unwound, "unfinished", (json_int_t)t->unfinished,
+		      "unmatched_exits", (json_int_t)t->unmatched, "filtered",
+		      (json_int_t)t->filtered, "blocks", (json_int_t)t->blocks, "log_bytes",
+		      (json_int_t)t->log_bytes, "processes", (json_int_t)t->images, "ucontexts",
+		      (json_int_t)t->ucontexts, "threads", (json_int_t)t->threads, "drain_cpu_ns",
+		      (json_int_t)t->drain_cpu_ns, "analysis_ns", (json_int_t)t->analysis_ns,
+		      "slices_dropped", (json_int_t)t->slices_dropped);
 
 	if (!s)
 		return NULL;

@@ -37,6 +37,7 @@ struct tr_state {
 	char rules_path[64]; /* "/proc/PID/fd/N" of rules_fd: no file to leave behind */
 	int rules_fd;
 	struct tr_feed *feed;  /* instrument: the run's calls, rebuilt while it runs */
+	uint64_t dropped_said; /* of a.t.dropped_calls, those given to the session */
 	struct te_loader *bpf; /* ebpf */
 	size_t bpf_ring;       /* ebpf: bytes of the BPF ring buffer */
 	uint32_t follow_every; /* ebpf: the sampling of an exec'ed program's functions */
@@ -844,6 +845,7 @@ static int trace_before(struct sonde_collection *c)
 		.spill_rings = RT_SPILL_RINGS,
 		.spill_bytes = RT_SPILL_BYTES,
 		.drop_oldest = sonde_collection__param_bool(c, "drop-oldest"),
+		.counts_drops = true, /* the blocks' calls (tr_block.dropped) */
 	};
 	const char *engine = sonde_collection__param_str(c, "engine", NULL);
 	const char *strategy = sonde_collection__param_str(c, "strategy", "userspace");
@@ -1129,8 +1131,15 @@ static int trace_stop(struct sonde_collection *c, const struct sonde_run_info *r
 	if (st->bpf)
 		return te_loader__stop(st->bpf);
 #endif
+	int rc;
+
 	/* a follower rebuilt the calls: nothing is left to analyse */
-	return rt_host__stop(&st->host, c, ri, st->feed ? NULL : analyse, st);
+	rc = rt_host__stop(&st->host, c, ri, st->feed ? NULL : analyse, st);
+	/* the calls of the blocks a full ring dropped (--drop-oldest), as the runtime
+	   counted them */
+	sonde_collection__dropped(c, st->a.t.dropped_calls - st->dropped_said);
+	st->dropped_said = st->a.t.dropped_calls;
+	return rc;
 }
 
 #if SONDE_HAVE_EBPF

@@ -63,8 +63,9 @@ struct tr_block {
 	uint32_t hdr;
 	uint32_t sampled_out; /* calls sampling left out while the block was open (set at close) */
 	uint32_t lost;	      /* calls a re-entered hook (signal handler) could not record */
-	uint32_t pad;
-	uint64_t base; /* tick the offsets count from */
+	uint32_t dropped;     /* calls of the blocks a full ring dropped since the thread's last
+				 block (--drop-oldest; set at close) */
+	uint64_t base;	      /* tick the offsets count from */
 	uint32_t ev[];
 };
 

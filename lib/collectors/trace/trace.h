@@ -70,7 +70,8 @@ struct tr_sample {
 
 struct tr_totals {
 	uint64_t calls, sampled_out, lost, unwound, unfinished, unmatched, filtered;
-	uint64_t malformed; /* chunks of the log whose rest the target wrote over: skipped */
+	uint64_t dropped_calls; /* in blocks a full ring dropped (--drop-oldest) */
+	uint64_t malformed;	/* chunks of the log whose rest the target wrote over: skipped */
 	uint64_t blocks, log_bytes, images, threads;
 	uint64_t ucontexts;	 /* swapcontext contexts, besides the threads' own stacks */
 	double cost_ns_per_call; /* calibrated, median over images; 0: unknown */
