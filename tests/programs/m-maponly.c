@@ -10,8 +10,9 @@ int main(void)
 	int i;
 
 	for (i = 0; i < 6; i++) {
-		p[i] = mmap(0, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			    0); /* MAP */
+		int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+
+		p[i] = mmap(0, 65536, prot, flags, -1, 0); /* MAP */
 		if (p[i] == MAP_FAILED)
 			return 1;
 		((char *)p[i])[0] = 1;
