@@ -455,9 +455,24 @@ static void reap_target(struct sonde_runner *r, pid_t pid, struct sonde_run *out
 	out->end_ns = end;
 }
 
-/* Kill what the target left in its group and reap it (orphans are ours: subreaper). */
-static void reap_group(pid_t pgid, struct sonde_run *out)
+/*
+ * What the target left in its group gets linger_s to finish (reaped as it
+ * does: orphans are ours, as subreaper), then is killed and reaped.
+ */
+static void reap_group(const struct sonde_runner *r, pid_t pgid, struct sonde_run *out)
 {
+	double linger = r->o.sz >= offsetof(struct sonde_runner_opts, linger_s) + sizeof(double)
+				? r->o.linger_s
+				: 0;
+	uint64_t until = sonde_clock_ns() + (uint64_t)(linger * 1e9);
+
+	while (linger > 0 && kill(-pgid, 0) == 0 && sonde_clock_ns() < until) {
+		struct timespec ts = { 0, 2000000 };
+
+		while (waitpid(-pgid, NULL, WNOHANG) > 0)
+			;
+		nanosleep(&ts, NULL);
+	}
 	if (kill(-pgid, SIGKILL) < 0)
 		return; /* ESRCH: nothing was left, the usual case */
 	while (waitpid(-pgid, NULL, 0) > 0 || errno == EINTR)
@@ -861,7 +876,7 @@ static void wait_target(struct sonde_runner *r, pid_t pid, int out_fd, int err_f
 	else
 		reap(pid, out);
 	/* Copy what is left; the group is killed first so no writer remains. */
-	reap_group(pid, out);
+	reap_group(r, pid, out);
 	while (out_open || err_open) {
 		struct pollfd fds[2];
 		int nf = 0;
@@ -964,7 +979,7 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 		kill(-out->pid, pending_signal);
 	if (pipes[0] < 0 && !(r->o.timeout_s > 0)) {
 		reap_target(r, out->pid, out);
-		reap_group(out->pid, out);
+		reap_group(r, out->pid, out);
 	} else {
 		wait_target(r, out->pid, pipes[0], pipes[2], out);
 	}

@@ -68,6 +68,14 @@ struct sonde_session {
 	size_t nrun_values, run_values_cap;
 };
 
+/*
+ * What the target forked and did not wait for gets this long (s) to finish
+ * before it is killed, where a collector records children (uftrace waits for
+ * every task it traces; a process group that outlives the target by more is
+ * killed as before, and counted as left behind).
+ */
+#define LINGER_S 1.0
+
 /* ---- the collection helpers ---------------------------------------------------------- */
 
 json_t *sonde_collection__params(struct sonde_collection *c)
@@ -715,6 +723,9 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 	ro.capture_fd = s->o.capture_fd;
 	ro.stdout_fd = s->stdout_fd;
 	ro.timeout_s = s->o.timeout_s;
+	for (i = 0; i < s->ncols; i++)
+		if (s->cols[i].col->flags & SONDE_COLLECTOR_FOLLOWS_CHILDREN)
+			ro.linger_s = LINGER_S;
 	ro.barrier = s->barrier;
 	ro.own_rss = s->own_rss;
 	ro.attach = attach_all;

@@ -42,6 +42,9 @@ enum {
 	/* its rows mix the runs of every parameter value; their "order" is the
 	   measured run's number (1-based): sonde adds each row's value */
 	SONDE_COLLECTOR_ORDER_IS_RUN = 1u << 6,
+	/* records the target's children too: what the target forked and did not
+	   wait for gets a moment to finish before it is killed (runner linger_s) */
+	SONDE_COLLECTOR_FOLLOWS_CHILDREN = 1u << 7,
 };
 
 /* What the session tells collectors about one finished run. */

@@ -78,6 +78,13 @@ struct sonde_runner_opts {
 	 * built before it pass a smaller sz: /dev/null.
 	 */
 	bool inherit_stdin;
+	/*
+	 * After the target exits, the seconds what is left of its process group
+	 * (children it forked and did not wait for) gets to finish before it is
+	 * killed: those that finish in time are not leftovers. 0: killed at once.
+	 * Callers built before it pass a smaller sz: 0.
+	 */
+	double linger_s;
 };
 
 struct sonde_run {

@@ -153,6 +153,13 @@ struct stk_slot {
 };
 static struct stk_slot *stk;
 static _Atomic uint32_t stk_next;
+/*
+ * Counts dlclose calls: a library closed leaves its addresses to the next one
+ * mapped there, so the same return addresses after it are another stack. The
+ * epoch is part of a stack's hash: a stack seen again after a dlclose gets an
+ * id (and a STACK record, resolved with the modules known then) of its own.
+ */
+static _Atomic uint64_t stk_epoch;
 
 /* An event's time: TSC ticks when sonde said the TSC is invariant, else ns. */
 static inline uint64_t now_ns(void)
@@ -278,9 +285,9 @@ static void emit_missed(void)
 	ts.missed = 0;
 }
 
-static uint64_t hash_stack(const uint64_t *pc, int n)
+static uint64_t hash_stack(const uint64_t *pc, int n, uint64_t epoch)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)n;
+	uint64_t h = (0xcbf29ce484222325ull ^ (uint64_t)n) + epoch;
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -313,7 +320,8 @@ static uint32_t stack_id(void *frame)
 	uint64_t pc[MEM_MAX_DEPTH];
 	int truncated, n = rt_stack_capture(frame, pc, (int)proc.depth, &truncated, ts.stack_lo,
 					    ts.stack_hi);
-	uint64_t h = hash_stack(pc, n), mask = (1ull << STK_BITS) - 1, i;
+	uint64_t h = hash_stack(pc, n, atomic_load_explicit(&stk_epoch, memory_order_relaxed)),
+		 mask = (1ull << STK_BITS) - 1, i;
 	uint32_t id;
 	int probe;
 
@@ -668,6 +676,7 @@ EXPORT int dlclose(void *h)
 	if (!ts.guard && atomic_load(&proc.state) == 2) {
 		ts.guard = 2;
 		rt_stack_modules_changed();
+		atomic_fetch_add(&stk_epoch, 1);
 		ts.guard = 0;
 	}
 	return rc;

@@ -88,6 +88,10 @@ check "--mmap on a program that only maps memory (never malloc): its 6 mappings 
 check "... and no word of anything missed or of nothing recorded" \
 	all '! has "$err" "nothing was recorded"' '! has "$err" "inside sonde"'
 
+run collect memory -q -o reuse.json -- "$PROGS/m-reuse" "$PROGS"
+check "a library closed and another loaded at its addresses: each allocation named after its own (alloc_a 100 B, alloc_b 200 B)" \
+	jq -e '[.resource_type_map[] | select(.trace[0].function | test("^alloc_")) |
+		[.trace[0].function, .summary.bytes]] | sort == [["alloc_a", 100], ["alloc_b", 200]]' reuse.json
 run collect memory -q -o all.json --all -- "$PROGS/m-cxx"
 check "--all keeps the allocator frames (std::allocator)" jq_eq all.json \
 	'[.resource_type_map[] | select(.trace[0].function | test("allocator|allocate"))] | length > 0' true

@@ -75,7 +75,8 @@ struct image {
 	uint32_t serial, pid, parent_serial;
 	struct module *mods;
 	size_t nmods, capmods;
-	struct u64map stacks;		  /* id -> offset of the STACK record */
+	struct u64map stacks;		  /* id -> offset of the STACK record << 16 | the
+					     modules known when it was read (0xffff: more) */
 	struct u64map live;		  /* address -> allocation index */
 	struct u64map stack_res;	  /* id << 8 | op -> resource index */
 	struct u64map free_res;		  /* caller << 8 | op -> resource index */
@@ -337,8 +338,11 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 		r->a->t.stacks++;
 		if (r->live)
 			warm_stack(r->a, im, s);
+		/* its addresses are those of the modules mapped then (a library closed and
+		   another loaded in its place comes later in the list) */
 		return u64map__put(&im->stacks, s->id,
-				   (uint64_t)((const uint8_t *)rec - r->buf) + r->buf_at);
+				   ((uint64_t)((const uint8_t *)rec - r->buf) + r->buf_at) << 16 |
+					   (im->nmods < 0xffff ? im->nmods : 0xffff));
 	}
 	case MEM_REC_MISSED:
 		r->a->t.missed += ((const struct mem_missed *)(const void *)rec)->count;
@@ -365,11 +369,12 @@ static int pass1(void *ctx, const struct sonde_ring_chunk *c, const uint32_t *re
 
 /* ---- symbols and sites --------------------------------------------------------------------- */
 
-static const struct module *module_of(const struct image *im, uint64_t pc)
+/* The module at pc among the first nmods of im (the latest mapped there wins). */
+static const struct module *module_of(const struct image *im, uint64_t pc, size_t nmods)
 {
 	size_t i;
 
-	for (i = 0; i < im->nmods; i++)
+	for (i = nmods < im->nmods ? nmods : im->nmods; i-- > 0;)
 		if (pc >= im->mods[i].start && pc < im->mods[i].end)
 			return &im->mods[i];
 	return NULL;
@@ -380,10 +385,10 @@ static const struct module *module_of(const struct image *im, uint64_t pc)
  * its own; an address in no object, one "[unknown]" frame): their count, or
  * -errno.
  */
-static int frames_of(struct mem_analysis *a, const struct image *im, uint64_t pc,
+static int frames_of(struct mem_analysis *a, const struct image *im, uint64_t pc, size_t nmods,
 		     struct sonde_frame fr[32])
 {
-	const struct module *m = module_of(im, pc);
+	const struct module *m = module_of(im, pc, nmods);
 
 	if (!m) {
 		fr[0] = (struct sonde_frame){ .module = "[unknown]", .offset = pc };
@@ -404,7 +409,7 @@ static void warm_stack(struct mem_analysis *a, const struct image *im, const str
 	uint32_t i;
 
 	for (i = 0; i < st->depth; i++)
-		frames_of(a, im, st->pc[i], fr);
+		frames_of(a, im, st->pc[i], im->nmods, fr);
 }
 
 /*
@@ -518,7 +523,7 @@ static json_t *frame_json(const struct sonde_frame *f, struct sonde_strbuf *key)
 
 /* The site of a list of return addresses (innermost first) in image im. */
 static int site_of(struct mem_run *r, const struct image *im, const uint64_t *pc, uint32_t depth,
-		   uint32_t *site)
+		   size_t nmods, uint32_t *site)
 {
 	struct mem_analysis *a = r->a;
 	struct sonde_strbuf key = SONDE_STRBUF_INIT;
@@ -530,7 +535,7 @@ static int site_of(struct mem_run *r, const struct image *im, const uint64_t *pc
 	int n, k, err = 0;
 
 	for (i = 0; i < depth && !err; i++) {
-		n = frames_of(a, im, pc[i], fr);
+		n = frames_of(a, im, pc[i], nmods, fr);
 		if (n < 0) {
 			err = n;
 			break;
@@ -644,11 +649,13 @@ static int alloc_res(struct mem_run *r, struct image *im, uint32_t stack, unsign
 		return 0;
 	}
 	if (stack && u64map__get(&im->stacks, stack, &off)) {
-		const struct mem_stack *s = (const void *)(r->log + off);
+		const struct mem_stack *s = (const void *)(r->log + (off >> 16));
 
-		rc = site_of(r, im, s->pc, s->depth, &site);
+		/* (0xffff: read after 65535 modules or more, every one known then) */
+		rc = site_of(r, im, s->pc, s->depth,
+			     (off & 0xffff) == 0xffff ? SIZE_MAX : (size_t)(off & 0xffff), &site);
 	} else {
-		rc = site_of(r, im, NULL, 0, &site);
+		rc = site_of(r, im, NULL, 0, 0, &site);
 	}
 	if (!rc)
 		rc = res_of_site(r, site, op, res);
@@ -676,7 +683,9 @@ static int free_res(struct mem_run *r, struct image *im, uint64_t caller, unsign
 		im->free_c.res[c] = *res;
 		return 0;
 	}
-	rc = site_of(r, im, &caller, 1, &site);
+	/* a free's caller, with every module known (a free from a library closed
+	   since, where another was loaded, is named after the later one) */
+	rc = site_of(r, im, &caller, 1, im->nmods, &site);
 	if (!rc)
 		rc = res_of_site(r, site, op, res);
 	if (!rc)

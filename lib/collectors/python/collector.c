@@ -1094,7 +1094,7 @@ const struct sonde_collector sonde_collector_python = {
 	.units = py_units,
 	.options = py_options,
 	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_WRAPS_TARGET |
-		 SONDE_COLLECTOR_NEEDS_BARRIER,
+		 SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_FOLLOWS_CHILDREN,
 	.before = py_before,
 	.start = py_start,
 	.stop = py_stop,

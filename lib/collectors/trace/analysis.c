@@ -210,7 +210,9 @@ static int func_of(struct tr_feed *r, struct image *img, uint64_t addr, uint32_t
 		img->seen[slot].func1 = (uint32_t)v;
 		return 0;
 	}
-	for (i = 0; i < img->nmods; i++)
+	/* the latest module mapped there: a library closed and another loaded in
+	   its place (dlclose, dlopen) owns the range from its own record on */
+	for (i = img->nmods; i-- > 0;)
 		if (addr >= img->mods[i].start && addr < img->mods[i].end) {
 			path = img->mods[i].path;
 			off = addr - img->mods[i].bias;
@@ -788,10 +790,23 @@ static int on_record(void *ctx, const struct sonde_ring_chunk *c, const uint32_t
 		if (len < sizeof(*m) + 1 || !memchr(m->path, 0, len - sizeof(*m)))
 			return -EINVAL;
 		bool first = !img->have_exe;
+		size_t k;
 
 		if (first) {
 			img->exe_bias = m->bias; /* the first object is the executable */
 			img->have_exe = true;
+		}
+		for (k = 0; k < img->nmods; k++) {
+			const struct module *o = &img->mods[k];
+
+			if (o->start < m->end && m->start < o->end &&
+			    (o->bias != m->bias || strcmp(o->path, m->path))) {
+				/* another object where one was (dlclose, then dlopen): the
+				   addresses seen so far may now be its functions */
+				u64map__clear(&img->addr);
+				memset(img->seen, 0, sizeof(img->seen));
+				break;
+			}
 		}
 		if (sonde_grow((void **)&img->mods, &img->capmods, img->nmods + 1,
 			       sizeof(*img->mods)))

@@ -1382,7 +1382,8 @@ const struct sonde_collector sonde_collector_trace = {
 	.profile_type = "mixed",
 	.units = trace_units,
 	.options = trace_options,
-	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_NEEDS_BARRIER,
+	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_NEEDS_BARRIER |
+		 SONDE_COLLECTOR_FOLLOWS_CHILDREN,
 	.before = trace_before,
 	.start = trace_start,
 	.stop = trace_stop,
