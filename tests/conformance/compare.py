@@ -5,9 +5,11 @@
       call counts per function and per call path: `uftrace dump` of a
       `uftrace record --no-libcall` against `sonde export -f folded --weight calls`.
   compare.py memory HEAPTRACK_FILE SONDE_PROFILE TARGET [--tolerance PCT]
+             [--allocations-tolerance PCT] [--temporary-slack N] [--skip FIELD,...]
       allocation calls, temporaries, peak and leaked bytes: `heaptrack_print`
-      against the profile's stats.memory. Calls must be equal; the others
-      within PCT % (default 0) and heaptrack's rounding (it prints 3 digits).
+      against the profile's stats.memory. Calls must be equal (or within
+      --allocations-tolerance); the others within PCT % (default 0) and
+      heaptrack's rounding (it prints 3 digits), temporaries also within N.
 
 Prints what was compared, one line per difference, and exits 0 when the answers
 agree, 1 when they differ, 2 when a tool's output cannot be read.
@@ -185,7 +187,14 @@ def heaptrack_numbers(path):
                 m.group(2).split()[0]
             ]
             pool[kind] += size(m.group(1)) if kind == "peak" else int(m.group(1))
+            if kind == "peak":
+                pool["peak_rounding"] = pool.get("peak_rounding", 0) + rounding(size(m.group(1)))
     return n, pool
+
+
+def rounding(v):
+    """Half a unit of the last digit heaptrack_print shows of a size (3 significant)."""
+    return 10 ** (len(str(int(v))) - 3) / 2 if v >= 1000 else 0
 
 
 def links_libstdcxx(target):
@@ -193,17 +202,33 @@ def links_libstdcxx(target):
     return "libstdc++" in r.stdout
 
 
+def option(args, name, default):
+    """The value of --NAME in args (taken out), or default."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    v = float(args[i + 1])
+    del args[i : i + 2]
+    return v
+
+
 def memory(args):
-    tol = 0.0
-    if "--tolerance" in args:
-        i = args.index("--tolerance")
-        tol = float(args[i + 1]) / 100
+    tol = option(args, "--tolerance", 0.0) / 100
+    calls_tol = option(args, "--allocations-tolerance", 0.0) / 100
+    temp_slack = option(args, "--temporary-slack", 0.0)
+    skip = set()
+    if "--skip" in args:
+        i = args.index("--skip")
+        skip = set(args[i + 1].split(","))
         del args[i : i + 2]
     path, profile, target = args
     ht, pool = heaptrack_numbers(path)
+    pool_rounding = pool.pop("peak_rounding", 0)
     if not links_libstdcxx(target):
         for k in pool:
             ht[k] -= pool[k]
+    else:
+        pool_rounding = 0
     with open(profile) as f:
         m = json.load(f)["stats"]["memory"]
     ours = {
@@ -216,10 +241,17 @@ def memory(args):
     peer["leaked"] = ht["leaked"] + ht["suppressed"]
     bad = 0
     for k in ("allocations", "temporary", "peak", "leaked"):
+        if k in skip:
+            print(f"  {k}: heaptrack {peer[k]:.0f}, sonde {ours[k]} (not compared)")
+            continue
         # heaptrack prints sizes with 2 decimals (76.59K): half a unit of its last digit
-        slack = 0 if k == "allocations" else tol * max(peer[k], 1)
-        if k in ("peak", "leaked") and peer[k] >= 1000:
-            slack += 10 ** (len(str(int(peer[k]))) - 3) / 2
+        slack = calls_tol * peer[k] if k == "allocations" else tol * max(peer[k], 1)
+        if k == "temporary":
+            slack += temp_slack
+        if k in ("peak", "leaked"):
+            # the rounding of heaptrack's figure, and of the pool taken out of it
+            slack += rounding(ht[k] + (pool["peak"] if k == "peak" and pool_rounding else 0))
+            slack += pool_rounding if k == "peak" else 0
         ok = abs(peer[k] - ours[k]) <= slack
         print(f"  {k}: heaptrack {peer[k]:.0f}, sonde {ours[k]}" + ("" if ok else "  <- differs"))
         bad += not ok
