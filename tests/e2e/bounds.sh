@@ -14,8 +14,8 @@ if [ "$rc" = 3 ]; then
 fi
 check "collect bounds: exit 0" [ "$rc" = 0 ]
 check "a profile of type bound, valid" all "jq -e '.header.type == \"bound\"' b.json" 'validate b.json'
-check "16 loops in 11 functions, 2 unbounded" \
-	jq -e '.stats.bounds | .loops == 16 and .functions == 11 and .unbounded == 2' b.json
+check "20 loops in 13 functions, 2 unbounded" \
+	jq -e '.stats.bounds | .loops == 20 and .functions == 13 and .unbounded == 2' b.json
 check "each loop's uid names its function, source, line and column" \
 	jq -e '[.resource_type_map[] | select(.subtype == "local")] | all(. as $r | $r.function and
 		$r.source and $r.line > 0 and $r.column > 0 and ($r.uid | startswith($r.function + ":")))' b.json
@@ -25,7 +25,7 @@ cat >check.py <<'PY'
 import json, subprocess, sys
 prog, prof = sys.argv[1], json.load(open(sys.argv[2]))
 loops = {r["line"]: r for r in prof["resource_type_map"].values() if r["subtype"] == "total"}
-exact = {"counted", "down", "nested", "sequence", "steps", "countdown"}
+exact = {"counted", "down", "nested", "sequence", "steps", "countdown", "flow"}
 bad = []
 for n, m, k in [(0, 0, 0), (1, 1, 1), (7, 3, 2), (20, 9, 5), (33, 0, 40)]:
     out = subprocess.run([prog, str(n), str(m), str(k)], capture_output=True, text=True).stdout
@@ -51,6 +51,12 @@ check "classes: counted O(n), nested, triangle and bubble (j + 1 < n - i) O(n^2)
 		add | .counted == "O(n)" and .nested == "O(n^2)" and .triangle == "O(n^2)" and
 		.bubble == "O(n^2)" and
 		.down == "O(n)" and .countdown == "O(n)"' b.json
+check "values followed from the parameters: a limit set from n, a counter a loop grew (2 * max(0, n + 2), exact)" \
+	jq -e '[.resource_type_map[] | select(.function == "flow" and .subtype == "total")] |
+		map(.bound) | sort == ["2 * max(0, n + 2)", "max(0, n + 2)"]' b.json
+check "a loop draining what its enclosing loop adds is bounded over the call (amortized: max(0, n))" \
+	jq -e '[.resource_type_map[] | select(.function == "amortized" and .loop == "while")] |
+		all(.bound == "max(0, n)")' b.json
 check "a list walk is unbounded, and says why (no counter)" \
 	jq -e '[.resource_type_map[] | select(.function == "walk" and .subtype == "local")][0].bound |
 		startswith("unbounded: a for loop without its start")' b.json
@@ -70,5 +76,5 @@ run collect bounds -s missing.c
 check "a source that is not there: exit 1" all '[ "$rc" = 1 ]' 'has "$err" "missing.c"'
 mkdir -p tree/sub && cp "$SRCFILE" tree/sub/a.c && printf 'void z(void) {}\n' >tree/b.c
 run collect bounds -d tree -o d.json
-check "-d DIR: every .c file below it" jq -e '.stats.bounds.files == 2 and .stats.bounds.loops == 16' d.json
+check "-d DIR: every .c file below it" jq -e '.stats.bounds.files == 2 and .stats.bounds.loops == 20' d.json
 finish

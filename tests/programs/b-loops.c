@@ -71,6 +71,22 @@ static void partition(int *a, int n)
 	while (lo < hi) { hit(); if (a[lo] < 0) lo++; else hi--; }
 }
 
+static void flow(int n)
+{
+	int lim = n + 2, c = 0;
+
+	for (int i = 0; i < lim; i++) { hit(); c += 2; }
+	while (c > 0) { hit(); c -= 1; }
+}
+
+static void amortized(int n)
+{
+	int pending = 0;
+
+	for (int i = 0; i < n; i++) { pending += 1; if (i % 3 == 0)
+		while (pending > 0) { hit(); pending--; } }
+}
+
 /* clang-format on */
 
 int main(int argc, char **argv)
@@ -92,6 +108,8 @@ int main(int argc, char **argv)
 	countdown(k);
 	walk(nodes);
 	partition(a, n);
+	flow(n);
+	amortized(n);
 	for (i = 0; i < 512; i++)
 		if (hits[i])
 			printf("%d %ld\n", i, hits[i]);

@@ -54,7 +54,7 @@ bool lin_add(struct lin *a, const struct lin *b, long long s)
 	return true;
 }
 
-static void scale(struct lin *a, long long k)
+void lin_scale(struct lin *a, long long k)
 {
 	size_t i;
 
@@ -74,7 +74,7 @@ bool lin_subst(struct lin *a, const char *v, const struct lin *r)
 		return true;
 	if (!add_term(a, v, -k))
 		return false;
-	scale(&t, k);
+	lin_scale(&t, k);
 	return lin_add(a, &t, 1);
 }
 
@@ -121,7 +121,7 @@ static bool factor(struct parser *p, struct lin *out)
 		p->at++;
 		if (!factor(p, out))
 			return false;
-		scale(out, -1);
+		lin_scale(out, -1);
 	} else if (!strcmp(t, "+")) {
 		p->at++;
 		if (!factor(p, out))
@@ -161,12 +161,12 @@ static bool term(struct parser *p, struct lin *out)
 		if (out->n && f.n)
 			return false; /* a product of variables */
 		if (out->n)
-			scale(out, f.c);
+			lin_scale(out, f.c);
 		else {
 			long long c = out->c;
 
 			*out = f;
-			scale(out, c);
+			lin_scale(out, c);
 		}
 	}
 	return true;

@@ -11,11 +11,12 @@
 #include <sonde/strbuf.h>
 
 #define LIN_VARS 8
+#define LIN_NAME 128 /* a variable, or a term the bounds collector names (max(0, n - 1)) */
 
 struct lin {
 	long long c; /* the constant */
 	size_t n;
-	char var[LIN_VARS][64];
+	char var[LIN_VARS][LIN_NAME];
 	long long k[LIN_VARS]; /* the coefficient of var[i], never 0 */
 };
 
@@ -29,6 +30,8 @@ bool lin_parse(const char *const *tok, size_t n, struct lin *out);
 bool lin_add(struct lin *a, const struct lin *b, long long s);
 /* The coefficient of v (0 when absent). */
 long long lin_coef(const struct lin *a, const char *v);
+/* a * k. */
+void lin_scale(struct lin *a, long long k);
 /* a with v replaced by the form r. */
 bool lin_subst(struct lin *a, const char *v, const struct lin *r);
 /* "n - 1", "2 * n + m", "0". */
