@@ -102,6 +102,7 @@ bench: build
 	@bench/time-overhead.sh
 	@bench/memory-overhead.sh
 	@bench/trace-overhead.sh
+	@bench/trace-pg-overhead.sh
 	@bench/trace-ebpf-hit.sh
 	@bench/counters-overhead.sh
 	@bench/analysis-scale.sh

@@ -23,6 +23,7 @@
  * its process group is killed and every member reaped (sonde is a child
  * subreaper, so orphans of the target become its children).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -60,12 +61,14 @@ struct sonde_runner {
 	pid_t parent;	  /* this process, as a forked child sees it before exec */
 	char *const *envp;
 	posix_spawnattr_t attr;
-	int null_fd;	/* /dev/null, opened once: children dup it instead of opening */
-	int input_fd;	/* the --input file, rewound before each run; -1: none */
-	int tty;	/* the controlling terminal among fds 0-2; -1: none */
-	pid_t tty_pgid; /* the run's group while it has the terminal; 0: it has not */
-	bool tty_given; /* this run's group was given the terminal */
-	bool last;	/* sonde_runner__last: the helper leaves after the next run */
+	int null_fd;	 /* /dev/null, opened once: children dup it instead of opening */
+	int input_fd;	 /* the --input file, rewound before each run; -1: none */
+	int tty;	 /* the controlling terminal among fds 0-2; -1: none */
+	pid_t tty_pgid;	 /* the run's group while it has the terminal; 0: it has not */
+	bool tty_given;	 /* this run's group was given the terminal */
+	bool last;	 /* sonde_runner__last: the helper leaves after the next run */
+	pid_t known[64]; /* our children when the run started: not the target's orphans */
+	size_t nknown;
 };
 
 /* One step of the redirection plan: fd becomes a file opened at path, or a dup of from. */
@@ -455,6 +458,77 @@ static void reap_target(struct sonde_runner *r, pid_t pid, struct sonde_run *out
 	out->end_ns = end;
 }
 
+/* Our children (at most max). */
+static size_t children(pid_t *out, size_t max)
+{
+	char path[64];
+	size_t n = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) && n < max) {
+		FILE *f;
+		long pid;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/children", e->d_name);
+		f = fopen(path, "re");
+		while (f && n < max && fscanf(f, "%ld", &pid) == 1)
+			out[n++] = (pid_t)pid;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * The target's orphans that left its session (daemon() calls setsid): our
+ * children now (we are their subreaper) that were not when the run started,
+ * but the helper, in a session of their own. A child of the caller's own
+ * (sonde as a library) stays in the caller's session and is never one.
+ */
+static size_t orphans(const struct sonde_runner *r, pid_t *out, size_t max)
+{
+	pid_t all[64];
+	size_t n = children(all, 64), i, j, k = 0;
+	pid_t ours = getsid(0);
+
+	for (i = 0; i < n && k < max; i++) {
+		for (j = 0; j < r->nknown && r->known[j] != all[i]; j++)
+			;
+		if (j == r->nknown && all[i] != r->helper_pid && getsid(all[i]) != ours)
+			out[k++] = all[i];
+	}
+	return k;
+}
+
+/*
+ * A target's orphan that left its group and session (daemon() calls setsid)
+ * gets until `until` to finish, as the group did, so that a short-lived one is
+ * recorded whole; one that runs longer is a daemon and runs on (its runtime
+ * stops recording when the run ends).
+ */
+static void wait_orphans(const struct sonde_runner *r, uint64_t until)
+{
+	pid_t pid[64];
+	size_t n = orphans(r, pid, 64), i;
+
+	while (n && sonde_clock_ns() < until) {
+		struct timespec ts = { 0, 2000000 };
+		size_t left = 0;
+
+		for (i = 0; i < n; i++)
+			if (waitpid(pid[i], NULL, WNOHANG) == 0)
+				pid[left++] = pid[i];
+		n = left;
+		if (n)
+			nanosleep(&ts, NULL);
+	}
+}
+
 /*
  * What the target left in its group gets linger_s to finish (reaped as it
  * does: orphans are ours, as subreaper), then is killed and reaped.
@@ -473,10 +547,12 @@ static void reap_group(const struct sonde_runner *r, pid_t pgid, struct sonde_ru
 			;
 		nanosleep(&ts, NULL);
 	}
-	if (kill(-pgid, SIGKILL) < 0)
-		return; /* ESRCH: nothing was left, the usual case */
-	while (waitpid(-pgid, NULL, 0) > 0 || errno == EINTR)
-		out->leftover++;
+	if (kill(-pgid, SIGKILL) == 0)
+		while (waitpid(-pgid, NULL, 0) > 0 || errno == EINTR)
+			out->leftover++;
+	/* and what left the group (daemon(): setsid) but was orphaned to us */
+	if (linger > 0)
+		wait_orphans(r, until);
 }
 
 /*
@@ -936,6 +1012,7 @@ int sonde_runner__run(struct sonde_runner *r, struct sonde_run *out)
 	memset(out, 0, sizeof(*out));
 	if (r->o.attach_pid > 0)
 		return watch(r, out);
+	r->nknown = children(r->known, sizeof(r->known) / sizeof(r->known[0]));
 	if (r->o.output == SONDE_OUTPUT_CAPTURE &&
 	    (pipe2(pipes, O_CLOEXEC) < 0 || pipe2(pipes + 2, O_CLOEXEC) < 0)) {
 		err = -errno;

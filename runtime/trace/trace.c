@@ -6,7 +6,9 @@
  * block of the calling thread's ring (see proto.h): a TSC read, a few stores,
  * no ring operation, no lock, no call. Everything else (a new block, a thread's
  * first event, sampling rules, a stack that was unwound past the hooks) is on a
- * slow path.
+ * slow path. -pg code calls mcount (__fentry__) at entry only, and -s all
+ * records library calls at the executable's PLT: both take the call's return
+ * over (hijack.S, "return addresses" below) to see it end.
  *
  * A shadow stack per thread (function and the call's CFA per open call: the
  * stack address just above its return address, see call_cfa) keeps what the
@@ -28,6 +30,8 @@
  * objects are written again, so that a library loaded late has its names.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -77,6 +81,17 @@ static inline bool over(const struct frame *f, uintptr_t cfa, uintptr_t site)
 
 #define MAX_CTX 64 /* contexts tracked per thread; a switch to more is not followed */
 
+#define MAX_HIJACK 4096u /* return addresses a thread's calls may have taken over at once */
+
+/* A call's return address, replaced by sonde_rt_return (see "return addresses"). */
+struct hijack {
+	uintptr_t slot; /* where it is */
+	uintptr_t real; /* what it was */
+	uintptr_t key;	/* the call's function, for its exit */
+	int32_t plt;	/* a PLT slot to patch again once the dynamic linker bound it; -1 */
+	uint32_t tail;	/* a tail call's: it returns with the entry before it, on the same slot */
+};
+
 /* A context's open calls while it is switched out. */
 struct ctx {
 	const void *key;  /* the ucontext_t it is saved in; NULL: running, or done */
@@ -98,6 +113,9 @@ struct tthread {
 	uintptr_t stack_lo, stack_hi;
 	struct ctx *ctx; /* MAX_CTX slots, mapped at the first switch; 0 is the thread's own */
 	uint32_t nctx, cur;
+	struct hijack *hj; /* return addresses taken over, oldest first (mapped at the first) */
+	uint32_t nhj;
+	bool rehijack; /* they were put back for the unwinder: take the live ones again */
 	struct sonde_ring_writer w;
 	struct frame stk[MAX_STACK];
 };
@@ -409,6 +427,8 @@ static void thread_gone(void *arg)
 }
 
 /* Time enter/exit pairs of the fast path on a private block, before recording. */
+extern void sonde_rt_return(void) __attribute__((visibility("hidden")));
+static uintptr_t hj_real_of(const struct tthread *t, uintptr_t slot);
 static void calibrate(struct tthread *t);
 
 /* First event of a process image. */
@@ -469,12 +489,18 @@ static struct tthread *thread_start(const struct tthread *parent)
 			t->stk[i] = parent->stk[i];
 			t->stk[i].sp |= SKIP;
 		}
+		/* the child's stack is a copy: its calls return through the same slots */
+		if (parent->nhj && (t->hj = rt_map_anon(sizeof(struct hijack) * MAX_HIJACK))) {
+			memcpy(t->hj, parent->hj, sizeof(struct hijack) * parent->nhj);
+			t->nhj = parent->nhj;
+		}
+		t->rehijack = parent->rehijack;
 	}
 	rt_stack_bounds(&t->stack_lo, &t->stack_hi);
 	if (first) {
 		rt_emit_proc(&t->w, proc.parent_serial, now());
 		rt_emit_modules(&t->w);
-		if (!parent)
+		if (!parent && !(proc.flags & TR_F_NO_CALIB))
 			calibrate(t);
 	}
 	emit_name(t);
@@ -769,10 +795,20 @@ static __attribute__((noinline)) void enter_slow(void *fn, void *site, uint64_t 
 {
 	struct tthread *t = T;
 
+	uintptr_t cfa, s = (uintptr_t)site;
+
 	if (!(proc.flags & TR_F_TSC))
 		ts = now();
 	HOOK_BEGIN(t, hfp, ts);
-	record_enter(t, (uintptr_t)fn, call_cfa(t, hfp, fp, (uintptr_t)site), (uintptr_t)site, ts);
+	cfa = call_cfa(t, hfp, fp, s);
+	if (unlikely(s == (uintptr_t)sonde_rt_return) && t->nhj) {
+		/* called through a PLT slot whose return is taken over: the library
+		   call's frame is this function's (it nests in it) */
+		uintptr_t real = hj_real_of(t, cfa - 8);
+
+		s = real ? real : s;
+	}
+	record_enter(t, (uintptr_t)fn, cfa, s, ts);
 	HOOK_END(t);
 }
 
@@ -865,12 +901,19 @@ RT_EXPORT void sonde_trace_size(unsigned long long n)
 RT_EXPORT void *dlopen(const char *file, int mode)
 {
 	static void *(*real_dlopen)(const char *, int);
+	const void *caller = __builtin_return_address(0);
 	struct tthread *t = T;
 	void *h;
 
 	if (!real_dlopen)
 		real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	h = real_dlopen ? rt_dlopen_as(real_dlopen, file, mode, __builtin_return_address(0)) : NULL;
+	if ((uintptr_t)caller == (uintptr_t)sonde_rt_return && t) {
+		/* called through the PLT, its return taken over: the real caller's */
+		uintptr_t real = hj_real_of(t, (uintptr_t)__builtin_frame_address(0) + 8);
+
+		caller = real ? (const void *)real : caller;
+	}
+	h = real_dlopen ? rt_dlopen_as(real_dlopen, file, mode, caller) : NULL;
 	if (!h)
 		return NULL;
 	if (!t)
@@ -882,6 +925,589 @@ RT_EXPORT void *dlopen(const char *file, int mode)
 		t->busy = 0;
 	}
 	return h;
+}
+
+/* ---- return addresses (mcount, the PLT) ------------------------------------------------------ */
+
+/*
+ * A -pg function's exit and a library call's return have no hook of their
+ * own: the call's return address in the stack is replaced by
+ * sonde_rt_return (hijack.S), whose C side below records the exit and gives
+ * the real address back. Each thread keeps what it replaced, newest last. A
+ * tail call into a -pg function finds its caller's slot replaced already and
+ * stacks a second entry on the same slot: both end together. An entry whose
+ * slot lies below a returning one's, on the thread's stack, was left without
+ * a return (longjmp): it is dropped. Before the unwinder reads the stack (an
+ * exception, pthread_exit) every real address is put back; the next entry,
+ * or the catch, takes the slots of the calls still running again.
+ */
+#define HIDDEN __attribute__((visibility("hidden")))
+extern void sonde_rt_plt(void) HIDDEN;
+/* called from hijack.S */
+HIDDEN uintptr_t sonde_rt_hj_return(uintptr_t cfa);
+HIDDEN void sonde_rt_mcount(uintptr_t site, uintptr_t *slot);
+HIDDEN void *sonde_rt_unwind_prep(int what);
+HIDDEN uintptr_t sonde_rt_plt_enter(uintptr_t index, uintptr_t *slot);
+/* glibc's and libstdc++'s, interposed */
+RT_EXPORT void __monstartup(unsigned long lo, unsigned long hi);
+RT_EXPORT void _mcleanup(void);
+RT_EXPORT void *__cxa_begin_catch(void *e);
+RT_EXPORT void pthread_exit(void *ret) __attribute__((noreturn));
+#define TRAMPOLINE ((uintptr_t)sonde_rt_return)
+
+static __attribute__((noreturn, noinline)) void hj_lost(void)
+{
+	static const char msg[] = "sonde: a traced call's return address was lost\n";
+
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+		/* nothing more to do */
+	}
+	abort();
+}
+
+/* Room for one more entry (mapped at the thread's first). */
+static bool hj_room(struct tthread *t)
+{
+	if (!t->hj && !(t->hj = rt_map_anon(sizeof(struct hijack) * MAX_HIJACK)))
+		return false;
+	return t->nhj < MAX_HIJACK;
+}
+
+static inline bool on_stack(const struct tthread *t, uintptr_t a)
+{
+	return a >= t->stack_lo && a < t->stack_hi;
+}
+
+/* The real return address of a slot taken over already (the caller of a tail call); 0: none. */
+static uintptr_t hj_real_of(const struct tthread *t, uintptr_t slot)
+{
+	uint32_t i;
+
+	for (i = t->nhj; i > 0; i--)
+		if (t->hj[i - 1].slot == slot)
+			return t->hj[i - 1].real;
+	return 0;
+}
+
+/*
+ * The calls still running after the unwinder's pass get the trampoline back:
+ * those above the frame at `below` (a call starting there, or the catch). The
+ * others are gone (their exits are recorded by the stack's next unwinding).
+ */
+static void hj_retake(struct tthread *t, uintptr_t below)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < t->nhj; i++) {
+		struct hijack *h = &t->hj[i];
+		uintptr_t *s = (uintptr_t *)h->slot;
+
+		if (on_stack(t, h->slot) && on_stack(t, below) && h->slot < below)
+			continue; /* below the live frames: unwound */
+		if (*s == h->real)
+			*s = TRAMPOLINE;
+		if (*s == TRAMPOLINE)
+			t->hj[n++] = *h;
+	}
+	t->nhj = n;
+	t->rehijack = false;
+}
+
+/* Put every real return address back (newest first: a slot's newest entry is its live one). */
+static void hj_restore(struct tthread *t)
+{
+	uint32_t i;
+
+	for (i = t->nhj; i > 0; i--) {
+		uintptr_t *s = (uintptr_t *)t->hj[i - 1].slot;
+
+		if (*s == TRAMPOLINE)
+			*s = t->hj[i - 1].real;
+	}
+	if (t->nhj)
+		t->rehijack = true;
+}
+
+/*
+ * A call starts at slot (its return address's place): record it as key and
+ * take its return over. A slot taken already is a tail call's, which ends with
+ * its caller. false: not followed (no room), nothing recorded.
+ */
+static bool hj_enter(struct tthread *t, uintptr_t *slot, uintptr_t key, int32_t plt, uint64_t ts)
+{
+	uintptr_t real;
+
+	bool tail;
+
+	if (unlikely(t->rehijack))
+		hj_retake(t, (uintptr_t)slot);
+	real = *slot;
+	tail = real == TRAMPOLINE;
+	if (tail && !(real = hj_real_of(t, (uintptr_t)slot)))
+		return false;
+	/* entries at or below a new call's slot on this stack are gone (their calls
+	   returned past a longjmp, or a vfork child left them) */
+	while (!tail && t->nhj && on_stack(t, t->hj[t->nhj - 1].slot) &&
+	       on_stack(t, (uintptr_t)slot) && t->hj[t->nhj - 1].slot <= (uintptr_t)slot)
+		t->nhj--;
+	if (!hj_room(t)) {
+		t->lost++;
+		return false;
+	}
+	record_enter(t, key, (uintptr_t)slot + 8, real, ts);
+	t->hj[t->nhj++] = (struct hijack){ (uintptr_t)slot, real, key, plt, tail };
+	*slot = TRAMPOLINE;
+	return true;
+}
+
+static void plt_rebind(int32_t i);
+
+/* A call taken over returned to sonde_rt_return: its CFA is cfa. The real address to go on to. */
+HIDDEN uintptr_t sonde_rt_hj_return(uintptr_t cfa)
+{
+	struct tthread *t = T;
+	uintptr_t slot = cfa - 8, hfp = (uintptr_t)__builtin_frame_address(0), real;
+	uint64_t ts = now();
+	uint32_t i, k, j, n;
+	bool rec;
+
+	if (!t || !t->hj)
+		hj_lost();
+	for (i = t->nhj; i > 0 && t->hj[i - 1].slot != slot; i--)
+		;
+	if (!i)
+		hj_lost();
+	for (k = i - 1; k > 0 && t->hj[k].tail && t->hj[k - 1].slot == slot; k--)
+		; /* a tail call's entries share the slot: [k, i) */
+	real = t->hj[k].real;
+	rec = !t->busy && !t->off;
+	if (rec) {
+		t->busy = hfp;
+		BUSY_FENCE();
+	}
+	for (j = i; j > k; j--) {
+		if (rec)
+			record_exit(t, t->hj[j - 1].key, ts);
+		if (t->hj[j - 1].plt >= 0)
+			plt_rebind(t->hj[j - 1].plt);
+	}
+	/* above them: entries a longjmp left on this stack go; another stack's stay */
+	for (j = i, n = k; j < t->nhj; j++)
+		if (!(on_stack(t, t->hj[j].slot) && on_stack(t, slot) && t->hj[j].slot < slot))
+			t->hj[n++] = t->hj[j];
+	t->nhj = n;
+	if (rec)
+		HOOK_END(t);
+	return real;
+}
+
+/* mcount and __fentry__ (hijack.S): a -pg function starts; site is in it, slot holds its return. */
+HIDDEN void sonde_rt_mcount(uintptr_t site, uintptr_t *slot)
+{
+	uintptr_t hfp = (uintptr_t)__builtin_frame_address(0);
+	struct tthread *t = T;
+	uint64_t ts = now();
+
+	HOOK_BEGIN(t, hfp, ts);
+	hj_enter(t, slot, site, -1, ts);
+	HOOK_END(t);
+}
+
+/* glibc's profiling start and end, which -pg programs call: no gmon.out, no SIGPROF. */
+RT_EXPORT void __monstartup(unsigned long lo, unsigned long hi)
+{
+	(void)lo;
+	(void)hi;
+}
+
+RT_EXPORT void _mcleanup(void)
+{
+}
+
+/*
+ * The unwinder's entries (hijack.S): the real return addresses go back
+ * before it reads the stack; what = 0 _Unwind_RaiseException, 1 _Unwind_Resume,
+ * 2 _Unwind_ForcedUnwind, 3 _Unwind_Resume_or_Rethrow, 4 _Unwind_Backtrace.
+ * Returns the real function.
+ */
+HIDDEN void *sonde_rt_unwind_prep(int what)
+{
+	static const char *const names[] = { "_Unwind_RaiseException", "_Unwind_Resume",
+					     "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow",
+					     "_Unwind_Backtrace" };
+	static void *real[5];
+	struct tthread *t = T;
+	void *f;
+
+	if (t && t->nhj) {
+		uintptr_t saved = t->busy;
+
+		t->busy = BUSY_OFF; /* a signal handler's calls leave the entries alone */
+		BUSY_FENCE();
+		hj_restore(t);
+		BUSY_FENCE();
+		t->busy = saved;
+	}
+	f = __atomic_load_n(&real[what], __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = dlsym(RTLD_NEXT, names[what]);
+		if (!f) {
+			static const char msg[] = "sonde: the unwinder (libgcc_s) is not loaded\n";
+
+			if (write(2, msg, sizeof(msg) - 1) < 0) {
+				/* nothing more to do */
+			}
+			abort();
+		}
+		__atomic_store_n(&real[what], f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+/*
+ * glibc unwinds a thread that exits through libgcc_s, which it loads and
+ * calls itself (not through the unwinder's entries here): the real return
+ * addresses go back first.
+ */
+RT_EXPORT void pthread_exit(void *ret)
+{
+	static void (*real)(void *);
+	struct tthread *t = T;
+
+	if (!real)
+		real = (void (*)(void *))dlsym(RTLD_NEXT, "pthread_exit");
+	if (t && t->nhj) {
+		uintptr_t saved = t->busy;
+
+		t->busy = BUSY_OFF;
+		BUSY_FENCE();
+		hj_restore(t);
+		BUSY_FENCE();
+		t->busy = saved;
+	}
+	real(ret);
+	__builtin_unreachable();
+}
+
+/* A catch begins: the calls above its frame still run, and get their returns taken again. */
+RT_EXPORT void *__cxa_begin_catch(void *e)
+{
+	static void *(*real)(void *);
+	struct tthread *t = T;
+
+	if (!real)
+		real = (void *(*)(void *))dlsym(RTLD_NEXT, "__cxa_begin_catch");
+	if (t && t->rehijack && !t->busy && !t->off) {
+		uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+
+		t->busy = fp;
+		BUSY_FENCE();
+		unwind_to(t, fp + 16, 0, now());
+		hj_retake(t, fp + 16);
+		HOOK_END(t);
+	}
+	return real ? real(e) : NULL;
+}
+
+/* ---- library calls at the PLT -------------------------------------------------------------- */
+
+/*
+ * -s all: each PLT slot of the executable's (.rela.plt: R_X86_64_JUMP_SLOT)
+ * is pointed at a stub of ours (push its index, jump to sonde_rt_plt), which
+ * records the call under the key of the executable's PLT stub for it (the
+ * analysis names it by .rela.plt) and takes its return over. A slot the
+ * dynamic linker has not bound yet (lazy binding) leads to its PLT entry
+ * still: the first call binds it, which writes the slot, and its return
+ * points the slot at our stub again. Calls that return twice (setjmp, vfork)
+ * or read their own return address (dlsym, backtrace) are left alone.
+ */
+struct plt_slot {
+	uintptr_t *got;
+	uintptr_t target; /* where the call goes (atomic) */
+	uintptr_t key;	  /* the executable's PLT stub for the slot, or the target */
+	uintptr_t stub;	  /* ours */
+};
+
+static struct {
+	struct plt_slot *v;
+	uint32_t n;
+	uintptr_t relro_lo, relro_hi;
+} plt;
+
+static bool plt_skip(const char *name)
+{
+	static const char *const names[] = {
+		/* return twice, or on another stack */
+		"setjmp", "_setjmp", "__sigsetjmp", "sigsetjmp", "savectx", "vfork", "__vfork",
+		"getcontext", "setcontext", "swapcontext", "clone", "__clone", "clone3",
+		/* read their own return address (dlopen is ours, and knows) */
+		"dlmopen", "dlsym", "dlvsym", "backtrace", "__libc_dlopen_mode",
+
+		/* the start of the process, the exception machinery (as uftrace leaves them
+		   out), and the hooks */
+		"__libc_start_main", "__libc_start_main_impl", "__cxa_finalize", "__gmon_start__",
+		"__cxa_throw", "__cxa_rethrow", "__cxa_begin_catch", "__cxa_end_catch",
+		"__gxx_personality_v0", "mcount", "_mcount", "__fentry__",
+		"__cyg_profile_func_enter", "__cyg_profile_func_exit", "_mcleanup",
+		"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_ForcedUnwind",
+		"_Unwind_Resume_or_Rethrow", "_Unwind_Backtrace", "sonde_trace_size", NULL
+	};
+	size_t i;
+
+	for (i = 0; names[i]; i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+static void got_write(uintptr_t *got, uintptr_t v)
+{
+	uintptr_t page = (uintptr_t)got & ~(uintptr_t)4095;
+	bool ro = (uintptr_t)got >= plt.relro_lo && (uintptr_t)got < plt.relro_hi;
+
+	if (ro)
+		mprotect((void *)page, 4096, PROT_READ | PROT_WRITE);
+	__atomic_store_n(got, v, __ATOMIC_RELEASE);
+	if (ro)
+		mprotect((void *)page, 4096, PROT_READ);
+}
+
+/* A lazily bound slot's first call returned: the dynamic linker wrote its target there. */
+static void plt_rebind(int32_t i)
+{
+	struct plt_slot *p = &plt.v[i];
+	uintptr_t v = __atomic_load_n(p->got, __ATOMIC_ACQUIRE);
+
+	if (v != p->stub) {
+		__atomic_store_n(&p->target, v, __ATOMIC_RELEASE);
+		got_write(p->got, p->stub);
+	}
+}
+
+/* A call through PLT slot `index`; slot holds its return address. The function to go on to. */
+HIDDEN uintptr_t sonde_rt_plt_enter(uintptr_t index, uintptr_t *slot)
+{
+	struct plt_slot *p = &plt.v[index];
+	uintptr_t target = __atomic_load_n(&p->target, __ATOMIC_ACQUIRE);
+	uintptr_t hfp = (uintptr_t)__builtin_frame_address(0);
+	struct tthread *t = T;
+	uint64_t ts = now();
+	bool lazy;
+
+	if (unlikely(!t)) {
+		t = thread_setup();
+		if (!t)
+			return target;
+		ts = now();
+	}
+	if (unlikely(t->busy)) {
+		if (hfp < t->busy)
+			skipped(t);
+		return target;
+	}
+	t->busy = hfp;
+	BUSY_FENCE();
+	lazy = target >= proc.exe_lo && target < proc.exe_hi; /* the PLT entry: not bound yet */
+	hj_enter(t, slot, p->key, lazy ? (int32_t)index : -1, ts);
+	HOOK_END(t);
+	return target;
+}
+
+struct plt_find {
+	uintptr_t bias, lo, hi;
+	const ElfW(Phdr) * ph;
+	uint16_t nph;
+	bool done;
+};
+
+static int plt_exe_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct plt_find *f = arg;
+
+	(void)size;
+	if (!rt_exec_segment(info, &f->lo, &f->hi))
+		return 0;
+	f->bias = info->dlpi_addr;
+	f->ph = info->dlpi_phdr;
+	f->nph = info->dlpi_phnum;
+	f->done = true;
+	return 1;
+}
+
+static int by_got(const void *a, const void *b)
+{
+	const struct plt_slot *x = a, *y = b;
+
+	return ((uintptr_t)x->got > (uintptr_t)y->got) - ((uintptr_t)x->got < (uintptr_t)y->got);
+}
+
+/* The executable's PLT stub that jumps through each slot: its key (see plt_slot). */
+static void plt_keys(const struct plt_find *f)
+{
+	const uint8_t *p = (const uint8_t *)f->lo, *end = (const uint8_t *)f->hi;
+	struct plt_slot probe, *hit;
+
+	if (end - p > (8 << 20))
+		end = p + (8 << 20); /* the PLT leads the code */
+	for (; p + 6 <= end; p++) {
+		int32_t rel;
+		const uint8_t *s = p;
+
+		if (p[0] != 0xff || p[1] != 0x25)
+			continue;
+		memcpy(&rel, p + 2, 4);
+		probe.got = (uintptr_t *)(uintptr_t)(p + 6 + rel);
+		hit = bsearch(&probe, plt.v, plt.n, sizeof(*plt.v), by_got);
+		if (!hit || hit->key)
+			continue;
+		if (s > (const uint8_t *)f->lo && s[-1] == 0xf2)
+			s--; /* bnd jmp */
+		if (s - 4 >= (const uint8_t *)f->lo && s[-4] == 0xf3 && s[-3] == 0x0f &&
+		    s[-2] == 0x1e && s[-1] == 0xfa)
+			s -= 4; /* endbr64 */
+		hit->key = (uintptr_t)s;
+	}
+}
+
+/* The version the executable asks of its symbol si (name@VERSION), or NULL. */
+static const char *plt_version(const ElfW(Half) * versym, const ElfW(Verneed) * vn,
+			       const char *strtab, size_t si)
+{
+	ElfW(Half) want;
+
+	if (!versym || !vn || (want = versym[si] & 0x7fff) < 2)
+		return NULL;
+	for (;;) {
+		const ElfW(Vernaux) *a = (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
+		unsigned j;
+
+		for (j = 0; j < vn->vn_cnt; j++) {
+			if (a->vna_other == want)
+				return strtab + a->vna_name;
+			a = (const ElfW(Vernaux) *)((const char *)a + a->vna_next);
+		}
+		if (!vn->vn_next)
+			return NULL;
+		vn = (const ElfW(Verneed) *)((const char *)vn + vn->vn_next);
+	}
+}
+
+/*
+ * What a slot not bound yet will be bound to, looked up as the dynamic linker
+ * would (a function that never returns, longjmp, would otherwise bind it
+ * behind our back on its first call). An interposer of ours is what the
+ * linker binds, whatever version is asked; else the version asked. lazy
+ * (the slot's PLT entry) when it cannot be told.
+ */
+static uintptr_t plt_bind(const char *name, const char *version, uintptr_t lazy)
+{
+	void *any = dlsym(RTLD_DEFAULT, name), *v;
+	Dl_info mine, there;
+
+	if (any && dladdr((void *)plt_bind, &mine) && dladdr(any, &there) &&
+	    mine.dli_fbase == there.dli_fbase)
+		return (uintptr_t)any;
+	v = version ? dlvsym(RTLD_DEFAULT, name, version) : any;
+	return v ? (uintptr_t)v : lazy;
+}
+
+/* Point the executable's PLT slots at our stubs (once, before the program runs). */
+static void plt_setup(void)
+{
+	struct plt_find f = { 0 };
+	const ElfW(Dyn) *dyn = NULL, *d;
+	const ElfW(Rela) *rela = NULL;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Half) *versym = NULL;
+	const ElfW(Verneed) *verneed = NULL;
+	size_t relsz = 0, n, i, k;
+	uint8_t *stubs;
+
+	dl_iterate_phdr(plt_exe_cb, &f);
+	if (!f.done)
+		return;
+	for (i = 0; i < f.nph; i++) {
+		if (f.ph[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(f.bias + f.ph[i].p_vaddr);
+		else if (f.ph[i].p_type == PT_GNU_RELRO) {
+			plt.relro_lo = (f.bias + f.ph[i].p_vaddr) & ~(uintptr_t)4095;
+			plt.relro_hi = f.bias + f.ph[i].p_vaddr + f.ph[i].p_memsz;
+		}
+	}
+	for (d = dyn; d && d->d_tag != DT_NULL; d++) {
+		/* the dynamic linker relocates these in place, but where .dynamic is read-only */
+		uintptr_t v = d->d_un.d_ptr < f.bias ? d->d_un.d_ptr + f.bias : d->d_un.d_ptr;
+
+		if (d->d_tag == DT_JMPREL)
+			rela = (const ElfW(Rela) *)v;
+		else if (d->d_tag == DT_PLTRELSZ)
+			relsz = d->d_un.d_val;
+		else if (d->d_tag == DT_SYMTAB)
+			symtab = (const ElfW(Sym) *)v;
+		else if (d->d_tag == DT_STRTAB)
+			strtab = (const char *)v;
+		else if (d->d_tag == DT_VERSYM)
+			versym = (const ElfW(Half) *)v;
+		else if (d->d_tag == DT_VERNEED)
+			verneed = (const ElfW(Verneed) *)v;
+		else if (d->d_tag == DT_PLTREL && d->d_un.d_val != DT_RELA)
+			return;
+	}
+	n = relsz / sizeof(ElfW(Rela));
+	if (!rela || !symtab || !strtab || !n || n > (1u << 20))
+		return;
+	plt.v = rt_map_anon(n * sizeof(*plt.v));
+	stubs = plt.v ? rt_map_anon(n * 32) : NULL;
+	if (!stubs)
+		return;
+	for (i = k = 0; i < n; i++) {
+		const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(rela[i].r_info)];
+		uintptr_t *got = (uintptr_t *)(f.bias + rela[i].r_offset);
+
+		if (ELF64_R_TYPE(rela[i].r_info) != R_X86_64_JUMP_SLOT || !sym->st_name ||
+		    plt_skip(strtab + sym->st_name) || !*got)
+			continue;
+		plt.v[k].got = got;
+		plt.v[k].target = *got;
+		if (*got >= f.lo && *got < f.hi) /* not bound yet (lazy binding) */
+			plt.v[k].target = plt_bind(
+				strtab + sym->st_name,
+				plt_version(versym, verneed, strtab, ELF64_R_SYM(rela[i].r_info)),
+				*got);
+		plt.v[k].key = 0; /* plt_keys finds it */
+		k++;
+	}
+	plt.n = (uint32_t)k;
+	/* sorted by slot, without libc's qsort (it may call the program's own malloc) */
+	for (i = 1; i < plt.n; i++) {
+		struct plt_slot x = plt.v[i];
+
+		for (k = i; k > 0 && by_got(&plt.v[k - 1], &x) > 0; k--)
+			plt.v[k] = plt.v[k - 1];
+		plt.v[k] = x;
+	}
+	plt_keys(&f);
+	for (i = 0; i < plt.n; i++)
+		if (!plt.v[i].key)
+			plt.v[i].key = plt.v[i].target; /* no stub found: named by the function */
+	for (i = 0; i < plt.n; i++) {
+		uint8_t *s = stubs + 32 * i;
+		uintptr_t to = (uintptr_t)sonde_rt_plt;
+		uint32_t idx = (uint32_t)i;
+
+		s[0] = 0x68; /* push $i */
+		memcpy(s + 1, &idx, 4);
+		s[5] = 0xff; /* jmp *0(%rip) */
+		s[6] = 0x25;
+		memset(s + 7, 0, 4);
+		memcpy(s + 11, &to, 8);
+		plt.v[i].stub = (uintptr_t)s;
+	}
+	if (mprotect(stubs, n * 32, PROT_READ | PROT_EXEC))
+		return;
+	for (i = 0; i < plt.n; i++)
+		got_write(plt.v[i].got, plt.v[i].stub);
 }
 
 /* ---- contexts (swapcontext) ------------------------------------------------------------------ */
@@ -1060,6 +1686,8 @@ __attribute__((constructor)) static void init(void)
 	proc.key_ok = pthread_key_create(&proc.key, thread_gone) == 0;
 	pthread_atfork(NULL, NULL, after_fork_child);
 	rt_env_take("SONDE_TRACE_");
+	if (rt_env_uint(TR_ENV_FLAGS, 0) & TR_F_PLT)
+		plt_setup();
 }
 
 /* The process is exiting: publish this thread's block (others are salvaged). */

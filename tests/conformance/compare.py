@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """compare.py - sonde's answers against a peer's, on the same program.
 
-  compare.py trace UFTRACE_DIR SONDE_PROFILE [--only FUNC,...] [--counts-only]
+  compare.py trace UFTRACE_DIR SONDE_PROFILE [--only FUNC,...] [--counts-only] [--ignore FUNC,...]
       call counts per function and per call path: `uftrace dump` of a
-      `uftrace record --no-libcall` against `sonde export -f folded --weight calls`.
+      `uftrace record` against `sonde export -f folded --weight calls`. --ignore
+      leaves out calls one side does not record on purpose (their callees hang
+      from their caller).
   compare.py memory HEAPTRACK_FILE SONDE_PROFILE TARGET [--tolerance PCT]
              [--allocations-tolerance PCT] [--temporary-slack N] [--skip FIELD,...]
       allocation calls, temporaries, peak and leaked bytes: `heaptrack_print`
@@ -120,6 +122,15 @@ def compare_counts(what, peer, ours, only):
     return bad
 
 
+def without(paths, ignore):
+    out = collections.Counter()
+    for p, n in paths.items():
+        frames = [f for f in p.split(";") if f not in ignore]
+        if frames and p.split(";")[-1] not in ignore:
+            out[";".join(frames)] += n
+    return out
+
+
 def trace(args):
     only = set()
     paths = True
@@ -130,8 +141,17 @@ def trace(args):
     if "--counts-only" in args:
         args.remove("--counts-only")
         paths = False
+    ignore = set()
+    if "--ignore" in args:
+        i = args.index("--ignore")
+        ignore = set(args[i + 1].split(","))
+        del args[i : i + 2]
     data_dir, profile = args
     peer, ours = uftrace_paths(data_dir), sonde_paths(profile)
+    if ignore:
+        # calls one side does not record on purpose: out of every path, their callees
+        # hung from their caller
+        peer, ours = without(peer, ignore), without(ours, ignore)
     if not peer:
         fail(f"uftrace recorded no call in {data_dir}")
     bad = compare_counts("calls of", per_function(peer), per_function(ours), only)

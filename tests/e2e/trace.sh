@@ -90,6 +90,35 @@ run collect trace -q -o cxx.json -- "$PROGS/t-cxx"
 check "exception: thrower, middle, catcher once each" [ "$(calls cxx.json 'thrower()'),$(calls cxx.json 'middle()'),$(calls cxx.json 'catcher()')" = "1,1,1" ]
 check "exception: after() is catcher's callee" [ "$(parent cxx.json 'after()')" = "catcher()" ]
 
+# ---- -pg programs (mcount), library calls at the PLT ------------------------------------------
+run collect trace -q -o pg.json -- "$PROGS/t-calls-pg"
+check "-pg: the instrument engine by default, the same calls (fib 1973, leaf 100, 2090 in all)" \
+	all '[ "$rc" = 0 ]' 'jq_eq pg.json .stats.trace.engine instrument' \
+	'[ "$(calls pg.json fib),$(calls pg.json leaf),$(jq .stats.trace.calls pg.json)" = "1973,100,2090" ]'
+check "-pg: fib is called by main and by fib, sizes from sonde_trace_size" \
+	all '[ "$(parent pg.json fib)" = "fib,main" ]' \
+	'[ "$(jq -c '"'"'.resources["sized#0"]["structure-unit-size"]'"'"' pg.json)" = "[10,20,30,40,50]" ]'
+check "-pg: no cost per call is claimed (the calibration times the -finstrument-functions hooks)" \
+	jq -e '.stats.trace.cost_ns_per_call == null' pg.json
+run collect trace -q -s custom -F fib -o x.json -- "$PROGS/t-calls-pg"
+check "-pg: custom -F fib: only fib, 1973 calls" \
+	[ "$(jq -c '[.resource_type_map[].uid]' x.json),$(calls x.json fib)" = '["fib"],1973' ]
+run collect trace -q -o cxxpg.json -- "$PROGS/t-cxx-pg"
+check "-pg, a C++ exception: thrower, middle, catcher once each, after() under catcher" \
+	all '[ "$rc" = 0 ]' \
+	'[ "$(calls cxxpg.json '"'"'thrower()'"'"'),$(calls cxxpg.json '"'"'middle()'"'"'),$(calls cxxpg.json '"'"'catcher()'"'"')" = "1,1,1" ]' \
+	'[ "$(parent cxxpg.json '"'"'after()'"'"')" = "catcher()" ]'
+run collect trace -q -s all -o lib.json -- "$PROGS/t-calls"
+check "-s all: the program's library calls, at its PLT (printf once, under main)" \
+	all '[ "$(calls lib.json printf),$(parent lib.json printf)" = "1,main" ]' \
+	'[ "$(calls lib.json fib),$(jq .stats.trace.calls lib.json)" = "1973,2091" ]'
+run collect trace -q -s all --no-libcall -o x.json -- "$PROGS/t-calls"
+check "-s all --no-libcall: none of them" [ "$(calls x.json printf),$(jq .stats.trace.calls x.json)" = "0,2090" ]
+run collect trace -q -s all -o cxxlib.json -- "$PROGS/t-cxx-pg"
+check "-s all on a -pg C++ program that throws: its calls and its library calls" \
+	all '[ "$rc" = 0 ]' '[ "$(calls cxxlib.json '"'"'thrower()'"'"')" = 1 ]' \
+	'[ "$(calls cxxlib.json __cxa_allocate_exception)" = 1 ]'
+
 # ---- strategies, rules, filters ----------------------------------------------------------------
 run collect trace -q -s custom -F fib -o x.json -- "$PROGS/t-calls"
 check "custom -F fib: only fib" [ "$(jq -c '[.resource_type_map[].uid]' x.json)" = '["fib"]' ]

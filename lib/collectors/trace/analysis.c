@@ -27,6 +27,7 @@
 #include "../../grow.h"
 #include "../../json.h"
 #include "../../strmap.h"
+#include "binary.h"
 #include "trace.h"
 
 struct module {
@@ -140,6 +141,11 @@ void tr_analysis__release(struct tr_analysis *a)
 	if (a->has_exclude)
 		regfree(&a->exclude);
 	sonde_symbols__free(a->sym);
+	for (i = 0; i < a->nplt; i++) {
+		free(a->plt[i].path);
+		tr_named_free(a->plt[i].v, a->plt[i].n);
+	}
+	free(a->plt);
 }
 
 /* ---- functions and contexts ------------------------------------------------------------ */
@@ -1028,14 +1034,49 @@ int tr_analysis__run(struct tr_analysis *a, const void *log, size_t len, uint64_
 
 /* ---- the profile --------------------------------------------------------------------------- */
 
+/* The function a PLT stub of module calls, when offset is one (a library call's key). */
+static const char *plt_name(struct tr_analysis *a, const char *module, uint64_t offset)
+{
+	struct tr_plt_names *m = NULL;
+	size_t i, lo, hi;
+
+	for (i = 0; i < a->nplt && !m; i++)
+		if (!strcmp(a->plt[i].path, module))
+			m = &a->plt[i];
+	if (!m) {
+		if (sonde_grow((void **)&a->plt, &a->capplt, a->nplt + 1, sizeof(*a->plt)))
+			return NULL;
+		m = &a->plt[a->nplt++];
+		memset(m, 0, sizeof(*m));
+		m->path = strdup(module);
+		if (!m->path || tr_elf_plt_stubs(module, &m->v, &m->n))
+			m->n = 0;
+	}
+	for (lo = 0, hi = m->n; lo < hi;) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->v[mid].addr == offset)
+			return m->v[mid].name;
+		if (m->v[mid].addr < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static const char *func_name(struct tr_analysis *a, struct tr_func *f)
 {
 	struct sonde_frame fr[16];
+	const char *plt;
 	int n;
 
 	if (f->display)
 		return f->display;
 	if (f->name)
+		return f->name;
+	if ((plt = plt_name(a, f->module, f->offset)) &&
+	    (f->name = strdup(sonde_symbols__demangle(a->sym, plt))))
 		return f->name;
 	n = sonde_symbols__resolve(a->sym, f->module, f->offset, false, fr, 16);
 	if (n > 0 && fr[n - 1].function)

@@ -626,3 +626,44 @@ int tr_elf_insn_boundary(const char *path, uint64_t start, uint64_t size, uint64
 	return -ENOTSUP; /* no decoder built in: only a function's entry is sure */
 #endif
 }
+
+uint64_t tr_elf_first_call_end(const char *path, uint64_t start)
+{
+#if SONDE_HAVE_CAPSTONE
+	struct tr_segs segs;
+	unsigned char code[64];
+	uint64_t off, found = 0;
+	ssize_t got;
+	int fd;
+
+	if (tr_elf_segs(path, &segs) || !tr_segs__offset(&segs, start, &off))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	got = fd < 0 ? -1 : pread(fd, code, sizeof(code), (off_t)off);
+	if (fd >= 0)
+		close(fd);
+	if (got > 0) {
+		const struct sonde_cs *C = sonde_cs();
+		const uint8_t *p = code;
+		size_t left = (size_t)got;
+		uint64_t at = start;
+		cs_insn *insn;
+		csh h;
+
+		if (!C || C->open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+			return 0;
+		insn = C->malloc(h);
+		while (insn && !found && C->disasm_iter(h, &p, &left, &at, insn))
+			if (insn->id == X86_INS_CALL)
+				found = at;
+		if (insn)
+			C->free(insn, 1);
+		C->close(&h);
+	}
+	return found;
+#else
+	(void)path;
+	(void)start;
+	return 0;
+#endif
+}

@@ -64,5 +64,25 @@ int tr_elf_function_of(const char *path, const char *name, uint64_t vaddr, uint6
  * 1 yes, 0 no, -ENOTSUP when it cannot be told here, -errno.
  */
 int tr_elf_insn_boundary(const char *path, uint64_t start, uint64_t size, uint64_t vaddr);
+/*
+ * The ELF address just after the first call instruction of the function at
+ * start, within its first 64 bytes: where a -pg function's mcount call
+ * returns, its calls' key for the runtime (x86-64, with capstone). 0 when
+ * there is none or it cannot be told here.
+ */
+uint64_t tr_elf_first_call_end(const char *path, uint64_t start);
+
+/* A name at an address (sorted by addr). */
+struct tr_named {
+	char *name;
+	uint64_t addr;
+};
+/*
+ * The PLT stubs of an ELF file: the function each calls (its .rela.plt
+ * symbol's name) at the stub's ELF address, sorted; *n 0 when it has none.
+ * Free with tr_named_free. 0 or -errno.
+ */
+int tr_elf_plt_stubs(const char *path, struct tr_named **out, size_t *n);
+void tr_named_free(struct tr_named *v, size_t n);
 
 #endif

@@ -121,6 +121,48 @@ static int plt_stubs(const char *path, struct fns *f)
 	return rc;
 }
 
+int tr_elf_plt_stubs(const char *path, struct tr_named **out, size_t *n)
+{
+	struct fns f = { 0 };
+	size_t i;
+	int rc = plt_stubs(path, &f);
+
+	*out = NULL;
+	*n = 0;
+	if (rc) {
+		for (i = 0; i < f.n; i++)
+			free(f.v[i].name);
+		free(f.v);
+		return rc;
+	}
+	qsort(f.v, f.n, sizeof(*f.v), by_addr);
+	*out = f.n ? calloc(f.n, sizeof(**out)) : NULL;
+	for (i = 0; i < f.n; i++) {
+		char *at = strstr(f.v[i].name, "@plt");
+
+		if (*out) {
+			if (at)
+				*at = '\0';
+			(*out)[i].name = f.v[i].name;
+			(*out)[i].addr = f.v[i].addr;
+		} else {
+			free(f.v[i].name);
+		}
+	}
+	*n = *out ? f.n : 0;
+	free(f.v);
+	return f.n && !*out ? -ENOMEM : 0;
+}
+
+void tr_named_free(struct tr_named *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
 static const struct fn *holding(const struct fns *f, uint64_t addr)
 {
 	size_t lo = 0, hi = f->n;

@@ -42,6 +42,7 @@ struct tr_state {
 	size_t bpf_ring;       /* ebpf: bytes of the BPF ring buffer */
 	uint32_t follow_every; /* ebpf: the sampling of an exec'ed program's functions */
 	char *exe;
+	bool pg; /* the executable is a -pg build: its calls are keyed by their mcount call */
 	char verbose_path[PATH_MAX]; /* -vt: the text lines' file */
 };
 
@@ -268,6 +269,18 @@ static int write_rules(struct tr_state *st, struct rules *rs)
 		return -errno;
 	}
 	rs->h.magic = TR_RULES_MAGIC;
+	if (st->pg) {
+		/* a -pg program's calls are keyed by where their mcount call returns */
+		uint32_t i;
+
+		for (i = 0; i < rs->h.nrules; i++)
+			if (rs->r[i].module == 0) {
+				uint64_t site = tr_elf_first_call_end(st->exe, rs->r[i].offset);
+
+				if (site)
+					rs->r[i].offset = site;
+			}
+	}
 	if (fwrite(&rs->h, sizeof(rs->h), 1, f) != 1 ||
 	    fwrite(rs->names, TR_RULE_NAME, rs->h.nmodules, f) != rs->h.nmodules ||
 	    (rs->h.nrules && fwrite(rs->r, sizeof(*rs->r), rs->h.nrules, f) != rs->h.nrules))
@@ -933,16 +946,25 @@ static int trace_before(struct sonde_collection *c)
 				       binary);
 		return -ENOEXEC;
 	}
-	hooks = tr_elf_references(binary, "__cyg_profile_func_enter");
+	/* the compiler's hooks: -finstrument-functions, or -pg's mcount (-mfentry: __fentry__) */
+	st->pg = !tr_elf_references(binary, "__cyg_profile_func_enter") &&
+		 (tr_elf_references(binary, "mcount") || tr_elf_references(binary, "_mcount") ||
+		  tr_elf_references(binary, "__fentry__"));
+	hooks = st->pg || tr_elf_references(binary, "__cyg_profile_func_enter");
 	ebpf = engine ? strcmp(engine, "ebpf") == 0 : !hooks;
 	st->a.engine = ebpf ? "ebpf" : "instrument";
 	if (!ebpf && !hooks) {
 		sonde_collection__fail(c,
-				       "'%s' does not call __cyg_profile_func_enter: build it with "
-				       "-finstrument-functions for the instrument engine",
+				       "'%s' calls neither __cyg_profile_func_enter nor mcount: "
+				       "build it with -finstrument-functions or -pg for the "
+				       "instrument engine",
 				       binary);
 		return -ENOTSUP;
 	}
+	if (!ebpf && all_libs && !sonde_collection__param_bool(c, "no-libcall"))
+		flags |= TR_F_PLT; /* the program's library calls, at its PLT */
+	if (!ebpf && (st->pg || (flags & TR_F_PLT)))
+		flags |= TR_F_NO_CALIB;
 	if (!ebpf && json_is_array(usdt) && json_array_size(usdt)) {
 		sonde_collection__fail(c, "-u (USDT probes) needs the ebpf engine (-e ebpf)");
 		return -ENOTSUP;
@@ -1320,7 +1342,7 @@ static const char *const strategies[] = { "userspace", "all",	 "u_sampled",
 
 static const struct sonde_option trace_options[] = {
 	{ SONDE_OPT_CHOICE, 'e', "engine", NULL, "ENGINE",
-	  "instrument (a -finstrument-functions build) or ebpf (uprobes, root); default: "
+	  "instrument (a -finstrument-functions or -pg build) or ebpf (uprobes, root); default: "
 	  "instrument when the program calls the hooks, else ebpf",
 	  0, 0, engines },
 	{ SONDE_OPT_CHOICE, 's', "strategy", NULL, "STRATEGY",
@@ -1367,6 +1389,9 @@ static const struct sonde_option trace_options[] = {
 	{ SONDE_OPT_STRING, 'b', "binary", NULL, "FILE",
 	  "the traced executable, when the command is a script that runs it" },
 	{ SONDE_OPT_LIST, 'l', "lib", NULL, "LIB", "also trace functions in LIB (repeatable)" },
+	{ SONDE_OPT_FLAG, 0, "no-libcall", NULL, NULL,
+	  "with -s all (instrument engine): leave out the program's calls into libraries, "
+	  "recorded at its PLT otherwise" },
 	{ SONDE_OPT_STRING, 0, "size-arg", NULL, "FUNC:N",
 	  "a call's size is FUNC's Nth integer argument (ebpf engine)" },
 	TR_LIMIT_OPTIONS,

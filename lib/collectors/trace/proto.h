@@ -31,9 +31,12 @@
 #define TR_ENV_RULES "SONDE_TRACE_RULES" /* path of the rules file (struct tr_rules) */
 
 enum tr_flag {
-	TR_F_TSC = 1u << 0,  /* times are TSC ticks */
-	TR_F_LIBS = 1u << 1, /* record functions outside the executable too */
-	TR_F_RULES = 1u << 2 /* consult the rules file for every function */
+	TR_F_TSC = 1u << 0,	/* times are TSC ticks */
+	TR_F_LIBS = 1u << 1,	/* record functions outside the executable too */
+	TR_F_RULES = 1u << 2,	/* consult the rules file for every function */
+	TR_F_PLT = 1u << 3,	/* record the executable's calls through its PLT (library calls) */
+	TR_F_NO_CALIB = 1u << 4 /* calls come through mcount or the PLT too: the calibration of
+				   the -finstrument-functions hooks does not price them */
 };
 
 enum tr_rec {

@@ -16,6 +16,8 @@
 #include <sonde/symbols.h>
 #include "../../u64map.h"
 #include "../rt-host.h"
+
+struct tr_named;
 #include "proto.h"
 
 struct tr_row {
@@ -98,6 +100,13 @@ struct tr_analysis {
 	FILE *verbose; /* -vt: every call's enter and exit, one text line each; or NULL */
 	/* built across runs */
 	struct sonde_symbols *sym;
+	/* the PLT stubs of the modules named so far (library calls are keyed by them) */
+	struct tr_plt_names {
+		char *path;
+		struct tr_named *v;
+		size_t n;
+	} * plt;
+	size_t nplt, capplt;
 	json_t *func_index; /* "module\x01offset" -> index */
 	struct tr_func *funcs;
 	size_t nfuncs, capfuncs;
