@@ -11,7 +11,7 @@ BUILD=${1:-build}
 ITER=${2:-1000000}
 ROUNDS=${3:-5}
 SONDE=$BUILD/src/sonde
-WORK=$BUILD/bench/callwork-pg
+WORK=$(cd "$BUILD/bench" && pwd)/callwork-pg
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -19,11 +19,12 @@ command -v uftrace >/dev/null || { echo "trace-pg-overhead: uftrace is missing (
 command -v jq >/dev/null || { echo "trace-pg-overhead: jq is missing (scripts/install-deps)"; exit 3; }
 . "$(dirname "$0")/lib.sh"
 
-CALLS=$("$WORK" "$ITER")
+CALLS=$(cd "$TMP" && "$WORK" "$ITER")
 : >"$TMP/plain"; : >"$TMP/sonde"; : >"$TMP/sonde_run"; : >"$TMP/uft"
 r=0
 while [ $r -lt "$ROUNDS" ]; do
-	wall "$WORK" "$ITER" >>"$TMP/plain"
+	# (in $TMP: run plain, a -pg program writes gmon.out where it runs)
+	(cd "$TMP" && wall "$WORK" "$ITER") >>"$TMP/plain"
 	collect_round "$TMP/sonde" "$TMP/sonde_run" trace "$WORK" "$ITER"
 	rm -rf "$TMP/uftrace.data"
 	wall uftrace record --no-libcall -d "$TMP/uftrace.data" "$WORK" "$ITER" >>"$TMP/uft"

@@ -181,6 +181,10 @@ int cmd_postprocess(int argc, char **argv)
 			  NULL, &code);
 	if (first < 0)
 		return code;
+	rc = parse_models(&models, &o.models);
+	sonde_strlist__release(&models); /* read into o.models */
+	if (rc)
+		return EXIT_USAGE;
 	argv += 1 + first;
 	argc -= 1 + first;
 	if (argc != 2)
@@ -198,8 +202,7 @@ int cmd_postprocess(int argc, char **argv)
 	     rc++)
 		;
 	o.method = (enum sonde_regression_method)rc;
-	if (parse_models(&models, &o.models))
-		return EXIT_USAGE;
+
 	o.steps = (unsigned)steps;
 	o.average = !strcmp(average, "sma")   ? SONDE_AVG_SMA
 		    : !strcmp(average, "smm") ? SONDE_AVG_SMM

@@ -135,7 +135,8 @@ int tr_elf_plt_stubs(const char *path, struct tr_named **out, size_t *n)
 		free(f.v);
 		return rc;
 	}
-	qsort(f.v, f.n, sizeof(*f.v), by_addr);
+	if (f.n)
+		qsort(f.v, f.n, sizeof(*f.v), by_addr);
 	*out = f.n ? calloc(f.n, sizeof(**out)) : NULL;
 	for (i = 0; i < f.n; i++) {
 		char *at = strstr(f.v[i].name, "@plt");
