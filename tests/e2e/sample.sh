@@ -163,8 +163,15 @@ def run():
 
 def main():
     print(run())
+    import fibhelp
+    fibhelp.main()
 
 main()
+PY
+# a second main, sampled for sure (site.py's runs too briefly to be)
+cat >fibhelp.py <<'PY'
+def main():
+    return sum(i * i for i in range(1500000))
 PY
 if /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
 	run collect sample -q -g dwarf -o py.json -- /usr/bin/python3 fibprog.py
@@ -174,8 +181,8 @@ if /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; 
 		has "$folded" "_PyEval_EvalFrameDefault;<module>[^;]*;main[^;]*;run;[^<]*;_PyEval_EvalFrameDefault;run.<locals>.<genexpr>;fib;fib"
 	check "python: the interpreter's C frames above (Py_RunMain ... PyEval_EvalCode)" \
 		has "$folded" "Py_RunMain;.*PyEval_EvalCode;_PyEval_EvalFrameDefault;<module>"
-	check "python: names two functions share carry their file and line (site.py's main and the program's)" \
-		has "$folded" ";main (fibprog.py:7);run;"
+	check "python: names two functions share carry their file and line (two modules' main)" \
+		all 'has "$folded" ";main (fibprog.py:7);run;"' 'has "$folded" ";main (fibhelp.py:1)"' 
 	check "python: fib takes most of the time (> 70 %)" \
 		[ "$("$SONDE" show py.json report --format json -n 0 | jq '(.totals.sample_weight_ns) as $a | [.functions[] | select(.function == "fib")][0].total_ns / $a > 0.7')" = true ]
 	check "python: frames read for nearly every sample" \
