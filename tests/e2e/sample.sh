@@ -182,7 +182,7 @@ if /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; 
 	check "python: the interpreter's C frames above (Py_RunMain ... PyEval_EvalCode)" \
 		has "$folded" "Py_RunMain;.*PyEval_EvalCode;_PyEval_EvalFrameDefault;<module>"
 	check "python: names two functions share carry their file and line (two modules' main)" \
-		all 'has "$folded" ";main (fibprog.py:7);run;"' 'has "$folded" ";main (fibhelp.py:1)"' 
+		all 'has "$folded" ";main (fibprog.py:7);run;"' 'has "$folded" ";main (fibhelp.py:1)"'
 	check "python: fib takes most of the time (> 70 %)" \
 		[ "$("$SONDE" show py.json report --format json -n 0 | jq '(.totals.sample_weight_ns) as $a | [.functions[] | select(.function == "fib")][0].total_ns / $a > 0.7')" = true ]
 	check "python: frames read for nearly every sample" \
