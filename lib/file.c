@@ -223,28 +223,60 @@ static char *link_target(const char *path)
 	return out;
 }
 
+/*
+ * The kernel's rule for links in sticky world-writable directories (/tmp),
+ * whatever fs.protected_symlinks says: a link there is followed only when its
+ * owner is the follower or the directory's owner. Otherwise another user could
+ * plant a link where sonde writes and have it replace a file of the caller's
+ * (root's) choosing.
+ */
+static bool may_follow(const char *link, const struct stat *st)
+{
+	const char *slash = strrchr(link, '/');
+	char *dir = slash ? strndup(link, (size_t)(slash - link + 1)) : strdup(".");
+	struct stat ds;
+	bool ok = true;
+
+	if (!dir)
+		return false;
+	if (stat(dir, &ds) == 0 && (ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH) &&
+	    st->st_uid != ds.st_uid && st->st_uid != geteuid())
+		ok = false;
+	free(dir);
+	return ok;
+}
+
 static int write_atomicv(const char *path, const struct iovec *iov, size_t n)
 {
 	struct sonde_strbuf tmp = SONDE_STRBUF_INIT;
 	char *real = NULL;
 	struct stat st;
 	bool have;
-	int err;
+	int err, hops;
 
 	if (!strcmp(path, "-"))
 		return write_through(path, iov, n);
 	have = lstat(path, &st) == 0;
 	if (!have && errno != ENOENT)
 		return -errno;
-	if (have && S_ISLNK(st.st_mode)) {
-		/* follow the link on purpose: write what it points to, keep the link
-		   (a dangling link: create what it names, as a shell's '>' does) */
-		real = realpath(path, NULL);
-		if (!real && errno == ENOENT)
-			real = link_target(path);
-		if (!real)
-			return -errno;
-		path = real;
+	/* follow a link on purpose: write what it points to, keep the link (a
+	   dangling link: create what it names, as a shell's '>' does); each link
+	   of a chain by the rule of may_follow */
+	for (hops = 0; have && S_ISLNK(st.st_mode); hops++) {
+		char *next;
+
+		if (hops == 40 || !may_follow(path, &st)) {
+			free(real);
+			return hops == 40 ? -ELOOP : -EACCES;
+		}
+		next = link_target(path);
+		if (!next) {
+			err = -errno;
+			free(real);
+			return err;
+		}
+		free(real);
+		path = real = next;
 		have = lstat(path, &st) == 0;
 		if (!have && errno != ENOENT) {
 			err = -errno;

@@ -443,6 +443,11 @@ int cli_write_output(const char *path, const char *buf, size_t len)
 	return sonde_file__write_data(path, buf ? buf : "", len, 0, NULL);
 }
 
+int cli_write_new(const char *path, const char *buf, size_t len, char **used)
+{
+	return sonde_file__write_data(path, buf ? buf : "", len, SONDE_FILE_NEW, used);
+}
+
 static void config_warning(void *ctx, const char *key, bool perun)
 {
 	const char *cmd = ctx;

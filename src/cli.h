@@ -130,6 +130,12 @@ void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes);
 int cli_emit(int rc, struct sonde_strbuf *sb, FILE *out);
 /* Write buf atomically to path (or stdout for NULL / "-"). Returns 0 or -errno. */
 int cli_write_output(const char *path, const char *buf, size_t len);
+/*
+ * Write a file whose name sonde chose (not the user): never over an existing
+ * entry, a link included, but beside it as NAME-1.EXT, NAME-2.EXT...; the name
+ * used goes to *used (malloc'ed). 0 or -errno.
+ */
+int cli_write_new(const char *path, const char *buf, size_t len, char **used);
 
 /*
  * Start argv (found in PATH) in dir (NULL: here), with env ("NAME=VALUE", or

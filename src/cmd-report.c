@@ -21,10 +21,11 @@ static const char usage[] =
 
 int cmd_report(int argc, char **argv)
 {
-	const char *out_file = "sonde-report.html";
+	const char *out_file = NULL;
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
-		  "the HTML file (sonde-report.html; - for stdout)" },
+		  "the HTML file (sonde-report.html, or -1, -2... beside an existing one; - for "
+		  "stdout)" },
 		{ .type = SONDE_OPT_END },
 	};
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
@@ -46,15 +47,21 @@ int cmd_report(int argc, char **argv)
 	}
 	code = cli_load_profiles("report", (const char *const *)argv, (size_t)n, p);
 	if (code == EXIT_OK) {
+		char *used = NULL;
+
 		rc = sonde_view__report(p, (const char *const *)argv, (size_t)n, &sb);
+		/* the default name never replaces what is there (a planted link included) */
 		if (!rc)
-			rc = cli_write_output(out_file, sb.buf, sb.len);
+			rc = out_file ? cli_write_output(out_file, sb.buf, sb.len)
+				      : cli_write_new("sonde-report.html", sb.buf, sb.len, &used);
 		if (rc) {
-			cli_error("report", "cannot write '%s': %s", out_file, strerror(-rc));
+			cli_error("report", "cannot write '%s': %s",
+				  out_file ? out_file : "sonde-report.html", strerror(-rc));
 			code = EXIT_FAILURE_;
-		} else if (strcmp(out_file, "-")) {
-			printf("report: %s\n", out_file);
+		} else if (!out_file || strcmp(out_file, "-")) {
+			printf("report: %s\n", out_file ? out_file : used);
 		}
+		free(used);
 	}
 	for (i = 0; i < n; i++)
 		cli_drop_profile(p[i]);

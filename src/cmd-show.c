@@ -178,20 +178,23 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 	} else if (svg.len && !out_file && isatty(1)) {
 		/* SVG is no text for a terminal: a file named after the profile and the view */
 		char *copy = strdup(name), *base = copy ? basename(copy) : NULL, *dot, *file = NULL;
+		char *used = NULL;
 
 		if (base && (dot = strstr(base, ".json")) != NULL)
 			*dot = '\0';
 		if (!base || asprintf(&file, "%s-%s.svg", base, view) < 0) {
 			cli_error("show", "out of memory");
 			code = EXIT_FAILURE_;
-		} else if ((rc = cli_write_output(file, svg.buf, svg.len))) {
+		} else if ((rc = cli_write_new(file, svg.buf, svg.len, &used))) {
+			/* a name of sonde's own choice never replaces what is there */
 			cli_error("show", "cannot write '%s': %s", file, strerror(-rc));
 			code = EXIT_FAILURE_;
 		} else {
 			fprintf(stderr,
 				"%s written (an SVG: open it in a browser; -o names the file)\n",
-				file);
+				used);
 		}
+		free(used);
 		free(file);
 		free(copy);
 	} else if (svg.len && (rc = cli_write_output(out_file, svg.buf, svg.len))) {

@@ -134,6 +134,49 @@ else
 	skip "setuid target" "needs root (a setuid copy run by another user)"
 fi
 
+# Another user's link where sonde writes, in a shared sticky directory (/tmp):
+# a name sonde chose never replaces an entry, and a named file (-o) does not
+# follow another user's link there (the kernel's rule, whatever
+# fs.protected_symlinks says), so root is never made to replace a file of the
+# planter's choosing. Needs root (to own a link as another user).
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	mkdir -p shared && chmod 1777 shared
+	printf 'precious\n' >victim
+	ln -s "$WORK/victim" shared/sonde-report.html && chown -h nobody shared/sonde-report.html
+	(cd shared && "$SONDE" report "$WORK/calls.json" >../rep.out 2>&1)
+	check "report's default name beside a planted link: written beside it, the link's target untouched" \
+		all 'grep -qx precious victim' 'grep -q "report: sonde-report-1.html" rep.out' \
+		'grep -q "<html" shared/sonde-report-1.html'
+	ln -s "$WORK/victim" shared/calls-flamegraph.svg && chown -h nobody shared/calls-flamegraph.svg
+	if command -v script >/dev/null; then
+		cp calls.json shared/calls.json
+		script -qec "cd '$WORK/shared' && '$SONDE' show calls.json flamegraph" /dev/null >svg2.out 2>&1
+		check "show's SVG name on a terminal beside a planted link: calls-flamegraph-1.svg, the target untouched" \
+			all 'grep -qx precious victim' 'grep -q "calls-flamegraph-1.svg written" svg2.out' \
+			'grep -q "<svg" shared/calls-flamegraph-1.svg'
+	else
+		skip "show's SVG name beside a planted link" "script(1) is not installed"
+	fi
+	ln -s "$WORK/victim" shared/out.html && chown -h nobody shared/out.html
+	run report calls.json -o shared/out.html
+	check "-o through another user's link in a sticky world-writable directory: refused (exit 1), the target untouched" \
+		all '[ "$rc" = 1 ]' 'has "$err" "Permission denied"' 'grep -qx precious victim'
+	ln -s "$WORK/created-by-link" shared/dangling.html && chown -h nobody shared/dangling.html
+	run report calls.json -o shared/dangling.html
+	check "... a dangling one too: nothing created where it points" \
+		all '[ "$rc" = 1 ]' '[ ! -e created-by-link ]'
+	ln -s "$WORK/mine.html" shared/own.html
+	run report calls.json -o shared/own.html
+	check "... but one's own link there is followed (the file it names is written, the link kept)" \
+		all '[ "$rc" = 0 ]' '[ -L shared/own.html ]' 'grep -q "<html" mine.html'
+	ln -s "$WORK/shared/out.html" chain.html
+	run report calls.json -o chain.html
+	check "... and a chain of links is checked link by link (the planted one refused)" \
+		all '[ "$rc" = 1 ]' 'grep -qx precious victim'
+else
+	skip "links planted by another user" "needs root and a user 'nobody'"
+fi
+
 # A full disk under the event log: the target neither hangs nor crawls, the
 # recording stops there, the profile keeps what was written, and what was lost
 # is said.
