@@ -15,6 +15,7 @@
 #include <zstd_errors.h>
 #include <sonde/compress.h>
 #include <sonde/strbuf.h>
+#include "grow.h"
 
 /* The buffer holds n bytes now (written past its length by a codec). */
 static void set_len(struct sonde_strbuf *sb, size_t n)
@@ -126,16 +127,34 @@ int sonde_compress__encode(enum sonde_compression c, const void *buf, size_t len
  */
 static int room(struct sonde_strbuf *sb, size_t max, size_t *space)
 {
-	int err = 0;
+	/* the buffer never grows past max (and its NUL): doubling it from just
+	   under max would take twice the memory max allows */
+	size_t top = max < SIZE_MAX ? max + 1 : max;
 
 	if (sb->len >= max)
 		return -EFBIG;
-	if (sb->alloc - sb->len <= 64 * 1024)
-		err = sonde_strbuf__grow(sb, sb->len < 256 * 1024 ? 256 * 1024 : sb->len);
-	*space = err ? 0 : sb->alloc - sb->len - 1;
+	if (sb->alloc - sb->len <= 64 * 1024 && sb->alloc < top) {
+		size_t cap = sb->alloc < 256 * 1024 ? 256 * 1024
+			     : sb->alloc > top / 2  ? top
+						    : sb->alloc * 2;
+		char *nb;
+
+		if (cap > top)
+			cap = top;
+		nb = realloc(sb->alloc ? sb->buf : NULL, cap);
+		if (!nb)
+			return -ENOMEM;
+		if (cap >= SONDE_HUGE_FROM)
+			sonde_hint_huge(nb, cap);
+		if (!sb->alloc)
+			nb[0] = '\0';
+		sb->buf = nb;
+		sb->alloc = cap;
+	}
+	*space = sb->alloc - sb->len - 1;
 	if (*space > max - sb->len)
 		*space = max - sb->len;
-	return err;
+	return 0;
 }
 
 static int gzip_decode(const unsigned char *in, size_t len, size_t max, struct sonde_strbuf *out)
@@ -185,11 +204,16 @@ static int gzip_decode(const unsigned char *in, size_t len, size_t max, struct s
 
 static int zstd_decode(const void *in, size_t len, size_t max, struct sonde_strbuf *out)
 {
-	ZSTD_DStream *z = ZSTD_createDStream();
+	unsigned long long stated = ZSTD_getFrameContentSize(in, len);
 	ZSTD_inBuffer ib = { in, len, 0 };
+	ZSTD_DStream *z;
 	size_t last = 0;
 	int err = 0;
 
+	/* a frame that says it holds more than max is refused before decoding */
+	if (stated != ZSTD_CONTENTSIZE_UNKNOWN && stated != ZSTD_CONTENTSIZE_ERROR && stated > max)
+		return -EFBIG;
+	z = ZSTD_createDStream();
 	if (!z)
 		return -ENOMEM;
 	while (ib.pos < ib.size) {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -92,6 +93,53 @@ static void tick(int sig)
  * empty ones among them, to a file, compressed, and through a pipe that takes
  * them in parts (its reader drains it while the writer waits).
  */
+/*
+ * A bomb: 120 MiB of zeros in a few hundred KiB of gzip, decoded with a
+ * 100 MiB limit, in a child whose address space has room for the limit and
+ * little more. The buffer must stop at the limit: grown from 64 MiB to it,
+ * 164 MiB are mapped for a moment (realloc moves it); doubled to 128 MiB, 192
+ * MiB, which the child does not have.
+ */
+static void test_bomb(void **state)
+{
+	size_t big = 120u << 20, max = 100u << 20, n, vm = 0, len;
+	char *zeros = calloc(1, big), *bomb = NULL, *buf, line[256];
+	int status;
+	pid_t pid;
+
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	free(zeros);
+	printf("# test_bomb: AddressSanitizer's shadow memory does not fit under an address-space "
+	       "limit\n");
+	skip();
+#endif
+	assert_non_null(zeros);
+	assert_int_equal(sonde_compress__encode(SONDE_COMPRESS_GZIP, zeros, big, &bomb, &n), 0);
+	free(zeros);
+	assert_true(n < (1u << 20));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		FILE *f = fopen("/proc/self/status", "re");
+		struct rlimit rl;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "VmSize: %zu kB", &vm) == 1)
+				break;
+		if (f)
+			fclose(f);
+		rl.rlim_cur = rl.rlim_max = vm * 1024 + max + (76u << 20);
+		if (!vm || setrlimit(RLIMIT_AS, &rl))
+			_exit(2);
+		_exit(sonde_compress__decode(bomb, n, max, &buf, &len) == -EFBIG ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	free(bomb);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_pieces(void **state)
 {
 	enum { N = 3000 };
@@ -197,6 +245,10 @@ static void test_compressed(void **state)
 		free(buf);
 		/* past the limit: refused, not swallowed */
 		assert_int_equal(sonde_compress__decode(twice, 2 * n, big, &buf, &len), -EFBIG);
+		/* a zstd frame that states more than the limit: refused at once */
+		if (i == 1)
+			assert_int_equal(sonde_compress__decode(raw, n, big - 1, &buf, &len),
+					 -EFBIG);
 		/* truncated, or garbage after a member: refused */
 		assert_int_equal(sonde_compress__decode(raw, n / 2, 8u << 20, &buf, &len),
 				 -EBADMSG);
@@ -242,7 +294,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_atomic_and_new), cmocka_unit_test(test_unwritable_place),
 		cmocka_unit_test(test_mkdir_p),	       cmocka_unit_test(test_compressed),
-		cmocka_unit_test(test_pieces),
+		cmocka_unit_test(test_pieces),	       cmocka_unit_test(test_bomb),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
