@@ -72,6 +72,15 @@ check "a source that does not parse: exit 1, the compiler's message, no profile"
 	all '[ "$rc" = 1 ]' 'has "$err" "bad.c:1"' '[ ! -e x.json ]'
 run collect bounds -o x.json
 check "no source: exit 2" [ "$rc" = 2 ]
+# libclang would read a device without end (24 GB before the OOM killer): refused first
+printf '#include "/dev/zero"\nint f(void) { return 0; }\n' >zero.c
+mkfifo fifo.h && printf '#include "fifo.h"\n' >inc.h && printf '#include "inc.h"\nint g;\n' >fifo.c
+run collect bounds -s zero.c -o x.json
+check "an include of a device: exit 1, file and line named, no profile" \
+	all '[ "$rc" = 1 ]' 'has "$err" "zero.c:1: includes .*/dev/zero.*not a regular file"' '[ ! -e x.json ]'
+run collect bounds -s fifo.c -o x.json
+check "... of a FIFO, through another include" \
+	all '[ "$rc" = 1 ]' 'has "$err" "inc.h:1: includes .*fifo.h.*not a regular file"' '[ ! -e x.json ]'
 run collect bounds -s missing.c
 check "a source that is not there: exit 1" all '[ "$rc" = 1 ]' 'has "$err" "missing.c"'
 mkdir -p tree/sub && cp "$SRCFILE" tree/sub/a.c && printf 'void z(void) {}\n' >tree/b.c

@@ -26,10 +26,20 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <sonde/bounds.h>
+#include <sonde/file.h>
 #include "linear.h"
 
 #ifndef HAVE_CLANG_C
@@ -50,6 +60,9 @@ int sonde_bounds__analyse(const char *const *files, size_t n, const char *const 
 #else
 
 #include <clang-c/Index.h>
+
+#define MAX_AS_BYTES (2ull << 30) /* the analysis's address space (its child's) */
+#define MAX_SECONDS  120	  /* and its wall time */
 
 /* ---- libclang, loaded at run time ------------------------------------------------------ */
 
@@ -2166,8 +2179,8 @@ static enum CXChildVisitResult top(CXCursor c, CXCursor parent, CXClientData d)
 	return t->err ? CXChildVisit_Break : CXChildVisit_Continue;
 }
 
-int sonde_bounds__analyse(const char *const *files, size_t n, const char *const *args, size_t nargs,
-			  struct sonde_profile **out, struct sonde_strbuf *err)
+static int analyse_here(const char *const *files, size_t n, const char *const *args, size_t nargs,
+			struct sonde_profile **out, struct sonde_strbuf *err)
 {
 	struct tu_walk t = { 0 };
 	CXIndex idx;
@@ -2199,7 +2212,10 @@ int sonde_bounds__analyse(const char *const *files, size_t n, const char *const 
 		fclose(f);
 		tu = C.parse(idx, files[i], args, (int)nargs, NULL, 0, CXTranslationUnit_None);
 		if (!tu) {
-			sonde_strbuf__addf(err, "libclang cannot parse '%s'", files[i]);
+			sonde_strbuf__addf(err,
+					   "libclang cannot parse '%s' (it failed, or ran out of "
+					   "the %llu GiB the analysis may use)",
+					   files[i], MAX_AS_BYTES >> 30);
 			rc = -EINVAL;
 			break;
 		}
@@ -2239,6 +2255,207 @@ int sonde_bounds__analyse(const char *const *files, size_t n, const char *const 
 	}
 	*out = t.p;
 	return 0;
+}
+
+/* ---- the analysis in a child, bounded ------------------------------------------------------ */
+
+static bool include_name(const char *line, char *out, size_t size, bool *quoted)
+{
+	const char *p = line, *end;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p++ != '#')
+		return false;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (strncmp(p, "include", 7))
+		return false;
+	p += 7;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p != '"' && *p != '<')
+		return false;
+	*quoted = *p == '"';
+	end = strchr(p + 1, *quoted ? '"' : '>');
+	if (!end || (size_t)(end - p - 1) >= size)
+		return false;
+	snprintf(out, size, "%.*s", (int)(end - p - 1), p + 1);
+	return true;
+}
+
+/*
+ * The files a source includes by name that are not regular files (a device,
+ * a FIFO: "#include \"/dev/zero\"" reads without end): found where the
+ * compiler looks first (the including file's directory, then -I), followed
+ * through the quoted includes that are files, 16 deep. 0, or -EINVAL with err.
+ */
+static int check_includes(const char *file, const char *const *args, size_t nargs, int depth,
+			  struct sonde_strbuf *err)
+{
+	FILE *f = fopen(file, "re");
+	char line[4096], name[1024], path[4096];
+	const char *slash = strrchr(file, '/');
+	unsigned lineno = 0;
+	int rc = 0;
+
+	if (!f || depth > 16)
+		return f ? (fclose(f), 0) : 0;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		struct stat st;
+		bool quoted, found = false;
+		size_t i;
+
+		lineno++;
+		if (!include_name(line, name, sizeof(name), &quoted))
+			continue;
+		for (i = 0; !found && i <= nargs; i++) {
+			const char *dir = NULL;
+
+			if (name[0] == '/')
+				snprintf(path, sizeof(path), "%s", name);
+			else if (i == 0 && quoted)
+				snprintf(path, sizeof(path), "%.*s%s",
+					 slash ? (int)(slash - file + 1) : 0, file, name);
+			else if (i > 0 && !strncmp(args[i - 1], "-I", 2))
+				dir = args[i - 1][2] ? args[i - 1] + 2 : i < nargs ? args[i] : NULL;
+			else
+				continue;
+			if (dir)
+				snprintf(path, sizeof(path), "%s/%s", dir, name);
+			found = stat(path, &st) == 0;
+		}
+		if (!found)
+			continue;
+		if (!S_ISREG(st.st_mode)) {
+			sonde_strbuf__addf(err,
+					   "%s:%u: includes '%s', which is not a regular file (a "
+					   "device or a FIFO is read without end)",
+					   file, lineno, path);
+			rc = -EINVAL;
+		} else if (quoted) {
+			rc = check_includes(path, args, nargs, depth + 1, err);
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/*
+ * libclang runs in a child with MAX_AS_BYTES of address space and MAX_SECONDS:
+ * a source that makes it expand without end (a macro doubling itself, a huge
+ * include) costs that much at most, and is an error, not the machine's memory.
+ * The child sends back its answer (rc, the error text, the profile's JSON).
+ */
+int sonde_bounds__analyse(const char *const *files, size_t n, const char *const *args, size_t nargs,
+			  struct sonde_profile **out, struct sonde_strbuf *err)
+{
+	struct sonde_strbuf got = SONDE_STRBUF_INIT;
+	uint64_t deadline;
+	int fds[2], status = 0, rc = 0;
+	bool timed_out = false;
+	size_t i;
+	pid_t pid;
+
+	*out = NULL;
+	for (i = 0; i < n && !rc; i++)
+		rc = check_includes(files[i], args, nargs, 0, err);
+	if (rc)
+		return rc;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		struct rlimit as = { MAX_AS_BYTES, MAX_AS_BYTES },
+			      cpu = { MAX_SECONDS, MAX_SECONDS + 5 };
+		struct sonde_strbuf e = SONDE_STRBUF_INIT, head = SONDE_STRBUF_INIT;
+		struct sonde_profile *p = NULL;
+		char *json = NULL;
+		size_t len = 0;
+		int devnull;
+
+		close(fds[0]);
+		/* libclang's own reports of a crash are not ours to print: the error says it */
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (devnull >= 0)
+			dup2(devnull, 2);
+		setrlimit(RLIMIT_AS, &as);
+		setrlimit(RLIMIT_CPU, &cpu);
+		rc = analyse_here(files, n, args, nargs, &p, &e);
+		if (!rc && !(json = sonde_profile__dump(p, &len)))
+			rc = -ENOMEM;
+		sonde_strbuf__addf(&head, "%d %zu\n", rc, e.len);
+		if (sonde_file__write_all(fds[1], head.buf ? head.buf : "", head.len) ||
+		    (e.len && sonde_file__write_all(fds[1], e.buf, e.len)) ||
+		    (json && sonde_file__write_all(fds[1], json, len)))
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	deadline = (uint64_t)time(NULL) + MAX_SECONDS + 10;
+	for (;;) {
+		struct pollfd pf = { fds[0], POLLIN, 0 };
+		char buf[65536];
+		ssize_t r;
+		int left = (int)((int64_t)deadline - (int64_t)time(NULL));
+
+		if (left <= 0 || poll(&pf, 1, left * 1000) == 0) {
+			timed_out = true;
+			kill(pid, SIGKILL);
+			break;
+		}
+		r = read(fds[0], buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (sonde_strbuf__add(&got, buf, (size_t)r)) {
+			kill(pid, SIGKILL);
+			rc = -ENOMEM;
+			break;
+		}
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!rc) {
+		int crc;
+		size_t elen, off;
+		char *nl = got.buf ? strchr(got.buf, '\n') : NULL;
+
+		if (timed_out || !nl || sscanf(got.buf, "%d %zu", &crc, &elen) != 2 ||
+		    (off = (size_t)(nl - got.buf) + 1) + elen > got.len) {
+			if (timed_out || (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU))
+				sonde_strbuf__addf(err,
+						   "the analysis ran past %d s, and was stopped",
+						   MAX_SECONDS);
+			else if (WIFSIGNALED(status))
+				sonde_strbuf__addf(
+					err,
+					"libclang ran out of the %llu GiB the analysis may "
+					"use (killed by signal %d): does a source expand "
+					"without end?",
+					MAX_AS_BYTES >> 30, WTERMSIG(status));
+			else
+				sonde_strbuf__adds(err, "the analysis ended without an answer");
+			rc = -EFBIG;
+		} else if (crc) {
+			sonde_strbuf__add(err, got.buf + off, elen);
+			rc = crc;
+		} else {
+			*out = sonde_profile__parse(got.buf + off + elen, got.len - off - elen,
+						    "bounds", err);
+			rc = *out ? 0 : -ENOMEM;
+		}
+	}
+	sonde_strbuf__release(&got);
+	return rc;
 }
 
 #endif
