@@ -540,7 +540,35 @@ static int history_rounds(const char *mode, const char *rev, struct round **out,
 					  parent);
 			pairs_release(&scratch);
 		}
-		rc = history_pairs(st, anc[k], anc + k, nanc - k, &r[*nout].ps, lone);
+		if (k == 0) {
+			rc = history_pairs(st, anc[k], anc, nanc, &r[*nout].ps, lone);
+		} else {
+			/* in a history with merges, the commits listed after this one are
+			   not all its ancestors (a side branch's): its own ancestry */
+			struct sonde_strbuf own = SONDE_STRBUF_INIT;
+			char **v = NULL, *l, *sv;
+			size_t nv = 0, cv = 0;
+
+			rc = sonde_git__ancestry(sonde_store__worktree(st), anc[k], 100000, &own);
+			for (l = rc ? NULL : strtok_r(own.buf, "\n", &sv); l;
+			     l = strtok_r(NULL, "\n", &sv)) {
+				if (nv == cv) {
+					char **nw =
+						realloc(v, (cv = cv ? cv * 2 : 64) * sizeof(*nw));
+
+					if (!nw) {
+						rc = -ENOMEM;
+						break;
+					}
+					v = nw;
+				}
+				v[nv++] = l;
+			}
+			if (!rc)
+				rc = history_pairs(st, anc[k], v, nv, &r[*nout].ps, lone);
+			free(v);
+			sonde_strbuf__release(&own);
+		}
 		(*nout)++;
 		if (rc) {
 			cli_error("check", "cannot read the store: %s", strerror(-rc));

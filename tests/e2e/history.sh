@@ -153,4 +153,32 @@ check "--pair: they meet under the baseline's command, and are judged" \
 run check head nope
 check "check head with a revision that is not one: exit 1, one line" \
 	all '[ "$rc" = 1 ]' '[ "$(printf "%s\n" "$err" | wc -l)" = 1 ]'
+
+# A history with a merge: a side branch from commit 1, the quadratic change on
+# main, then the merge. `check all` compares each commit with its own
+# ancestors only: the side branch's commit is never paired with main's.
+mkdir "$WORK/merge" && cd "$WORK/merge" || exit 1
+git init -q
+"$SONDE" init >/dev/null
+"$SONDE" config set cmds "[./prog]"
+"$SONDE" config set execute.pre_run "[cc -O0 -g -o prog prog.c]"
+"$SONDE" config set generators.workload "[{id: n, type: integer, min_range: 100, max_range: 1000, step: 300}]"
+"$SONDE" config set workloads "[n]"
+"$SONDE" config set collectors "[memory]"
+"$SONDE" config set postprocessors "[{name: regression, params: {per: structure-unit-size}}]"
+"$SONDE" config set profiles.register_after_run true
+version "n * 64" linear
+"$SONDE" run matrix -q
+git checkout -q -b side && echo side >SIDE && git add SIDE && git commit -qm side
+"$SONDE" run matrix -q
+git checkout -q - && version "n * n" quadratic
+"$SONDE" run matrix -q
+git merge -q --no-edit side
+"$SONDE" run matrix -q
+run check all --format json
+printf '%s' "$out" | jq -r '.pairs[] | [.baseline_commit, .target] | @tsv' >pairs.tsv
+check "a merge history: 3 pairs, each baseline an ancestor of its target's commit" \
+	sh -c '[ "$(wc -l <pairs.tsv)" = 3 ] && while IFS="	" read -r b t; do
+		c=$(jq -r .origin "$t") && git merge-base --is-ancestor "$b" "$c" || exit 1
+	done <pairs.tsv'
 finish
