@@ -62,9 +62,26 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
                          **sonde_rings)
         self.results = None
 
+    def start(self):
+        import atexit  # built in: nothing of the program's is imported
+
+        r = super().start()
+        # still running when the interpreter exits: stopped before it finalises (a
+        # sampling timer that fired during finalisation crashed the interpreter)
+        atexit.register(self._stop_at_exit)
+        return r
+
+    def _stop_at_exit(self):
+        try:
+            super().stop()
+        except Exception:  # stopped already, or never started
+            pass
+
     def stop(self):
+        import atexit
         import warnings  # not before the program (see _base.py)
 
+        atexit.unregister(self._stop_at_exit)
         self.results = r = super().stop()
         if r and r.get("mode") == "sampling":
             return r
