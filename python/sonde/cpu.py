@@ -65,11 +65,15 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
     def start(self):
         import atexit  # built in: nothing of the program's is imported
 
-        r = super().start()
         # still running when the interpreter exits: stopped before it finalises (a
-        # sampling timer that fired during finalisation crashed the interpreter)
+        # sampling timer that fired during finalisation crashed the interpreter);
+        # registered before start, so that the call is not the profile's
         atexit.register(self._stop_at_exit)
-        return r
+        try:
+            return super().start()
+        except BaseException:
+            atexit.unregister(self._stop_at_exit)
+            raise
 
     def _stop_at_exit(self):
         try:
@@ -81,8 +85,8 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
         import atexit
         import warnings  # not before the program (see _base.py)
 
-        atexit.unregister(self._stop_at_exit)
         self.results = r = super().stop()
+        atexit.unregister(self._stop_at_exit)  # (after: not a call of the profile's)
         if r and r.get("mode") == "sampling":
             return r
         if r and r["dropped"]:
