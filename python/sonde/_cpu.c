@@ -199,6 +199,9 @@ typedef struct CpuCollector {
 	size_t nmev, capmev;
 	pid_t pid;
 	int err; /* out of memory on the recording path: stop says so */
+	/* at stop: threads whose profile hook the program replaced (sys.setprofile) */
+	Py_ssize_t displaced;
+	PyObject *displaced_by; /* what the first of them had instead (a str), or NULL */
 } CpuCollector;
 
 typedef struct {
@@ -1863,6 +1866,30 @@ static PyObject *col_run(CpuCollector *c, PyObject *args)
 	return PyEval_EvalCode(code, globals, globals); /* its return: own_cfunc() */
 }
 
+/*
+ * Before the hooks are taken out: the threads where another profile function
+ * took sonde's place (sys.setprofile after start), whose calls from then on
+ * were not recorded. A thread with no profile function at all counts only
+ * where it is the caller's (threads that have run no Python since start have
+ * none yet); sys.setprofile(None) there is one too.
+ */
+static void look_displaced(CpuCollector *c)
+{
+	PyThreadState *me = PyThreadState_Get(), *ts;
+
+	if (!c->c_calls)
+		return;
+	for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+		if (ts->c_profilefunc == cpu_hook || (!ts->c_profilefunc && ts != me))
+			continue;
+		c->displaced++;
+		if (!c->displaced_by)
+			c->displaced_by = ts->c_profileobj ? PyObject_Repr(ts->c_profileobj)
+							   : PyUnicode_FromString("None");
+		PyErr_Clear();
+	}
+}
+
 static void unhook_all(CpuCollector *c)
 {
 	PyThreadState *me = PyThreadState_Get(), *ts;
@@ -1981,6 +2008,7 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 	mem_stop(c);
 	c->t1 = sonde_clock_ns();
 	me = (uint32_t)syscall(SYS_gettid);
+	look_displaced(c);
 	unhook_all(c);
 	note_names(c, false);
 	c->state = ST_FINALIZED;
@@ -2018,12 +2046,14 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 		if (!res)
 			return NULL;
 		/* what sonde counts (events, drops, system calls) is not known here: None */
-		return Py_BuildValue("{s:O,s:n,s:n,s:O,s:K,s:K,s:O,s:O,s:O}", "events", Py_None,
-				     "threads", (Py_ssize_t)PyList_GET_SIZE(c->recs), "functions",
-				     (Py_ssize_t)c->nfns, "dropped", Py_None, "lost",
+		return Py_BuildValue("{s:O,s:n,s:n,s:O,s:K,s:K,s:O,s:O,s:O,s:n,s:O}", "events",
+				     Py_None, "threads", (Py_ssize_t)PyList_GET_SIZE(c->recs),
+				     "functions", (Py_ssize_t)c->nfns, "dropped", Py_None, "lost",
 				     (unsigned long long)c->lost, "duration_ns",
 				     (unsigned long long)(c->t1 - c->t0), "syscalls", Py_None,
-				     "syscalls_lost", Py_None, "syscalls_not_recorded", Py_None);
+				     "syscalls_lost", Py_None, "syscalls_not_recorded", Py_None,
+				     "hook_displaced", c->displaced, "displaced_by",
+				     c->displaced_by ? c->displaced_by : Py_None);
 	}
 	if (!res) {
 		release_rings(c, false);
@@ -2049,13 +2079,15 @@ static PyObject *col_stop(CpuCollector *c, PyObject *unused)
 				"the CPU collector ran out of memory while recording");
 		return NULL;
 	}
-	return Py_BuildValue(
-		"{s:K,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:z}", "events", (unsigned long long)c->events,
-		"threads", (Py_ssize_t)c->nts, "functions", (Py_ssize_t)c->nfns, "dropped",
-		(unsigned long long)c->dropped, "lost", (unsigned long long)c->lost, "duration_ns",
-		(unsigned long long)(c->t1 - c->t0), "syscalls", (unsigned long long)c->sc_events,
-		"syscalls_lost", (unsigned long long)c->sc_lost, "syscalls_not_recorded",
-		c->sc_why.len ? c->sc_why.buf : NULL);
+	return Py_BuildValue("{s:K,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:z,s:n,s:O}", "events",
+			     (unsigned long long)c->events, "threads", (Py_ssize_t)c->nts,
+			     "functions", (Py_ssize_t)c->nfns, "dropped",
+			     (unsigned long long)c->dropped, "lost", (unsigned long long)c->lost,
+			     "duration_ns", (unsigned long long)(c->t1 - c->t0), "syscalls",
+			     (unsigned long long)c->sc_events, "syscalls_lost",
+			     (unsigned long long)c->sc_lost, "syscalls_not_recorded",
+			     c->sc_why.len ? c->sc_why.buf : NULL, "hook_displaced", c->displaced,
+			     "displaced_by", c->displaced_by ? c->displaced_by : Py_None);
 }
 
 static PyObject *event_dict(CpuCollector *c, const struct tstore *s, const struct ev *e)
@@ -2392,6 +2424,7 @@ static int col_clear(CpuCollector *c)
 
 static void col_dealloc(CpuCollector *c)
 {
+	Py_CLEAR(c->displaced_by);
 	size_t i;
 
 	PyObject_GC_UnTrack(c);

@@ -96,6 +96,12 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
         if r and r["syscalls_not_recorded"]:
             warnings.warn(f"sonde: system calls were not recorded: {r['syscalls_not_recorded']}",
                           SondeWarning, stacklevel=2)
+        if r and r.get("hook_displaced"):
+            warnings.warn(f"sonde: the program replaced sonde's profile hook (sys.setprofile; "
+                          f"now: {r['displaced_by']}) in {r['hook_displaced']} thread(s): "
+                          "their calls after that were not recorded "
+                          "(CpuCollector(c_calls=False) records through the frame evaluator, "
+                          "which sys.setprofile leaves alone)", SondeWarning, stacklevel=2)
         if r and r["syscalls_lost"]:
             warnings.warn(f"sonde: {r['syscalls_lost']} system call events found the kernel's "
                           "ring full and were lost", SondeWarning, stacklevel=2)

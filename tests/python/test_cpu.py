@@ -338,3 +338,34 @@ def test_threads_beyond_the_rings_keep_recording():
     assert calls(p, "test_threads_beyond_the_rings_keep_recording.<locals>.f") == 1200
     assert c.results["lost"] == 0 and c.results["dropped"] == 0
     assert len(p["trace"]["threads"]) == 1201
+
+
+def test_a_displaced_hook_is_said():
+    """The program's own sys.setprofile takes sonde's hook's place: the calls
+    after it are not recorded, and stop says so (it ended recording silently:
+    1 973 of 10 042 calls, nothing said)."""
+    def mine(frame, event, arg):
+        pass
+
+    c = sonde.CpuCollector()
+    c.start()
+    fib(10)
+    sys.setprofile(mine)
+    fib(10)
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c.stop()
+    finally:
+        sys.setprofile(None)
+    said = [str(x.message) for x in w if issubclass(x.category, sonde.SondeWarning)]
+    assert any("replaced sonde's profile hook" in m and "mine" in m for m in said), said
+    assert c.results["hook_displaced"] == 1
+    # and a collector left alone says nothing
+    c = sonde.CpuCollector()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with c:
+            fib(10)
+    assert c.results["hook_displaced"] == 0
+    assert not [x for x in w if "profile hook" in str(x.message)]
