@@ -469,3 +469,77 @@ void cli_config_warnings(const char *cmd, json_t *cfg)
 	if (!cli_quiet())
 		sonde_config__unread_keys(cfg, config_warning, (void *)cmd);
 }
+
+int cli_split_words(const char *s, char ***out, size_t *n)
+{
+	struct sonde_strbuf w = SONDE_STRBUF_INIT;
+	char **v = NULL;
+	size_t cap = 0;
+	bool in_word = false;
+	char q = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (;; s++) {
+		char c = *s;
+
+		if (!c || (!q && (c == ' ' || c == '\t' || c == '\n'))) {
+			if (q) {
+				errno = EINVAL; /* a quote left open */
+				goto fail;
+			}
+			if (in_word) {
+				if (*n + 2 > cap) {
+					char **nv =
+						realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*nv));
+
+					if (!nv)
+						goto fail;
+					v = nv;
+				}
+				v[(*n)++] = sonde_strbuf__detach(&w, NULL);
+				v[*n] = NULL;
+				if (!v[*n - 1])
+					goto fail;
+				in_word = false;
+			}
+			if (!c)
+				break;
+			continue;
+		}
+		in_word = true;
+		if (q == '\'') {
+			if (c == '\'')
+				q = 0;
+			else if (sonde_strbuf__addch(&w, c))
+				goto fail;
+		} else if (c == '\\' && s[1] && (!q || strchr("\"\\$`", s[1]))) {
+			if (sonde_strbuf__addch(&w, *++s))
+				goto fail;
+		} else if (c == '"') {
+			q = q ? 0 : '"';
+		} else if (c == '\'' && !q) {
+			q = '\'';
+		} else if (sonde_strbuf__addch(&w, c)) {
+			goto fail;
+		}
+	}
+	if (!v && !(v = calloc(1, sizeof(*v))))
+		goto fail;
+	*out = v;
+	return 0;
+fail:
+	sonde_strbuf__release(&w);
+	cli_free_words(v, *n);
+	*n = 0;
+	return errno == EINVAL ? -EINVAL : -ENOMEM;
+}
+
+void cli_free_words(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}

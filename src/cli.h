@@ -136,6 +136,15 @@ int cli_write_output(const char *path, const char *buf, size_t len);
  * used goes to *used (malloc'ed). 0 or -errno.
  */
 int cli_write_new(const char *path, const char *buf, size_t len, char **used);
+/*
+ * Split s into words as a shell does, without any substitution: blanks
+ * separate, 'single' and "double" quotes group (a backslash escapes outside
+ * quotes, and ", \\, $ and ` inside double quotes); $VAR, ~ and globs stay as
+ * written. *out is NULL-terminated; free with cli_free_words. 0, -EINVAL (a
+ * quote left open) or -ENOMEM.
+ */
+int cli_split_words(const char *s, char ***out, size_t *n);
+void cli_free_words(char **v, size_t n);
 
 /*
  * Start argv (found in PATH) in dir (NULL: here), with env ("NAME=VALUE", or

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <wordexp.h>
 #include <sonde/bounds.h>
 #include <sonde/file.h>
 #include "cli.h"
@@ -110,8 +109,8 @@ int collect_bounds(int argc, char **argv)
 	struct sonde_profile *p = NULL;
 	char **owned = NULL, *path = NULL, *used = NULL, *buf;
 	size_t nowned = 0, len, i;
-	wordexp_t we = { 0 };
-	bool have_we = false;
+	char **words = NULL;
+	size_t nwords = 0;
 	int first, code = EXIT_OK, rc;
 
 	/* argv: sonde-collect bounds [options] */
@@ -138,17 +137,16 @@ int collect_bounds(int argc, char **argv)
 				 dir ? dir : "");
 		goto out;
 	}
-	if (cflags && *cflags) {
-		if (wordexp(cflags, &we, WRDE_NOCMD)) {
-			code = cli_usage("collect", "--cflags: '%s' cannot be split into words",
-					 cflags);
-			goto out;
-		}
-		have_we = true;
+	/* split as a shell splits (the shell expanded them once already): nothing substituted */
+	if (cflags && *cflags && cli_split_words(cflags, &words, &nwords)) {
+		code = cli_usage("collect",
+				 "--cflags: '%s' cannot be split into words (a quote "
+				 "left open?)",
+				 cflags);
+		goto out;
 	}
-	rc = sonde_bounds__analyse(files.items, files.n,
-				   have_we ? (const char *const *)we.we_wordv : NULL,
-				   have_we ? we.we_wordc : 0, &p, &err);
+	rc = sonde_bounds__analyse(files.items, files.n, (const char *const *)words, nwords, &p,
+				   &err);
 	if (rc) {
 		cli_error("collect", "bounds: %s", err.len ? err.buf : strerror(-rc));
 		code = rc == -ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
@@ -209,8 +207,7 @@ int collect_bounds(int argc, char **argv)
 		fprintf(stderr, "profile written to '%s'\n", used ? used : path);
 	}
 out:
-	if (have_we)
-		wordfree(&we);
+	cli_free_words(words, nwords);
 	for (i = 0; i < nowned; i++)
 		free(owned[i]);
 	free(owned);

@@ -27,7 +27,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <wordexp.h>
 #include <sonde/config.h>
 #include <sonde/file.h>
 #include <sonde/store.h>
@@ -788,12 +787,14 @@ static void push_params(char ***argv, size_t *n, size_t *cap, json_t *params)
 
 static int start(struct batch *b, struct job *j, size_t index)
 {
-	char **argv = NULL, tmp[] = "/tmp/sonde-run-XXXXXX";
-	size_t n = 0, cap = 0;
-	wordexp_t we;
+	const char *dir = getenv("TMPDIR");
+	char **argv = NULL, **words, tmp[4096];
+	size_t n = 0, cap = 0, nwords;
 	size_t i;
-	int fd = mkstemp(tmp);
+	int fd, rc;
 
+	snprintf(tmp, sizeof(tmp), "%s/sonde-run-XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	close(fd);
@@ -812,13 +813,15 @@ static int start(struct batch *b, struct job *j, size_t index)
 	push(&argv, &n, &cap, "--");
 	push(&argv, &n, &cap, j->cmd);
 	if (*j->args) {
-		if (wordexp(j->args, &we, WRDE_NOCMD | WRDE_UNDEF)) {
+		/* split as a shell splits, nothing substituted (docs/config.md) */
+		rc = cli_split_words(j->args, &words, &nwords);
+		if (rc) {
 			free_argv(argv);
-			return -EINVAL;
+			return rc;
 		}
-		for (i = 0; i < we.we_wordc; i++)
-			push(&argv, &n, &cap, we.we_wordv[i]);
-		wordfree(&we);
+		for (i = 0; i < nwords; i++)
+			push(&argv, &n, &cap, words[i]);
+		cli_free_words(words, nwords);
 	}
 	if (j->value)
 		push(&argv, &n, &cap, j->value);

@@ -269,4 +269,19 @@ rm -f .sonde/jobs/*
 run run matrix
 check "register_after_run: exit 0, the profile registered for HEAD" \
 	all '[ "$rc" = 0 ]' '"$SONDE" log | head -1 | grep -q " 1 profile"'
+
+# ---- args: split as a shell splits, nothing substituted ------------------------------------------
+printf '#!/bin/sh\nfor a in "$@"; do printf "%%s\\n" "$a"; done >>"%s/args.out"\n' "$WORK" >say.sh
+chmod +x say.sh
+"$SONDE" config set profiles.register_after_run false
+"$SONDE" config set generators "{}"
+"$SONDE" config set cmds "[./say.sh]"
+"$SONDE" config set args "['\$HOME \"two words\" *.c ~']"
+"$SONDE" config set workloads "[w]"
+"$SONDE" config set collectors "[time]"
+rm -f "$WORK/args.out"
+run run matrix
+check "config args: quotes group words, and \$HOME, globs and ~ stay as written (docs/config.md)" \
+	all '[ "$rc" = 0 ]' \
+	'[ "$(cat "$WORK/args.out" | head -4 | tr "\n" "|")" = "\$HOME|two words|*.c|~|" ]'
 finish
