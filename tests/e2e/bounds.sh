@@ -81,6 +81,12 @@ check "an include of a device: exit 1, file and line named, no profile" \
 run collect bounds -s fifo.c -o x.json
 check "... of a FIFO, through another include" \
 	all '[ "$rc" = 1 ]' 'has "$err" "inc.h:1: includes .*fifo.h.*not a regular file"' '[ ! -e x.json ]'
+# a macro doubling itself 30 times: 2^30 initialisers, far past the analysis's 2 GiB
+{ echo '#define A0 1,'; for i in $(seq 30); do echo "#define A$i A$((i - 1)) A$((i - 1))"; done
+  echo 'int a[] = {A30};'; } >bomb.c
+run collect bounds -s bomb.c -o x.json
+check "a source that expands past the analysis's 2 GiB: exit 1, said, no profile" \
+	all '[ "$rc" = 1 ]' 'has "$err" "2 GiB"' '[ ! -e x.json ]'
 run collect bounds -s missing.c
 check "a source that is not there: exit 1" all '[ "$rc" = 1 ]' 'has "$err" "missing.c"'
 mkdir -p tree/sub && cp "$SRCFILE" tree/sub/a.c && printf 'void z(void) {}\n' >tree/b.c

@@ -2347,6 +2347,22 @@ static int check_includes(const char *file, const char *const *args, size_t narg
  * include) costs that much at most, and is an error, not the machine's memory.
  * The child sends back its answer (rc, the error text, the profile's JSON).
  */
+
+/* What the process maps already (a sanitizer reserves terabytes of shadow
+   without using them): the limit is MAX_AS_BYTES beyond it. */
+static uint64_t mapped_bytes(void)
+{
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 int sonde_bounds__analyse(const char *const *files, size_t n, const char *const *args, size_t nargs,
 			  struct sonde_profile **out, struct sonde_strbuf *err)
 {
@@ -2372,8 +2388,7 @@ int sonde_bounds__analyse(const char *const *files, size_t n, const char *const 
 		return rc;
 	}
 	if (pid == 0) {
-		struct rlimit as = { MAX_AS_BYTES, MAX_AS_BYTES },
-			      cpu = { MAX_SECONDS, MAX_SECONDS + 5 };
+		struct rlimit as, cpu = { MAX_SECONDS, MAX_SECONDS + 5 };
 		struct sonde_strbuf e = SONDE_STRBUF_INIT, head = SONDE_STRBUF_INIT;
 		struct sonde_profile *p = NULL;
 		char *json = NULL;
@@ -2381,6 +2396,7 @@ int sonde_bounds__analyse(const char *const *files, size_t n, const char *const 
 		int devnull;
 
 		close(fds[0]);
+		as.rlim_cur = as.rlim_max = mapped_bytes() + MAX_AS_BYTES;
 		/* libclang's own reports of a crash are not ours to print: the error says it */
 		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (devnull >= 0)
@@ -2443,7 +2459,12 @@ int sonde_bounds__analyse(const char *const *files, size_t n, const char *const 
 					"without end?",
 					MAX_AS_BYTES >> 30, WTERMSIG(status));
 			else
-				sonde_strbuf__adds(err, "the analysis ended without an answer");
+				sonde_strbuf__addf(
+					err,
+					"the analysis ended without an answer (exit %d): "
+					"did libclang run out of the %llu GiB it may use?",
+					WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+					MAX_AS_BYTES >> 30);
 			rc = -EFBIG;
 		} else if (crc) {
 			sonde_strbuf__add(err, got.buf + off, elen);
