@@ -73,8 +73,6 @@ static void digest_of(const char *buf, size_t len, char out[40])
 	snprintf(out, 40, "%016llx%016llx", (unsigned long long)h, (unsigned long long)g);
 }
 
-static int index_file(struct sonde_store *s, const char *stored, struct sonde_strbuf *err);
-
 static int user_version(sqlite3 *db, int *v)
 {
 	sqlite3_stmt *st;
@@ -94,13 +92,13 @@ static int user_version(sqlite3 *db, int *v)
  * is -EUCLEAN (sonde fsck rebuilds it from the stored profiles), one that
  * cannot be read -EACCES.
  */
-static int open_db(const char *root, sqlite3 **db)
+static int open_db(const char *root, const char *name, sqlite3 **db)
 {
 	char path[PATH_MAX];
 	bool ro;
 	int rc, v = 0;
 
-	snprintf(path, sizeof(path), "%s/index.db", root);
+	snprintf(path, sizeof(path), "%s/%s", root, name);
 	ro = access(path, F_OK) == 0 && access(path, W_OK) < 0;
 	rc = sqlite3_open_v2(path, db,
 			     ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
@@ -133,53 +131,151 @@ static int open_db(const char *root, sqlite3 **db)
 	return 0;
 }
 
-int sonde_store__rebuild(const char *dir, unsigned *n, struct sonde_strbuf *err)
+static int index_file(struct sonde_store *s, const char *stored, sqlite3_stmt *was, int pass,
+		      struct sonde_strbuf *err);
+
+/*
+ * Every profile under objects/ into s->db (one transaction); *n counts them.
+ * With the old index (was), the rows it knows go first, with their ids, and
+ * the others after, so that no new id takes one an old row keeps.
+ */
+static int index_objects(struct sonde_store *s, sqlite3_stmt *was, unsigned *n,
+			 struct sonde_strbuf *err)
 {
-	char root[PATH_MAX], path[PATH_MAX * 2], aside[PATH_MAX * 2];
-	struct sonde_store *s;
+	char path[PATH_MAX * 2];
 	struct dirent *c, *f;
 	DIR *objs, *d;
-	int rc = 0;
+	int rc = 0, pass;
+
+	if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return -EIO;
+	for (pass = was ? 1 : 0; pass <= (was ? 2 : 0) && !rc; pass++) {
+		objs = opendir(s->objects);
+		while (objs && (c = readdir(objs)) && !rc) {
+			if (c->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", s->objects, c->d_name);
+			d = opendir(path);
+			while (d && (f = readdir(d)) && !rc) {
+				if (f->d_name[0] == '.' || !sonde_profile__extension(f->d_name))
+					continue;
+				snprintf(path, sizeof(path), "%s/%s/%s", s->objects, c->d_name,
+					 f->d_name);
+				rc = index_file(s, path, was, pass, err);
+				if (rc == -EEXIST || rc == -EINVAL ||
+				    rc == -EAGAIN) { /* a copy, not a profile, or the other pass's
+						      */
+					sonde_strbuf__reset(err);
+					rc = 0;
+				} else if (!rc) {
+					(*n)++;
+				}
+			}
+			if (d)
+				closedir(d);
+		}
+		if (objs)
+			closedir(objs);
+	}
+	if (!rc && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		sonde_strbuf__addf(err, "cannot write the new index: %s", sqlite3_errmsg(s->db));
+		rc = -EIO;
+	}
+	if (rc)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+/*
+ * The new index is built aside (index.db.new-PID) while the old one's write
+ * lock is held, where it can be taken, so that no add or rm changes it
+ * meanwhile; it then replaces the old one in one rename, the old kept as a
+ * hard link (index.db.damaged-TIME). A writer that opened the old one sees it
+ * moved when it gets the lock and opens the new one (begin_write): no moment
+ * without an index, no write into one that is gone. Rows keep their id and
+ * the time they were added where the old index still says them.
+ */
+int sonde_store__rebuild(const char *dir, unsigned *n, struct sonde_strbuf *err)
+{
+	char root[PATH_MAX], path[PATH_MAX + 16], fresh[PATH_MAX + 64], aside[PATH_MAX + 64],
+		name[48];
+	struct sonde_store s = { 0 };
+	sqlite3_stmt *was = NULL;
+	sqlite3 *old = NULL;
+	long long now = (long long)time(NULL);
+	int rc;
 
 	*n = 0;
-	snprintf(root, sizeof(root), "%s/.sonde", dir);
+	snprintf(root, sizeof(root), "%s/.sonde", strcmp(dir, "/") ? dir : "");
 	snprintf(path, sizeof(path), "%s/index.db", root);
-	snprintf(aside, sizeof(aside), "%s/index.db.damaged-%lld", root, (long long)time(NULL));
-	if (rename(path, aside) < 0 && errno != ENOENT) {
-		sonde_strbuf__addf(err, "cannot move the index aside: %s", strerror(errno));
-		return -errno;
-	}
-	s = sonde_store__open(dir);
-	if (!s) {
-		rc = -errno;
-		sonde_strbuf__addf(err, "cannot make a new index: %s", strerror(errno));
-		return rc;
-	}
-	objs = opendir(s->objects);
-	while (objs && (c = readdir(objs)) && !rc) {
-		if (c->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", s->objects, c->d_name);
-		d = opendir(path);
-		while (d && (f = readdir(d)) && !rc) {
-			if (f->d_name[0] == '.' || !sonde_profile__extension(f->d_name))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/%s", s->objects, c->d_name, f->d_name);
-			rc = index_file(s, path, err);
-			if (rc == -EEXIST ||
-			    rc == -EINVAL) { /* a copy, or not a profile: skipped */
-				sonde_strbuf__reset(err);
-				rc = 0;
-			} else if (!rc) {
-				(*n)++;
-			}
+	snprintf(name, sizeof(name), "index.db.new-%ld", (long)getpid());
+	snprintf(fresh, sizeof(fresh), "%s/%s", root, name);
+	if (access(path, F_OK) == 0 &&
+	    sqlite3_open_v2(path, &old, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(old, 60000);
+		rc = sqlite3_exec(old, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+		if (rc == SQLITE_BUSY) {
+			sonde_strbuf__addf(err, "another sonde command holds the index: %s",
+					   sqlite3_errmsg(old));
+			sqlite3_close(old);
+			return -EBUSY;
 		}
-		if (d)
-			closedir(d);
+		if (rc != SQLITE_OK) { /* damaged: nobody can write it either */
+			sqlite3_close(old);
+			old = NULL;
+		} else if (sqlite3_prepare_v2(old, "SELECT added, id FROM profiles WHERE path = ?1",
+					      -1, &was, NULL) != SQLITE_OK) {
+			was = NULL;
+		}
+	} else if (old) {
+		sqlite3_close(old);
+		old = NULL;
 	}
-	if (objs)
-		closedir(objs);
-	sonde_store__free(s);
+	unlink(fresh);
+	s.root = root;
+	s.objects = NULL;
+	rc = asprintf(&s.objects, "%s/objects", root) < 0 ? -ENOMEM : 0;
+	if (!rc && (rc = open_db(root, name, &s.db)))
+		sonde_strbuf__addf(err, "cannot make a new index: %s", strerror(-rc));
+	if (!rc)
+		rc = index_objects(&s, was, n, err);
+	if (s.db)
+		sqlite3_close(s.db);
+	sqlite3_finalize(was);
+	if (!rc) {
+		int k = 0, e;
+
+		snprintf(aside, sizeof(aside), "%s/index.db.damaged-%lld", root, now);
+		while ((e = link(path, aside) < 0 ? errno : 0) == EEXIST && k < 1000)
+			snprintf(aside, sizeof(aside), "%s/index.db.damaged-%lld.%d", root, now,
+				 ++k);
+		if (e && e != ENOENT) {
+			rc = -e;
+			sonde_strbuf__addf(err, "cannot keep the old index as '%s': %s", aside,
+					   strerror(e));
+		}
+	}
+	if (!rc && !old) { /* a damaged index's journal is not the new one's */
+		char j[PATH_MAX + 64], ja[PATH_MAX + 96];
+
+		snprintf(j, sizeof(j), "%s-journal", path);
+		snprintf(ja, sizeof(ja), "%s-journal", aside);
+		if (rename(j, ja) < 0 && errno != ENOENT) {
+			rc = -errno;
+			sonde_strbuf__addf(err, "cannot move '%s' aside: %s", j, strerror(errno));
+		}
+	}
+	if (!rc && rename(fresh, path) < 0) {
+		rc = -errno;
+		sonde_strbuf__addf(err, "cannot put the new index in place: %s", strerror(errno));
+	}
+	if (rc)
+		unlink(fresh);
+	if (old) {
+		sqlite3_exec(old, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_close(old);
+	}
+	free(s.objects);
 	return rc;
 }
 
@@ -198,7 +294,7 @@ int sonde_store__init(const char *dir)
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "%s/.sonde", dir);
-	err = open_db(path, &db);
+	err = open_db(path, "index.db", &db);
 	if (!err)
 		sqlite3_close(db);
 	return err;
@@ -247,7 +343,7 @@ struct sonde_store *sonde_store__open(const char *dir)
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = open_db(s->root, &s->db);
+	err = open_db(s->root, "index.db", &s->db);
 	if (err) {
 		sonde_store__free(s);
 		errno = -err;
@@ -422,18 +518,33 @@ long sonde_store__count(struct sonde_store *s, const char *commit)
 }
 
 static int insert(struct sonde_store *s, struct sonde_profile *p, const char *origin,
-		  const char *stored, const char *digest, struct sonde_strbuf *err,
-		  const char *path);
+		  const char *stored, const char *digest, long long added, long long id,
+		  struct sonde_strbuf *err, const char *path);
 
-/* Index a profile that is already in objects/ (sonde fsck). */
-static int index_file(struct sonde_store *s, const char *stored, struct sonde_strbuf *err)
+/* Index a profile that is already in objects/ (sonde fsck); `was` finds the
+   id and time the old index gives it. Pass 1 takes only those it knows, pass 2
+   only the others (-EAGAIN: the other pass's); pass 0 all. */
+static int index_file(struct sonde_store *s, const char *stored, sqlite3_stmt *was, int pass,
+		      struct sonde_strbuf *err)
 {
+	long long added = (long long)time(NULL), id = 0;
 	struct sonde_profile *p;
 	char *buf = NULL, digest[40];
 	const char *origin;
 	size_t len;
-	int rc = sonde_file__read_data(stored, &buf, &len);
+	int rc;
 
+	if (was) {
+		sqlite3_reset(was);
+		sqlite3_bind_text(was, 1, stored + strlen(s->root) + 1, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(was) == SQLITE_ROW) {
+			added = sqlite3_column_int64(was, 0);
+			id = sqlite3_column_int64(was, 1);
+		}
+	}
+	if ((pass == 1 && !id) || (pass == 2 && id))
+		return -EAGAIN;
+	rc = sonde_file__read_data(stored, &buf, &len);
 	if (rc)
 		return rc;
 	digest_of(buf, len, digest);
@@ -442,9 +553,36 @@ static int index_file(struct sonde_store *s, const char *stored, struct sonde_st
 	if (!p)
 		return -EINVAL;
 	origin = sonde_profile__origin(p);
-	rc = origin ? insert(s, p, origin, stored, digest, err, stored) : -EINVAL;
+	rc = origin ? insert(s, p, origin, stored, digest, added, id, err, stored) : -EINVAL;
 	sonde_profile__free(p);
 	return rc;
+}
+
+/*
+ * A write transaction on the index that is at .sonde/index.db now: one that
+ * sonde fsck replaced while this process held it open is closed and the new
+ * one opened (SQLite would refuse the write: "readonly database").
+ */
+static int begin_write(struct sonde_store *s)
+{
+	int tries, moved, rc;
+
+	for (tries = 0; tries < 16; tries++) {
+		if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+			return -EIO;
+		moved = 0;
+		if (sqlite3_file_control(s->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) !=
+			    SQLITE_OK ||
+		    !moved)
+			return 0;
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_close(s->db);
+		s->db = NULL;
+		rc = open_db(s->root, "index.db", &s->db);
+		if (rc)
+			return rc;
+	}
+	return -EBUSY;
 }
 
 int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbuf *err)
@@ -476,11 +614,13 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	}
 	digest_of(buf, len, digest);
 	/* one writer at a time: the same content is registered once, whoever races */
-	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-		sonde_strbuf__addf(err, "cannot lock the index: %s", sqlite3_errmsg(s->db));
+	rc = begin_write(s);
+	if (rc) {
+		sonde_strbuf__addf(err, "cannot lock the index: %s",
+				   s->db ? sqlite3_errmsg(s->db) : strerror(-rc));
 		free(buf);
 		sonde_profile__free(p);
-		return -EIO;
+		return rc;
 	}
 	if (sqlite3_prepare_v2(s->db, "SELECT path FROM profiles WHERE digest = ?1", -1, &st,
 			       NULL) == SQLITE_OK) {
@@ -505,7 +645,7 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 		sonde_profile__free(p);
 		return rc;
 	}
-	rc = insert(s, p, origin, used, digest, err, path);
+	rc = insert(s, p, origin, used, digest, (long long)time(NULL), 0, err, path);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 	if (rc) {
@@ -522,15 +662,15 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 
 /* One row for a profile stored at `stored` (under objects/). */
 static int insert(struct sonde_store *s, struct sonde_profile *p, const char *origin,
-		  const char *stored, const char *digest, struct sonde_strbuf *err,
-		  const char *path)
+		  const char *stored, const char *digest, long long added, long long id,
+		  struct sonde_strbuf *err, const char *path)
 {
 	json_t *h = sonde_profile__header(p);
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(
 		s->db,
 		"INSERT INTO profiles (origin, path, collector, type, cmd, workload, "
-		"added, digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+		"added, digest, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 		-1, &st, NULL);
 
 	if (rc == SQLITE_OK) {
@@ -545,8 +685,12 @@ static int insert(struct sonde_store *s, struct sonde_profile *p, const char *or
 				  SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, json_string_value(json_object_get(h, "workload")), -1,
 				  SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)added);
 		sqlite3_bind_text(st, 8, digest, -1, SQLITE_STATIC);
+		if (id > 0) /* the old index's row keeps its id (rm resolves N@i to one) */
+			sqlite3_bind_int64(st, 9, (sqlite3_int64)id);
+		else
+			sqlite3_bind_null(st, 9);
 		rc = sqlite3_step(st);
 		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
 	}
@@ -566,10 +710,11 @@ int sonde_store__remove(struct sonde_store *s, long long id)
 {
 	sqlite3_stmt *st;
 	char *rel = NULL, *path = NULL;
-	int rc = -ENOENT;
+	int rc = begin_write(s);
 
-	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-		return -EIO;
+	if (rc)
+		return rc;
+	rc = -ENOENT;
 	if (sqlite3_prepare_v2(s->db, "SELECT path FROM profiles WHERE id = ?1", -1, &st, NULL) ==
 	    SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, id);

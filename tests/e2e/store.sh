@@ -113,6 +113,26 @@ else
 	skip "read-only index" "needs root (another user)"
 fi
 
+# fsck beside adds and rms: the new index is built aside and swapped in, a
+# writer holding the old one moves to the new one; nothing refused, nothing lost
+cd "$WORK" && git init -q swap && cd swap && echo a >a && git add a && git commit -qm a || exit 1
+"$SONDE" init >/dev/null && "$SONDE" collect time -q -r 1 -o base.json -- "$PROGS/s-exit"
+for i in $(seq 40); do jq -c ".header.run_id = \"r$i\"" base.json >"p$i.json"; done
+for i in $(seq 20); do "$SONDE" add --keep "p$i.json" >/dev/null; done
+(for r in 1 2 3 4 5 6; do "$SONDE" fsck >/dev/null 2>>fsck.err || echo "fsck exit $?" >>fsck.err; done) &
+for i in $(seq 21 40); do
+	"$SONDE" add --keep "p$i.json" >/dev/null 2>>add.err || echo "add exit $?" >>add.err
+	[ $((i % 4)) = 0 ] && { "$SONDE" rm 0@i >/dev/null 2>>add.err || echo "rm exit $?" >>add.err; }
+done
+wait
+check "fsck beside 20 adds and 5 rms: every command exit 0, nothing said" \
+	sh -c '[ ! -s add.err ] && [ ! -s fsck.err ]'
+cat add.err fsck.err | sed 's/^/# /'
+check "... 35 profiles registered, each object indexed once" \
+	sh -c '[ "$("$0" log | grep -o "[0-9]* profiles")" = "35 profiles" ] && [ "$(find .sonde/objects -name "*.json" | wc -l)" = 35 ]' "$SONDE"
+"$SONDE" status >before.txt && "$SONDE" fsck >/dev/null && "$SONDE" status >after.txt
+check "fsck keeps each profile's N@i and the time it was added" cmp before.txt after.txt
+
 # outside any store and git tree: no origin, add refused
 cd "$WORK" && mkdir plain && cd plain || exit 1
 run collect time -q -r 1 -o p.json -- "$PROGS/s-exit"
