@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -55,7 +56,11 @@ struct sonde_ring_desc {
 	char pad1[48];
 	_Atomic uint64_t tail;
 	_Atomic uint64_t dropped;
-	char pad2[48];
+	/* a lossless writer waiting for room sleeps on tail_seq while writer_waits;
+	   the reader wakes it when it moves the tail (see wake_writer) */
+	_Atomic uint32_t writer_waits;
+	_Atomic uint32_t tail_seq;
+	char pad2[40];
 };
 
 /* Page 0 of the area, shared with the writers: nothing the owner relies on. */
@@ -323,6 +328,16 @@ static void wake_reader(struct sonde_ring_area *a)
 	}
 }
 
+/* The reader moved ring d's tail: a writer waiting for room goes on. */
+static void wake_writer(struct sonde_ring_desc *d)
+{
+	atomic_thread_fence(memory_order_seq_cst); /* the tail before the flag (see make_room) */
+	if (atomic_load_explicit(&d->writer_waits, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&d->tail_seq, 1, memory_order_release);
+		syscall(SYS_futex, &d->tail_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+}
+
 void sonde_ring_area__wake(struct sonde_ring_area *a)
 {
 	atomic_store_explicit(&a->h->reader_asleep, 1, memory_order_relaxed);
@@ -403,6 +418,7 @@ long long sonde_ring_area__drain(struct sonde_ring_area *a, sonde_ring_sink sink
 			} else {
 				atomic_store_explicit(&d->tail, h, memory_order_release);
 			}
+			wake_writer(d);
 			c.ring = i;
 			c.pid = d->pid;
 			c.tid = d->tid;
@@ -458,6 +474,7 @@ long long sonde_ring_area__drain_quiet(struct sonde_ring_area *a, sonde_ring_sin
 		if (rc < 0)
 			return rc;
 		atomic_store_explicit(&d->tail, h, memory_order_release);
+		wake_writer(d);
 		total += (long long)(h - t);
 	}
 	return total;
@@ -815,10 +832,22 @@ static bool make_room(struct sonde_ring_writer *w, uint64_t need)
 			return false;
 		}
 		{
-			struct timespec ts = { 0, 20000 };
+			/* sleep until the reader frees room (a nap of 20 us here had a
+			   hundred waiting threads spinning on the CPUs the reader needs:
+			   seconds of stall); 10 ms at most, to look at the reader again */
+			uint32_t seq = atomic_load_explicit(&d->tail_seq, memory_order_acquire);
+			struct timespec ts = { 0, 10000000 };
 
+			atomic_store_explicit(&d->writer_waits, 1, memory_order_seq_cst);
 			wake_reader(w->area);
-			nanosleep(&ts, NULL);
+			if (w->head + need - atomic_load_explicit(&d->tail, memory_order_seq_cst) >
+			    size) {
+				int err = errno; /* the target's: a timeout is not its error */
+
+				syscall(SYS_futex, &d->tail_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+				errno = err;
+			}
+			atomic_store_explicit(&d->writer_waits, 0, memory_order_relaxed);
 		}
 	}
 }

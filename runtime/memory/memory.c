@@ -298,23 +298,36 @@ static uint64_t hash_stack(const uint64_t *pc, int n, uint64_t epoch)
 	return h ? h : 1;
 }
 
-static uint32_t write_stack(const uint64_t *pc, int n, int truncated)
+/* Write stack id's record (a stack used before its record is read is found by
+   the analysis all the same: it reads every STACK record of the run first). */
+static void write_stack(uint32_t id, const uint64_t *pc, int n, int truncated)
 {
-	uint32_t id = atomic_fetch_add(&stk_next, 1);
 	uint32_t len = (uint32_t)(sizeof(struct mem_stack) + (size_t)n * 8);
 	struct mem_stack *r = sonde_ring__reserve(&ts.w, MEM_REC_STACK, len);
 
 	if (!r)
-		return 0;
+		return; /* dropped: the events that name it show "[unknown stack]" */
 	r->id = id;
 	r->depth = (uint32_t)n;
 	r->truncated = (uint32_t)truncated;
 	memcpy(r->pc, pc, (size_t)n * 8);
 	sonde_ring__commit(&ts.w);
+}
+
+static uint32_t new_stack(const uint64_t *pc, int n, int truncated)
+{
+	uint32_t id = atomic_fetch_add(&stk_next, 1);
+
+	write_stack(id, pc, n, truncated);
 	return id;
 }
 
-/* The id of this stack, writing it first when it is new to this image. */
+/*
+ * The id of this stack, writing it first when it is new to this image. The id
+ * is published before the record is written: no thread ever waits for
+ * another's record (that one may be waiting for room in its ring, or not
+ * running at all, while a hundred others spin here: seconds of stall).
+ */
 static uint32_t stack_id(void *frame)
 {
 	uint64_t pc[MEM_MAX_DEPTH];
@@ -332,20 +345,19 @@ static uint32_t stack_id(void *frame)
 			if (!atomic_compare_exchange_strong(&stk[i].hash, &cur, h) && cur != h)
 				continue;
 			if (cur == 0) {
-				id = write_stack(pc, n, truncated);
-				atomic_store_explicit(&stk[i].id, id ? id : UINT32_MAX,
-						      memory_order_release);
+				id = atomic_fetch_add(&stk_next, 1);
+				atomic_store_explicit(&stk[i].id, id, memory_order_release);
+				write_stack(id, pc, n, truncated);
 				return id;
 			}
 		}
 		if (cur == h) {
-			/* another thread may still be writing it */
-			while (!(id = atomic_load_explicit(&stk[i].id, memory_order_acquire)))
-				__builtin_ia32_pause();
-			return id == UINT32_MAX ? 0 : id;
+			id = atomic_load_explicit(&stk[i].id, memory_order_acquire);
+			/* 0: its id is a few instructions away; a copy of our own meanwhile */
+			return id ? id : new_stack(pc, n, truncated);
 		}
 	}
-	return write_stack(pc, n, truncated); /* table crowded: write it again */
+	return new_stack(pc, n, truncated); /* table crowded: write it again */
 }
 
 static __attribute__((noinline)) void record_alloc(unsigned op, void *p, size_t size, void *old,
