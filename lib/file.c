@@ -113,6 +113,28 @@ int sonde_file__open_unnamed(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+int sonde_file__scratch(const char *what)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmpl[PATH_MAX];
+	int fd;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return -errno;
+	if ((size_t)snprintf(tmpl, sizeof(tmpl), "%s/sonde-%s-XXXXXX", dir, what) >= sizeof(tmpl))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	unlink(tmpl);
+	return fd;
+}
+
 /* Link the unnamed file fd beside path under a fresh temporary name (into tmp). */
 static int link_temp(int fd, const char *path, struct sonde_strbuf *tmp)
 {

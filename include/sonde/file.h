@@ -64,6 +64,13 @@ int sonde_file__write_datav(const char *path, const struct iovec *iov, size_t n,
  */
 int sonde_file__open_unnamed(const char *path);
 /*
+ * A scratch file, read-write, in $TMPDIR (or /tmp) with no name (O_TMPFILE;
+ * where the file system has none, named and unlinked at once): nothing is left
+ * behind whatever ends the process. what names it where a name is needed
+ * ("sonde-WHAT-XXXXXX"). Returns the descriptor (close-on-exec) or -errno.
+ */
+int sonde_file__scratch(const char *what);
+/*
  * Give the unnamed file fd (from __open_unnamed) the name path, replacing what
  * is there atomically: linked under a temporary name beside path, renamed.
  * Returns 0 or -errno.

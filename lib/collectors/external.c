@@ -13,9 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <sonde/collector.h>
 #include <sonde/file.h>
+#include <sonde/runner.h>
 
 struct external_state {
 	int fd; /* EXE's stdout: an unlinked temporary file */
@@ -27,7 +31,6 @@ struct external_state {
 static int external_before(struct sonde_collection *c)
 {
 	struct external_state *st;
-	char tmpl[] = "/tmp/sonde-external-XXXXXX";
 
 	if (!sonde_collection__param_str(c, "exe", NULL))
 		return -EINVAL;
@@ -36,38 +39,93 @@ static int external_before(struct sonde_collection *c)
 		return -ENOMEM;
 	sonde_collection__set_priv(c, st);
 	st->records = json_array();
-	st->fd = mkostemp(tmpl, O_CLOEXEC);
+	st->fd = sonde_file__scratch("external");
 	if (st->fd < 0)
-		return -errno;
-	unlink(tmpl);
+		return st->fd;
 	return sonde_collection__set_stdout(c, st->fd);
+}
+
+/* Bytes of memory that loading JSON costs, per byte of it, at most: measured 15
+   for rows of a few uids, 40 for millions of distinct uids (their resources). */
+#define LOAD_FACTOR 40
+
+/* The memory sonde may still take: MemAvailable of /proc/meminfo, or less
+   where RLIMIT_AS leaves less room; 0: not known. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb = 0, pages = 0;
+	uint64_t avail, mapped;
+	struct rlimit as;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+				break;
+		fclose(f);
+	}
+	avail = (uint64_t)kb << 10;
+	f = fopen("/proc/self/statm", "re");
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	mapped = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY) {
+		uint64_t room = as.rlim_cur > mapped ? as.rlim_cur - mapped : 1;
+
+		if (!avail || room < avail)
+			avail = room;
+	}
+	return avail;
 }
 
 static int external_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
 {
 	struct external_state *st = sonde_collection__priv(c);
-	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
 	json_error_t jerr;
 	json_t *doc, *recs, *rec;
-	char buf[65536];
-	ssize_t n;
+	uint64_t avail;
+	struct stat sb;
 	size_t i;
-	off_t off = 0;
 
-	while ((n = pread(st->fd, buf, sizeof(buf), off)) > 0) {
-		sonde_strbuf__add(&sb, buf, (size_t)n);
-		off += n;
-	}
-	if (ftruncate(st->fd, 0) < 0 || lseek(st->fd, 0, SEEK_SET) < 0) {
-		sonde_strbuf__release(&sb);
+	if (fstat(st->fd, &sb) < 0 || lseek(st->fd, 0, SEEK_SET) < 0)
 		return -errno;
+	if (ri->warmup || ri->interrupted)
+		goto next;
+	if (ri->run && ri->run->timed_out) {
+		sonde_collection__fail(c,
+				       "collector 'external' failed: run %u: it ran past the time "
+				       "limit (-t) and was killed: what it printed is not read",
+				       ri->index + 1);
+		return -ETIMEDOUT;
 	}
-	if (ri->warmup || ri->interrupted) {
-		sonde_strbuf__release(&sb);
-		return 0;
+	avail = mem_available();
+	if (avail && (uint64_t)sb.st_size > avail / LOAD_FACTOR) {
+		sonde_collection__fail(
+			c,
+			"collector 'external' failed: run %u: it printed %.1f MiB of JSON, which "
+			"would take up to %.1f GiB to load (%d bytes a byte), more than the %.1f "
+			"GiB available: have it print less (fewer rows, or aggregated)",
+			ri->index + 1, (double)sb.st_size / (1 << 20),
+			(double)sb.st_size * LOAD_FACTOR / (1 << 30), LOAD_FACTOR,
+			(double)avail / (1 << 30));
+		return -E2BIG;
 	}
-	doc = json_loadb(sb.buf, sb.len, 0, &jerr);
-	sonde_strbuf__release(&sb);
+	/* parsed where it lies (mapped): no copy of the text in memory (jansson's
+	   json_loadfd reads a byte a call: minutes for a few MiB) */
+	if (sb.st_size > 0) {
+		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, st->fd, 0);
+
+		if (m == MAP_FAILED)
+			return -errno;
+		doc = json_loadb(m, (size_t)sb.st_size, 0, &jerr);
+		munmap(m, (size_t)sb.st_size);
+	} else {
+		doc = json_loadb("", 0, 0, &jerr);
+	}
 	if (!doc) {
 		sonde_collection__fail(
 			c,
@@ -101,6 +159,9 @@ static int external_stop(struct sonde_collection *c, const struct sonde_run_info
 		json_array_append(st->records, rec);
 	}
 	json_decref(doc);
+next:
+	if (ftruncate(st->fd, 0) < 0 || lseek(st->fd, 0, SEEK_SET) < 0)
+		return -errno;
 	return 0;
 }
 

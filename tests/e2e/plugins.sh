@@ -44,6 +44,28 @@ printf '#!/bin/sh\necho not json\n' >badext.sh && chmod +x badext.sh
 run collect --external ./badext.sh -q -r 1 -o bad.json -- /bin/true
 check "external printing garbage: exit 1" [ "$rc" = 1 ]
 check "external printing garbage: says invalid JSON" has "$err" "invalid JSON"
+# one that hangs after half a document: -t kills it, and the error says so
+printf '#!/bin/sh\n"$@"; echo "[{\\"uid\\":"; sleep 30\n' >hang.sh && chmod +x hang.sh
+run collect --external ./hang.sh -q -r 1 -t 1 -o hang.json -- /bin/true
+check "external past -t: exit 1, said as a timeout (not invalid JSON), no profile" \
+	all '[ "$rc" = 1 ]' 'has "$err" "ran past the time limit"' '[ ! -e hang.json ]'
+# output too big for the memory sonde may take (here: what ulimit -v leaves):
+# refused before loading, with the sizes; not an allocation failure half-way
+cat >big.sh <<'EOF'
+#!/bin/sh
+"$@"
+exec python3 -c 'import sys; sys.stdout.write("[" + ",".join("{\"uid\":\"f%d\",\"amount\":%d}" % (i, i) for i in range(1000000)) + "]")'
+EOF
+chmod +x big.sh
+case "${SANITIZE:-none}" in
+none)
+	(ulimit -v 800000 && exec "$SONDE" collect --external ./big.sh -q -r 1 -o big.json -- /bin/true) >big.out 2>big.err
+	rc=$? err=$(cat big.err)
+	check "external output past the memory left (ulimit -v): exit 1, the sizes said, no profile" \
+		all '[ "$rc" = 1 ]' 'has "$err" "MiB of JSON, which would take up to .* GiB to load"' '[ ! -e big.json ]'
+	;;
+*) skip "external output past the memory left" "a sanitized sonde cannot run under ulimit -v ($SANITIZE)" ;;
+esac
 # collectors registered by name: used as sonde collect NAME, from another
 # shell (a new process) too, listed by --help, forgotten by rm
 git init -q reg && cd reg || exit 1
