@@ -44,10 +44,11 @@ DIFFER = {
     "test_cpp": (["--temporary-slack", "1"], "heaptrack counts libstdc++'s emergency pool, which "
                  "its own C++ library brings in before the program, as one more temporary"),
     "test_lib": (["--temporary-slack", "1"], "as test_cpp: heaptrack's pool, one more temporary"),
-    "threaded": (["--allocations-tolerance", "0.01", "--skip", "temporary,peak"],
+    "threaded": (["--allocations-tolerance", "0.05", "--skip", "temporary,peak"],
                  "four threads at once: the threads' own allocations (their TLS vectors) are "
                  "sized by every object with TLS, each tool's among them (calls within "
-                 "0.01 %); the temporaries and the peak depend on how the events of "
+                 "0.05 %: 88 of 403 000 apart on a loaded machine); the temporaries and "
+                 "the peak depend on how the events of "
                  "different threads are ordered, heaptrack's under one lock, sonde's by their "
                  "time, and move from run to run in each tool (heaptrack's peak 380 to "
                  "430 KB here): leaks compared, not those"),

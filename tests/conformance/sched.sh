@@ -43,9 +43,11 @@ ours() {
 ms() { awk -v x="$1" 'BEGIN { printf "%.3f", x / 1e6 }'; }
 cpu=$(taskset -pc $$ | sed 's/.*: //; s/.*[,-]//')
 
+# Both tools watch the same run (perf records sonde, which runs the program): what
+# else the machine runs changes both alike (run apart, a loaded machine gave
+# each a different run: 928 against 875 ms, 543 against 247 switches).
 # ---- two threads pinned to one CPU: run time and waits are known --------------------------------
-perf sched record -q -o burn.data -- "$PROGS/k-burn" 2 1 "$cpu" >/dev/null 2>&1
-"$SONDE" collect sched -q -o burn.json -- "$PROGS/k-burn" 2 1 "$cpu"
+perf sched record -q -o burn.data -- "$SONDE" collect sched -q -o burn.json -- "$PROGS/k-burn" 2 1 "$cpu" >/dev/null 2>&1
 set -- $(perfsum burn.data k-burn)
 near "pinned threads: run time (ms)" "$1" "$(ms "$(ours burn.json on-cpu)")" 0.05 5
 near "pinned threads: waiting off the CPU, perf's wait time against sleeping + blocked + preempted (ms)" \
@@ -56,8 +58,7 @@ near "pinned threads: switches, perf's sched-ins against voluntary + involuntary
 		'BEGIN { print a + b }')" 0.2 10
 
 # ---- a ping-pong on one CPU: every round trip is a switch of each side ---------------------------
-perf sched record -q -o pp.data -- taskset -c "$cpu" "$PROGS/c-pingpong" 5000 >/dev/null 2>&1
-"$SONDE" collect sched -q -o pp.json -- taskset -c "$cpu" "$PROGS/c-pingpong" 5000
+perf sched record -q -o pp.data -- "$SONDE" collect sched -q -o pp.json -- taskset -c "$cpu" "$PROGS/c-pingpong" 5000 >/dev/null 2>&1
 set -- $(perfsum pp.data c-pingpong)
 near "ping-pong: switches of both processes, perf's sched-ins against sonde's" "$4" \
 	"$(awk -v a="$(ours pp.json switches-voluntary)" -v b="$(ours pp.json switches-involuntary)" \
@@ -67,8 +68,7 @@ near "ping-pong: switches of both processes, perf's sched-ins against sonde's" "
 # 300 ms sleep, a recording that lost events) -------------------------------------------------
 pw="" sw=""
 for i in 1 2 3; do
-	perf sched record -q -o sl.data -- "$PROGS/s-sleep" 300 >/dev/null 2>&1
-	"$SONDE" collect sched -q -o sl.json -- "$PROGS/s-sleep" 300
+	perf sched record -q -o sl.data -- "$SONDE" collect sched -q -o sl.json -- "$PROGS/s-sleep" 300 >/dev/null 2>&1
 	set -- $(perfsum sl.data s-sleep)
 	pw="$pw $2" sw="$sw $(ms "$(ours sl.json sleeping)")"
 done
