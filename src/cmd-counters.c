@@ -244,8 +244,8 @@ static int do_info(const char *name, long long agent)
 	if (in.arch)
 		printf("defined for: %s\n", in.arch);
 	printf("supported:   %s", in.supported ? "yes" : "no");
-	if (!in.supported && in.why)
-		printf(" (%s)", in.why);
+	if (!in.supported)
+		printf(" (%s)", in.why && *in.why ? in.why : "no reason was found");
 	printf("\ndimensions: ");
 	for (d = 0; d < SONDE_DIM__COUNT; d++)
 		printf(" %s[%zu]", sonde_dimension__name(d), sonde_dimension__size(d));

@@ -311,6 +311,7 @@ int cmd_export(int argc, char **argv)
 
 			cli_error("export", "'%s' has no timeline: %s", argv[0],
 				  cli_nothing_because(p, "timeline", why, sizeof(why)));
+			sonde_strbuf__release(&sb); /* what the view began */
 			sonde_profile__free(p);
 			return EXIT_UNSUPPORTED;
 		}

@@ -1411,6 +1411,11 @@ static bool inputs_supported(struct cnt_entry *e, char *why, size_t len)
 	int rc = expr_names(e->ast, collect_input, &in);
 
 	u64map__release(&in.seen);
+	if (rc && in.ok) /* the walk itself failed: say how, never an empty reason */
+		snprintf(why, len, "%s",
+			 rc == -ENOENT	? "its expression names something no agent or table defines"
+			 : rc == -ELOOP ? "its definitions nest more than 64 deep"
+					: strerror(-rc));
 	return !rc && in.ok;
 }
 
