@@ -908,6 +908,15 @@ static void finish(struct batch *b, struct job *j, size_t index, int status)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	j->secs = (double)(t1.tv_sec - j->t0.tv_sec) + (double)(t1.tv_nsec - j->t0.tv_nsec) / 1e9;
+	/* a job that ended well leaves no log, whatever ends the batch after it; one
+	   ended by the batch's interrupt neither (it says only that) */
+	if (j->log &&
+	    (!j->failed || (interrupted && !strcmp(j->failed, "collect") &&
+			    (j->status == EXIT_INTERRUPTED || j->status == 128 + SIGINT)))) {
+		unlink(j->log);
+		free(j->log);
+		j->log = NULL;
+	}
 	if (cli_quiet())
 		return;
 	fprintf(stderr, "[%zu/%zu] ", index + 1, b->n);

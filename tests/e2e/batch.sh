@@ -118,8 +118,14 @@ check "profile_for_each_workload: five profiles" [ "$(ls .sonde/jobs | wc -l)" =
 "$SONDE" config set cmds "[./prog, ./missing]"
 "$SONDE" config set postprocessors "[]"
 rm -f .sonde/jobs/*
+mkdir -p "$WORK/tmp"
+TMPDIR="$WORK/tmp" && export TMPDIR
 run run matrix
+unset TMPDIR
 check "one job fails: exit 1" [ "$rc" = 1 ]
+check "... only the failed job's log is left (in TMPDIR), the good one's removed" \
+	all '[ "$(ls "$WORK/tmp" | grep -c "^sonde-run-")" = 1 ]' 'has "$err" "$WORK/tmp/sonde-run-"'
+
 check "... the failed job is named, with why (its command was not found)" \
 	all 'has "$err" "1 of 2 jobs failed: 2 (collect"' 'has "$err" "exit 127"'
 check "... and the good job's profile is kept" [ "$(ls .sonde/jobs | wc -l)" = 1 ]
