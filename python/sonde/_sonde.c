@@ -483,6 +483,11 @@ static PyObject *rec_record(Recorder *self, PyObject *const *args, Py_ssize_t n)
 	v = PyFloat_AsDouble(args[1]);
 	if (v == -1.0 && PyErr_Occurred())
 		return NULL;
+	if (!isfinite(v)) { /* JSON has no NaN or infinity: a profile must stay readable */
+		PyErr_Format(PyExc_ValueError,
+			     "record(name, value): the value must be finite, not %R", args[1]);
+		return NULL;
+	}
 	g = region_of(self, args[0]);
 	if (!g)
 		return NULL;

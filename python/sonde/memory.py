@@ -35,8 +35,8 @@ class MemoryTracker(StartStop):
 
     def __init__(self, track_allocations=True, track_timeline=True, interval=100, nframes=16,
                  top=10):
-        if interval <= 0:
-            raise ValueError("interval is a positive number of ms")
+        if not interval > 0 or interval == float("inf"):  # NaN compares false
+            raise ValueError("interval is a positive, finite number of ms")
         self.track_allocations = track_allocations
         self.track_timeline = track_timeline
         self.interval = interval

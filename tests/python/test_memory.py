@@ -75,3 +75,9 @@ def test_states():
         tr.start()
     tr.stop()
     tr.print_summary()
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf")])
+def test_an_interval_that_is_no_positive_finite_number_is_refused(bad):
+    with pytest.raises(ValueError, match="positive, finite"):
+        sonde.MemoryTracker(interval=bad)

@@ -203,3 +203,13 @@ def test_gc_frees_timer_and_regions():
     del t
     gc.collect()
     assert w() is None
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_metrics_refuse_a_value_json_cannot_hold(bad):
+    # JSON has no NaN or infinity: recorded, it made a profile no reader takes
+    m = sonde.Metrics()
+    with pytest.raises(ValueError, match="finite"):
+        m.record("x", bad)
+    m.record("x", 1.5)
+    assert [v for _t, v, _tid in m.values()["x"]] == [1.5]
