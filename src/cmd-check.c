@@ -452,6 +452,16 @@ static int collect_baseline(struct sonde_store *st, const char *parent)
 		char *const matrix[] = { self, "run", "matrix", NULL };
 
 		if (!rc && cli_run(top, add_wt, "/dev/null", NULL) == 0) {
+			/* the .json files the commit has are its own, not profiles of this
+			   run: only those the matrix adds are registered */
+			struct sonde_strbuf had = SONDE_STRBUF_INIT;
+
+			d = opendir(wt);
+			while (d && (e = readdir(d)))
+				if (strstr(e->d_name, ".json"))
+					sonde_strbuf__addf(&had, "/%s/", e->d_name);
+			if (d)
+				closedir(d);
 			rc = cli_run(wt, matrix, "/dev/null", env);
 			if (rc)
 				cli_error("check", "the baseline matrix on %.12s failed (exit %d)",
@@ -463,6 +473,9 @@ static int collect_baseline(struct sonde_store *st, const char *parent)
 
 				if (!strstr(e->d_name, ".json"))
 					continue;
+				snprintf(path, sizeof(path), "/%s/", e->d_name);
+				if (had.buf && strstr(had.buf, path))
+					continue;
 				snprintf(path, sizeof(path), "%s/%s", wt, e->d_name);
 				if (moved_home(path, wt, top) == 0 &&
 				    cli_run(top, add, "/dev/null", NULL) == 0)
@@ -470,6 +483,7 @@ static int collect_baseline(struct sonde_store *st, const char *parent)
 			}
 			if (d)
 				closedir(d);
+			sonde_strbuf__release(&had);
 		}
 	}
 	{

@@ -58,6 +58,16 @@ printf 'cmds: [1,\n' >"$WORK/broken.yaml"
 SONDE_CONFIG="$WORK/broken.yaml" run config show
 check "a user file that is not YAML: exit 2, file:line:column" \
 	all '[ "$rc" = 2 ]' 'has "$err" "broken.yaml:2:1"'
+# 100 000 nested [ took libyaml 22 s before the depth could be refused: refused first
+{ printf 'cmds: '; head -c 100000 /dev/zero | tr '\0' '['; } >"$WORK/deep.yaml"
+t0=$(date +%s)
+SONDE_CONFIG="$WORK/deep.yaml" run config show
+check "100 000 nested [: exit 2, the 65th level's place said, at once ($(($(date +%s) - t0)) s)" \
+	all '[ "$rc" = 2 ]' 'has "$err" "deep.yaml:1:70: nested deeper than 64 levels"'
+{ echo "cmds: # [[[["; for i in $(seq 20); do echo "  - \"[[[[ {{{{\""; done
+  echo "  - '[[[[{{{{'"; echo "  - x # [[[["; } >"$WORK/quoted.yaml"
+SONDE_CONFIG="$WORK/quoted.yaml" run config show
+check "brackets inside quotes and comments are not levels" '[' "$rc" = 0 ']'
 cat >"$WORK/ed-good" <<'EOF'
 #!/bin/sh
 printf '# a comment the edit keeps\nexecute:\n  pre_run: [cc -O0 -o prog prog.c]\n' >>"$1"

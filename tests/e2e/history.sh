@@ -85,12 +85,18 @@ check "a method sonde does not have: exit 2, named" \
 	all '[ "$rc" = 2 ]' 'has "$err" "cachegrind_regression"'
 "$SONDE" config set degradation.strategies "[]"
 
-# -c: a parent without profiles gets them first, on a worktree of its own
-echo more >>README && git add README && git commit -qm "docs 2"
+# -c: a parent without profiles gets them first, on a worktree of its own (a
+# profile the commit itself holds at its top is its file, not a baseline)
+"$SONDE" collect time -q -r 1 -o committed.json -- /bin/true
+echo more >>README && git add README committed.json && git commit -qm "docs 2"
 c4=$(git rev-parse --short=12 HEAD)
 echo more >>README && git add README && git commit -qm "docs 3"
 "$SONDE" run matrix -q
+total() { "$SONDE" log | awk '{ s += $2 } END { print s + 0 }'; }
+before=$(total)
 run check head -c
+check "check head -c: only the baseline run's profile registered, not the commit's committed.json" \
+	[ "$(total)" = $((before + 1)) ]
 check "check head -c: the parent's baselines collected on a worktree of it, then compared" \
 	all '[ "$rc" = 0 ]' "has \"\$err\" \"collecting the baselines of $c4\"" \
 	"has \"\$out\" \"commit $c4\"" 'has "$out" "0 degradations found"'
