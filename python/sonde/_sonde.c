@@ -355,6 +355,19 @@ static Region *region_of(Recorder *r, PyObject *name)
 		PyErr_SetString(PyExc_TypeError, "a region or metric name is a str");
 		return NULL;
 	}
+	{ /* a new name must be text a profile can hold: UTF-8, no NUL */
+		Py_ssize_t len;
+		const char *u = PyUnicode_AsUTF8AndSize(name, &len);
+
+		if (!u || memchr(u, 0, (size_t)len)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_ValueError, "%R cannot name a region or metric: %s",
+				     name,
+				     u ? "it holds a NUL character"
+				       : "it is not valid Unicode (a lone surrogate)");
+			return NULL;
+		}
+	}
 	if (PyList_GET_SIZE(r->list) >= UINT32_MAX) {
 		PyErr_SetString(SondePy_Error, "too many names");
 		return NULL;

@@ -11,7 +11,9 @@ import sys
 import threading
 import time
 import tracemalloc
+import warnings
 
+from ._base import SondeWarning
 from ._sonde import StateError
 from .collectors import StartStop, _proc_sample
 
@@ -67,7 +69,9 @@ class MemoryTracker(StartStop):
         self._state = "running"
 
     def _sample(self):
-        traced = tracemalloc.get_traced_memory()[0] if self.track_allocations else None
+        # not tracing (the program stopped tracemalloc): not measured, not 0
+        traced = (tracemalloc.get_traced_memory()[0]
+                  if self.track_allocations and tracemalloc.is_tracing() else None)
         self._timeline.append({"t_ms": (time.monotonic_ns() - self._t0) / 1e6, "rss": _rss(),
                                "allocated": traced})
 
@@ -89,7 +93,15 @@ class MemoryTracker(StartStop):
                  "not_measured": {}}
         if self._timeline:
             stats["peak_rss_sampled"] = max(s["rss"] for s in self._timeline)
-        if self.track_allocations:
+        if self.track_allocations and not tracemalloc.is_tracing():
+            why = "the program stopped tracemalloc while the tracker ran"
+            warnings.warn(f"sonde: MemoryTracker: {why}: no allocation figures", SondeWarning,
+                          stacklevel=2)
+            for k in ("peak_allocated", "allocated_at_end", "growth", "live_blocks"):
+                stats[k] = None
+                stats["not_measured"][k] = why
+            stats["top_sites"] = []
+        elif self.track_allocations:
             current, peak = tracemalloc.get_traced_memory()
             snap = tracemalloc.take_snapshot()
             stats["peak_allocated"] = peak

@@ -81,3 +81,15 @@ def test_states():
 def test_an_interval_that_is_no_positive_finite_number_is_refused(bad):
     with pytest.raises(ValueError, match="positive, finite"):
         sonde.MemoryTracker(interval=bad)
+
+
+def test_tracemalloc_stopped_by_the_program_is_said_not_guessed():
+    tr = sonde.MemoryTracker(interval=5)
+    tr.start()
+    tracemalloc.stop()  # the program's doing
+    time.sleep(0.02)
+    with pytest.warns(sonde.SondeWarning, match="stopped tracemalloc"):
+        s = tr.stop()
+    assert s["peak_allocated"] is None and "stopped tracemalloc" in s["not_measured"]["peak_allocated"]
+    assert s["rss_end"] > 0  # what could be read still is
+    assert all(p["allocated"] is None for p in tr.get_allocation_timeline()[1:])

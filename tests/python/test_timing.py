@@ -213,3 +213,15 @@ def test_metrics_refuse_a_value_json_cannot_hold(bad):
         m.record("x", bad)
     m.record("x", 1.5)
     assert [v for _t, v, _tid in m.values()["x"]] == [1.5]
+
+
+@pytest.mark.parametrize("name,why", [("a\x00b", "NUL"), ("\udc80x", "lone surrogate")])
+def test_a_name_a_profile_cannot_hold_is_refused(name, why):
+    # a NUL made a profile no loader takes; a lone surrogate is no UTF-8
+    t = sonde.Timer()
+    with pytest.raises(ValueError, match=why):
+        with t.measure(name):
+            pass
+    with pytest.raises(ValueError, match=why):
+        sonde.Metrics().record(name, 1.0)
+    assert t.names == [] and t.open_regions() == []
