@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -236,16 +237,41 @@ static char *default_path(const char *argv0, const char *collector, char **value
 }
 
 /* The directory part of path must be writable; say so before running anything. */
+/* Bytes under which a profile's file system counts as full before the run: the
+   workload is not run for a profile that has no room (a run of minutes lost). */
+#define MIN_FREE_BYTES (1u << 20)
+
 static int check_writable(const char *path)
 {
 	char *d = strdup(path);
+	struct statvfs sv;
 	int rc = 0;
 
 	if (!d)
 		return -ENOMEM;
 	if (access(dirname(d), W_OK) < 0)
 		rc = -errno;
+	else if (strcmp(path, "-") && statvfs(d, &sv) == 0 &&
+		 (uint64_t)sv.f_bavail * sv.f_frsize < MIN_FREE_BYTES)
+		rc = -ENOSPC;
 	free(d);
+	return rc;
+}
+
+/*
+ * The profile could not be written where it goes (a file system that filled
+ * during the run): it goes to $TMPDIR (or /tmp) rather than being lost. The
+ * name written is in *used. Returns 0 or -errno.
+ */
+static int write_elsewhere(struct sonde_profile *p, const char *path, char **used)
+{
+	const char *dir = getenv("TMPDIR"), *base = strrchr(path, '/');
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	int rc;
+
+	sonde_strbuf__addf(&sb, "%s/%s", dir && *dir ? dir : "/tmp", base ? base + 1 : path);
+	rc = sb.buf ? sonde_profile__write(p, sb.buf, SONDE_FILE_NEW, used) : -ENOMEM;
+	sonde_strbuf__release(&sb);
 	return rc;
 }
 
@@ -676,6 +702,14 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 				keep_capture(s, path, capture_fd, capture_tmp);
 			rc = sonde_profile__write(p, path, o->out_file ? 0 : SONDE_FILE_NEW, &used);
 		}
+		if (rc && rc != -ENOMEM && path && strcmp(path, "-") &&
+		    !write_elsewhere(p, path, &used)) {
+			cli_error("collect",
+				  "cannot write profile '%s': %s; it is saved as '%s' instead",
+				  path, strerror(-rc), used);
+			code = EXIT_FAILURE_;
+			rc = 0;
+		}
 		if (rc) {
 			cli_error("collect", "cannot write profile '%s': %s", path ? path : name,
 				  strerror(-rc));
@@ -1058,6 +1092,15 @@ static int cmd_collect_one(int argc, char **argv)
 		sonde_strbuf__addf(&kp, "%s.events", strcmp(probe, "-") ? probe : "stdout");
 		json_object_set_new(params, "keep-temps-to", json_string(kp.buf));
 		sonde_strbuf__release(&kp);
+	}
+	if (rc == -ENOSPC) {
+		cli_error("collect",
+			  "cannot write the profile to '%s': %s (less than %u KiB free there): "
+			  "the command was not run",
+			  probe, strerror(-rc), MIN_FREE_BYTES >> 10);
+		code = EXIT_FAILURE_;
+		free(probe);
+		goto out;
 	}
 	if (rc) {
 		cli_error("collect", "cannot write the profile to '%s': %s", probe, strerror(-rc));

@@ -85,13 +85,25 @@ if mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
 	dd if=/dev/zero of=full/filler bs=4k count=15 2>/dev/null
 	run collect time -q -r 400 -o full/p.json -- "$PROGS/s-exit"
 	check "full disk: exit 1" [ "$rc" = 1 ]
-	check "full disk: says why" has "$err" "No space left on device"
+	check "full disk: says why, before running the command" \
+		all 'has "$err" "No space left on device"' 'has "$err" "the command was not run"'
 	check "full disk: no partial profile" [ "$(ls -A full)" = filler ]
+	umount full
+	# room at the start, none at the end (the command filled it): the profile
+	# is saved in TMPDIR, not lost, and where is said
+	mount -t tmpfs -o size=2m tmpfs full && mkdir -p tmp
+	TMPDIR="$WORK/tmp" && export TMPDIR
+	run collect time -q -r 1 -o full/p.json -- sh -c 'cat /dev/zero >full/fill 2>/dev/null; true'
+	unset TMPDIR
+	check "a disk filled by the run: exit 1, the profile saved in TMPDIR and said" \
+		all '[ "$rc" = 1 ]' 'has "$err" "saved as .*/tmp/p.json. instead"' \
+		"jq -e '.resources | length > 0' tmp/p.json" '[ ! -e full/p.json ]'
 	umount full
 else
 	skip "full disk" "cannot mount a tmpfs here (needs root)"
 	skip "full disk: says why" "cannot mount a tmpfs here (needs root)"
 	skip "full disk: no partial profile" "cannot mount a tmpfs here (needs root)"
+	skip "a disk filled by the run" "cannot mount a tmpfs here (needs root)"
 fi
 
 # a target that fails: recorded, profile still written, exit 1
