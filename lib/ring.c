@@ -486,10 +486,15 @@ static uint64_t salvage(struct sonde_ring_area *a, unsigned i)
 	struct sonde_ring_desc *d = desc(a, i);
 	uint32_t used = atomic_load(&d->open_used);
 	uint64_t h = atomic_load(&d->head), size = ring_size(a, i);
-	uint32_t *hdr = (uint32_t *)(void *)(ring_data(a, i) + (h & (size - 1)));
+	uint32_t *hdr;
 
 	if (!used)
 		return 0;
+	if (h & 7) { /* records are 8-byte aligned: a head the target wrote over */
+		atomic_store(&d->open_used, 0);
+		return 0;
+	}
+	hdr = (uint32_t *)(void *)(ring_data(a, i) + (h & (size - 1)));
 	used = (used + 7) & ~7u;
 	if (used < 8 || used > SONDE_RING_REC_LEN(*hdr) || (h & (size - 1)) + used > size) {
 		atomic_store(&d->open_used, 0);
