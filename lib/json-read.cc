@@ -39,6 +39,23 @@ extern "C" {
 namespace
 {
 
+/*
+ * simdjson picks its implementation for this CPU on first use, allocating in
+ * a function that may not throw: out of memory there, the process ends
+ * (std::terminate). It is picked when the library loads instead, before any
+ * work of the program's.
+ */
+__attribute__((constructor)) void pick_implementation()
+{
+	try {
+		simdjson::dom::parser warm;
+		simdjson::padded_string one("1", 1);
+
+		(void)warm.parse(one); /* the first parse picks it */
+	} catch (...) {
+	}
+}
+
 using namespace simdjson;
 
 /*

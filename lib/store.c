@@ -426,6 +426,7 @@ int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
 {
 	DIR *d = opendir(s->jobs);
 	struct dirent *de;
+	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!d)
@@ -438,11 +439,18 @@ int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
 
 		if (de->d_name[0] == '.' || !sonde_profile__extension(de->d_name))
 			continue;
-		if (asprintf(&path, "%s/%s", s->jobs, de->d_name) < 0)
+		if (asprintf(&path, "%s/%s", s->jobs, de->d_name) < 0) {
+			rc = -ENOMEM; /* a list with one missing is no answer */
 			break;
-		if (stat(path, &st) < 0 || !(e = push(out))) {
+		}
+		if (stat(path, &st) < 0) { /* gone meanwhile (added by another sonde) */
 			free(path);
 			continue;
+		}
+		if (!(e = push(out))) {
+			free(path);
+			rc = -ENOMEM;
+			break;
 		}
 		e->path = path;
 		e->added = st.st_mtime;
@@ -461,6 +469,10 @@ int sonde_store__pending(struct sonde_store *s, struct sonde_store_list *out)
 		}
 	}
 	closedir(d);
+	if (rc) {
+		sonde_store_list__release(out);
+		return rc;
+	}
 	if (out->n)
 		qsort(out->v, out->n, sizeof(out->v[0]), cmp_entry);
 	return 0;

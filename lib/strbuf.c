@@ -18,6 +18,7 @@ void sonde_strbuf__init(struct sonde_strbuf *sb)
 	sb->buf = sonde_strbuf__empty;
 	sb->len = 0;
 	sb->alloc = 0;
+	sb->err = 0;
 }
 
 int sonde_strbuf__grow(struct sonde_strbuf *sb, size_t extra)
@@ -25,8 +26,10 @@ int sonde_strbuf__grow(struct sonde_strbuf *sb, size_t extra)
 	size_t need, cap;
 	char *nb;
 
+	if (sb->err)
+		return sb->err; /* cut short already: nothing after the hole */
 	if (extra > SIZE_MAX - sb->len - 1)
-		return -ENOMEM;
+		return sb->err = -ENOMEM;
 	need = sb->len + extra + 1;
 	if (need <= sb->alloc)
 		return 0;
@@ -35,7 +38,7 @@ int sonde_strbuf__grow(struct sonde_strbuf *sb, size_t extra)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
 	nb = realloc(sb->alloc ? sb->buf : NULL, cap);
 	if (!nb)
-		return -ENOMEM;
+		return sb->err = -ENOMEM;
 	if (cap >= SONDE_HUGE_FROM)
 		sonde_hint_huge(nb, cap);
 	if (!sb->alloc)
@@ -117,13 +120,14 @@ void sonde_strbuf__setlen(struct sonde_strbuf *sb, size_t len)
 void sonde_strbuf__reset(struct sonde_strbuf *sb)
 {
 	sonde_strbuf__setlen(sb, 0);
+	sb->err = 0;
 }
 
 char *sonde_strbuf__detach(struct sonde_strbuf *sb, size_t *len)
 {
 	char *s;
 
-	if (!sb->alloc && sonde_strbuf__grow(sb, 0))
+	if (sb->err || (!sb->alloc && sonde_strbuf__grow(sb, 0)))
 		return NULL;
 	s = sb->buf;
 	if (len)

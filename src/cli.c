@@ -275,8 +275,12 @@ char *cli_profile_path(const char *cmd, const char *name, long long *store_id)
 
 	if (store_id)
 		*store_id = 0;
-	if (!indexed_name(name, &n, &kind))
-		return strdup(name);
+	if (!indexed_name(name, &n, &kind)) {
+		path = strdup(name);
+		if (!path)
+			cli_error(cmd, "out of memory");
+		return path;
+	}
 	s = cli_open_store(cmd);
 	if (!s)
 		return NULL;
@@ -340,6 +344,8 @@ int cli_load_profiles(const char *cmd, const char *const *names, size_t n,
 	int code = EXIT_OK;
 	size_t i;
 
+	for (i = 0; i < n; i++) /* none, whatever fails below */
+		out[i] = NULL;
 	l.paths = calloc(n, sizeof(*l.paths));
 	l.err = calloc(n, sizeof(*l.err));
 	l.errnum = calloc(n, sizeof(*l.errnum));
@@ -363,7 +369,11 @@ int cli_load_profiles(const char *cmd, const char *const *names, size_t n,
 	for (i = 0; i < n && code == EXIT_OK; i++) {
 		if (!out[i]) {
 			code = l.errnum[i] == ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
-			cli_error(cmd, "%s", l.err[i].buf);
+			if (l.err[i].len)
+				cli_error(cmd, "%s", l.err[i].buf);
+			else /* out of memory where no message could be made */
+				cli_error(cmd, "cannot load '%s': %s", l.paths[i],
+					  strerror(l.errnum[i] ? l.errnum[i] : ENOMEM));
 		}
 	}
 out:
@@ -430,6 +440,8 @@ void cli_print_warnings(const struct sonde_profile *p, FILE *out, bool notes)
 
 int cli_emit(int rc, struct sonde_strbuf *sb, FILE *out)
 {
+	if (!rc) /* a text cut short by memory is not printed as if whole */
+		rc = sonde_strbuf__error(sb);
 	if (!rc && sb->len && fwrite(sb->buf, 1, sb->len, out) != sb->len)
 		rc = -EIO;
 	sonde_strbuf__release(sb);

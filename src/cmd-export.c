@@ -42,7 +42,10 @@ static void csv_field(struct sonde_strbuf *sb, json_t *v)
 	} else if (v && !json_is_null(v)) {
 		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
 
-		sonde_strbuf__adds(sb, s ? s : "");
+		if (s)
+			sonde_strbuf__adds(sb, s);
+		else
+			sonde_strbuf__fail(sb, -ENOMEM);
 		free(s);
 	}
 }
@@ -225,6 +228,10 @@ static int emit(const char *out_file, const struct sonde_strbuf *sb)
 {
 	int rc;
 
+	if (sonde_strbuf__error(sb)) { /* cut short by memory: not written as if whole */
+		cli_error("export", "out of memory");
+		return EXIT_FAILURE_;
+	}
 	if (out_file) {
 		rc = cli_write_output(out_file, sb->buf, sb->len);
 		if (rc) {

@@ -50,6 +50,8 @@ int cmd_report(int argc, char **argv)
 		char *used = NULL;
 
 		rc = sonde_view__report(p, (const char *const *)argv, (size_t)n, &sb);
+		if (!rc) /* cut short by memory: not written as if whole */
+			rc = sonde_strbuf__error(&sb);
 		/* the default name never replaces what is there (a planted link included) */
 		if (!rc)
 			rc = out_file ? cli_write_output(out_file, sb.buf, sb.len)

@@ -165,6 +165,10 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 			rc = sonde_view__flame(fa.buf ? fa.buf : "", NULL, weight, unit, &svg);
 		}
 	}
+	if (!rc) /* a drawing cut short by memory is no drawing */
+		rc = sonde_strbuf__error(&svg)	? sonde_strbuf__error(&svg)
+		     : sonde_strbuf__error(&fa) ? sonde_strbuf__error(&fa)
+						: sonde_strbuf__error(&fb);
 	if (rc == -EINVAL) {
 		cli_error("show",
 			  "'%s': nothing to draw: no resource has numeric '%s' values%s%s%s "

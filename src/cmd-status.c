@@ -63,7 +63,12 @@ int cmd_status(int argc, char **argv)
 	printf("\n");
 	print_list("pending profiles", &pend, 'p');
 	sonde_store_list__release(&pend);
-	if (head[0] && sonde_store__registered(s, head, &reg) == 0) {
+	if (head[0] && (rc = sonde_store__registered(s, head, &reg))) {
+		cli_error("status", "cannot list the registered profiles: %s", strerror(-rc));
+		sonde_store__free(s);
+		return EXIT_FAILURE_;
+	}
+	if (head[0]) {
 		printf("\n");
 		print_list("registered profiles of HEAD", &reg, 'i');
 		sonde_store_list__release(&reg);

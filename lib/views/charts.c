@@ -364,7 +364,10 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 				      : by_tree
 					      ? field(fixed, cols, o->by, (size_t)j, &gb, &grp_row)
 					      : fixed_field(p, i, o->by, &gb);
-				c = agg_cell(a, cat, grp, numeric ? x : 0);
+				/* a name cut short by memory would be another category */
+				c = sonde_strbuf__error(&cb) || sonde_strbuf__error(&gb)
+					    ? NULL
+					    : agg_cell(a, cat, grp, numeric ? x : 0);
 				if (!c) {
 					rc = -ENOMEM;
 					break;

@@ -297,13 +297,19 @@ static int answer(struct sonde_strbuf *out, const struct sonde_profile *p,
 }
 
 /* The first resource's type (the charts draw one type: units do not mix). */
-static const char *main_type(const struct sonde_profile *p)
+/* The type of the profile's first resource; NULL: none (*err: -ENOMEM when it
+   could not be read, which is not a profile without charts). */
+static const char *main_type(const struct sonde_profile *p, int *err)
 {
-	json_t *fixed, *cols;
+	json_t *fixed = NULL, *cols = NULL;
 
+	*err = 0;
 	if (sonde_profile__resource_count(p) == 0)
 		return NULL;
-	sonde_profile__resource_at(p, 0, NULL, &fixed, &cols);
+	if (sonde_profile__resource_at(p, 0, NULL, &fixed, &cols) || !fixed) {
+		*err = -ENOMEM;
+		return NULL;
+	}
 	return json_string_value(json_object_get(fixed, "type"));
 }
 
@@ -337,9 +343,9 @@ static int chart(struct sonde_strbuf *out, const struct sonde_profile *p, size_t
 	int rc = 0, e;
 	bool time = !strcmp(type, "time");
 
-	o.type = main_type(p);
+	o.type = main_type(p, &e);
 	if (!o.type)
-		return 0;
+		return e;
 	switch (which) {
 	case 0:
 		o.per = time ? "subtype" : "uid";
@@ -593,7 +599,7 @@ static int profile_section(struct sonde_strbuf *out, const struct sonde_profile 
 {
 	struct sonde_table_row *rows = NULL;
 	size_t nrows = 0;
-	int rc;
+	int rc, e;
 
 	rc = sonde_strbuf__addf(out, "<section id=\"profile-%zu\" class=\"profile\"><h2>", i);
 	rc |= esc(out, name);
@@ -607,8 +613,9 @@ static int profile_section(struct sonde_strbuf *out, const struct sonde_profile 
 	rc |= warnings(out, p);
 	rc |= summary_table(out, rows, nrows);
 	free(rows);
-	if (main_type(p))
+	if (main_type(p, &e))
 		rc |= sonde_strbuf__adds(out, "<h3>Charts</h3>\n");
+	rc |= e;
 	return rc;
 }
 
