@@ -103,6 +103,7 @@ bench: build
 	@bench/memory-overhead.sh
 	@bench/trace-overhead.sh
 	@bench/trace-pg-overhead.sh
+	@bench/trace-after-run.sh
 	@bench/trace-ebpf-hit.sh
 	@bench/counters-overhead.sh
 	@bench/analysis-scale.sh
