@@ -30,12 +30,15 @@ static pid_t spawn_git(const char *dir, const char *const *args, int *fd)
 	argv[n] = NULL;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	rc = posix_spawnp(&pid, "git", &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	/* each action may fail to allocate: git must never write on sonde's own stdout */
+	rc = posix_spawn_file_actions_init(&fa);
+	if (!rc) {
+		if (!(rc = posix_spawn_file_actions_adddup2(&fa, p[1], 1)) &&
+		    !(rc = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0)) &&
+		    !(rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)))
+			rc = posix_spawnp(&pid, "git", &fa, NULL, (char *const *)argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
 	close(p[1]);
 	if (rc) {
 		close(p[0]);
@@ -45,7 +48,11 @@ static pid_t spawn_git(const char *dir, const char *const *args, int *fd)
 	return pid;
 }
 
-/* Read a started git's stdout into out (NULL: discarded) and reap it. Its exit status. */
+/*
+ * Read a started git's stdout into out (NULL: discarded) and reap it. Its exit
+ * status, or -ENOMEM when out could not hold all of it (an answer cut short is
+ * no answer).
+ */
 static int finish_git(pid_t pid, int fd, struct sonde_strbuf *out)
 {
 	int status;
@@ -65,6 +72,8 @@ static int finish_git(pid_t pid, int fd, struct sonde_strbuf *out)
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
+	if (out && sonde_strbuf__error(out))
+		return sonde_strbuf__error(out);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -86,8 +95,12 @@ int sonde_git__origin_start(struct sonde_git_origin *o, const char *dir)
 	memset(o, 0, sizeof(*o));
 	o->dirty = -ENOENT;
 	o->pid[0] = spawn_git(dir, resolve_head, &o->fd[0]);
-	if (o->pid[0] < 0)
+	if (o->pid[0] < 0) {
+		/* no git installed: no origin; any other failure: no answer */
+		if (o->pid[0] != -ENOENT)
+			o->error = (int)o->pid[0];
 		return (int)o->pid[0];
+	}
 	o->pid[1] = spawn_git(dir, status_args, &o->fd[1]);
 	o->started = true;
 	return 0;
@@ -105,12 +118,18 @@ void sonde_git__origin_finish(struct sonde_git_origin *o)
 	if (rc == 0 && sb.len >= 40) {
 		memcpy(o->commit, sb.buf, 40);
 		o->commit[40] = '\0';
+	} else if (rc < 0) {
+		o->error = rc;
 	}
 	sb.len = 0;
 	if (o->pid[1] > 0) {
 		rc = finish_git(o->pid[1], o->fd[1], &sb);
 		o->dirty = rc == 0 ? sb.len > 0 : rc > 0 ? -ENOENT : rc;
+	} else if (o->commit[0]) {
+		o->dirty = o->pid[1]; /* git status could not be started */
 	}
+	if (o->commit[0] && o->dirty < 0 && o->dirty != -ENOENT)
+		o->error = o->dirty;
 	sonde_strbuf__release(&sb);
 }
 
@@ -121,7 +140,9 @@ int sonde_git__resolve(const char *dir, const char *rev, char out[41])
 	char spec[256];
 	int rc;
 
-	snprintf(spec, sizeof(spec), "%s^{commit}", rev);
+	out[0] = '\0';
+	if ((size_t)snprintf(spec, sizeof(spec), "%s^{commit}", rev) >= sizeof(spec))
+		return -ENOENT; /* no revision is that long */
 	args[4] = spec;
 	rc = run_git(dir, args, &sb);
 	if (rc == 0 && sb.len >= 40) {

@@ -12,13 +12,43 @@
  * snprintf.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sonde/strbuf.h>
 #include "json.h"
+
+/*
+ * Every allocation jansson makes goes through here, and each one that fails is
+ * counted: a document built with json_object_set_new() and friends, whose
+ * failures are easy to leave unchecked, is written only when none failed while
+ * it was built (sonde_profile__write), so that a member lost to an exhausted
+ * heap never reads as a member that was not measured.
+ */
+static _Atomic unsigned long alloc_failures;
+
+static void *json_alloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (!p)
+		atomic_fetch_add_explicit(&alloc_failures, 1, memory_order_relaxed);
+	return p;
+}
+
+__attribute__((constructor)) static void json_alloc_hooks(void)
+{
+	json_set_alloc_funcs(json_alloc, free);
+}
+
+unsigned long sonde_json__alloc_failures(void)
+{
+	return atomic_load_explicit(&alloc_failures, memory_order_relaxed);
+}
 
 /* 10^-4 .. 10^14: where "%.15g" writes a number without an exponent */
 static const double decades[] = { 1e-4, 1e-3, 1e-2, 1e-1, 1e0,	1e1,  1e2,  1e3,  1e4, 1e5,

@@ -96,6 +96,19 @@ int sonde_json_pack__dump(const struct sonde_json_pack *pk, size_t i, int which,
 long sonde_json_pack__numbers(const struct sonde_json_pack *pk, size_t i, const char *column,
 			      double **vals, size_t *cap);
 
+/*
+ * How many of jansson's allocations have failed in this process so far. A
+ * document is trusted when the count did not move while it was built.
+ */
+unsigned long sonde_json__alloc_failures(void);
+/*
+ * A profile is written only while that count stands where it stood when the
+ * profile was made; a session whose collectors kept JSON before the profile
+ * existed moves that mark back to when it began.
+ */
+struct sonde_profile;
+void sonde_profile__trust_from(struct sonde_profile *p, unsigned long failures);
+
 int sonde_json__dump_compact(struct sonde_strbuf *sb, const json_t *v);
 int sonde_json__dump_indented(struct sonde_strbuf *sb, const json_t *v, size_t indent,
 			      size_t depth);

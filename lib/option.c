@@ -234,21 +234,22 @@ static int set_value(const struct sonde_option *o, const char *shown, const char
 		if (st->params) {
 			json_t *arr = json_object_get(st->params, key);
 
-			if (!arr) {
-				arr = json_array();
-				json_object_set_new(st->params, key, arr);
-			}
-			json_array_append_new(arr, json_string(arg));
+			if (!arr &&
+			    (!(arr = json_array()) || json_object_set_new(st->params, key, arr)))
+				return -ENOMEM;
+			if (json_array_append_new(arr, json_string(arg)))
+				return -ENOMEM;
 		}
 		return 0;
 	default:
 		return -EINVAL;
 	}
-	if (st->params && jv)
-		json_object_set_new(st->params, key, jv);
-	else
+	/* the parameters are the profile's record of how it was made: none left out */
+	if (!st->params) {
 		json_decref(jv);
-	return 0;
+		return 0;
+	}
+	return !jv || json_object_set_new(st->params, key, jv) ? -ENOMEM : 0;
 }
 
 int sonde_options__parse(const struct sonde_option *opts, int argc, char **argv,

@@ -27,6 +27,8 @@ int sonde_profile__stamp_origin(struct sonde_profile *p, const struct sonde_git_
 	struct tm tm;
 	int rc = 0;
 
+	if (o->error)
+		return o->error; /* a profile without the origin it was measured on */
 	rc |= sonde_profile__set_part(p, "machine", sonde_sysinfo__machine());
 	if (o->commit[0]) {
 		rc |= sonde_profile__set_origin(p, o->commit);

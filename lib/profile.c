@@ -48,6 +48,9 @@ struct sonde_profile {
 	 */
 	struct sonde_json_pack *pack;
 	size_t packed;
+	/* sonde_json__alloc_failures() when the profile was made: written only
+	   while the count stands there (a failed set_new loses a member silently) */
+	unsigned long alloc_failures;
 	bool thawed;
 	pthread_mutex_t lock; /* making a packed resource's trees, or a text part's */
 	/*
@@ -128,6 +131,7 @@ static struct sonde_profile *wrap(json_t *root)
 	if (!p)
 		return NULL;
 	p->root = root;
+	p->alloc_failures = sonde_json__alloc_failures();
 	p->rtm = json_object_get(root, "resource_type_map");
 	p->res = json_object_get(root, "resources");
 	p->index = json_object();
@@ -1003,6 +1007,9 @@ static int dump_to(const struct sonde_profile *p, struct sonde_strbuf *sb, struc
 	struct u64map texts = { 0 };
 	uint64_t i;
 
+	if (sonde_json__alloc_failures() != p->alloc_failures)
+		return -ENOMEM; /* some member may be missing: no profile rather than a wrong one */
+
 	err = sonde_strbuf__addch(sb, '{');
 	json_object_foreach(p->root, key, v)
 	{
@@ -1044,6 +1051,12 @@ static int dump_to(const struct sonde_profile *p, struct sonde_strbuf *sb, struc
 	}
 	err |= sonde_strbuf__adds(sb, first ? "}" : "\n}");
 	return err ? -ENOMEM : 0;
+}
+
+void sonde_profile__trust_from(struct sonde_profile *p, unsigned long failures)
+{
+	if (failures < p->alloc_failures)
+		p->alloc_failures = failures;
 }
 
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len)

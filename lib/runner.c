@@ -281,8 +281,10 @@ struct sonde_runner *sonde_runner__new(const struct sonde_runner_opts *opts)
 	r->path = sonde_runner__resolve(opts->argv[0]);
 	/* every target starts through the helper when it is there (own_rss, and a
 	   target that dies with sonde); without it, posix_spawn or fork */
-	if (r->path)
-		r->helper = sonde_runtime_file("sonde-spawn");
+	if (r->path && !(r->helper = sonde_runtime_file("sonde-spawn")) && errno != ENOENT) {
+		free(r->path); /* not "no helper": whether it is there is not known */
+		r->path = NULL;
+	}
 	if (!r->path) {
 		int e = errno;
 

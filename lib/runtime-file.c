@@ -1,6 +1,7 @@
 /*
  * runtime-file.c - find a runtime file (see runtime-file.h).
  */
+#include <errno.h>
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <libgen.h>
@@ -26,32 +27,41 @@ char *sonde_runtime_file(const char *name)
 
 	if (env) {
 		if (asprintf(&path, "%s/%s", env, name) < 0)
-			return NULL;
+			return NULL; /* errno ENOMEM */
 		if (access(path, R_OK) == 0)
 			return path;
 		free(path);
+		errno = ENOENT;
 		return NULL;
 	}
-	if (!dladdr((void *)sonde_runtime_file, &di) || !di.dli_fname)
+	if (!dladdr((void *)sonde_runtime_file, &di) || !di.dli_fname) {
+		errno = ENOENT;
 		return NULL;
+	}
 	copy = realpath(di.dli_fname, NULL);
 	if (!copy)
 		return NULL;
 	dir = dirname(copy);
 	for (i = 0; rel[i]; i++) {
-		if (asprintf(&path, "%s/%s%s", dir, rel[i], name) < 0)
-			break;
+		if (asprintf(&path, "%s/%s%s", dir, rel[i], name) < 0) {
+			free(copy);
+			errno = ENOMEM;
+			return NULL;
+		}
 		if (access(path, R_OK) == 0) {
 			char *real = realpath(path, NULL);
+			int e = errno;
 
 			free(path);
 			free(copy);
+			errno = e;
 			return real;
 		}
 		free(path);
 		path = NULL;
 	}
 	free(copy);
+	errno = ENOENT;
 	return NULL;
 }
 

@@ -8,7 +8,7 @@
 /*
  * The path of name: in $SONDE_RUNTIME_DIR when it is set, else beside libsonde
  * (installed: <libdir>/sonde/; build tree: runtime/<part>/). A heap string, or
- * NULL when it is not there.
+ * NULL with errno ENOENT when it is not there (ENOMEM: it could not be looked for).
  */
 char *sonde_runtime_file(const char *name);
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "config.h"
 #include "grow.h"
+#include "json.h"
 #include "perf-warm.h"
 #include <sonde/clock.h>
 #include <sonde/git.h>
@@ -54,6 +55,7 @@ struct sonde_session {
 	char **argv;	  /* the target as run (a wrapper may come first) */
 	char **wrap_argv; /* a collector's own command line for the target (owned) */
 	bool barrier;
+	unsigned long alloc_failures; /* sonde_json__alloc_failures() at new() */
 	bool ran_once; /* a run was started: the next ones reset the collectors first */
 	bool own_rss;  /* a collector reads the target's ru_maxrss */
 	int stdout_fd;
@@ -263,6 +265,7 @@ struct sonde_session *sonde_session__new(const struct sonde_session_opts *opts)
 	if (!s)
 		return NULL;
 	s->o = *opts;
+	s->alloc_failures = sonde_json__alloc_failures();
 	if (!s->o.min_runs)
 		s->o.min_runs = 10;
 	if (!(s->o.min_time_s > 0))
@@ -937,43 +940,47 @@ static json_t *exit_status_json(int status, bool any)
 			 WCOREDUMP(status) ? 1 : 0);
 }
 
-static void common_warnings(struct sonde_session *s, struct sonde_collection *c,
-			    struct sonde_profile *p, bool dirty)
+static int common_warnings(struct sonde_session *s, struct sonde_collection *c,
+			   struct sonde_profile *p, bool dirty)
 {
 	char msg[256];
+	int rc = 0;
 
 	if (s->out.timed_out) {
 		snprintf(msg, sizeof(msg), "a run was killed after the %g s timeout",
 			 s->o.timeout_s);
-		sonde_profile__add_warning(p, "timed-out", msg,
-					   sonde_warning__info(SONDE_WARN_TIMED_OUT)->fix);
+		rc |= sonde_profile__add_warning(p, "timed-out", msg,
+						 sonde_warning__info(SONDE_WARN_TIMED_OUT)->fix);
 	}
 	if (s->out.interrupted_by) {
 		snprintf(msg, sizeof(msg), "the series was interrupted by %s after %u runs",
 			 strsignal(s->out.interrupted_by), s->out.runs);
-		sonde_profile__add_warning(p, "interrupted", msg,
-					   sonde_warning__info(SONDE_WARN_INTERRUPTED)->fix);
+		rc |= sonde_profile__add_warning(p, "interrupted", msg,
+						 sonde_warning__info(SONDE_WARN_INTERRUPTED)->fix);
 	}
 	if (s->out.leftover) {
 		snprintf(msg, sizeof(msg), "the command left %u process(es) behind",
 			 s->out.leftover);
-		sonde_profile__add_warning(p, "leftover-processes", msg,
-					   sonde_warning__info(SONDE_WARN_LEFTOVER)->fix);
+		rc |= sonde_profile__add_warning(p, "leftover-processes", msg,
+						 sonde_warning__info(SONDE_WARN_LEFTOVER)->fix);
 	}
 	if (s->out.failed && s->o.ignore_failure) {
 		snprintf(msg, sizeof(msg), "%u of %u runs failed", s->out.failed,
 			 s->out.runs + s->out.warmups);
-		sonde_profile__add_warning(p, "nonzero-exit", msg,
-					   sonde_warning__info(SONDE_WARN_NONZERO_EXIT)->fix);
+		rc |= sonde_profile__add_warning(p, "nonzero-exit", msg,
+						 sonde_warning__info(SONDE_WARN_NONZERO_EXIT)->fix);
 	}
 	if (c->dropped) {
 		snprintf(msg, sizeof(msg), "%llu events were dropped", c->dropped);
-		sonde_profile__add_warning(p, "events-dropped", msg,
-					   sonde_warning__info(SONDE_WARN_EVENTS_DROPPED)->fix);
+		rc |= sonde_profile__add_warning(
+			p, "events-dropped", msg,
+			sonde_warning__info(SONDE_WARN_EVENTS_DROPPED)->fix);
 	}
 	if (dirty)
-		sonde_profile__add_warning(p, "dirty-tree", "the work tree had uncommitted changes",
-					   sonde_warning__info(SONDE_WARN_DIRTY_TREE)->fix);
+		rc |= sonde_profile__add_warning(p, "dirty-tree",
+						 "the work tree had uncommitted changes",
+						 sonde_warning__info(SONDE_WARN_DIRTY_TREE)->fix);
+	return rc;
 }
 
 static json_t *argv_json(char *const *argv)
@@ -981,7 +988,10 @@ static json_t *argv_json(char *const *argv)
 	json_t *a = json_array();
 
 	for (; a && *argv; argv++)
-		json_array_append_new(a, json_string(*argv));
+		if (json_array_append_new(a, json_string(*argv))) {
+			json_decref(a);
+			return NULL;
+		}
 	return a;
 }
 
@@ -1008,7 +1018,7 @@ static json_t *cmd_string(char *const *argv)
 			sonde_strbuf__addch(&sb, '\'');
 		}
 	}
-	j = json_string(sb.buf);
+	j = sonde_strbuf__error(&sb) ? NULL : json_string(sb.buf);
 	sonde_strbuf__release(&sb);
 	return j;
 }
@@ -1030,7 +1040,7 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 
 		for (i = 0; s->o.param_values[i]; i++)
 			sonde_strbuf__addf(&sb, "%s%s", i ? "," : "", s->o.param_values[i]);
-		wl = json_string(sb.buf);
+		wl = sonde_strbuf__error(&sb) ? NULL : json_string(sb.buf);
 		sonde_strbuf__release(&sb);
 		rc |= sonde_profile__set(md, "parameter", json_string(s->o.param_name));
 	} else {
@@ -1041,8 +1051,11 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 	if (s->ncols > 1) {
 		json_t *names = json_array();
 
-		for (i = 0; i < s->ncols; i++)
-			json_array_append_new(names, json_string(s->cols[i].col->name));
+		for (i = 0; names && i < s->ncols; i++)
+			if (json_array_append_new(names, json_string(s->cols[i].col->name))) {
+				json_decref(names);
+				names = NULL;
+			}
 		rc |= sonde_profile__set(md, "run_collectors", names);
 	}
 	for (u = c->col->units; u && u[0] && u[1]; u += 2)
@@ -1080,8 +1093,7 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 		rc = run_columns(s, c, p);
 	if (rc)
 		return rc;
-	common_warnings(s, c, p, json_is_true(json_object_get(md, "dirty")));
-	return 0;
+	return common_warnings(s, c, p, json_is_true(json_object_get(md, "dirty"))) ? -ENOMEM : 0;
 }
 
 /*
@@ -1273,6 +1285,8 @@ int sonde_session__after(struct sonde_session *s, struct sonde_strbuf *err)
 		c->profile = sonde_profile__new(c->col->profile_type);
 		if (!c->profile)
 			return -ENOMEM;
+		/* what the collectors kept during the runs (notes, records) is part of it */
+		sonde_profile__trust_from(c->profile, s->alloc_failures);
 		rc = fill_profile(s, c, c->profile);
 		if (rc) {
 			sonde_strbuf__addf(err, "collector '%s' could not write its profile: %s",

@@ -2,12 +2,16 @@
  * sysinfo.c - describe the machine: uname, the CPU model, CPU count, memory.
  */
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <sonde/sysinfo.h>
 
-/* The value of the first "key : value" line of a /proc file, or NULL. */
+/*
+ * The value of the first "key : value" line of a /proc file, JSON null when it
+ * has none or cannot be read, NULL when memory ran out.
+ */
 static json_t *proc_field(const char *path, const char *key)
 {
 	char line[8192]; /* the flags line of /proc/cpuinfo is long */
@@ -16,8 +20,12 @@ static json_t *proc_field(const char *path, const char *key)
 	json_t *v = NULL;
 
 	if (!f)
-		return json_null();
-	while (!v && fgets(line, sizeof(line), f)) {
+		return errno == ENOMEM ? NULL : json_null();
+	for (;;) {
+		if (!fgets(line, sizeof(line), f)) {
+			v = json_null();
+			break;
+		}
 		char *colon = strchr(line, ':'), *val;
 
 		if (!colon || strncmp(line, key, klen) ||
@@ -27,9 +35,10 @@ static json_t *proc_field(const char *path, const char *key)
 		val += strspn(val, " \t");
 		val[strcspn(val, "\n")] = '\0';
 		v = json_string(val);
+		break;
 	}
 	fclose(f);
-	return v ? v : json_null();
+	return v;
 }
 
 bool sonde_sysinfo__cpu_flag(const char *flag)
@@ -57,22 +66,28 @@ json_t *sonde_sysinfo__machine(void)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 
+	int rc = 0;
+
 	if (!m)
 		return NULL;
 	if (uname(&u) == 0) {
-		json_object_set_new(m, "architecture", json_string(u.machine));
-		json_object_set_new(m, "system", json_string(u.sysname));
-		json_object_set_new(m, "release", json_string(u.release));
-		json_object_set_new(m, "host", json_string(u.nodename));
+		rc |= json_object_set_new(m, "architecture", json_string(u.machine));
+		rc |= json_object_set_new(m, "system", json_string(u.sysname));
+		rc |= json_object_set_new(m, "release", json_string(u.release));
+		rc |= json_object_set_new(m, "host", json_string(u.nodename));
 	} else {
-		json_object_set_new(m, "architecture", json_null());
-		json_object_set_new(m, "system", json_null());
-		json_object_set_new(m, "release", json_null());
-		json_object_set_new(m, "host", json_null());
+		rc |= json_object_set_new(m, "architecture", json_null());
+		rc |= json_object_set_new(m, "system", json_null());
+		rc |= json_object_set_new(m, "release", json_null());
+		rc |= json_object_set_new(m, "host", json_null());
 	}
-	json_object_set_new(m, "cpu", proc_field("/proc/cpuinfo", "model name"));
-	json_object_set_new(m, "cpus", cpus > 0 ? json_integer(cpus) : json_null());
+	rc |= json_object_set_new(m, "cpu", proc_field("/proc/cpuinfo", "model name"));
+	rc |= json_object_set_new(m, "cpus", cpus > 0 ? json_integer(cpus) : json_null());
 	mem = pages > 0 && psize > 0 ? json_integer((json_int_t)pages * psize) : json_null();
-	json_object_set_new(m, "memory", mem);
+	rc |= json_object_set_new(m, "memory", mem);
+	if (rc) { /* a machine with a field left out would read as one without it */
+		json_decref(m);
+		return NULL;
+	}
 	return m;
 }

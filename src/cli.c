@@ -121,13 +121,29 @@ void cli_paint(FILE *f, const char *sgr)
  */
 static void verror(const char *cmd, const char *fmt, va_list ap)
 {
-	char *msg = NULL;
+	char buf[1024], *msg = buf;
+	va_list again;
+	int len;
 
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	/* on the stack first: the error may be that the heap is exhausted */
+	va_copy(again, ap);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (len >= (int)sizeof(buf) && vasprintf(&msg, fmt, again) < 0)
+		msg = buf; /* cut short, but said */
+	va_end(again);
 	fprintf(stderr, "sonde: %s%s%s\n", cmd ? cmd : "", cmd ? ": " : "",
-		msg ? msg : "(out of memory formatting an error)");
-	free(msg);
+		len < 0 ? "(an error that could not be formatted)" : msg);
+	if (msg != buf)
+		free(msg);
+}
+
+const char *cli_why(const struct sonde_strbuf *err, int rc)
+{
+	if (err && err->len && !sonde_strbuf__error(err))
+		return err->buf;
+	if (err && sonde_strbuf__error(err))
+		return strerror(-sonde_strbuf__error(err));
+	return rc < 0 ? strerror(-rc) : "failed, and no reason was given";
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -208,6 +224,12 @@ int cli_parse(const char *cmd, const char *usage, const struct sonde_option *opt
 		json_object_del(params, globals[i].long_name);
 	cli_apply_globals();
 
+	if (first == -ENOMEM || (first < 0 && sonde_strbuf__error(&st.err))) {
+		cli_error(cmd, "%s", strerror(ENOMEM)); /* not the user's mistake */
+		*code = EXIT_FAILURE_;
+		sonde_optparse__release(&st);
+		return -1;
+	}
 	if (first < 0) {
 		*code = cli_usage(cmd, "%s", st.err.len ? st.err.buf : strerror(-first));
 		sonde_optparse__release(&st);
@@ -286,7 +308,12 @@ char *cli_profile_path(const char *cmd, const char *name, long long *store_id)
 		return NULL;
 	if (kind == 'p') {
 		rc = sonde_store__pending(s, &l);
-	} else if (sonde_git__resolve(sonde_store__worktree(s), "HEAD", head)) {
+	} else if ((rc = sonde_git__resolve(sonde_store__worktree(s), "HEAD", head)) &&
+		   rc != -ENOENT) {
+		cli_error(cmd, "cannot ask git for HEAD: %s", strerror(-rc));
+		sonde_store__free(s);
+		return NULL;
+	} else if (rc) {
 		cli_error(cmd,
 			  "'%s' names a profile of HEAD, but '%s' is not a git work tree "
 			  "with commits",

@@ -30,6 +30,11 @@ struct cli_command {
 
 /* "sonde: CMD: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The reason a library call gave in err, or, when it could write none (the heap
+ * exhausted), what its return code rc (-errno, or 0 when it has none) says.
+ */
+const char *cli_why(const struct sonde_strbuf *err, int rc);
 /* cli_error + "try 'sonde CMD --help'"; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The exit code for a library error (-errno). */

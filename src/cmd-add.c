@@ -27,7 +27,7 @@ int cmd_add(int argc, char **argv)
 	struct sonde_store *s;
 	char head[41] = "";
 	char **paths;
-	int first, code = EXIT_OK, i, n;
+	int first, code = EXIT_OK, i, n, hrc;
 
 	first = cli_parse("add", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
 			  &code);
@@ -40,7 +40,12 @@ int cmd_add(int argc, char **argv)
 	s = cli_open_store("add");
 	if (!s)
 		return EXIT_FAILURE_;
-	sonde_git__resolve(sonde_store__worktree(s), "HEAD", head);
+	hrc = sonde_git__resolve(sonde_store__worktree(s), "HEAD", head);
+	if (hrc && hrc != -ENOENT) {
+		cli_error("add", "cannot ask git for HEAD: %s", strerror(-hrc));
+		sonde_store__free(s);
+		return EXIT_FAILURE_;
+	}
 	/* Resolve every name first: N@p numbers shift once a profile leaves jobs/. */
 	paths = calloc((size_t)n, sizeof(*paths));
 	for (i = 0; paths && i < n; i++)
@@ -54,7 +59,7 @@ int cmd_add(int argc, char **argv)
 		int rc;
 
 		if (!p) {
-			cli_error("add", "%s", err.buf);
+			cli_error("add", "%s", cli_why(&err, -errno));
 			code = errno == ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
 		} else if (origin && !force && strcmp(origin, head)) {
 			cli_error("add",
@@ -63,7 +68,7 @@ int cmd_add(int argc, char **argv)
 				  argv[i], origin, head[0] ? head : "none");
 			code = EXIT_FAILURE_;
 		} else if ((rc = sonde_store__add(s, paths[i], &err))) {
-			cli_error("add", "%s", err.buf);
+			cli_error("add", "%s", cli_why(&err, rc));
 			code = cli_exit_code(rc);
 		} else {
 			printf("registered '%s' against %.12s\n", argv[i], origin);

@@ -78,8 +78,11 @@ static int resolve(const char *name, struct side *s)
 			  name);
 		return EXIT_FAILURE_;
 	}
-	if (sonde_git__resolve(sonde_store__worktree(st), name, s->commit)) {
-		cli_error("check", "'%s' is neither a profile nor a git revision", name);
+	if ((rc = sonde_git__resolve(sonde_store__worktree(st), name, s->commit))) {
+		if (rc == -ENOENT)
+			cli_error("check", "'%s' is neither a profile nor a git revision", name);
+		else
+			cli_error("check", "cannot ask git for '%s': %s", name, strerror(-rc));
 		sonde_store__free(st);
 		return EXIT_FAILURE_;
 	}
@@ -511,9 +514,17 @@ static int history_rounds(const char *mode, const char *rev, struct round **out,
 	*nout = 0;
 	if (!st)
 		return EXIT_FAILURE_;
-	if (sonde_git__resolve(sonde_store__worktree(st), rev, commit) ||
-	    sonde_git__ancestry(sonde_store__worktree(st), commit, 100000, &sb)) {
-		cli_error("check", "'%s' is not a commit of '%s'", rev, sonde_store__worktree(st));
+	rc = sonde_git__resolve(sonde_store__worktree(st), rev, commit);
+	if (!rc)
+		rc = sonde_git__ancestry(sonde_store__worktree(st), commit, 100000, &sb);
+	if (rc) {
+		if (rc == -ENOENT)
+			cli_error("check", "'%s' is not a commit of '%s'", rev,
+				  sonde_store__worktree(st));
+		else
+			cli_error("check", "cannot ask git for the history of '%s': %s", rev,
+				  strerror(-rc));
+		sonde_strbuf__release(&sb);
 		sonde_store__free(st);
 		return EXIT_FAILURE_;
 	}
@@ -521,8 +532,13 @@ static int history_rounds(const char *mode, const char *rev, struct round **out,
 		if (nanc == cap) {
 			char **n = realloc(anc, (cap = cap ? cap * 2 : 64) * sizeof(*n));
 
-			if (!n)
-				break;
+			if (!n) { /* a history cut short would check the wrong pairs */
+				cli_error("check", "out of memory");
+				free(anc);
+				sonde_strbuf__release(&sb);
+				sonde_store__free(st);
+				return EXIT_FAILURE_;
+			}
 			anc = n;
 		}
 		anc[nanc++] = line;
@@ -533,10 +549,20 @@ static int history_rounds(const char *mode, const char *rev, struct round **out,
 
 		if (!strcmp(mode, "head") && k)
 			break;
-		if (strcmp(mode, "head") && sonde_store__count(st, anc[k]) <= 0)
-			continue;
+		if (strcmp(mode, "head")) {
+			long c = sonde_store__count(st, anc[k]);
+
+			if (c < 0) {
+				cli_error("check", "cannot read the store: %s", strerror((int)-c));
+				code = EXIT_FAILURE_;
+				break;
+			}
+			if (!c)
+				continue;
+		}
 		r = realloc(*out, (*nout + 1) * sizeof(**out));
 		if (!r) {
+			cli_error("check", "out of memory");
 			code = EXIT_FAILURE_;
 			break;
 		}
@@ -850,7 +876,7 @@ int cmd_check(int argc, char **argv)
 		json_t *cfg = NULL, *c;
 
 		if (sonde_config__load(SONDE_CONFIG_MERGED, ".", &cfg, &err)) {
-			cli_error("check", "%s", err.buf);
+			cli_error("check", "%s", cli_why(&err, 0));
 			code = EXIT_USAGE;
 		} else if (cli_config_warnings("check", cfg), !method) {
 			code = load_strategies(cfg);

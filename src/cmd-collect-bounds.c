@@ -148,7 +148,7 @@ int collect_bounds(int argc, char **argv)
 	rc = sonde_bounds__analyse(files.items, files.n, (const char *const *)words, nwords, &p,
 				   &err);
 	if (rc) {
-		cli_error("collect", "bounds: %s", err.len ? err.buf : strerror(-rc));
+		cli_error("collect", "bounds: %s", cli_why(&err, rc));
 		code = rc == -ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;
 		goto out;
 	}
@@ -156,16 +156,23 @@ int collect_bounds(int argc, char **argv)
 		struct sonde_strbuf cmd = SONDE_STRBUF_INIT;
 		json_t *args = json_array();
 
-		for (i = 0; i < files.n; i++) {
+		rc = !args;
+		for (i = 0; !rc && i < files.n; i++) {
 			sonde_strbuf__addf(&cmd, "%s%s", i ? " " : "", files.items[i]);
-			json_array_append_new(args, json_string(files.items[i]));
+			rc |= json_array_append_new(args, json_string(files.items[i]));
 		}
-		sonde_profile__set(sonde_profile__header(p), "cmd", json_string(cmd.buf));
-		sonde_profile__set(sonde_profile__header(p), "args", args);
-		sonde_profile__set(sonde_profile__collector_info(p), "name", json_string("bounds"));
+		rc |= sonde_strbuf__error(&cmd) ||
+		      sonde_profile__set(sonde_profile__header(p), "cmd", json_string(cmd.buf));
+		rc |= sonde_profile__set(sonde_profile__header(p), "args", args);
+		rc |= sonde_profile__set(sonde_profile__collector_info(p), "name",
+					 json_string("bounds"));
 		sonde_strbuf__release(&cmd);
 	}
-	sonde_profile__stamp(p);
+	if (rc || sonde_profile__stamp(p)) {
+		cli_error("collect", "cannot build the profile: %s", strerror(ENOMEM));
+		code = EXIT_FAILURE_;
+		goto out;
+	}
 	if (out_file) {
 		path = strdup(out_file);
 	} else {

@@ -466,7 +466,7 @@ static size_t pick_collectors(int argc, char **argv, const struct sonde_collecto
 	if (plugin) {
 		cols[0] = sonde_collector__load_plugin(plugin, &err);
 		if (!cols[0]) {
-			cli_error("collect", "%s", err.buf);
+			cli_error("collect", "%s", cli_why(&err, -errno));
 			*code = EXIT_FAILURE_;
 		}
 		sonde_strbuf__release(&err);
@@ -676,7 +676,7 @@ static int finish(struct sonde_session *s, const struct collect_opts *o, char **
 
 	rc = sonde_session__after(s, &err);
 	if (rc) {
-		cli_error("collect", "%s", err.buf);
+		cli_error("collect", "%s", cli_why(&err, rc));
 		sonde_strbuf__release(&err);
 		return cli_exit_code(rc);
 	}
@@ -981,6 +981,10 @@ static int cmd_collect_one(int argc, char **argv)
 	int skip, first, code = EXIT_OK, rc, capture_fd = -1;
 	size_t i;
 
+	if (!params) { /* how the profile was made is part of it */
+		cli_error("collect", "%s", strerror(ENOMEM));
+		return EXIT_FAILURE_;
+	}
 	ncols = pick_collectors(argc, argv, cols, &skip, &code, &registered_exe);
 	if (!ncols && code != -1) {
 		json_decref(params);
@@ -1162,7 +1166,7 @@ static int cmd_collect_one(int argc, char **argv)
 	}
 	rc = sonde_session__before(s, &err);
 	if (rc) {
-		cli_error("collect", "%s", err.buf);
+		cli_error("collect", "%s", cli_why(&err, rc));
 		/* -EINVAL from a collector: one of its options has a bad value */
 		code = rc == -ENOENT   ? EXIT_NOTFOUND
 		       : rc == -EACCES ? EXIT_NOEXEC
@@ -1191,7 +1195,7 @@ static int cmd_collect_one(int argc, char **argv)
 	}
 	if (rc) {
 		/* Nothing measured can be trusted if the runner broke; still keep the runs. */
-		cli_error("collect", "%s", err.buf);
+		cli_error("collect", "%s", cli_why(&err, rc));
 		if (sonde_session__outcome(s)->runs || sonde_session__outcome(s)->warmups)
 			finish(s, &o, argv, values, &capture_fd, &capture_tmp, true);
 		code = rc < 0 ? cli_exit_code(rc) : EXIT_FAILURE_; /* 3: a missing capability */

@@ -46,7 +46,7 @@ static int list(void)
 	const char *name;
 
 	if (sonde_config__load(SONDE_CONFIG_MERGED, ".", &cfg, &err)) {
-		cli_error("collector", "%s", err.buf);
+		cli_error("collector", "%s", cli_why(&err, 0));
 		sonde_strbuf__release(&err);
 		return EXIT_USAGE;
 	}
@@ -145,7 +145,7 @@ static int add(enum sonde_config_scope scope, const char *name, const char *path
 		const struct sonde_collector *c = sonde_collector__load_plugin(real, &err);
 
 		if (!c) {
-			cli_error("collector", "%s", err.buf);
+			cli_error("collector", "%s", cli_why(&err, 0));
 			sonde_strbuf__release(&err);
 			return EXIT_USAGE;
 		}

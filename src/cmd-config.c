@@ -156,7 +156,7 @@ int cmd_config(int argc, char **argv)
 	}
 	rc = sonde_config__load(scope, ".", &cfg, &err);
 	if (rc) {
-		cli_error("config", "%s", err.len ? err.buf : strerror(-rc));
+		cli_error("config", "%s", cli_why(&err, rc));
 		sonde_strbuf__release(&err);
 		return rc == -ENOENT   ? EXIT_FAILURE_
 		       : rc == -EINVAL ? EXIT_USAGE
@@ -180,7 +180,7 @@ int cmd_config(int argc, char **argv)
 		} else if (!strcmp(verb, "edit")) {
 			code = edit(path);
 		} else if ((rc = sonde_config__value(argv[2], &v, &err))) {
-			cli_error("config", "%s", err.buf);
+			cli_error("config", "%s", cli_why(&err, rc));
 			code = EXIT_USAGE;
 		} else if ((rc = sonde_config__set(cfg, argv[1], v))) {
 			cli_error("config", "cannot set '%s': %s", argv[1],

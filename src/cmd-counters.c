@@ -88,7 +88,7 @@ static int load_defs(const char *defs)
 	const char *note;
 
 	if (defs && sonde_counters__load_defs(defs, &err)) {
-		cli_error("counters", "%s", err.buf);
+		cli_error("counters", "%s", cli_why(&err, 0));
 		sonde_strbuf__release(&err);
 		return EXIT_USAGE;
 	}
@@ -327,9 +327,9 @@ static int eval_one(const char *expr, struct settings *ss, bool named, json_t *j
 
 	if (rc) {
 		if (named)
-			cli_error("counters", "%s: %s", expr, err.buf);
+			cli_error("counters", "%s: %s", expr, cli_why(&err, rc));
 		else
-			cli_error("counters", "%s", err.buf);
+			cli_error("counters", "%s", cli_why(&err, rc));
 		code = rc == -EINVAL ? EXIT_USAGE : cli_exit_code(rc);
 		if (json)
 			json_array_append_new(json, json_pack("{s:s, s:s}", "expression", expr,

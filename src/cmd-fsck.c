@@ -35,7 +35,7 @@ int cmd_fsck(int argc, char **argv)
 	}
 	rc = sonde_store__rebuild(dir, &n, &err);
 	if (rc) {
-		cli_error("fsck", "%s", err.buf ? err.buf : strerror(-rc));
+		cli_error("fsck", "%s", cli_why(&err, rc));
 		code = cli_exit_code(rc);
 	} else {
 		s = sonde_store__open(dir);

@@ -163,13 +163,21 @@ int cmd_init(int argc, char **argv)
 		printf("initialised a sonde store in '%s/.sonde'\n", dir);
 	/* profiles are not sources: keep .sonde/ out of `git status`, without touching .gitignore
 	 */
-	if (sonde_git__exclude(dir, ".sonde/") == 1)
+	rc = sonde_git__exclude(dir, ".sonde/");
+	if (rc == 1)
 		printf("added '.sonde/' to the repository's info/exclude\n");
+	else if (rc < 0 && rc != -ENOENT)
+		cli_error("init", "cannot add '.sonde/' to the repository's info/exclude: %s",
+			  strerror(-rc));
 	if (template && (rc = write_template(dir, template))) {
 		cli_error("init", "cannot write the configuration: %s", strerror(-rc));
 		return cli_exit_code(rc);
 	}
-	if (sonde_git__resolve(dir, "HEAD", head))
+	if ((rc = sonde_git__resolve(dir, "HEAD", head)) && rc != -ENOENT) {
+		cli_error("init", "cannot ask git for HEAD: %s", strerror(-rc));
+		return cli_exit_code(rc);
+	}
+	if (rc)
 		printf("note: '%s' is not a git work tree with commits: profiles will have no "
 		       "origin and cannot be registered\n",
 		       dir);

@@ -238,7 +238,7 @@ int cmd_postprocess(int argc, char **argv)
 		return EXIT_FAILURE_;
 	p = sonde_profile__load(path, &err);
 	if (!p) {
-		cli_error("postprocess", "%s", err.buf);
+		cli_error("postprocess", "%s", cli_why(&err, -errno));
 		free(path);
 		sonde_strbuf__release(&err);
 		return errno == ENOTSUP ? EXIT_UNSUPPORTED : EXIT_FAILURE_;

@@ -1169,7 +1169,7 @@ int cmd_run(int argc, char **argv)
 	}
 	rc = sonde_config__load(SONDE_CONFIG_MERGED, ".", &cfg, &err);
 	if (rc) {
-		cli_error("run", "%s", err.len ? err.buf : strerror(-rc));
+		cli_error("run", "%s", cli_why(&err, rc));
 		code = EXIT_USAGE;
 		goto out;
 	}

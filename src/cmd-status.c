@@ -48,12 +48,23 @@ int cmd_status(int argc, char **argv)
 		return EXIT_FAILURE_;
 	printf("store: %s\n", sonde_store__root(s));
 	rc = sonde_git__resolve(sonde_store__worktree(s), "HEAD", head);
-	if (rc)
+	if (rc && rc != -ENOENT) {
+		cli_error("status", "cannot ask git for HEAD: %s", strerror(-rc));
+		sonde_store__free(s);
+		return EXIT_FAILURE_;
+	}
+	if (rc) {
 		printf("HEAD: none (not a git work tree with commits)\n");
-	else
-		printf("HEAD: %s%s\n", head,
-		       sonde_git__dirty(sonde_store__worktree(s)) == 1 ? " (uncommitted changes)"
-								       : "");
+	} else {
+		int dirty = sonde_git__dirty(sonde_store__worktree(s));
+
+		if (dirty < 0 && dirty != -ENOENT) {
+			cli_error("status", "cannot ask git for changes: %s", strerror(-dirty));
+			sonde_store__free(s);
+			return EXIT_FAILURE_;
+		}
+		printf("HEAD: %s%s\n", head, dirty == 1 ? " (uncommitted changes)" : "");
+	}
 	rc = sonde_store__pending(s, &pend);
 	if (rc) {
 		cli_error("status", "cannot list pending profiles: %s", strerror(-rc));

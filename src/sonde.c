@@ -1,6 +1,7 @@
 /*
  * sonde.c - the command table and main(): global options, then one command.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,13 @@ int main(int argc, char **argv)
 			return EXIT_OK;
 		}
 	i = sonde_options__parse(cli_global_options(), argc - 1, argv + 1, &st);
+	if (i == -ENOMEM || (i < 0 && sonde_strbuf__error(&st.err))) {
+		cli_error(NULL, "%s", strerror(ENOMEM));
+		sonde_optparse__release(&st);
+		return EXIT_FAILURE_;
+	}
 	if (i < 0) {
-		fprintf(stderr, "sonde: %s\ntry 'sonde --help'\n", st.err.buf);
+		fprintf(stderr, "sonde: %s\ntry 'sonde --help'\n", cli_why(&st.err, i));
 		sonde_optparse__release(&st);
 		return EXIT_USAGE;
 	}

@@ -14,7 +14,8 @@
 /*
  * The full hash of rev (e.g. "HEAD") in the repository containing dir, into out
  * (41 bytes). Returns 0, -ENOENT when dir is not in a git work tree or rev does not
- * resolve, -errno otherwise.
+ * resolve (or git is not installed), -errno when git could not be asked or its
+ * answer not read (-ENOMEM, say): callers tell that apart from "no such commit".
  */
 int sonde_git__resolve(const char *dir, const char *rev, char out[41]);
 /* Whether the work tree of dir has uncommitted changes to tracked files. 1, 0 or -errno. */
@@ -30,6 +31,8 @@ int sonde_git__dirty(const char *dir);
 struct sonde_git_origin {
 	char commit[41]; /* HEAD's full hash; "" outside a work tree */
 	int dirty;	 /* uncommitted changes to tracked files: 1, 0, or -errno */
+	int error;	 /* -errno when git could not be asked or its answer read (not
+			  * -ENOENT: no git, or no work tree, is "no origin"); else 0 */
 	/* private */
 	int pid[2], fd[2];
 	bool started;

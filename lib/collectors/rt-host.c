@@ -73,6 +73,8 @@ static int preload_runtime(struct sonde_collection *c, const struct rt_host_spec
 	}
 	free(exe);
 	runtime = sonde_runtime_file(s->runtime);
+	if (!runtime && errno != ENOENT)
+		return -errno;
 	if (!runtime) {
 		sonde_collection__fail(c,
 				       "cannot find the %s runtime %s (set SONDE_RUNTIME_DIR to "

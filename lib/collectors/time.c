@@ -158,27 +158,32 @@ static int time_stop(struct sonde_collection *c, const struct sonde_run_info *ri
 	return 0;
 }
 
-/* Warnings about the real times of one workload (samples [from, to)). */
-static void warn_workload(struct sonde_profile *p, const struct sample *s, size_t n)
+/* Warnings about the real times of one workload (samples [from, to)). 0 or -ENOMEM. */
+static int warn_workload(struct sonde_profile *p, const struct sample *s, size_t n)
 {
 	struct sonde_summary sum;
 	struct sonde_bimodal bi;
 	char msg[256], a[32], b[32], where[96] = "";
 	double *x = malloc(n * sizeof(*x));
 	size_t i, outliers;
-	int cold = 0;
+	int cold = 0, rc = 0;
 
 	if (!x)
-		return;
+		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		x[i] = (double)s[i].v[M_REAL];
 	if (s[0].workload)
 		snprintf(where, sizeof(where), " (workload %s)", s[0].workload);
-	if (sonde_stats__summarize(x, n, &sum) == 0) {
+	rc = sonde_stats__summarize(x, n, &sum);
+	if (rc == -ENOMEM) {
+		free(x);
+		return rc;
+	}
+	if (rc == 0) {
 		if (sum.mean < 5e6) {
 			snprintf(msg, sizeof(msg), "runs took %s on average%s, under 5 ms",
 				 sonde_format__duration(sum.mean, a, sizeof(a)), where);
-			sonde_profile__add_workload_warning(
+			rc |= sonde_profile__add_workload_warning(
 				p, "short-run", s[0].workload, msg,
 				sonde_warning__info(SONDE_WARN_SHORT_RUN)->fix);
 		}
@@ -189,19 +194,22 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 			snprintf(msg, sizeof(msg), "the first run took %s, the median is %s%s",
 				 sonde_format__duration(x[0], a, sizeof(a)),
 				 sonde_format__duration(sum.median, b, sizeof(b)), where);
-			sonde_profile__add_workload_warning(
+			rc |= sonde_profile__add_workload_warning(
 				p, "cold-first-run", s[0].workload, msg,
 				sonde_warning__info(SONDE_WARN_COLD_FIRST_RUN)->fix);
 		}
 		outliers = sum.outliers - (size_t)cold;
-		if (sonde_stats__bimodal(x, n, &bi) == 1) {
+		int two = sonde_stats__bimodal(x, n, &bi);
+
+		rc |= two < 0 ? two : 0;
+		if (two == 1) {
 			/* two kinds of run, not outliers of one */
 			snprintf(msg, sizeof(msg),
 				 "the runs form two groups: %zu around %s and %zu around %s%s",
 				 bi.n_low, sonde_format__duration(bi.median_low, a, sizeof(a)),
 				 bi.n_high, sonde_format__duration(bi.median_high, b, sizeof(b)),
 				 where);
-			sonde_profile__add_workload_warning(
+			rc |= sonde_profile__add_workload_warning(
 				p, sonde_warning__info(SONDE_WARN_BIMODAL)->code, s[0].workload,
 				msg, sonde_warning__info(SONDE_WARN_BIMODAL)->fix);
 			outliers = 0;
@@ -211,12 +219,13 @@ static void warn_workload(struct sonde_profile *p, const struct sample *s, size_
 				 "%zu of %zu runs are outliers (more than %.1f MADs from the "
 				 "median)%s",
 				 outliers, n, SONDE_OUTLIER_Z, where);
-			sonde_profile__add_workload_warning(
+			rc |= sonde_profile__add_workload_warning(
 				p, "outliers", s[0].workload, msg,
 				sonde_warning__info(SONDE_WARN_OUTLIERS)->fix);
 		}
 	}
 	free(x);
+	return rc ? -ENOMEM : 0;
 }
 
 static int time_after(struct sonde_collection *c, struct sonde_profile *p)
@@ -232,7 +241,7 @@ static int time_after(struct sonde_collection *c, struct sonde_profile *p)
 			json_object_get(sonde_profile__collector_info(p), "params"), "clock",
 			json_string(st->clock));
 	if (st->rss_inherited && st->n)
-		sonde_profile__add_warning(
+		err |= sonde_profile__add_warning(
 			p, sonde_warning__info(SONDE_WARN_RSS_NOT_MEASURED)->code,
 			"max-rss <not supported>: sonde-spawn was not found, and a target started "
 			"from sonde counts sonde's own memory in its ru_maxrss",
@@ -264,7 +273,7 @@ static int time_after(struct sonde_collection *c, struct sonde_profile *p)
 		json_decref(extra);
 		/* Warnings per workload, once its samples are all seen. */
 		if (i + 1 == st->n || st->s[i + 1].order == 1) {
-			warn_workload(p, st->s + from, i + 1 - from);
+			err |= warn_workload(p, st->s + from, i + 1 - from);
 			from = i + 1;
 		}
 	}

@@ -59,11 +59,20 @@ static int esc(struct sonde_strbuf *sb, const char *s)
 	return sonde_view__escape(sb, s ? s : "");
 }
 
+static int fact_text(struct sonde_strbuf *out, const char *name, const char *s)
+{
+	int rc = sonde_strbuf__adds(out, "<tr><th>");
+
+	rc |= esc(out, name);
+	rc |= sonde_strbuf__adds(out, "</th><td>");
+	rc |= esc(out, s);
+	return rc | sonde_strbuf__adds(out, "</td></tr>\n");
+}
+
 static int fact(struct sonde_strbuf *out, const char *name, json_t *v)
 {
 	char buf[64];
 	const char *s = buf;
-	int rc;
 
 	if (json_is_string(v))
 		s = json_string_value(v);
@@ -75,11 +84,7 @@ static int fact(struct sonde_strbuf *out, const char *name, json_t *v)
 		s = json_is_true(v) ? "yes" : "no";
 	else
 		return 0; /* not recorded: not shown */
-	rc = sonde_strbuf__adds(out, "<tr><th>");
-	rc |= esc(out, name);
-	rc |= sonde_strbuf__adds(out, "</th><td>");
-	rc |= esc(out, s);
-	return rc | sonde_strbuf__adds(out, "</td></tr>\n");
+	return fact_text(out, name, s);
 }
 
 static int numcell(struct sonde_strbuf *out, double v, const char *unit)
@@ -160,10 +165,7 @@ static int facts(struct sonde_strbuf *out, const struct sonde_profile *p)
 		sonde_format__duration(
 			(double)json_integer_value(json_object_get(st, "duration_ns")), buf,
 			sizeof(buf));
-		json_t *d = json_string(buf);
-
-		rc |= fact(out, "duration", d);
-		json_decref(d);
+		rc |= fact_text(out, "duration", buf);
 	}
 	return rc | sonde_strbuf__adds(out, "</table>\n");
 }

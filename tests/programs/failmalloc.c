@@ -6,10 +6,12 @@
  * realloc, posix_memalign, aligned_alloc, memalign; the loader's and the C
  * library's own start-up are not counted) and, with SONDE_FAIL_AT=N, makes the
  * Nth fail as an exhausted heap does: NULL and errno ENOMEM. With
- * SONDE_FAIL_COUNT=FILE the number of calls is written there at exit.
+ * SONDE_FAIL_COUNT=FILE the number of calls is written there at exit. The
+ * programs sonde starts (git) do not inherit it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,9 +78,11 @@ int posix_memalign(void **out, size_t al, size_t n)
 	return 0;
 }
 
+static char count_path[4096];
+
 static void write_count(void)
 {
-	const char *path = getenv("SONDE_FAIL_COUNT");
+	const char *path = count_path[0] ? count_path : NULL;
 	char buf[32];
 	int fd, len;
 
@@ -96,9 +100,15 @@ static void write_count(void)
 
 __attribute__((constructor(65535))) static void arm(void)
 {
-	const char *at = getenv("SONDE_FAIL_AT");
+	const char *at = getenv("SONDE_FAIL_AT"), *path = getenv("SONDE_FAIL_COUNT");
 
 	fail_at = at ? strtoul(at, NULL, 10) : 0;
+	if (path)
+		snprintf(count_path, sizeof(count_path), "%s", path);
+	/* the faults are sonde's: the programs it starts (git) run with their own heap */
+	unsetenv("LD_PRELOAD");
+	unsetenv("SONDE_FAIL_AT");
+	unsetenv("SONDE_FAIL_COUNT");
 	atexit(write_count);
 	atomic_store(&armed, 1);
 }
