@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sonde/collector.h>
+#include "registry.h"
 
 extern const struct sonde_collector sonde_collector_time;
 extern const struct sonde_collector sonde_collector_external;
@@ -26,6 +27,18 @@ static const struct sonde_collector *const builtins[] = {
 	&sonde_collector_system,   &sonde_collector_sched,  &sonde_collector_power,
 	&sonde_collector_external,
 };
+
+/* the joins of profiles of one run (registry.h): their code is their collectors' */
+extern int power_regions__join(struct sonde_profile *power, const struct sonde_profile *counters);
+static const struct sonde_join joins[] = {
+	{ "power", "counters", power_regions__join },
+};
+
+const struct sonde_join *sonde_collector__joins(size_t *n)
+{
+	*n = sizeof(joins) / sizeof(joins[0]);
+	return joins;
+}
 
 const struct sonde_collector *const *sonde_collector__builtins(size_t *n)
 {

@@ -26,7 +26,7 @@
 #include <sonde/log.h>
 #include <sonde/session.h>
 #include <sonde/warning.h>
-#include "collectors/power/regions.h"
+#include "registry.h"
 
 extern char **environ;
 
@@ -1234,39 +1234,26 @@ static int run_columns(struct sonde_session *s, struct sonde_collection *c, stru
 	return rc;
 }
 
-/*
- * Profiles of one run that complete each other: the power collector's series
- * is shared out among the regions the counters collector recorded on the same
- * run (energy per region, lib/collectors/power/regions.c).
- */
-static int join_regions(struct sonde_session *s)
+/* Profiles of one run that complete each other (registry.h), each pair once. */
+static int join_profiles(struct sonde_session *s)
 {
-	struct sonde_profile *power = NULL, *counters = NULL;
-	size_t i;
-	long n;
+	const struct sonde_join *j;
+	size_t nj, k, i, w;
+	int rc;
 
-	for (i = 0; i < s->ncols; i++) {
-		if (!strcmp(s->cols[i].col->profile_type, "power"))
-			power = s->cols[i].profile;
-		else if (!strcmp(s->cols[i].col->profile_type, "counters"))
-			counters = s->cols[i].profile;
-	}
-	if (!power || !counters)
-		return 0;
-	n = power_regions__attribute(power, counters);
-	if (n < 0)
-		return (int)n;
-	if (n) {
-		json_t *pw = json_object_get(sonde_profile__stats(power), "power");
-
-		json_object_set_new(
-			pw, "regions",
-			json_pack("{s:s, s:I, s:s}", "from", "counters", "executions",
-				  (json_int_t)n, "method",
-				  "each execution's share of the intervals it overlaps, at their "
-				  "average power: a region shorter than the interval gets the "
-				  "interval's average"));
-	}
+	j = sonde_collector__joins(&nj);
+	for (k = 0; k < nj; k++)
+		for (i = 0; i < s->ncols; i++) {
+			if (strcmp(s->cols[i].col->profile_type, j[k].type))
+				continue;
+			for (w = 0; w < s->ncols; w++)
+				if (!strcmp(s->cols[w].col->profile_type, j[k].with)) {
+					rc = j[k].join(s->cols[i].profile, s->cols[w].profile);
+					if (rc)
+						return rc;
+					break;
+				}
+		}
 	return 0;
 }
 
@@ -1294,7 +1281,7 @@ int sonde_session__after(struct sonde_session *s, struct sonde_strbuf *err)
 			return rc;
 		}
 	}
-	rc = join_regions(s);
+	rc = join_profiles(s);
 	if (rc) {
 		sonde_strbuf__addf(err, "the power profile's regions could not be written: %s",
 				   strerror(-rc));

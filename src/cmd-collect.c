@@ -647,19 +647,10 @@ static void keep_capture(struct sonde_session *s, const char *path, int *capture
 static void print_view(struct sonde_profile *p, FILE *rep)
 {
 	struct sonde_strbuf v = SONDE_STRBUF_INIT;
-	int vr = sonde_view__counters(p, SONDE_VIEW_TEXT, false, &v);
+	/* the notes went to stderr as the run went; the warnings follow */
+	const struct sonde_view_args a = { .sz = sizeof(a), .fmt = SONDE_VIEW_TEXT, .top = 10 };
 
-	if (vr == -EINVAL)
-		vr = sonde_view__sched(p, SONDE_VIEW_TEXT, &v);
-	if (vr == -EINVAL)
-		vr = sonde_view__system(p, SONDE_VIEW_TEXT, &v);
-	if (vr == -EINVAL)
-		vr = sonde_view__memory(p, SONDE_VIEW_TEXT, 10, &v);
-	if (vr == -EINVAL)
-		vr = sonde_view__trace_report(p, SONDE_VIEW_TEXT, "total", 10, &v);
-	if (vr == -EINVAL)
-		vr = sonde_view__table(p, SONDE_VIEW_TEXT, &v);
-	cli_emit(vr, &v, rep);
+	cli_emit(sonde_view__show(p, NULL, &a, &v), &v, rep);
 	cli_print_warnings(p, rep, false); /* notes went to stderr */
 }
 

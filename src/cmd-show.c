@@ -13,12 +13,6 @@
 
 static const char *const flame_weights[] = { "bytes", "count", "time", "calls", "samples", NULL };
 
-static bool is_drawn(const char *view)
-{
-	return !strcmp(view, "bars") || !strcmp(view, "flow") || !strcmp(view, "scatter") ||
-	       !strcmp(view, "flamegraph") || !strcmp(view, "diff");
-}
-
 /* The table of a diff: inclusive weight per function, baseline and target. */
 static int diff_table(const char *fb, const char *ft, const char *unit, unsigned top)
 {
@@ -212,26 +206,29 @@ out:
 	return code;
 }
 
-static const char usage[] =
+static const char usage_head[] =
 	"usage: sonde show PROFILE [VIEW [OTHER]] [options]\n"
 	"\n"
 	"Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
 	"'sonde status') or N@i (the Nth profile registered for HEAD).\n"
-	"VIEW: table (default): summary statistics of every resource;\n"
-	"      memory: totals, top sites, leaks with their stacks, sizes and the\n"
-	"      heap over time (memory profiles);\n"
-	"      report: per function calls, total, self, average, min and max time\n"
-	"      (trace profiles; --sort KEY);\n"
-	"      graph: the calling contexts with inclusive and exclusive time; as\n"
-	"      json, csv or markdown the caller -> callee edges (trace profiles).\n"
-	"Drawn views write a standalone SVG to -o FILE (default: stdout):\n"
-	"      bars: --func of --of per --per, grouped (or --stacked) --by a field;\n"
-	"      flow: the same over a numeric --per (snapshot, timestamp, size);\n"
-	"      scatter: --of against --per per uid, with every fitted model;\n"
-	"      flamegraph: the stacks of a memory (bytes or count) or trace (time or\n"
-	"      calls) profile: click to zoom, search, tooltips;\n"
-	"      diff OTHER: OTHER against PROFILE: a differential flame graph (-o) and a\n"
-	"      table of the functions that changed most.";
+	"Views (the drawn ones write a standalone SVG to -o FILE, default stdout;\n"
+	"diff takes OTHER, the profile compared with PROFILE):";
+
+/* The usage, its list of views from the registry (a static buffer: made once). */
+static const char *usage(void)
+{
+	static char text[4096];
+	size_t nv, k, len;
+	const struct sonde_view_info *v = sonde_view__list(&nv);
+
+	if (text[0])
+		return text;
+	len = (size_t)snprintf(text, sizeof(text), "%s", usage_head);
+	for (k = 0; k < nv && len < sizeof(text); k++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "\n  %-11s%s\n  %-11s(%s)",
+					v[k].name, v[k].summary, "", v[k].reads);
+	return text;
+}
 
 int cmd_show(int argc, char **argv)
 {
@@ -272,11 +269,12 @@ int cmd_show(int argc, char **argv)
 		  0, 0, time_units },
 		{ .type = SONDE_OPT_END },
 	};
+	const struct sonde_view_info *vi;
 	struct sonde_profile *p;
 	const char *view;
 	int first, code = EXIT_OK;
 
-	first = cli_parse("show", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
+	first = cli_parse("show", usage(), opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
 			  &code);
 	if (first < 0)
 		return code;
@@ -289,13 +287,17 @@ int cmd_show(int argc, char **argv)
 		return cli_usage("show", "too many arguments");
 	if (!strcmp(view, "diff") && argc < 3)
 		return cli_usage("show", "diff: which profile to compare with PROFILE?");
-	if (strcmp(view, "table") && strcmp(view, "memory") && strcmp(view, "report") &&
-	    strcmp(view, "graph") && strcmp(view, "counters") && strcmp(view, "sched") &&
-	    strcmp(view, "system") && !is_drawn(view))
-		return cli_usage("show",
-				 "unknown view '%s' (views: table, memory, report, graph, "
-				 "counters, sched, system, bars, flow, scatter, flamegraph, diff)",
-				 view);
+	if (!(vi = sonde_view__find(view))) {
+		struct sonde_strbuf names = SONDE_STRBUF_INIT;
+		size_t nv, k;
+		const struct sonde_view_info *all = sonde_view__list(&nv);
+
+		for (k = 0; k < nv; k++)
+			sonde_strbuf__addf(&names, "%s%s", k ? ", " : "", all[k].name);
+		code = cli_usage("show", "unknown view '%s' (views: %s)", view, cli_why(&names, 0));
+		sonde_strbuf__release(&names);
+		return code;
+	}
 	p = cli_load_profile("show", argv[0], &code);
 	if (!p)
 		return code;
@@ -307,37 +309,22 @@ int cmd_show(int argc, char **argv)
 		json_object_set_new(json_object_get(ci, "params"), "time-unit",
 				    json_string(time_unit));
 	}
-	if (is_drawn(view)) {
+	if (vi->flags & SONDE_VIEW_DRAWN) {
 		for (c.func = 0; strcmp(sonde_view__aggs[c.func], func); c.func++)
 			;
 		c.top = (unsigned)top;
 		code = drawn(p, view, argv[0], argc > 2 ? argv[2] : NULL, &c, weight, out_file);
 	} else {
-		enum sonde_view_format fmt = sonde_view__format_of(format);
+		const struct sonde_view_args a = { .sz = sizeof(a),
+						   .fmt = sonde_view__format_of(format),
+						   .top = (unsigned)top,
+						   .sort = sort,
+						   .notes = true,
+						   .warnings = true };
 		struct sonde_strbuf sb = SONDE_STRBUF_INIT;
-		const char *needs = "trace";
-		int rc;
+		const char *needs = vi->collector ? vi->collector : "trace";
+		int rc = cli_emit(sonde_view__show(p, view, &a, &sb), &sb, stdout);
 
-		if (!strcmp(view, "counters")) {
-			rc = sonde_view__counters(p, fmt, true, &sb);
-			needs = "counters";
-		} else if (!strcmp(view, "sched") || !strcmp(view, "system")) {
-			rc = !strcmp(view, "sched") ? sonde_view__sched(p, fmt, &sb)
-						    : sonde_view__system(p, fmt, &sb);
-			needs = view;
-		} else if (!strcmp(view, "memory")) {
-			rc = sonde_view__memory(p, fmt, (unsigned)top, &sb);
-			needs = "memory";
-		} else if (!strcmp(view, "report")) {
-			rc = sonde_view__trace_report(p, fmt, sort, (unsigned)top, &sb);
-		} else if (!strcmp(view, "graph")) {
-			rc = sonde_view__trace_graph(p, fmt, (unsigned)top, &sb);
-		} else {
-			rc = sonde_view__table(p, fmt, &sb);
-			if (!rc && fmt == SONDE_VIEW_TEXT)
-				rc = sonde_view__warnings(p, "", true, &sb);
-		}
-		rc = cli_emit(rc, &sb, stdout);
 		if (rc == -EINVAL) {
 			cli_error("show",
 				  "'%s' is a %s profile: the %s view needs a %s profile "

@@ -154,4 +154,46 @@ int sonde_view__scatter(const struct sonde_profile *p, const struct sonde_chart_
 int sonde_view__report(struct sonde_profile *const *p, const char *const *names, size_t n,
 		       struct sonde_strbuf *out);
 
+/*
+ * The registry of views: every view sonde shows, by name, read by `collect`,
+ * `show`, `export` and the Python binding, so that which view a profile gets
+ * is decided here only.
+ */
+enum {
+	SONDE_VIEW_DRAWN = 1u << 0, /* an SVG chart: drawn by its own call, not by show() */
+	SONDE_VIEW_OWN =
+		1u << 1, /* a collector's own view: tried for a profile with no view named */
+	SONDE_VIEW_TOP = 1u << 2,  /* reads top */
+	SONDE_VIEW_SORT = 1u << 3, /* reads sort (sonde_view__trace_sort_keys) */
+};
+struct sonde_view_args {
+	size_t sz; /* sizeof(struct sonde_view_args) */
+	enum sonde_view_format fmt;
+	unsigned top;	  /* rows (sites, functions, callees); 0: all */
+	const char *sort; /* report: a sort key (NULL: total) */
+	bool notes;	  /* counters: end with the collection's notes */
+	bool warnings;	  /* table as text: the warnings and notes after it */
+};
+struct sonde_view_info {
+	const char *name;
+	const char *summary;   /* one line, for --help */
+	const char *reads;     /* the profiles it reads ("memory profiles"), for --help */
+	const char *collector; /* the collector whose profiles it reads; NULL: any */
+	unsigned flags;
+	int (*show)(const struct sonde_profile *p, const struct sonde_view_args *a,
+		    struct sonde_strbuf *out);
+};
+/* Every view, in the order --help lists them. */
+const struct sonde_view_info *sonde_view__list(size_t *n);
+/* The view called name, or NULL (errno ENOENT). */
+const struct sonde_view_info *sonde_view__find(const char *name);
+/*
+ * Show p with the view called name (not a drawn one). With name NULL, the
+ * profile's own view: the first of the collectors' own views (SONDE_VIEW_OWN,
+ * in registry order) that reads it, else the table. -EINVAL: the view does
+ * not apply to p; -ENOENT: no such view; -ENOTSUP: a drawn view.
+ */
+int sonde_view__show(const struct sonde_profile *p, const char *name,
+		     const struct sonde_view_args *a, struct sonde_strbuf *out);
+
 #endif

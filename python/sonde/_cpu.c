@@ -61,7 +61,7 @@
 #include <sonde/syscalls.h>
 #include <sonde/sysinfo.h>
 #include <dirent.h>
-#include "collectors/python/pyring.h"
+#include "proto/python.h"
 #include "grow.h"
 #include "u64map.h"
 #include "_pymem.h"
@@ -89,7 +89,7 @@ struct ev { /* one drained event; hdr: SONDE_RING_REC(type, 16) */
 };
 
 /* One event in a batch record: the ring record is a header word, a pad word, bevs. */
-/* One event in a batch record (pyring.h): the record is a header word, a pad word, bevs. */
+/* One event in a batch record (proto/python.h): the record is a header word, a pad word, bevs. */
 #define bev	  pyr_ev
 #define BATCH_HDR PYR_BATCH_HDR
 

@@ -77,8 +77,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
-#include "collectors/python/pyring.h"
-#include "procfile.h"
+#include "proto/python.h"
 #include "u64map.h"
 
 /* The triggers' signal: handled in the program's threads, read from a signalfd in the sampler's. */
@@ -217,6 +216,27 @@ static struct py_timed *timed_of(struct py_sampler *s, uint32_t tid)
 	return u64map__get(&s->timed_at, tid, &i) ? &s->timed[i] : NULL;
 }
 
+/* The start of a /proc file (at most size - 1 bytes, NUL-terminated): its length or -1. */
+static ssize_t read_proc(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	ssize_t got = 0;
+
+	if (fd < 0)
+		return -1;
+	while (len + 1 < size && (got = read(fd, buf + len, size - 1 - len)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			break;
+		len += (size_t)got;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return got < 0 ? -1 : (ssize_t)len;
+}
+
 /* Whether thread tid blocks PY_SAMPLE_SIGNAL (its SigBlk mask), as far as can be read. */
 static bool blocks_signal(uint32_t tid)
 {
@@ -224,7 +244,7 @@ static bool blocks_signal(uint32_t tid)
 	const char *m;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%u/status", tid);
-	if (sonde_procfile__read(NULL, path, buf, sizeof(buf)) <= 0 ||
+	if (read_proc(path, buf, sizeof(buf)) <= 0 ||
 	    !(m = strstr(buf, "\nSigBlk:")))
 		return false;
 	return (strtoull(m + 8, NULL, 16) >> (PY_SAMPLE_SIGNAL - 1)) & 1;

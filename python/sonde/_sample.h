@@ -47,7 +47,7 @@ struct py_sampler_stats {
 	uint64_t weighed_ns; /* of it, what the kept samples carry (their weights) */
 	double hz;
 	bool wall;
-	uint32_t how; /* how samples were asked for: PYR_HOW_* bits (pyring.h) */
+	uint32_t how; /* how samples were asked for: PYR_HOW_* bits (proto/python.h) */
 };
 
 struct py_sampler;

@@ -67,27 +67,24 @@ static int draw(const struct view_args *a, struct sonde_profile *p, struct sonde
 	int f = one_of("format", a->format, sonde_view__formats);
 	unsigned top = a->top < 0 ? 0 : (unsigned)a->top;
 
+	const struct sonde_view_info *v = sonde_view__find(k);
+
 	if (f < 0)
 		return -1;
-	if (!strcmp(k, "table"))
-		return sonde_view__table(p, (enum sonde_view_format)f, out);
+	if (v && v->show) { /* the registry's text views, as `sonde show` shows them */
+		const struct sonde_view_args va = { .sz = sizeof(va),
+						    .fmt = (enum sonde_view_format)f,
+						    .top = top,
+						    .sort = a->sort,
+						    .notes = true };
+
+		if ((v->flags & SONDE_VIEW_SORT) &&
+		    one_of("sort key", a->sort, sonde_view__trace_sort_keys) < 0)
+			return -1;
+		return sonde_view__show(p, k, &va, out);
+	}
 	if (!strcmp(k, "warnings"))
 		return sonde_view__warnings(p, "", true, out);
-	if (!strcmp(k, "memory"))
-		return sonde_view__memory(p, (enum sonde_view_format)f, top, out);
-	if (!strcmp(k, "report")) {
-		if (one_of("sort key", a->sort, sonde_view__trace_sort_keys) < 0)
-			return -1;
-		return sonde_view__trace_report(p, (enum sonde_view_format)f, a->sort, top, out);
-	}
-	if (!strcmp(k, "graph"))
-		return sonde_view__trace_graph(p, (enum sonde_view_format)f, top, out);
-	if (!strcmp(k, "counters"))
-		return sonde_view__counters(p, (enum sonde_view_format)f, true, out);
-	if (!strcmp(k, "sched"))
-		return sonde_view__sched(p, (enum sonde_view_format)f, out);
-	if (!strcmp(k, "system"))
-		return sonde_view__system(p, (enum sonde_view_format)f, out);
 	if (!strcmp(k, "perfetto"))
 		return sonde_view__perfetto(p, out);
 	if (!strcmp(k, "folded") || !strcmp(k, "flamegraph")) {

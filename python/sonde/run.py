@@ -22,7 +22,7 @@ import sys
 from . import _sonde
 from .cpu import CpuCollector
 
-RING_ENV, TSC_ENV = "SONDE_PYTHON_RING", "SONDE_PYTHON_TSC"  # lib/collectors/python/pyring.h
+RING_ENV, TSC_ENV = "SONDE_PYTHON_RING", "SONDE_PYTHON_TSC"  # proto/python.h
 
 # The runner's own options. They are parsed by hand, and argparse (with what it
 # imports: re, gettext, ...) is loaded only for --help and for what this does

@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "../../lib/collectors/rt-proto.h"
+#include "../../proto/rt.h"
 #include "rt.h"
 
 void *rt_map_anon(size_t len)

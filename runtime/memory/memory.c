@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sonde/ring.h>
-#include "../../lib/collectors/memory/proto.h"
+#include "../../proto/memory.h"
 #include "stack.h"
 
 #define EXPORT RT_EXPORT

@@ -25,8 +25,8 @@
 #include <sys/syscall.h>
 #include <sonde/ring.h>
 #include "../common/rt.h"
-#include "../../lib/collectors/rt-proto.h"
-#include "../../lib/collectors/sample/proto.h"
+#include "../../proto/rt.h"
+#include "../../proto/sample.h"
 
 #define EXPORT RT_EXPORT
 

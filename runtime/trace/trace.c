@@ -48,7 +48,7 @@
 #include <unistd.h>
 #include <sonde/ring.h>
 #include <sonde/trace.h>
-#include "../../lib/collectors/trace/proto.h"
+#include "../../proto/trace.h"
 #include "../common/rt.h"
 
 #define BLOCK_BYTES 8192u

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../lib/collectors/counters/expr.h"
+#include "../../lib/engines/counters/expr.h"
 
 static const double vals[3] = { 1, 0, 3 };
 

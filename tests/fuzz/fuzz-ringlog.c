@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collectors/memory/memory.h"
-#include "collectors/trace/trace.h"
+#include "engines/calltree/calltree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <sonde/counters.h>
-#include "../../lib/collectors/counters/counters.h"
+#include "../../lib/engines/counters/counters.h"
 
 /* a name -> values table */
 struct vals {

@@ -26,8 +26,8 @@
 #include <sonde/ring.h>
 #include "../../grow.h"
 #include "../../ticker.h"
-#include "../rt-host.h"
-#include "service.h"
+#include "../../engines/preload/rt-host.h"
+#include "../../engines/counters/service.h"
 
 enum dkind { D_RUN, D_INTERVAL, D_REGION };
 static const char *const dkind_name[] = { "run", "interval", "region" };

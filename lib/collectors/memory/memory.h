@@ -11,8 +11,8 @@
 #include <sonde/profile.h>
 #include <sonde/symbols.h>
 #include "../../u64map.h"
-#include "../rt-host.h"
-#include "proto.h"
+#include "../../engines/preload/rt-host.h"
+#include "proto/memory.h"
 
 #define MEM_HIST_BUCKETS 24 /* sizes <= 2^0 ... 2^22, and larger */
 #define MEM_TIMELINE	 64

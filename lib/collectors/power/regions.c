@@ -220,3 +220,18 @@ long power_regions__attribute(struct sonde_profile *power, const struct sonde_pr
 	free(r);
 	return rc ? (rc < 0 ? rc : -ENOMEM) : done;
 }
+
+int power_regions__join(struct sonde_profile *power, const struct sonde_profile *counters)
+{
+	long n = power_regions__attribute(power, counters);
+	json_t *pw = json_object_get(sonde_profile__stats(power), "power");
+
+	if (n <= 0)
+		return (int)n;
+	return sonde_profile__set(
+		pw, "regions",
+		json_pack("{s:s, s:I, s:s}", "from", "counters", "executions", (json_int_t)n,
+			  "method",
+			  "each execution's share of the intervals it overlaps, at their average "
+			  "power: a region shorter than the interval gets the interval's average"));
+}

@@ -17,5 +17,7 @@
  * attributed (0 when spans has no regions, or power no series), or -errno.
  */
 long power_regions__attribute(struct sonde_profile *power, const struct sonde_profile *spans);
+/* The join of the registry (lib/registry.h): attribute, and say how in stats.power.regions. */
+int power_regions__join(struct sonde_profile *power, const struct sonde_profile *counters);
 
 #endif

@@ -11,7 +11,7 @@
  * The runner records with sonde.CpuCollector (the C profile hook, or the
  * frame evaluator with --no-c-calls) into rings sonde creates (rt-host.h):
  * each thread's calls in batch records filled in place, and functions,
- * thread names and marks in a metadata ring (pyring.h). sonde drains them
+ * thread names and marks in a metadata ring (proto/python.h). sonde drains them
  * into its event log while the program runs, so what a crashed program had
  * recorded is kept. System calls (--syscalls) come from perf_event on the
  * raw_syscalls tracepoints, opened by sonde on the target before it runs.
@@ -36,10 +36,10 @@
 #include <sonde/runner.h>
 #include <sonde/syscalls.h>
 #include "config.h"
-#include "pyring.h"
-#include "../py-exe.h"
-#include "../rt-host.h"
-#include "../trace/trace.h"
+#include "proto/python.h"
+#include "../../engines/preload/py-exe.h"
+#include "../../engines/preload/rt-host.h"
+#include "../../engines/calltree/calltree.h"
 #include "../../runtime-file.h"
 #include "../../grow.h"
 #include "../../u64map.h"

@@ -19,11 +19,11 @@
 #include <sonde/collector.h>
 #include <sonde/runner.h>
 #include "sample.h"
-#include "proto.h"
-#include "../rt-host.h"
-#include "../rt-proto.h"
-#include "../py-exe.h"
-#include "../counters/counters.h"
+#include "proto/sample.h"
+#include "../../engines/preload/rt-host.h"
+#include "proto/rt.h"
+#include "../../engines/preload/py-exe.h"
+#include "../../engines/counters/counters.h"
 
 struct smp_state {
 	struct smp_cfg cfg;

@@ -18,7 +18,7 @@
 #include <sonde/callgraph.h>
 #include "config.h"
 #include "../../dynlib.h"
-#include "binary.h"
+#include "../../engines/calltree/binary.h"
 
 struct fn {
 	char *name;

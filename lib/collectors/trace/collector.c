@@ -27,9 +27,9 @@
 #include <sonde/file.h>
 #include <sonde/format.h>
 #include "config.h"
-#include "binary.h"
+#include "../../engines/calltree/binary.h"
 #include "ebpf.h"
-#include "trace.h"
+#include "../../engines/calltree/calltree.h"
 
 struct tr_state {
 	struct tr_analysis a;

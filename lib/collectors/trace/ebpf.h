@@ -106,8 +106,8 @@ enum te_stat {
 #include <stdint.h>
 #include <sys/types.h>
 #include <sonde/strbuf.h>
-#include "binary.h"
-#include "trace.h"
+#include "../../engines/calltree/binary.h"
+#include "../../engines/calltree/calltree.h"
 
 struct te_loader;
 

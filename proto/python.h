@@ -1,5 +1,5 @@
 /*
- * pyring.h - what sonde's Python runtime (python/sonde/_cpu.c) writes into
+ * python.h - what sonde's Python runtime (python/sonde/_cpu.c) writes into
  * the rings `sonde collect python` gives it: the records, read back by the
  * python collector (lib/collectors/python/collector.c). Native byte order;
  * both ends are the same build. Times are the ring's clock ticks (the TSC

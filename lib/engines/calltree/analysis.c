@@ -28,7 +28,7 @@
 #include "../../json.h"
 #include "../../strmap.h"
 #include "binary.h"
-#include "trace.h"
+#include "calltree.h"
 
 struct module {
 	uint64_t bias, start, end;

@@ -2,7 +2,7 @@
  * proto.h - the records the trace runtime writes into its rings.
  *
  * Shared by runtime/trace/ (the writer) and the trace collector (the reader).
- * After the process and module records (rt-proto.h) and one calibration record,
+ * After the process and module records (rt.h) and one calibration record,
  * a thread writes *blocks*: an open ring record (see sonde_ring__open) filled
  * in place with 32-bit event words, so a call costs 12 bytes and no ring
  * operation. A block is closed when full, when its time offsets would overflow,
@@ -23,7 +23,7 @@
 #define SONDE_TRACE_PROTO_H
 
 #include <stdint.h>
-#include "../rt-proto.h"
+#include "rt.h"
 
 #define TR_ENV_RING  "SONDE_TRACE_RING"	 /* path of the ring area */
 #define TR_ENV_FLAGS "SONDE_TRACE_FLAGS" /* TR_F_* bits, decimal */

@@ -1,7 +1,7 @@
 /*
  * proto.h - the SIGPROF sampler (runtime/sample, libsonde-sample.so) and the
  * sample collector: what the runtime reads from its environment and the
- * records it writes after rt-proto.h's process and module records.
+ * records it writes after rt.h's process and module records.
  */
 #ifndef SONDE_SAMPLE_PROTO_H
 #define SONDE_SAMPLE_PROTO_H

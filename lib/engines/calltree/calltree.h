@@ -1,10 +1,12 @@
 /*
- * trace.h - the trace collector's analysis: rebuilds every thread's calls from
- * its event blocks and aggregates them per function, per calling context, and
- * (for a window at the start) as timed slices for timelines.
+ * calltree.h - the call-tree engine: rebuilds every thread's calls from event
+ * blocks (the trace runtime's, the eBPF engine's, the Python runtime's) or
+ * sampled stacks, and aggregates them per function, per calling context, and
+ * (for a window at the start) as timed slices for timelines. The trace, python
+ * and sample collectors and the binding's CpuCollector use it.
  */
-#ifndef SONDE_TRACE_COLLECTOR_H
-#define SONDE_TRACE_COLLECTOR_H
+#ifndef SONDE_CALLTREE_H
+#define SONDE_CALLTREE_H
 
 #include <regex.h>
 #include <stdio.h>
@@ -15,10 +17,10 @@
 #include <sonde/strbuf.h>
 #include <sonde/symbols.h>
 #include "../../u64map.h"
-#include "../rt-host.h"
+#include "../preload/rt-host.h"
 
 struct tr_named;
-#include "proto.h"
+#include "proto/trace.h"
 
 struct tr_row {
 	uint64_t amount, exclusive, ts, order, size;

@@ -16,8 +16,8 @@
 #include <sonde/file.h>
 #include <sonde/runner.h>
 #include <sonde/sysinfo.h>
-#include "../grow.h"
-#include "../runtime-file.h"
+#include "../../grow.h"
+#include "../../runtime-file.h"
 #include "rt-host.h"
 
 /* An invariant TSC (constant rate, ticking in every state) can time events. */

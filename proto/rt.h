@@ -1,5 +1,5 @@
 /*
- * rt-proto.h - the records every preloaded runtime writes first: which process
+ * rt.h - the records every preloaded runtime writes first: which process
  * image it is and which objects it has loaded. Shared by runtime/common/ (the
  * writer) and the collectors that read the rings (memory, trace). Both use
  * record types 1 and 2 for them.

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sonde/calltrace.h>
-#include "trace.h"
+#include "calltree.h"
 
 struct sonde_calltrace {
 	struct tr_analysis a;

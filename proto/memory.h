@@ -13,7 +13,7 @@
 #define SONDE_MEMORY_PROTO_H
 
 #include <stdint.h>
-#include "../rt-proto.h"
+#include "rt.h"
 
 #define MEM_ENV_RING  "SONDE_MEMORY_RING"  /* path of the ring area */
 #define MEM_ENV_FLAGS "SONDE_MEMORY_FLAGS" /* MEM_F_* bits, decimal */
