@@ -1133,11 +1133,12 @@ static int cmd_collect_one(int argc, char **argv)
 	so.timeout_s = o.timeout;
 	so.input = o.input;
 	/* time discards the command's output, as hyperfine does; the others show it */
-	so.output = o.capture_output			       ? SONDE_OUTPUT_CAPTURE
-		    : o.discard_output			       ? SONDE_OUTPUT_SUPPRESS
-		    : o.show_output			       ? SONDE_OUTPUT_DEFAULT
-		    : ncols == 1 && !strcmp(col->name, "time") ? SONDE_OUTPUT_SUPPRESS
-							       : SONDE_OUTPUT_DEFAULT;
+	so.output = o.capture_output   ? SONDE_OUTPUT_CAPTURE
+		    : o.discard_output ? SONDE_OUTPUT_SUPPRESS
+		    : o.show_output    ? SONDE_OUTPUT_DEFAULT
+		    : ncols == 1 && (col->flags & SONDE_COLLECTOR_QUIET_TARGET)
+			    ? SONDE_OUTPUT_SUPPRESS
+			    : SONDE_OUTPUT_DEFAULT;
 	so.capture_fd = capture_fd;
 	so.ignore_failure = o.ignore_failure;
 	so.attach_pid = (pid_t)o.pid;

@@ -47,11 +47,6 @@ static const char usage[] =
 	"Exit status: 0 all jobs made their profiles, 1 some failed (listed; the\n"
 	"others' profiles are kept), 2 a bad job or configuration, 130 interrupted.";
 
-/* Collectors whose numbers other jobs running beside them would change. */
-static const char *const alone[] = {
-	"time", "counters", "sched", "system", "power", "sample", NULL
-};
-
 struct job {
 	char *collector;
 	json_t *cparams; /* {K: V}: the collector's options */
@@ -325,7 +320,6 @@ static struct job *new_job(struct batch *b, json_t *col, const char *name, const
 			   const char *args, json_t *posts)
 {
 	struct job *j = add_job(b);
-	size_t x;
 
 	if (!j)
 		return NULL;
@@ -334,9 +328,11 @@ static struct job *new_job(struct batch *b, json_t *col, const char *name, const
 	j->cmd = cmd;
 	j->args = args ? args : "";
 	j->posts = json_incref(posts);
-	for (x = 0; alone[x]; x++)
-		if (!strcmp(alone[x], name))
-			j->exclusive = true;
+	{
+		const struct sonde_collector *c = sonde_collector__find(name);
+
+		j->exclusive = c && (c->flags & SONDE_COLLECTOR_EXCLUSIVE);
+	}
 	return j;
 }
 
@@ -958,11 +954,15 @@ static int run_all(struct batch *b, long long parallel)
 			int rc;
 
 			if (parallel > 1 && b->j[next].exclusive && !said && !cli_quiet()) {
-				fprintf(stderr, "sonde: run: jobs of time, counters, sched, "
-						"system, power and "
-						"sample run alone: jobs beside them would change "
-						"the times, "
-						"CPU shares and counts they measure\n");
+				const struct sonde_collector *const *all;
+				size_t na, k;
+
+				fprintf(stderr, "sonde: run: jobs of");
+				for (all = sonde_collector__builtins(&na), k = 0; k < na; k++)
+					if (all[k]->flags & SONDE_COLLECTOR_EXCLUSIVE)
+						fprintf(stderr, " %s", all[k]->name);
+				fprintf(stderr, " run alone: jobs beside them would change the "
+						"times, CPU shares and counts they measure\n");
 				said = true;
 			}
 			rc = start(b, &b->j[next], next);

@@ -5,98 +5,12 @@
  */
 #include <errno.h>
 #include <libgen.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
 
 static const char *const flame_weights[] = { "bytes", "count", "time", "calls", "samples", NULL };
-
-/* The table of a diff: inclusive weight per function, baseline and target. */
-static int diff_table(const char *fb, const char *ft, const char *unit, unsigned top)
-{
-	json_t *w[2] = { json_object(), json_object() }, *v, *rows = json_array();
-	const char *texts[2] = { fb, ft }, *k;
-	size_t i;
-	int s;
-
-	for (s = 0; s < 2; s++) {
-		char *copy = strdup(texts[s]), *line, *save = NULL;
-
-		if (!copy)
-			return -ENOMEM;
-		for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			char *sp = strrchr(line, ' '), *f, *fs = NULL;
-			json_t *seen = json_object();
-			double x;
-
-			if (!sp)
-				continue;
-			*sp = 0;
-			x = strtod(sp + 1, NULL);
-			/* Inclusive: a function counts once per stack, however deep it recurses. */
-			for (f = strtok_r(line, ";", &fs); f; f = strtok_r(NULL, ";", &fs)) {
-				if (json_object_get(seen, f))
-					continue;
-				json_object_set_new(seen, f, json_true());
-				v = json_object_get(w[s], f);
-				json_object_set_new(w[s], f,
-						    json_real((v ? json_real_value(v) : 0) + x));
-			}
-			json_decref(seen);
-		}
-		free(copy);
-	}
-	for (s = 0; s < 2; s++)
-		json_object_foreach(w[s], k, v)
-		{
-			double b = json_real_value(json_object_get(w[0], k)),
-			       t = json_real_value(json_object_get(w[1], k));
-
-			if (s == 1 && json_object_get(w[0], k))
-				continue;
-			json_array_append_new(rows,
-					      json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "name", k,
-							"b", b, "t", t, "d", fabs(t - b), "inb",
-							json_object_get(w[0], k) != NULL, "int",
-							json_object_get(w[1], k) != NULL));
-		}
-	/* Largest absolute change first (insertion sort on a small top list). */
-	printf("  %-48s %12s %12s %9s\n", "function (inclusive)", "baseline", "target", "change");
-	for (i = 0; i < (top ? top : 20) && json_array_size(rows); i++) {
-		size_t j, best = 0;
-		json_t *r;
-		char a[40], b[40], ch[24] = "new";
-		double bv, tv;
-
-		for (j = 1; j < json_array_size(rows); j++)
-			if (json_real_value(json_object_get(json_array_get(rows, j), "d")) >
-			    json_real_value(json_object_get(json_array_get(rows, best), "d")))
-				best = j;
-		r = json_array_get(rows, best);
-		bv = json_real_value(json_object_get(r, "b"));
-		tv = json_real_value(json_object_get(r, "t"));
-		sonde_format__value(bv, unit, a, sizeof(a));
-		sonde_format__value(tv, unit, b, sizeof(b));
-		if (!json_is_true(json_object_get(r, "int")))
-			snprintf(ch, sizeof(ch), "gone");
-		else if (json_is_true(json_object_get(r, "inb")) && bv != 0)
-			snprintf(ch, sizeof(ch), "%+.1f%%", 100 * (tv - bv) / bv);
-		if (!json_is_true(json_object_get(r, "inb")))
-			snprintf(a, sizeof(a), "-");
-		if (!json_is_true(json_object_get(r, "int")))
-			snprintf(b, sizeof(b), "-");
-		printf("  %*s %*s %*s %9s\n",
-		       SONDE_COLS(json_string_value(json_object_get(r, "name")), -48),
-		       SONDE_COLS(a, 12), SONDE_COLS(b, 12), ch);
-		json_array_remove(rows, best);
-	}
-	json_decref(rows);
-	json_decref(w[0]);
-	json_decref(w[1]);
-	return 0;
-}
 
 /* The drawn views; returns the exit code. */
 static int drawn(struct sonde_profile *p, const char *view, const char *name, const char *other,
@@ -149,9 +63,12 @@ static int drawn(struct sonde_profile *p, const char *view, const char *name, co
 				code = EXIT_UNSUPPORTED;
 				goto out;
 			}
-			if (!rc)
-				rc = diff_table(fa.buf ? fa.buf : "", fb.buf ? fb.buf : "", unit,
-						c->top);
+			if (!rc) {
+				struct sonde_strbuf tab = SONDE_STRBUF_INIT;
+
+				rc = sonde_view__diff_table(fa.buf, fb.buf, unit, c->top, &tab);
+				rc = cli_emit(rc, &tab, stdout);
+			}
 			if (!rc && out_file)
 				rc = sonde_view__flame(fb.buf ? fb.buf : "", fa.buf ? fa.buf : "",
 						       weight, unit, &svg);

@@ -45,6 +45,12 @@ enum {
 	/* records the target's children too: what the target forked and did not
 	   wait for gets a moment to finish before it is killed (runner linger_s) */
 	SONDE_COLLECTOR_FOLLOWS_CHILDREN = 1u << 7,
+	/* its numbers change when other work runs beside it (times, CPU shares,
+	   machine-wide counts): `sonde run` runs its jobs alone */
+	SONDE_COLLECTOR_EXCLUSIVE = 1u << 8,
+	/* the target's output is discarded unless asked for (hyperfine's default
+	   for timings: a terminal's speed is not the command's) */
+	SONDE_COLLECTOR_QUIET_TARGET = 1u << 9,
 };
 
 /* What the session tells collectors about one finished run. */

@@ -29,6 +29,11 @@ extern const char *const sonde_view__formats[]; /* "text", "json", "csv", "markd
 /* The format called name; SONDE_VIEW_TEXT for NULL or an unknown name. */
 enum sonde_view_format sonde_view__format_of(const char *name);
 
+/*
+ * The profile as CSV: a line per value row of every resource: uid, type,
+ * subtype, then every column any resource has (empty where it has none).
+ */
+int sonde_view__csv(const struct sonde_profile *p, struct sonde_strbuf *out);
 /* s as one RFC 4180 CSV field: quoted, quotes doubled. */
 int sonde_view__csv_quote(struct sonde_strbuf *sb, const char *s);
 /* A measured number as JSON: null when it is NaN or infinite (not measured). New reference. */
@@ -114,6 +119,15 @@ const char *sonde_view__flame_weight(const struct sonde_profile *p, const char *
  */
 int sonde_view__flame(const char *folded, const char *base, const char *title, const char *unit,
 		      struct sonde_strbuf *out);
+
+/*
+ * The table beside a differential flame graph: each function's inclusive
+ * weight (once per stack, however deep it recurses) in base and in folded
+ * (folded stacks, as sonde_view__folded writes them), in unit, the top
+ * largest changes first (0: 20). Text.
+ */
+int sonde_view__diff_table(const char *base, const char *folded, const char *unit, unsigned top,
+			   struct sonde_strbuf *out);
 
 enum sonde_view_agg {
 	SONDE_AGG_SUM,

@@ -6,7 +6,7 @@
  *   view(kind, profiles, **options) -> str
  *
  * kind: table, warnings, memory, report, graph, counters (text views, with
- * format= and top=, sort=), perfetto, folded (weight=), flamegraph (weight=,
+ * format= and top=, sort=), csv (every value row), perfetto, folded (weight=), flamegraph (weight=,
  * base= a baseline profile for a differential one), bars, flow, scatter (of=,
  * per=, by=, type=, func=, stacked=, top=, title=) and html (every profile in
  * profiles, names= how to call them).
@@ -85,6 +85,8 @@ static int draw(const struct view_args *a, struct sonde_profile *p, struct sonde
 	}
 	if (!strcmp(k, "warnings"))
 		return sonde_view__warnings(p, "", true, out);
+	if (!strcmp(k, "csv")) /* every value row, as `sonde export -f csv` writes */
+		return sonde_view__csv(p, out);
 	if (!strcmp(k, "perfetto"))
 		return sonde_view__perfetto(p, out);
 	if (!strcmp(k, "folded") || !strcmp(k, "flamegraph")) {
@@ -147,7 +149,7 @@ static int draw(const struct view_args *a, struct sonde_profile *p, struct sonde
 	}
 	PyErr_Format(PyExc_ValueError,
 		     "unknown view '%s' (table, warnings, memory, report, graph, counters, "
-		     "perfetto, folded, flamegraph, bars, flow, scatter, html)",
+		     "csv, perfetto, folded, flamegraph, bars, flow, scatter, html)",
 		     k);
 	return -1;
 }

@@ -189,7 +189,8 @@ def view(profile, kind="table", **options):
 
     profile: a Timer, Metrics, profile dict, profile path or profile JSON text.
     kind: table, warnings, memory, report, graph, counters (text; format= text,
-    json, csv or markdown; top=, sort=), perfetto, folded (weight=), flamegraph
+    json, csv or markdown; top=, sort=), csv (every value row, as `sonde export
+    -f csv` writes), perfetto, folded (weight=), flamegraph
     (weight=, base= a baseline profile for a differential one), bars, flow,
     scatter (SVG; of=, per=, by=, type=, func=, stacked=, top=, title=).
     Raises sonde.NotSupported when the view does not apply to the profile."""

@@ -41,6 +41,16 @@ def test_table_is_the_programs(sonde_bin, tmp_path):
     assert 4e6 <= slow["mean"] < 4e6 + 5e6
 
 
+def test_csv_rows_are_the_exports(sonde_bin, tmp_path):
+    # every value row, computed by the library for both (it was the CLI's own)
+    path = tmp_path / "run.json"
+    sonde.Reporter(_timer()).save_profile(path)
+    mine = sonde.view(path, "csv")
+    assert mine == _cli(sonde_bin, "export", str(path), "-f", "csv")
+    head, *rows = mine.splitlines()
+    assert head.startswith("uid,type,subtype,") and len(rows) == 10
+
+
 def test_drawn_views_are_the_programs(sonde_bin, tmp_path):
     t = _timer()
     path = tmp_path / "run.json"

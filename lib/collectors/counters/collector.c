@@ -959,8 +959,8 @@ const struct sonde_collector sonde_collector_counters = {
 	.profile_type = "counters",
 	.units = counters_units,
 	.options = counters_options,
-	.flags = SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_ONE_RUN |
-		 SONDE_COLLECTOR_PERF_TASK | SONDE_COLLECTOR_ORDER_IS_RUN,
+	.flags = SONDE_COLLECTOR_EXCLUSIVE | SONDE_COLLECTOR_NEEDS_BARRIER |
+		 SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_PERF_TASK | SONDE_COLLECTOR_ORDER_IS_RUN,
 	.before = counters_before,
 	.start = counters_start,
 	.stop = counters_stop,

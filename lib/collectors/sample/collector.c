@@ -606,8 +606,9 @@ const struct sonde_collector sonde_collector_sample = {
 	.profile_type = "mixed",
 	.units = smp_units,
 	.options = smp_options,
-	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_NEEDS_BARRIER |
-		 SONDE_COLLECTOR_ATTACHES | SONDE_COLLECTOR_PERF_TASK,
+	.flags = SONDE_COLLECTOR_EXCLUSIVE | SONDE_COLLECTOR_ONE_RUN |
+		 SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_ATTACHES |
+		 SONDE_COLLECTOR_PERF_TASK,
 	.before = smp_before,
 	.start = smp_start,
 	.stop = smp_stop,

@@ -560,8 +560,8 @@ const struct sonde_collector sonde_collector_sched = {
 	.profile_type = "sched",
 	.units = sched_units,
 	.options = sched_options,
-	.flags = SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_ONE_RUN |
-		 SONDE_COLLECTOR_ORDER_IS_RUN,
+	.flags = SONDE_COLLECTOR_EXCLUSIVE | SONDE_COLLECTOR_NEEDS_BARRIER |
+		 SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_ORDER_IS_RUN,
 	.before = sched_before,
 	.start = sched_start,
 	.stop = sched_stop,

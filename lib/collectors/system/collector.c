@@ -1296,8 +1296,9 @@ const struct sonde_collector sonde_collector_system = {
 	/* the first reading before the exec: what the target does from its first
 	   instruction on is counted (read after the exec, a loaded machine lost up
 	   to a sixth of its writes) */
-	.flags = SONDE_COLLECTOR_ONE_RUN | SONDE_COLLECTOR_NEEDS_BARRIER |
-		 SONDE_COLLECTOR_PERF_TASK | SONDE_COLLECTOR_ORDER_IS_RUN,
+	.flags = SONDE_COLLECTOR_EXCLUSIVE | SONDE_COLLECTOR_ONE_RUN |
+		 SONDE_COLLECTOR_NEEDS_BARRIER | SONDE_COLLECTOR_PERF_TASK |
+		 SONDE_COLLECTOR_ORDER_IS_RUN,
 	.before = system_before,
 	.start = system_start,
 	.stop = system_stop,
