@@ -1113,7 +1113,8 @@ static int tuple_columns(struct sonde_session *s, struct sonde_profile *p)
 		const char *w, *key, *np = names, *vp;
 		size_t rows = 0;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols))
+			return -ENOMEM;
 		w = json_string_value(json_object_get(fixed, "workload"));
 		if (!w || !json_is_object(cols))
 			continue;

@@ -199,12 +199,14 @@ int cmd_show(int argc, char **argv)
 	argc -= 1 + first;
 	if (argc < 1)
 		return cli_usage("show", "which profile? give a path, N@p or N@i");
-	view = argc > 1 ? argv[1] : "table";
-	if (argc > (strcmp(view, "diff") ? 2 : 3))
+	/* no view named: the profile's own, as collect showed it (the table where it has none) */
+	view = argc > 1 ? argv[1] : NULL;
+	if (argc > (view && !strcmp(view, "diff") ? 3 : 2))
 		return cli_usage("show", "too many arguments");
-	if (!strcmp(view, "diff") && argc < 3)
+	if (view && !strcmp(view, "diff") && argc < 3)
 		return cli_usage("show", "diff: which profile to compare with PROFILE?");
-	if (!(vi = sonde_view__find(view))) {
+	vi = NULL;
+	if (view && !(vi = sonde_view__find(view))) {
 		struct sonde_strbuf names = SONDE_STRBUF_INIT;
 		size_t nv, k;
 		const struct sonde_view_info *all = sonde_view__list(&nv);
@@ -226,7 +228,7 @@ int cmd_show(int argc, char **argv)
 		json_object_set_new(json_object_get(ci, "params"), "time-unit",
 				    json_string(time_unit));
 	}
-	if (vi->flags & SONDE_VIEW_DRAWN) {
+	if (vi && (vi->flags & SONDE_VIEW_DRAWN)) {
 		for (c.func = 0; strcmp(sonde_view__aggs[c.func], func); c.func++)
 			;
 		c.top = (unsigned)top;
@@ -237,16 +239,16 @@ int cmd_show(int argc, char **argv)
 						   .top = (unsigned)top,
 						   .sort = sort,
 						   .notes = true,
-						   .warnings = true };
+						   .warnings = !vi || !strcmp(view, "table") };
 		struct sonde_strbuf sb = SONDE_STRBUF_INIT;
-		const char *needs = vi->collector ? vi->collector : "trace";
+		const char *needs = vi && vi->collector ? vi->collector : "trace";
 		int rc = cli_emit(sonde_view__show(p, view, &a, &sb), &sb, stdout);
 
 		if (rc == -EINVAL) {
 			cli_error("show",
 				  "'%s' is a %s profile: the %s view needs a %s profile "
 				  "(sonde collect %s)",
-				  argv[0], sonde_profile__type(p), view, needs, needs);
+				  argv[0], sonde_profile__type(p), view ? view : "default", needs, needs);
 			code = EXIT_UNSUPPORTED;
 		} else if (rc) {
 			cli_error("show", "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));

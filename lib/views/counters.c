@@ -54,6 +54,7 @@ static const char *sget(json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
+/* The rows of p's resources into *out; their number, or (size_t)-1 out of memory. */
 static size_t load_rows(const struct sonde_profile *p, struct row **out)
 {
 	size_t n = sonde_profile__resource_count(p), i;
@@ -62,7 +63,11 @@ static size_t load_rows(const struct sonde_profile *p, struct row **out)
 	for (i = 0; r && i < n; i++) {
 		json_t *fixed, *cols, *cpu;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols)) {
+			free(r); /* a row left out would read as a counter not counted */
+			r = NULL;
+			break;
+		}
 		r[i].name = sget(fixed, "uid");
 		r[i].type = sget(fixed, "type");
 		r[i].dispatch = sget(fixed, "dispatch");
@@ -80,7 +85,7 @@ static size_t load_rows(const struct sonde_profile *p, struct row **out)
 			r[i].name = NULL;
 	}
 	*out = r;
-	return r ? n : 0;
+	return r ? n : (size_t)-1;
 }
 
 /* One line: the values of a row at positions [from, to) of its columns. */
@@ -156,6 +161,8 @@ int sonde_view__counters(const struct sonde_profile *p, enum sonde_view_format f
 	if (fmt != SONDE_VIEW_TEXT)
 		return sonde_view__table(p, fmt, out);
 	n = load_rows(p, &r);
+	if (n == (size_t)-1)
+		return -ENOMEM;
 	err |= sonde_strbuf__addf(out, "\n Counter stats for '");
 	for (i = 0; i < json_array_size(args); i++)
 		err |= sonde_strbuf__addf(out, "%s%s", i ? " " : "",

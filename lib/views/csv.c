@@ -31,7 +31,7 @@ int sonde_view__csv(const struct sonde_profile *p, struct sonde_strbuf *out)
 	int err = !names || !seen;
 
 	for (i = 0; i < n && !err; i++) {
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		err |= sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
 		json_object_foreach(cols, key, v)
 		{
 			if (!json_object_get(seen, key)) {
@@ -44,7 +44,8 @@ int sonde_view__csv(const struct sonde_profile *p, struct sonde_strbuf *out)
 	json_array_foreach(names, k, v) sonde_strbuf__addf(out, ",%s", json_string_value(v));
 	sonde_strbuf__addch(out, '\n');
 	for (i = 0; i < n && !err; i++) {
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		if ((err = sonde_profile__resource_at(p, i, NULL, &fixed, &cols)))
+			break;
 		rows = 0;
 		json_object_foreach(cols, key, v) if (json_array_size(v) > rows) rows =
 			json_array_size(v);

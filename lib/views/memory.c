@@ -90,7 +90,13 @@ static struct site_sum *collect_sites(const struct sonde_profile *p, size_t *n, 
 		uint64_t *at;
 		bool hit;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols)) {
+			/* a site left out would read as one that allocated nothing */
+			sonde_strmap__release(&index);
+			free(s);
+			free(l);
+			return NULL;
+		}
 		if (!is_alloc(json_string_value(json_object_get(fixed, "subtype"))))
 			continue;
 		sum = json_object_get(fixed, "summary");

@@ -14,8 +14,13 @@ static const char *sort_of(const struct sonde_view_args *a)
 static int table(const struct sonde_profile *p, const struct sonde_view_args *a,
 		 struct sonde_strbuf *out)
 {
-	int rc = sonde_view__table(p, a->fmt, out);
+	return sonde_view__table(p, a->fmt, out);
+}
 
+/* The view's text, then (a->warnings, as text) the profile's warnings and notes. */
+static int shown(int rc, const struct sonde_profile *p, const struct sonde_view_args *a,
+		 struct sonde_strbuf *out)
+{
 	if (!rc && a->warnings && a->fmt == SONDE_VIEW_TEXT)
 		rc = sonde_view__warnings(p, "", true, out);
 	return rc;
@@ -59,8 +64,9 @@ static int sys(const struct sonde_profile *p, const struct sonde_view_args *a,
 
 /* The collectors' own views first, in the order a profile with none named tries them. */
 static const struct sonde_view_info views[] = {
-	{ "table", "summary statistics of every resource (the default)", "every profile", NULL, 0,
-	  table },
+	{ "table",
+	  "summary statistics of every resource (the default of a profile no collector view reads)",
+	  "every profile", NULL, 0, table },
 	{ "counters", "counts, rates and derived metrics, as perf stat lays them out",
 	  "counters profiles", "counters", SONDE_VIEW_OWN, counters },
 	{ "sched", "per thread on-CPU time, waits, switches and interference; system calls",
@@ -113,14 +119,14 @@ int sonde_view__show(const struct sonde_profile *p, const char *name,
 	if (name) {
 		if (!(v = sonde_view__find(name)))
 			return -ENOENT;
-		return v->show ? v->show(p, a, out) : -ENOTSUP;
+		return v->show ? shown(v->show(p, a, out), p, a, out) : -ENOTSUP;
 	}
 	for (i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
 		if (!(views[i].flags & SONDE_VIEW_OWN))
 			continue;
 		rc = views[i].show(p, a, out);
 		if (rc != -EINVAL)
-			return rc;
+			return shown(rc, p, a, out);
 	}
-	return table(p, a, out);
+	return shown(table(p, a, out), p, a, out);
 }

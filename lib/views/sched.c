@@ -92,7 +92,11 @@ int sonde_view__sched(const struct sonde_profile *p, enum sonde_view_format fmt,
 		const char *type;
 		int m;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols)) {
+			free(t); /* a thread left out would read as one that never ran */
+			json_decref(calls);
+			return -ENOMEM;
+		}
 		type = sget(fixed, "type");
 		if (!sget(fixed, "uid") || !sget(fixed, "subtype")) /* not sonde's: left out */
 			continue;

@@ -82,7 +82,8 @@ static int counter_tracks(const struct sonde_profile *p, const struct sink *k, l
 		const char *unit;
 		char name[256];
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols))
+			return -ENOMEM;
 		amount = json_object_get(cols, "amount");
 		ts = json_object_get(cols, "timestamp");
 		if (!json_is_array(amount) || !json_is_array(ts))
@@ -203,7 +204,8 @@ static int run_spans(const struct sonde_profile *p, const struct sink *k)
 	for (i = 0; i < n; i++) {
 		json_t *amount, *ts;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, &cols);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols))
+			return -ENOMEM;
 		if (!sget(fixed, "subtype") || strcmp(sget(fixed, "subtype"), "real"))
 			continue;
 		amount = json_object_get(cols, "amount");

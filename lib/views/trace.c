@@ -74,7 +74,10 @@ static struct fsum *sums(const struct sonde_profile *p, size_t *n)
 	for (i = 0; i < nres; i++) {
 		json_t *fixed, *sum;
 
-		sonde_profile__resource_at(p, i, NULL, &fixed, NULL);
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, NULL)) {
+			free(s); /* a function left out would read as one never called */
+			return NULL;
+		}
 		sum = json_object_get(fixed, "summary");
 		if (!json_is_object(sum))
 			continue;

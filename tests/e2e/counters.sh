@@ -180,10 +180,10 @@ check "'side' (another thread) contains its 'touch'" in_range "$(amt '.region ==
 check "'outer' covers its 5 'touch' regions" in_range "$(amt '.region == "outer" and .uid == "page-faults"' rg.json)" 80 200
 check "the table lists the regions" has "$err" "touch: 6 executions"
 check "regions profile matches the schema" validate rg.json
-run show rg.json
+run show rg.json table
 check "show: each row names its region" has "$out" "task-clock \[region touch\]"
 check "show: task-clock in time units, not raw ns" has "$out" "task-clock \[region outer\] *[a-z]* *[0-9.]* [mµ]s ±"
-run show rg.json -f json
+run show rg.json table -f json
 check "show -f json: a region per row, null for the run" \
 	[ "$(printf '%s' "$out" | jq -c '[.rows[] | select(.uid == "task-clock") | .region]')" = '[null,"touch","outer","side"]' ]
 check "show -f json: the counter's unit" \

@@ -62,8 +62,12 @@ run export known.json --format folded --weight count
 check "export folded by count" has "$out" "main;make 7"
 run export known.json --format csv
 check "export csv has a header" has "$out" "uid,type,subtype,amount"
+run show known.json table
+check "show table: rows name their site and kind" has "$out" "make:.*m-known.c:16 (malloc)"
 run show known.json
-check "default show: rows name their site and kind" has "$out" "make:.*m-known.c:16 (malloc)"
+mv_out=$out
+run show known.json memory
+check "default show: the memory view (as collect printed it), then the warnings" all '[ "${mv_out#"$out"}" != "$mv_out" ]' 'has "$out" "m-known.c:16"'
 run show known.json memory --format csv
 check "show memory --format csv" has "$out" "site,allocations,bytes"
 

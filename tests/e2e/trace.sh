@@ -20,8 +20,12 @@ check "main: 1 call, nothing unmatched" [ "$(calls calls.json main),$(jq .stats.
 check "stats count every call" jq_eq calls.json .stats.trace.calls 2090
 check "at most 16 bytes per call" [ "$(jq '.stats.trace.bytes_per_call <= 16' calls.json)" = true ]
 check "a calibrated cost per call" [ "$(jq '.stats.trace.cost_ns_per_call > 0 and .stats.trace.estimated_cost_ns > 0' calls.json)" = true ]
+run show calls.json table
+check "show table: rows name their function, times in time units" has "$out" "  fib  *ns *[0-9.]* [nµm]s ±"
 run show calls.json
-check "default show: rows name their function, times in time units" has "$out" "  fib  *ns *[0-9.]* [nµm]s ±"
+tr_out=$out
+run show calls.json report
+check "default show: the report (as collect printed it), then the warnings" all '[ "${tr_out#"$out"}" != "$tr_out" ]' 'has "$out" " fib$"'
 check "sonde_trace_size: sizes 10..50" [ "$(jq -c '.resources["sized#0"]["structure-unit-size"]' calls.json)" = "[10,20,30,40,50]" ]
 check "without a size, x is the call's ordinal" [ "$(jq -c '.resources["leaf#0"]["structure-unit-size"][0:3]' calls.json)" = "[1,2,3]" ]
 

@@ -57,7 +57,8 @@ static int region_spans(const struct sonde_profile *spans, struct region **out, 
 		const char *name, *dispatch;
 		size_t rows;
 
-		sonde_profile__resource_at(spans, i, NULL, &fixed, &cols);
+		if (sonde_profile__resource_at(spans, i, NULL, &fixed, &cols))
+			goto oom;
 		dispatch = json_string_value(json_object_get(fixed, "dispatch"));
 		name = json_string_value(json_object_get(fixed, "region"));
 		if (!dispatch || strcmp(dispatch, "region") || !name)
@@ -143,7 +144,8 @@ long power_regions__attribute(struct sonde_profile *power, const struct sonde_pr
 		struct interval *iv;
 		size_t m, rows;
 
-		sonde_profile__resource_at(power, i, NULL, &fixed, &cols);
+		if ((rc = sonde_profile__resource_at(power, i, NULL, &fixed, &cols)))
+			break;
 		sub = json_string_value(json_object_get(fixed, "subtype"));
 		uid = json_string_value(json_object_get(fixed, "uid"));
 		source = json_string_value(json_object_get(fixed, "source"));
