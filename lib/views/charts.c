@@ -302,6 +302,34 @@ static const char *fixed_field(const struct sonde_profile *p, size_t i, const ch
 }
 
 /*
+ * The values of `of` in resource i, into *ys: a column's, or, for
+ * "summary.FIELD", the one number the resource's summary holds (a trace
+ * function's total counts the outermost of its recursive calls only, and
+ * every call, where its rows are a sample). How many, or -errno.
+ */
+static long of_values(const struct sonde_profile *p, size_t i, const char *of, double **ys,
+		      size_t *cap)
+{
+	struct sonde_scalar v;
+
+	if (strncmp(of, "summary.", 8))
+		return sonde_profile__numbers(p, i, of, ys, cap);
+	sonde_profile__fixed_member(p, i, "summary", of + 8, &v);
+	if (v.type != JSON_INTEGER && v.type != JSON_REAL)
+		return 0;
+	if (*cap < 1) {
+		double *n = realloc(*ys, sizeof(**ys));
+
+		if (!n)
+			return -ENOMEM;
+		*ys = n;
+		*cap = 1;
+	}
+	(*ys)[0] = v.d;
+	return 1;
+}
+
+/*
  * Aggregate of over (per, by) for every row of every resource. The values
  * and fixed properties are read without making the resources' trees; a
  * resource whose category or group is one of its columns (other than a
@@ -317,7 +345,7 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 
 	memset(a, 0, sizeof(*a));
 	for (i = 0; i < n && !rc; i++) {
-		long ny = sonde_profile__numbers(p, i, o->of, &ys, &ycap), nx = 0, j;
+		long ny = of_values(p, i, o->of, &ys, &ycap), nx = 0, j;
 		json_t *fixed = NULL, *cols = NULL;
 		struct cell *c = NULL;
 		bool cat_row = false, grp_row = false, by_tree;
@@ -489,6 +517,16 @@ static const char *value_unit(const struct sonde_profile *p, const struct sonde_
 
 	if (!strcmp(o->of, "amount") && o->type && json_is_string(json_object_get(units, o->type)))
 		return json_string_value(json_object_get(units, o->type));
+	/* a summary's fields are in its amount's unit: a trace's by subtype (time) */
+	if (!strncmp(o->of, "summary.", 8) && sonde_profile__resource_count(p)) {
+		struct sonde_scalar st;
+
+		if (o->type && json_is_string(json_object_get(units, o->type)))
+			return json_string_value(json_object_get(units, o->type));
+		sonde_profile__fixed_scalar(p, 0, "subtype", &st);
+		if (st.type == JSON_STRING && json_is_string(json_object_get(units, st.s)))
+			return json_string_value(json_object_get(units, st.s));
+	}
 	return unit_of(p, o->of);
 }
 
@@ -509,6 +547,8 @@ static const char *field_label(const struct sonde_profile *p, const char *field,
 	const char *type = sonde_profile__type(p);
 	json_t *param = json_object_get(sonde_profile__metadata(p), "parameter");
 
+	if (!strcmp(field, "summary.total"))
+		return "time (outermost calls)";
 	if (!strcmp(field, "amount")) {
 		const char *u = value_unit(p, o);
 
@@ -675,8 +715,9 @@ int sonde_view__bars(const struct sonde_profile *p, const struct sonde_chart_opt
 				rc |= sonde_view__escape(out,
 							 k < MAX_GROUPS ? groups[k].name : "other");
 			}
-			rc |= sonde_strbuf__addf(out, ": %s (%zu rows)</title></rect>", vb,
-						 c->count);
+			rc |= sonde_strbuf__addf(out, ": %s (%zu %s)</title></rect>", vb, c->count,
+						 strncmp(o->of, "summary.", 8) ? "rows"
+									       : "summaries");
 		}
 		rc |= sonde_strbuf__adds(out, "</g>\n");
 	}

@@ -352,6 +352,11 @@ static int chart(struct sonde_strbuf *out, const struct sonde_profile *p, size_t
 	case 0:
 		o.per = time ? "subtype" : "uid";
 		o.func = time ? SONDE_AGG_MEAN : SONDE_AGG_SUM;
+		/* calls: each function's total as the table gives it (a recursive call
+		   inside another of the same function is not counted again, and every
+		   call counts where the rows are a sample), not the sum of its rows */
+		if (json_is_object(json_object_get(sonde_profile__stats(p), "trace")))
+			o.of = "summary.total";
 		snprintf(id, sizeof(id), "bars-%zu", idx);
 		e = sonde_view__bars(p, &o, &svg);
 		rc = figure(out, id, &svg, e);

@@ -26,6 +26,12 @@ run show calls.json
 tr_out=$out
 run show calls.json report
 check "default show: the report (as collect printed it), then the warnings" all '[ "${tr_out#"$out"}" != "$tr_out" ]' 'has "$out" " fib$"'
+# the report's bars say each function's total as the table does: fib's 1973 calls nest in
+# one another, and only the outermost count (the sum of its rows would be many times more)
+tab=$(printf '%s\n' "$out" | awk '$NF == "fib" { print $1 " " $2; exit }')
+run report calls.json -o rep.html
+bar=$(grep -o '<title>fib: [^<]*' rep.html | head -n 1 | sed 's/^<title>fib: //; s/ (.*//')
+check "report: fib's bar is its total in the table ($bar, $tab)" all '[ -n "$tab" ]' '[ "$bar" = "$tab" ]'
 check "sonde_trace_size: sizes 10..50" [ "$(jq -c '.resources["sized#0"]["structure-unit-size"]' calls.json)" = "[10,20,30,40,50]" ]
 check "without a size, x is the call's ordinal" [ "$(jq -c '.resources["leaf#0"]["structure-unit-size"][0:3]' calls.json)" = "[1,2,3]" ]
 
