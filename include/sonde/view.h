@@ -148,6 +148,9 @@ struct sonde_chart_opts {
 	bool stacked;
 	unsigned top; /* categories (bars) or groups shown; the rest is "other" */
 	const char *title;
+	/* resources of these subtypes (comma-separated) are left out: a memory
+	   profile's frees, say, where bytes allocated are drawn; NULL: none */
+	const char *skip_subtypes;
 };
 
 /* Bars: func(of) per category, grouped or stacked by group. */

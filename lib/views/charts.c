@@ -301,6 +301,18 @@ static const char *fixed_field(const struct sonde_profile *p, size_t i, const ch
 	return buf->buf ? buf->buf : "";
 }
 
+/* Whether name is one of the comma-separated list. */
+static bool listed(const char *list, const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+	const char *at;
+
+	for (at = list; name && at && *at; at = strchr(at, ','), at += !!at)
+		if (!strncmp(at, name, len) && (at[len] == ',' || !at[len]))
+			return true;
+	return false;
+}
+
 /*
  * The values of `of` in resource i, into *ys: a column's, or, for
  * "summary.FIELD", the one number the resource's summary holds (a trace
@@ -361,6 +373,9 @@ static int aggregate(const struct sonde_profile *p, const struct sonde_chart_opt
 			continue;
 		type = o->type ? sonde_profile__fixed_string(p, i, "type") : NULL;
 		if (o->type && (!type || strcmp(type, o->type)))
+			continue;
+		if (o->skip_subtypes &&
+		    listed(o->skip_subtypes, sonde_profile__fixed_string(p, i, "subtype")))
 			continue;
 		/* a category or group from a column: per row, through the tree */
 		by_tree = (!numeric && o->per &&
@@ -549,6 +564,8 @@ static const char *field_label(const struct sonde_profile *p, const char *field,
 
 	if (!strcmp(field, "summary.total"))
 		return "time (outermost calls)";
+	if (!strcmp(field, "summary.bytes"))
+		return "bytes allocated";
 	if (!strcmp(field, "amount")) {
 		const char *u = value_unit(p, o);
 

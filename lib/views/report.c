@@ -357,6 +357,12 @@ static int chart(struct sonde_strbuf *out, const struct sonde_profile *p, size_t
 		   call counts where the rows are a sample), not the sum of its rows */
 		if (json_is_object(json_object_get(sonde_profile__stats(p), "trace")))
 			o.of = "summary.total";
+		/* memory: bytes allocated per site, every allocation (not the sampled
+		   rows), and not the frees, which are no allocation site */
+		if (!strcmp(type, "memory")) {
+			o.of = "summary.bytes";
+			o.skip_subtypes = "free,delete,delete[],munmap,live";
+		}
 		snprintf(id, sizeof(id), "bars-%zu", idx);
 		e = sonde_view__bars(p, &o, &svg);
 		rc = figure(out, id, &svg, e);

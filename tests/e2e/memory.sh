@@ -62,6 +62,12 @@ run export known.json --format folded --weight count
 check "export folded by count" has "$out" "main;make 7"
 run export known.json --format csv
 check "export csv has a header" has "$out" "uid,type,subtype,amount"
+# the report's bars: bytes allocated per site as the memory view counts them, every
+# allocation, and no free() call among the sites
+run report known.json -o rep.html
+bars=$(grep -o '<title>[^<]*m-known.c:[0-9]*: [^<]*' rep.html | sed 's/^<title>//')
+check "report: make's site allocated 700 B, as the memory view says" has "$bars" "m-known.c:16: 700 B"
+check "report: the free() calls of line 25 are no allocation site" sh -c '! printf "%s" "$1" | grep -q "m-known.c:25:"' - "$bars"
 run show known.json table
 check "show table: rows name their site and kind" has "$out" "make:.*m-known.c:16 (malloc)"
 run show known.json
