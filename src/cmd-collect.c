@@ -509,6 +509,23 @@ static size_t pick_collectors(int argc, char **argv, const struct sonde_collecto
 			if (e)
 				return cols[0] ? 1 : 0;
 		}
+		if (!cols[n] && strcmp(name, "external")) {
+			const struct sonde_collector *const *all;
+			const char *names[32], *near;
+			size_t na, j;
+
+			all = sonde_collector__builtins(&na);
+			for (j = 0; j < na && j < 31; j++)
+				names[j] = all[j]->name;
+			names[j] = NULL;
+			if ((near = sonde_options__suggest(name, names))) {
+				*code = cli_usage("collect",
+						  "unknown collector '%s'; did you mean '%s'? "
+						  "(collectors: %s)",
+						  name, near, COLLECTOR_NAMES);
+				return 0;
+			}
+		}
 		if (!cols[n] || !strcmp(name, "external")) {
 			*code = cli_usage("collect",
 					  !cols[n] ? "unknown collector '%s' (collectors: %s)"

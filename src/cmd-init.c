@@ -157,14 +157,16 @@ int cmd_init(int argc, char **argv)
 		cli_error("init", "cannot create '%s/.sonde': %s", dir, strerror(-rc));
 		return cli_exit_code(rc);
 	}
-	if (existed)
+	if (cli_quiet())
+		; /* -q: errors only */
+	else if (existed)
 		printf("a sonde store is already in '%s/.sonde': left as it is\n", dir);
 	else
 		printf("initialised a sonde store in '%s/.sonde'\n", dir);
 	/* profiles are not sources: keep .sonde/ out of `git status`, without touching .gitignore
 	 */
 	rc = sonde_git__exclude(dir, ".sonde/");
-	if (rc == 1)
+	if (rc == 1 && !cli_quiet())
 		printf("added '.sonde/' to the repository's info/exclude\n");
 	else if (rc < 0 && rc != -ENOENT)
 		cli_error("init", "cannot add '.sonde/' to the repository's info/exclude: %s",
@@ -177,7 +179,7 @@ int cmd_init(int argc, char **argv)
 		cli_error("init", "cannot ask git for HEAD: %s", strerror(-rc));
 		return cli_exit_code(rc);
 	}
-	if (rc)
+	if (rc && !cli_quiet())
 		printf("note: '%s' is not a git work tree with commits: profiles will have no "
 		       "origin and cannot be registered\n",
 		       dir);

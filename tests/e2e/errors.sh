@@ -23,6 +23,12 @@ check "-r abc: message" has "$err" "expected an integer"
 run collect nosuch -- /bin/true
 check "unknown collector: exit 2" [ "$rc" = 2 ]
 check "unknown collector: message" has "$err" "unknown collector 'nosuch'"
+run collect tim -- true
+check "a collector's name mistyped: exit 2, and the near one named" \
+	all '[ "$rc" = 2 ]' 'has "$err" "did you mean '"'"'time'"'"'"'
+mkdir quiet && git -C quiet init -q
+run init -q quiet
+check "init -q: the store made, nothing printed" all '[ "$rc" = 0 ]' '[ -z "$out$err" ]' '[ -d quiet/.sonde ]'
 run collect time --parameter 'n=' -- /bin/true
 check "bad parameter: exit 2" [ "$rc" = 2 ]
 run collect time -r 1
