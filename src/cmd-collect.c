@@ -45,12 +45,34 @@ static const char usage[] =
 
 struct collect_opts {
 	long long warmup, repeat;
-	const char *prepare, *parameter, *input, *out_file, *plugin, *external;
+	const char *prepare, *setup, *cleanup, *parameter, *input, *out_file, *plugin, *external;
 	double timeout, duration;
 	long long pid;
-	bool ignore_failure, show_output, discard_output, capture_output;
+	bool ignore_failure, show_output, discard_output, capture_output, no_shell;
 	const char *output_handling; /* Perun's spelling: default, capture, suppress */
 };
+
+/*
+ * --setup and --cleanup: CMD through /bin/sh, its output on stderr, once. 0, or
+ * the exit code after one line that says how it failed.
+ */
+static int shell_step(const char *what, const char *cmd)
+{
+	int st;
+
+	fflush(NULL);
+	st = system(cmd);
+	if (st == 0)
+		return EXIT_OK;
+	if (st < 0)
+		cli_error("collect", "%s '%s': cannot run /bin/sh: %s", what, cmd, strerror(errno));
+	else if (WIFSIGNALED(st))
+		cli_error("collect", "%s '%s' was killed by %s", what, cmd,
+			  strsignal(WTERMSIG(st)));
+	else
+		cli_error("collect", "%s '%s' failed (exit %d)", what, cmd, WEXITSTATUS(st));
+	return EXIT_FAILURE_;
+}
 
 /* Parse NAME=V1,V2,... or NAME=A..B[:STEP] into a NULL-terminated list. */
 static int parse_parameter(const char *spec, char **name, char ***values)
@@ -936,6 +958,13 @@ static int cmd_collect_one(int argc, char **argv)
 		{ SONDE_OPT_INT, 'r', "repeat", &o.repeat, "N", repeat_help, 1, 1e9 },
 		{ SONDE_OPT_STRING, 0, "prepare", &o.prepare, "CMD",
 		  "shell command run before every run (not measured)" },
+		{ SONDE_OPT_STRING, 0, "setup", &o.setup, "CMD",
+		  "shell command run once before the first run, warm-ups included (not measured)" },
+		{ SONDE_OPT_STRING, 0, "cleanup", &o.cleanup, "CMD",
+		  "shell command run once after the last run (not measured)" },
+		{ SONDE_OPT_FLAG, 'N', "no-shell", &o.no_shell, NULL,
+		  "a command given as one quoted word with spaces is a program's name, not a "
+		  "shell command line" },
 		{ SONDE_OPT_STRING, 0, "parameter", &o.parameter, "NAME=LIST|A..B:STEP",
 		  "run once per value, with {NAME} replaced in the arguments ({NAME:string}: a "
 		  "string of that length); N1,N2=A1:A2,... runs once per tuple, {N1} and {N2} "
@@ -1065,6 +1094,16 @@ static int cmd_collect_one(int argc, char **argv)
 				 "sonde collect %s -- CMD",
 				 spec);
 	}
+	/* one quoted word with spaces ('sort -n nums.txt', as hyperfine takes it) and no
+	   program of that name: a shell command line, run by /bin/sh (measured with it) */
+	if (argc == 1 && !o.no_shell && !o.pid && strpbrk(argv[0], " \t\n|;&<>()$`'\"*?") &&
+	    access(argv[0], X_OK) != 0) {
+		static char *sh_argv[4] = { "/bin/sh", "-c", NULL, NULL };
+
+		sh_argv[2] = argv[0];
+		argv = sh_argv;
+		argc = 3;
+	}
 	if (json_is_true(json_object_get(params, "only-extract-cg"))) {
 		code = print_call_graph(json_string_value(json_object_get(params, "binary")),
 					argv[0]);
@@ -1184,6 +1223,10 @@ static int cmd_collect_one(int argc, char **argv)
 		goto out;
 	}
 	install_signals();
+	if (o.setup && (rc = shell_step("--setup", o.setup))) {
+		code = rc;
+		goto out;
+	}
 	/* -o -: stdout is the profile's; the runs (the target's output) go to stderr */
 	if (o.out_file && !strcmp(o.out_file, "-")) {
 		fflush(stdout);
@@ -1201,6 +1244,14 @@ static int cmd_collect_one(int argc, char **argv)
 	if (so.progress) {
 		fputs("\r\033[K", cli_terminal_raw());
 		fflush(cli_terminal_raw());
+	}
+	if (o.cleanup) { /* whatever the runs did: what --setup made is undone */
+		int crc = shell_step("--cleanup", o.cleanup);
+
+		if (crc && !rc) {
+			code = crc;
+			goto out;
+		}
 	}
 	if (rc) {
 		/* Nothing measured can be trusted if the runner broke; still keep the runs. */

@@ -179,4 +179,21 @@ else
 	check "... by another sonde-spawn" [ -n "$h2" ]
 	check "... which is gone once sonde has exited" sh -c '! kill -0 "$1" 2>/dev/null' _ "${h2:-1}"
 fi
+# hyperfine's habits: a quoted command line goes through /bin/sh (-N: it does not), and
+# --setup / --cleanup run once around the series, --prepare before each run
+printf '3\n1\n2\n' >nums.txt
+run collect time -q -r 2 -o shell.json 'sort -n nums.txt'
+check "a quoted command line runs through the shell: exit 0, every run measured" \
+	all '[ "$rc" = 0 ]' '[ "$(jq -r .header.cmd shell.json)" = "/bin/sh -c '"'"'sort -n nums.txt'"'"'" ]' \
+	'[ "$(jq "[.resources[] | .amount | length] | max" shell.json)" = 2 ]'
+run collect time -N -q -r 2 -o noshell.json 'sort -n nums.txt'
+check "-N: the quoted words are a program's name: not found, exit 127" \
+	all '[ "$rc" = 127 ]' '[ ! -e noshell.json ]' 'has "$err" "command not found"'
+run collect time -q -r 3 -w 1 -o steps.json --setup 'echo setup >>steps.log' \
+	--prepare 'echo prepare >>steps.log' --cleanup 'echo cleanup >>steps.log' -- true
+check "--setup once before the warm-up, --prepare before each run, --cleanup once after" \
+	all '[ "$rc" = 0 ]' '[ "$(tr '"'"'\n'"'"' " " <steps.log)" = "setup prepare prepare prepare prepare cleanup " ]'
+run collect time -q -r 2 -o nosetup.json --setup 'exit 3' -- true
+check "a failing --setup: exit 1, one line, no runs, no profile" \
+	all '[ "$rc" = 1 ]' 'has "$err" "--setup .exit 3. failed (exit 3)"' '[ ! -e nosetup.json ]'
 finish
