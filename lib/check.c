@@ -315,6 +315,8 @@ static void by_totals(const struct side *b, const struct side *t,
 	double v;
 
 	r->method = "totals";
+	if (!r->unit) /* a function's total and self times are nanoseconds */
+		r->unit = strdup("ns");
 	r->baseline = mean_of(b->v, b->n, &v);
 	r->target = mean_of(t->v, t->n, &v);
 	r->change = r->baseline != 0 ? (r->target - r->baseline) / fabs(r->baseline) : NAN;
@@ -448,6 +450,9 @@ static void fill_names(struct sonde_check_result *r, const struct side *s, json_
 	r->subtype = dup0(s->subtype);
 	r->workload = dup0(s->workload);
 	r->unit = dup0(json_string_value(json_object_get(units, s->type ? s->type : "")));
+	if (!r->unit) /* a trace's resources are "mixed": their unit is their subtype's */
+		r->unit = dup0(
+			json_string_value(json_object_get(units, s->subtype ? s->subtype : "")));
 	r->baseline = r->target = r->change = NAN;
 	r->ratio_low = r->ratio_high = r->confidence = r->p = r->effect = NAN;
 	r->verdict = SONDE_NOT_ENOUGH_DATA; /* until a method says otherwise */

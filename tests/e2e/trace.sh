@@ -32,6 +32,9 @@ tab=$(printf '%s\n' "$out" | awk '$NF == "fib" { print $1 " " $2; exit }')
 run report calls.json -o rep.html
 bar=$(grep -o '<title>fib: [^<]*' rep.html | head -n 1 | sed 's/^<title>fib: //; s/ (.*//')
 check "report: fib's bar is its total in the table ($bar, $tab)" all '[ -n "$tab" ]' '[ "$bar" = "$tab" ]'
+run check calls.json calls.json
+check "check: a function's times in time units, not raw ns" \
+	all '[ "$rc" = 0 ]' 'has "$out" "  fib  *total  *no change  *[0-9.]* [nµm]s  *[0-9.]* [nµm]s"'
 check "sonde_trace_size: sizes 10..50" [ "$(jq -c '.resources["sized#0"]["structure-unit-size"]' calls.json)" = "[10,20,30,40,50]" ]
 check "without a size, x is the call's ordinal" [ "$(jq -c '.resources["leaf#0"]["structure-unit-size"][0:3]' calls.json)" = "[1,2,3]" ]
 
