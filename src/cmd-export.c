@@ -182,6 +182,30 @@ static int emit(const char *out_file, const struct sonde_strbuf *sb)
 	return EXIT_OK;
 }
 
+/*
+ * What a timeline leaves out, said on stderr: a trace profile keeps the first
+ * --max-slices calls for it (every call is in its totals), a sampled one a
+ * bounded number of samples.
+ */
+static void say_cut(const struct sonde_profile *p)
+{
+	json_t *t = json_object_get(sonde_profile__stats(p), "trace");
+	json_int_t calls = json_integer_value(json_object_get(t, "slices_dropped")),
+		   samples = json_integer_value(json_object_get(t, "timeline_samples_dropped"));
+	const char *cmd = json_string_value(json_object_get(sonde_profile__header(p), "cmd"));
+
+	if (calls > 0)
+		fprintf(stderr,
+			"sonde: warning: export: %lld calls of '%s' are not on the timeline: the "
+			"profile keeps the first calls only (collect --max-slices N keeps more)\n",
+			(long long)calls, cmd ? cmd : "?");
+	if (samples > 0)
+		fprintf(stderr,
+			"sonde: warning: export: %lld samples of '%s' are not on the timeline "
+			"(the profile's timeline was full)\n",
+			(long long)samples, cmd ? cmd : "?");
+}
+
 static int export_timeline(int argc, char **argv, const char *out_file)
 {
 	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
@@ -191,6 +215,8 @@ static int export_timeline(int argc, char **argv, const char *out_file)
 
 	if (code == EXIT_OK) {
 		rc = sonde_view__timeline((const struct sonde_profile *const *)v, n, &sb);
+		for (i = 0; rc == 0 && i < n; i++)
+			say_cut(v[i]);
 		if (rc == -EXDEV) {
 			cli_error("export",
 				  "these profiles come from different runs (their run ids "
@@ -251,6 +277,8 @@ int cmd_export(int argc, char **argv)
 		return code;
 	if (!strcmp(format, "perfetto")) {
 		rc = sonde_view__perfetto(p, &sb);
+		if (rc == 0)
+			say_cut(p);
 		if (rc == -EINVAL) {
 			char why[160];
 

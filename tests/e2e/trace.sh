@@ -32,6 +32,10 @@ tab=$(printf '%s\n' "$out" | awk '$NF == "fib" { print $1 " " $2; exit }')
 run report calls.json -o rep.html
 bar=$(grep -o '<title>fib: [^<]*' rep.html | head -n 1 | sed 's/^<title>fib: //; s/ (.*//')
 check "report: fib's bar is its total in the table ($bar, $tab)" all '[ -n "$tab" ]' '[ "$bar" = "$tab" ]'
+run collect trace -q --max-slices 10 -o few.json -- "$PROGS/t-calls"
+run export few.json -f perfetto -o few.perfetto.json
+check "export -f perfetto: the calls past --max-slices are said (2080 of 2090)" \
+	all '[ "$rc" = 0 ]' 'has "$err" "warning: export: 2080 calls of .* are not on the timeline"'
 run check calls.json calls.json
 check "check: a function's times in time units, not raw ns" \
 	all '[ "$rc" = 0 ]' 'has "$out" "  fib  *total  *no change  *[0-9.]* [nµm]s  *[0-9.]* [nµm]s"'
