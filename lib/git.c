@@ -212,9 +212,13 @@ int sonde_git__exclude(const char *dir, const char *pattern)
 	if (rc && rc != -ENOENT)
 		goto out;
 	rc = 0;
-	for (line = old; line && line < old + len; line = strchr(line, '\n'), line += !!line)
+	for (line = old; line && line < old + len;) {
 		if (!strncmp(line, pattern, plen) && (line[plen] == '\n' || !line[plen]))
 			goto out; /* there already: 0 */
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
 	slash = strrchr(path.buf, '/');
 	if (slash) {
 		*slash = '\0';

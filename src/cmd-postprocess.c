@@ -81,11 +81,12 @@ static int parse_decay(const char *s, double *alpha)
 static void print_models(const struct sonde_profile *p, const char *name, size_t first)
 {
 	json_t *models = sonde_profile__part(p, "models"), *m;
-	size_t i, k;
+	json_t *units = json_object_get(sonde_profile__header(p), "units");
+	size_t i;
 
 	for (i = first; i < json_array_size(models); i++) {
-		const char *sub;
-		json_t *cs;
+		const char *sub, *model, *per, *yu;
+		char text[256];
 
 		m = json_array_get(models, i);
 		if (strcmp(json_string_value(json_object_get(m, "postprocessor")), name))
@@ -93,18 +94,29 @@ static void print_models(const struct sonde_profile *p, const char *name, size_t
 		if (!strcmp(name, "regression") && !json_is_true(json_object_get(m, "best")))
 			continue;
 		sub = json_string_value(json_object_get(m, "subtype"));
-		printf("  %s%s%s: %s (%s), R² = %.4f over [%g, %g]",
+		model = json_string_value(json_object_get(m, "model"));
+		per = json_string_value(json_object_get(m, "per"));
+		/* coefficients in the units of what is modelled (a trace's by its subtype)
+		   and of x, as the scatter's legend gives them */
+		yu = json_string_value(json_object_get(
+			units, json_string_value(json_object_get(m, "type")) ?: ""));
+		if (!yu)
+			yu = json_string_value(json_object_get(units, sub ? sub : ""));
+		sonde_view__model_text(m, yu,
+				       json_string_value(json_object_get(units, per ? per : "")),
+				       text, sizeof(text));
+		printf("  %s%s%s: %s, over [%g, %g] (%s)",
 		       json_string_value(json_object_get(m, "uid")), sub ? " " : "", sub ? sub : "",
-		       json_string_value(json_object_get(m, "model")),
-		       json_string_value(json_object_get(m, "method")),
-		       json_number_value(json_object_get(m, "r_square")),
-		       json_number_value(json_object_get(m, "x_start")),
-		       json_number_value(json_object_get(m, "x_end")));
-		cs = json_object_get(m, "coeffs");
-		for (k = 0; k < json_array_size(cs); k++)
-			printf(", %s = %.6g",
-			       json_string_value(json_object_get(json_array_get(cs, k), "name")),
-			       json_number_value(json_object_get(json_array_get(cs, k), "value")));
+		       text, json_number_value(json_object_get(m, "x_start")),
+		       json_number_value(json_object_get(m, "x_end")),
+		       json_string_value(json_object_get(m, "method"))
+			       ? json_string_value(json_object_get(m, "method"))
+			       : name);
+		/* (a constant explains no variation by construction: not a fit to judge) */
+		if (model && strcmp(model, "constant") && !strcmp(name, "regression") &&
+		    json_number_value(json_object_get(m, "r_square")) < 0.5 &&
+		    json_integer_value(json_object_get(m, "n")) > 2)
+			printf(" (a poor fit: the best model explains under half the variation)");
 		putchar('\n');
 	}
 }

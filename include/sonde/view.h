@@ -164,6 +164,14 @@ int sonde_view__scatter(const struct sonde_profile *p, const struct sonde_chart_
 			struct sonde_strbuf *out);
 
 /*
+ * A model of the profile's models (postprocess) as one line: its name, formula
+ * and coefficients with their units (b0 in y_unit, a slope in y_unit per
+ * x_unit in the singular), and R², as the scatter's legend says it.
+ */
+void sonde_view__model_text(json_t *model, const char *y_unit, const char *x_unit, char *buf,
+			    size_t len);
+
+/*
  * The HTML report of n profiles (names: how to call them), one file with no
  * outside references. Each profile is compared with the nearest earlier one of
  * the same collector and command.

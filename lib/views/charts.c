@@ -307,9 +307,13 @@ static bool listed(const char *list, const char *name)
 	size_t len = name ? strlen(name) : 0;
 	const char *at;
 
-	for (at = list; name && at && *at; at = strchr(at, ','), at += !!at)
+	for (at = list; name && at && *at;) {
 		if (!strncmp(at, name, len) && (at[len] == ',' || !at[len]))
 			return true;
+		at = strchr(at, ',');
+		if (at)
+			at++;
+	}
 	return false;
 }
 
@@ -532,8 +536,10 @@ static const char *value_unit(const struct sonde_profile *p, const struct sonde_
 
 	if (!strcmp(o->of, "amount") && o->type && json_is_string(json_object_get(units, o->type)))
 		return json_string_value(json_object_get(units, o->type));
-	/* a summary's fields are in its amount's unit: a trace's by subtype (time) */
-	if (!strncmp(o->of, "summary.", 8) && sonde_profile__resource_count(p)) {
+	/* a summary's fields are in its amount's unit; a trace's resources are "mixed",
+	   their amounts in the unit of their subtype (time) */
+	if ((!strcmp(o->of, "amount") || !strncmp(o->of, "summary.", 8)) &&
+	    sonde_profile__resource_count(p) && !unit_of(p, o->of)) {
 		struct sonde_scalar st;
 
 		if (o->type && json_is_string(json_object_get(units, o->type)))
@@ -972,6 +978,15 @@ static void model_text(char *buf, size_t len, json_t *m, const struct sonde_fit 
 			 formulas[f->kind], b0, b1, per_x ? " per " : "", per_x ? per : "",
 			 f->r_square);
 	}
+}
+
+void sonde_view__model_text(json_t *model, const char *y_unit, const char *x_unit, char *buf,
+			    size_t len)
+{
+	struct sonde_fit f;
+	bool fitted = !sonde_fit__from_json(model, &f);
+
+	model_text(buf, len, model, &f, fitted, y_unit, x_unit);
 }
 
 #define MAX_PANELS 6

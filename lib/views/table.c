@@ -44,7 +44,10 @@ static void join(char *buf, size_t len, const char *a, const char *b, const char
 /* Columns are counted in characters, not bytes ("µs"). */
 static int cell(struct sonde_strbuf *out, const char *s, int w, bool left)
 {
-	return sonde_strbuf__addf(out, "%*s", sonde_strbuf__cols(s, left ? -w : w), s);
+	/* a right-aligned value wider than its column still stands apart from the last */
+	int err = !left && (int)strlen(s) >= w ? sonde_strbuf__addch(out, ' ') : 0;
+
+	return err | sonde_strbuf__addf(out, "%*s", sonde_strbuf__cols(s, left ? -w : w), s);
 }
 
 int sonde_view__warnings(const struct sonde_profile *p, const char *prefix, bool notes,
@@ -97,13 +100,37 @@ int sonde_view__warnings(const struct sonde_profile *p, const char *prefix, bool
 	return err ? -ENOMEM : 0;
 }
 
-/* A value in its unit; times in ns in the unit the time collector was asked for. */
+/*
+ * A value in its unit; times in ns in the unit the time collector was asked for,
+ * as a bare number (the unit column says which).
+ */
 static void show(double v, const char *unit, const char *time_unit, char *buf, size_t len)
 {
-	if (time_unit && unit && !strcmp(unit, "ns"))
+	if (time_unit && unit && !strcmp(unit, "ns")) {
+		char *sp;
+
 		sonde_format__duration_in(v, time_unit, buf, len);
-	else
+		if ((sp = strrchr(buf, ' ')))
+			*sp = '\0';
+	} else {
 		sonde_format__value(v, unit, buf, len);
+	}
+}
+
+/*
+ * What the unit column says: the unit of the numbers beside it. Times and
+ * sizes carry their own (1.714 ms, 2.4 KiB, scaled to fit each): there it
+ * names the quantity; with --time-unit, the unit the times are printed in.
+ */
+static const char *unit_shown(const char *unit, const char *time_unit)
+{
+	if (!unit || !*unit)
+		return "-";
+	if (!strcmp(unit, "ns"))
+		return !time_unit ? "time" : !strcmp(time_unit, "us") ? "µs" : time_unit;
+	if (!strcmp(unit, "B"))
+		return "memory";
+	return unit;
 }
 
 int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
@@ -242,7 +269,7 @@ int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 			if (md) {
 				err |= sonde_strbuf__addf(
 					out, "| %s | %s | %s | %s | %s | %s | %s | %s | %zu |\n",
-					r->label, r->unit ? r->unit : "-", a, b, c, d, e, ci,
+					r->label, unit_shown(r->unit, tu), a, b, c, d, e, ci,
 					r->s.outliers);
 				continue;
 			}
@@ -251,7 +278,7 @@ int sonde_view__table(const struct sonde_profile *p, enum sonde_view_format fmt,
 			err |= cell(out, r->label, w, true);
 			err |= sonde_strbuf__addch(
 				out, ' '); /* the longest label still stands apart from its unit */
-			err |= cell(out, r->unit && *r->unit ? r->unit : "-", 9, true);
+			err |= cell(out, unit_shown(r->unit, tu), 9, true);
 			err |= cell(out, ms, 23, false);
 			err |= cell(out, c, 12, false);
 			err |= cell(out, d, 12, false);

@@ -69,12 +69,12 @@ done
 check "the default clock, monotonic, is recorded too" jq -e '.collector_info.params.clock == "monotonic"' par.json
 # --time-unit: the table prints every time in that unit, the profile keeps ns
 run collect time -r 2 --time-unit ms -o tu.json -- "$PROGS/s-sleep" 20
-check "--time-unit ms: collect's table in ms (x.xxx ms), the profile in ns" \
-	all '[ "$rc" = 0 ]' 'printf "%s\n" "$err" | grep -E -q "real +ns +[0-9]+\.[0-9]{3} ms ± [0-9]+\.[0-9]{3} ms"' \
+check "--time-unit ms: collect's table in ms (unit ms, x.xxx ± x.xxx), the profile in ns" \
+	all '[ "$rc" = 0 ]' 'printf "%s\n" "$err" | grep -E -q "real +ms +[0-9]+\.[0-9]{3} ± [0-9]+\.[0-9]{3} "' \
 	"jq -e '[.resources[] | .amount[] | select(. > 1.5e7)] | length >= 2' tu.json"
 run show tu.json --time-unit us
-check "show --time-unit us: the same profile in µs" \
-	printf "%s\n" "$out" | grep -E -q "real +ns +[0-9]+\.[0-9]{3} µs"
+check "show --time-unit us: the same profile in µs (the unit column says so)" \
+	printf "%s\n" "$out" | grep -E -q "real +µs +[0-9]+\.[0-9]{3} ± "
 # several names: tuples, each name replaced by its part, each a column
 run collect time -q -r 1 --parameter n,tag=2:a,4:b -o tup.json -- sh -c 'echo "$1" >>tup.txt' x "{n}-{tag}"
 check "parameter n,tag=2:a,4:b: each run got its parts, the sizes the first, a column each" \

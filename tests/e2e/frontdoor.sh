@@ -174,7 +174,7 @@ check "show N@i of a compressed stored profile" has "$out" "^uid "
 cd .. || exit 1
 run show t1.json
 check "show: the uid is named" has "$out" "^uid "
-check "show: each row has its unit" has "$out" "  real  *ns "
+check "show: each row says what its numbers are in (time: each carries its unit)" has "$out" "  real  *time  *[0-9.]* [nµm]*s ±"
 # ---- views that answer their question ------------------------------------------------------------
 EX=$BUILD/examples
 # the trace's time-per-size curve is timing: on a loaded machine a run can be noise, so

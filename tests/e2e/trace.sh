@@ -21,7 +21,7 @@ check "stats count every call" jq_eq calls.json .stats.trace.calls 2090
 check "at most 16 bytes per call" [ "$(jq '.stats.trace.bytes_per_call <= 16' calls.json)" = true ]
 check "a calibrated cost per call" [ "$(jq '.stats.trace.cost_ns_per_call > 0 and .stats.trace.estimated_cost_ns > 0' calls.json)" = true ]
 run show calls.json table
-check "show table: rows name their function, times in time units" has "$out" "  fib  *ns *[0-9.]* [nµm]s ±"
+check "show table: rows name their function, times in time units (the unit column: time)" has "$out" "  fib  *time *[0-9.]* [nµm]s ±"
 run show calls.json
 tr_out=$out
 run show calls.json report

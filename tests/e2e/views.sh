@@ -8,6 +8,8 @@ run collect trace -q -o calls.json -- "$PROGS/t-calls"
 check "trace profile collected" [ "$rc" -eq 0 ]
 run postprocess calls.json regression
 check "regression: exit 0" [ "$rc" -eq 0 ]
+check "regression: each best model's coefficients with units, as the scatter's legend" \
+	has "$out" "sized time: [a-z]*: y = [^,]*, b0 = [-0-9.]* [nµm]*s, .*R² = [0-9.]*, over \[10, 50\] (full)"
 check "regression: models stored" [ "$(jq '[.models[] | select(.postprocessor == "regression")] | length' calls.json)" -gt 0 ]
 check "regression: one best model per uid" jq_eq calls.json '[.models[] | select(.best)] | group_by(.uid) | map(length) | max' 1
 check "regression: coefficients with confidence intervals" jq_eq calls.json '[.models[] | .coeffs[0] | has("ci_low") and has("ci_high")] | all' true
