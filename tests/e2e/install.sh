@@ -22,6 +22,7 @@ check "installed: libsonde" test -e "$L/libsonde.so"
 check "installed: the runtimes" sh -c 'test -e "$1/sonde/libsonde-memory.so" && test -e "$1/sonde/libsonde-trace.so" && test -e "$1/sonde/libsonde-sample.so" && test -x "$1/sonde/sonde-spawn"' _ "$L"
 check "installed: the headers" test -e "$P/include/sonde/sonde.h"
 check "installed: the docs" test -e "$P/share/doc/sonde/analysis.md"
+check "installed: the licence (MIT) beside the docs" grep -q "^MIT License" "$P/share/doc/sonde/LICENSE"
 
 # the installed sonde works on its own files (the staged libsonde finds its runtimes beside it)
 export LD_LIBRARY_PATH="$L"
@@ -93,6 +94,7 @@ elif [ -z "$ext" ]; then
 else
 	pkg=$(dirname "$(dirname "$ext")")
 	check "installed: sonde/__init__.py beside the extension" test -e "$pkg/sonde/__init__.py"
+	check "installed: the Python package carries its licence" grep -q "^MIT License" "$pkg/sonde/LICENSE"
 	case "${ASAN_OPTIONS:-}${SANFLAGS:-}" in
 	*sanitize* | *detect_leaks*) skip "installed: import sonde" "a sanitized extension needs the sanitizer runtime preloaded (tests/python/run does)" ;;
 	*) check "installed: import sonde times a region" env PYTHONPATH="$pkg" /usr/bin/python3 -c '
