@@ -74,6 +74,8 @@ install: $(BUILD)/build.ninja
 	@[ "$(CONFIGURED_PREFIX)" = "$(abspath $(PREFIX))" ] || \
 		meson configure $(BUILD) -Dprefix=$(abspath $(PREFIX)) >/dev/null
 	@meson install -C $(BUILD) --quiet $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
+	@# libsonde in a folder the loader searches: its cache knows it at once
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 	@echo "installed under $(DESTDIR)$(abspath $(PREFIX)); try: man sonde"
 
 uninstall:

@@ -95,6 +95,11 @@ else
 	pkg=$(dirname "$(dirname "$ext")")
 	check "installed: sonde/__init__.py beside the extension" test -e "$pkg/sonde/__init__.py"
 	check "installed: the Python package carries its licence" grep -q "^MIT License" "$pkg/sonde/LICENSE"
+	# without DESTDIR it would be where the interpreter of the build looks for PREFIX's
+	check "installed: the package in a folder on python3's path (${pkg#"$D"})" \
+		/usr/bin/python3 -c 'import sys, sysconfig
+p = sys.argv[1]
+sys.exit(0 if p in sys.path or p == sysconfig.get_path("platlib") or not p.startswith("/usr/") else 1)' "${pkg#"$D"}"
 	case "${ASAN_OPTIONS:-}${SANFLAGS:-}" in
 	*sanitize* | *detect_leaks*) skip "installed: import sonde" "a sanitized extension needs the sanitizer runtime preloaded (tests/python/run does)" ;;
 	*) check "installed: import sonde times a region" env PYTHONPATH="$pkg" /usr/bin/python3 -c '
