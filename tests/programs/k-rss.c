@@ -2,7 +2,9 @@
  * MB mebibytes between them; once both are done the program prints its
  * resident size as the kernel sums it ("resident PAGES", from /proc/self/statm)
  * and sleeps S seconds, its memory unchanged (the threads wait in pause). */
+#ifndef _GNU_SOURCE /* meson may define it */
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
