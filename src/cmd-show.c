@@ -124,10 +124,11 @@ out:
 }
 
 static const char usage_head[] =
-	"usage: sonde show PROFILE [VIEW [OTHER]] [options]\n"
+	"usage: sonde show PROFILE... [VIEW [OTHER]] [options]\n"
 	"\n"
 	"Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
-	"'sonde status') or N@i (the Nth profile registered for HEAD).\n"
+	"'sonde status') or N@i (the Nth profile registered for HEAD); several\n"
+	"(a shell glob) are shown in turn, each under its name.\n"
 	"Views (the drawn ones write a standalone SVG to -o FILE, default stdout;\n"
 	"diff takes OTHER, the profile compared with PROFILE):";
 
@@ -145,6 +146,59 @@ static const char *usage(void)
 		len += (size_t)snprintf(text + len, sizeof(text) - len, "\n  %-11s%s\n  %-11s(%s)",
 					v[k].name, v[k].summary, "", v[k].reads);
 	return text;
+}
+
+/* Show one profile in a view (NULL: its own); returns the exit code. */
+static int show_one(const char *path, const char *view, const struct sonde_view_info *vi,
+		    struct sonde_chart_opts *c0, const char *func, long long top,
+		    const char *format, const char *sort, const char *time_unit, const char *weight,
+		    const char *out_file, const char *other)
+{
+	struct sonde_chart_opts c = *c0;
+	struct sonde_profile *p;
+	int code = EXIT_OK;
+
+	p = cli_load_profile("show", path, &code);
+	if (!p)
+		return code;
+	if (time_unit) { /* the view reads it where collect time --time-unit put it */
+		json_t *ci = sonde_profile__collector_info(p);
+
+		if (!json_is_object(json_object_get(ci, "params")))
+			json_object_set_new(ci, "params", json_object());
+		json_object_set_new(json_object_get(ci, "params"), "time-unit",
+				    json_string(time_unit));
+	}
+	if (vi && (vi->flags & SONDE_VIEW_DRAWN)) {
+		for (c.func = 0; strcmp(sonde_view__aggs[c.func], func); c.func++)
+			;
+		c.top = (unsigned)top;
+		code = drawn(p, view, path, other, &c, weight, out_file);
+	} else {
+		const struct sonde_view_args a = { .sz = sizeof(a),
+						   .fmt = sonde_view__format_of(format),
+						   .top = (unsigned)top,
+						   .sort = sort,
+						   .notes = true,
+						   .warnings = !vi || !strcmp(view, "table") };
+		struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+		const char *needs = vi && vi->collector ? vi->collector : "trace";
+		int rc = cli_emit(sonde_view__show(p, view, &a, &sb), &sb, stdout);
+
+		if (rc == -EINVAL) {
+			cli_error("show",
+				  "'%s' is a %s profile: the %s view needs a %s profile "
+				  "(sonde collect %s)",
+				  path, sonde_profile__type(p), view ? view : "default", needs,
+				  needs);
+			code = EXIT_UNSUPPORTED;
+		} else if (rc) {
+			cli_error("show", "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
+			code = EXIT_FAILURE_;
+		}
+	}
+	cli_drop_profile(p);
+	return code;
 }
 
 int cmd_show(int argc, char **argv)
@@ -187,9 +241,9 @@ int cmd_show(int argc, char **argv)
 		{ .type = SONDE_OPT_END },
 	};
 	const struct sonde_view_info *vi;
-	struct sonde_profile *p;
 	const char *view;
-	int first, code = EXIT_OK;
+	char **profiles;
+	int first, nprof, k, code = EXIT_OK;
 
 	first = cli_parse("show", usage(), opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
 			  &code);
@@ -199,6 +253,26 @@ int cmd_show(int argc, char **argv)
 	argc -= 1 + first;
 	if (argc < 1)
 		return cli_usage("show", "which profile? give a path, N@p or N@i");
+	/* PROFILE... [VIEW [OTHER]]: the leading arguments that name no view are profiles */
+	for (nprof = 1; nprof < argc && !sonde_view__find(argv[nprof]); nprof++)
+		;
+	if (nprof > 1 && nprof == argc) { /* no view named: is the last a mistyped one? */
+		const char *last = argv[argc - 1];
+
+		if (access(last, F_OK) && !strchr(last, '@') && !strchr(last, '/') &&
+		    !strstr(last, ".json"))
+			nprof--;
+	}
+	if (nprof > 1 && nprof < argc && !strcmp(argv[nprof], "diff"))
+		return cli_usage("show", "diff compares one profile with one other");
+	if (nprof > 1 && out_file)
+		return cli_usage("show", "-o names one file: show one profile at a time");
+	if (nprof > 1 && (!strcmp(format, "json") || !strcmp(format, "csv")))
+		return cli_usage("show", "-f %s makes one document: show one profile at a time",
+				 format);
+	profiles = argv;
+	argv += nprof - 1; /* the view after the last profile */
+	argc -= nprof - 1;
 	/* no view named: the profile's own, as collect showed it (the table where it has none) */
 	view = argc > 1 ? argv[1] : NULL;
 	if (argc > (view && !strcmp(view, "diff") ? 3 : 2))
@@ -208,53 +282,26 @@ int cmd_show(int argc, char **argv)
 	vi = NULL;
 	if (view && !(vi = sonde_view__find(view))) {
 		struct sonde_strbuf names = SONDE_STRBUF_INIT;
-		size_t nv, k;
+		size_t nv, j;
 		const struct sonde_view_info *all = sonde_view__list(&nv);
 
-		for (k = 0; k < nv; k++)
-			sonde_strbuf__addf(&names, "%s%s", k ? ", " : "", all[k].name);
+		for (j = 0; j < nv; j++)
+			sonde_strbuf__addf(&names, "%s%s", j ? ", " : "", all[j].name);
 		code = cli_usage("show", "unknown view '%s' (views: %s)", view, cli_why(&names, 0));
 		sonde_strbuf__release(&names);
 		return code;
 	}
-	p = cli_load_profile("show", argv[0], &code);
-	if (!p)
-		return code;
-	if (time_unit) { /* the view reads it where collect time --time-unit put it */
-		json_t *ci = sonde_profile__collector_info(p);
+	/* several profiles (a shell glob): each in turn, under its name */
+	for (k = 0; k < nprof; k++) {
+		int rc;
 
-		if (!json_is_object(json_object_get(ci, "params")))
-			json_object_set_new(ci, "params", json_object());
-		json_object_set_new(json_object_get(ci, "params"), "time-unit",
-				    json_string(time_unit));
+		if (nprof > 1)
+			printf("%s== %s\n", k ? "\n" : "", profiles[k]);
+		fflush(stdout);
+		rc = show_one(profiles[k], view, vi, &c, func, top, format, sort, time_unit, weight,
+			      out_file, argc > 2 ? argv[2] : NULL);
+		if (rc && code == EXIT_OK)
+			code = rc;
 	}
-	if (vi && (vi->flags & SONDE_VIEW_DRAWN)) {
-		for (c.func = 0; strcmp(sonde_view__aggs[c.func], func); c.func++)
-			;
-		c.top = (unsigned)top;
-		code = drawn(p, view, argv[0], argc > 2 ? argv[2] : NULL, &c, weight, out_file);
-	} else {
-		const struct sonde_view_args a = { .sz = sizeof(a),
-						   .fmt = sonde_view__format_of(format),
-						   .top = (unsigned)top,
-						   .sort = sort,
-						   .notes = true,
-						   .warnings = !vi || !strcmp(view, "table") };
-		struct sonde_strbuf sb = SONDE_STRBUF_INIT;
-		const char *needs = vi && vi->collector ? vi->collector : "trace";
-		int rc = cli_emit(sonde_view__show(p, view, &a, &sb), &sb, stdout);
-
-		if (rc == -EINVAL) {
-			cli_error("show",
-				  "'%s' is a %s profile: the %s view needs a %s profile "
-				  "(sonde collect %s)",
-				  argv[0], sonde_profile__type(p), view ? view : "default", needs, needs);
-			code = EXIT_UNSUPPORTED;
-		} else if (rc) {
-			cli_error("show", "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
-			code = EXIT_FAILURE_;
-		}
-	}
-	cli_drop_profile(p);
 	return code;
 }

@@ -31,6 +31,7 @@
 #include <sonde/postprocess.h>
 #include <sonde/check.h>
 #include <sonde/view.h>
+#include <sonde/timer.h>
 
 /* The library's version string, e.g. "0.1.0". */
 const char *sonde_version(void);

@@ -238,6 +238,14 @@ while ! has "$err" "check: severe degradation" && [ $tries -lt 3 ]; do
 	tries=$((tries + 1))
 done
 check "A ::: B: check's verdict (attempts: $tries)" has "$err" "check: severe degradation"
+# the README's glob: two profiles of one program match it, each is shown under its name
+run show s-sleep-time-*.json
+check "show GLOB: both profiles, each under its name" \
+	sh -c '[ "$1" = 0 ] && [ "$(printf "%s\n" "$2" | grep -c "^== s-sleep-time-.*json$")" = 2 ]' _ "$rc" "$out"
+run show s-sleep-time-*.json table -f json
+check "show GLOB -f json: one document per show, exit 2" [ "$rc" = 2 ]
+run show s-sleep-time-*.json tabel
+check "show GLOB VIEW: a mistyped view is still named" sh -c '[ "$1" = 2 ] || exit 1; printf "%s" "$2" | grep -q "is not\|unknown\|cannot"' _ "$rc" "$err"
 cd .. || exit 1
 run collect memory -- true ::: true
 check "::: under another collector: exit 2" [ "$rc" = 2 ]

@@ -84,6 +84,20 @@ if cc $SANFLAGS v.c $(pkg-config --cflags --libs sonde) -o v 2>cc.err; then
 else
 	not_ok "a program builds with pkg-config sonde: $(head -3 cc.err | tr '\n' ' ')"
 fi
+# the C region timer, as a user builds it: its own profile, read by show, check and report
+# shellcheck disable=SC2046,SC2086
+if cc $SANFLAGS "$SRC/examples/timer.c" $(pkg-config --cflags --libs sonde) -lpthread -o tm 2>cc.err; then
+	check "the C timer: nested regions on four threads, warm-up left out" \
+		sh -c './tm 12 tm-a.json | grep -q "^solve  n=46 " && ./tm 12 tm-b.json | grep -q "^step   n=46 "'
+	check "the C timer's profile: show lists both regions in time units" \
+		sh -c '"$0" show tm-a.json | grep -E "^  (solve|step) +time +[0-9.]+ (µs|ms)" | wc -l | grep -qx 2' "$BIN"
+	check "the C timer's profiles: check compares them region by region" \
+		sh -c '"$0" check tm-a.json tm-b.json | grep -qE "^  solve +region"' "$BIN"
+	check "the C timer's profile: report draws it" \
+		sh -c '"$0" report tm-a.json -o tm.html >/dev/null && grep -q solve tm.html' "$BIN"
+else
+	not_ok "the C timer builds with pkg-config sonde: $(head -3 cc.err | tr '\n' ' ')"
+fi
 
 # the Python package, where the interpreter's site directory is under PREFIX
 ext=$(find "$P" -name '_sonde*.so' | head -1)
