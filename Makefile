@@ -7,10 +7,12 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 SAN_BUILD ?= build-sanitize
 TSAN_BUILD ?= build-tsan
+# more for every meson setup below: CI gives --werror (a warning fails its build)
+MESON_FLAGS ?=
 SONDE      = $(BUILD)/src/sonde
 EXAMPLE    = $(BUILD)/examples/sort
 
-.PHONY: all deps build run test test-sanitize sanitize test-thread bench format clean install uninstall
+.PHONY: all deps build run test test-full test-sanitize sanitize test-thread bench format clean install uninstall
 
 all: build
 
@@ -19,7 +21,7 @@ deps:
 
 $(BUILD)/build.ninja:
 	@./scripts/install-deps
-	meson setup $(BUILD) --buildtype=debugoptimized
+	meson setup $(BUILD) --buildtype=debugoptimized $(MESON_FLAGS)
 
 build: deps $(BUILD)/build.ninja
 	@ninja -C $(BUILD)
@@ -59,8 +61,14 @@ run: build
 	@$(SONDE) report $(BUILD)/example-trace.json $(BUILD)/example-memory.json $(BUILD)/example-time.json -o $(BUILD)/report.html >/dev/null
 	@echo "open the report first: $(abspath $(BUILD))/report.html"
 
+# make test: every test but the suite `slow` (the fuzzers, 20 s each; the
+# allocation-fault torture in full), about 6 minutes on 2 cores once built.
+# make test-full: all of it, as CI runs it.
 test: build
-	@tests/run $(BUILD)
+	@tests/run $(BUILD) --no-suite slow
+
+test-full: build
+	@SONDE_TEST_FULL=1 tests/run $(BUILD)
 
 # meson install underneath: the binary, libsonde and sonde.pc, the runtimes, the
 # headers, the man pages and the bash and zsh completion, under PREFIX (DESTDIR
@@ -82,17 +90,19 @@ uninstall:
 	@ninja -C $(BUILD) uninstall >/dev/null && echo "uninstalled from $(abspath $(PREFIX))"
 
 $(SAN_BUILD)/build.ninja:
-	meson setup $(SAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+	meson setup $(SAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false $(MESON_FLAGS)
 
 sanitize: deps $(SAN_BUILD)/build.ninja
 	@ninja -C $(SAN_BUILD)
 
+# the fuzzers are sanitized builds of their own: run once, by test-full
 test-sanitize: sanitize
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		tests/run $(SAN_BUILD)
+		tests/run $(SAN_BUILD) --no-suite fuzz
 
 $(TSAN_BUILD)/build.ninja:
-	meson setup $(TSAN_BUILD) --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false
+	meson setup $(TSAN_BUILD) --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
+		-Dc_args=-Wno-tsan $(MESON_FLAGS)
 
 # sonde's own threads under ThreadSanitizer (tests/thread/run); the profiled
 # programs and preload runtimes come from the normal build

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sonde/file.h>
 #include <sonde/parallel.h>
+#include <sonde/clock.h>
+#include <sonde/log.h>
 #include <sonde/profile.h>
 #include "grow.h"
 #include "json.h"
@@ -1095,6 +1097,15 @@ int sonde_profile__write(const struct sonde_profile *p, const char *path, unsign
 		iov[n++] = (struct iovec){ sb.buf + from, sb.len - from };
 		err = sonde_file__write_datav(path, iov, n, flags, used);
 	}
+	if (!err) {
+		size_t bytes = 0;
+
+		for (k = 0; k < n; k++)
+			bytes += iov[k].iov_len;
+		sonde_log(SONDE_LOG_INFO, "profile", "wrote '%s': %s profile, %zu resources, %zu bytes",
+			  used && *used ? *used : path, sonde_profile__type(p),
+			  sonde_profile__resource_count(p), bytes);
+	}
 	free(iov);
 	free(refs.v);
 	sonde_strbuf__release(&sb);
@@ -1872,7 +1883,16 @@ struct sonde_profile *sonde_profile__load(const char *path, struct sonde_strbuf 
 		memset(big + len, 0, SONDE_JSON_SLACK);
 		buf = big;
 	}
-	p = parse(buf, len, big ? SONDE_JSON_SLACK : 0, path, err);
+	{
+		uint64_t t0 = sonde_clock_ns();
+
+		p = parse(buf, len, big ? SONDE_JSON_SLACK : 0, path, err);
+		if (p)
+			sonde_log(SONDE_LOG_DEBUG, "profile",
+				  "loaded '%s': %s profile, %zu resources, %zu bytes in %.3f ms", path,
+				  sonde_profile__type(p), sonde_profile__resource_count(p), len,
+				  (double)(sonde_clock_ns() - t0) / 1e6);
+	}
 	free(buf);
 	return p;
 }

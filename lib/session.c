@@ -811,6 +811,11 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 			break;
 		}
 		s->busy_ns += run.end_ns - run.start_ns;
+		sonde_log(SONDE_LOG_DEBUG, "session", "%s %u%s%s: pid %d, %s %d, %.3f ms",
+			  warm ? "warm-up" : "run", *done + 1, value ? " @" : "", value ? value : "",
+			  (int)run.pid, WIFSIGNALED(run.status) ? "signal" : "exit",
+			  WIFSIGNALED(run.status) ? WTERMSIG(run.status) : WEXITSTATUS(run.status),
+			  (double)(run.end_ns - run.start_ns) / 1e6);
 		info.index = *done;
 		info.warmup = warm;
 		info.workload = value;
@@ -912,6 +917,13 @@ int sonde_session__run(struct sonde_session *s, struct sonde_strbuf *err)
 		total = s->o.repeat * (unsigned)nvalues;
 	/* git, asked in before(), is done before the target starts: never beside it */
 	sonde_git__origin_finish(&s->origin);
+	if (s->origin.commit[0])
+		sonde_log(SONDE_LOG_INFO, "session", "measuring commit %.12s%s", s->origin.commit,
+			  s->origin.dirty > 0 ? " (with uncommitted changes)" : "");
+	else
+		sonde_log(SONDE_LOG_INFO, "session", "not in a git work tree: no commit recorded");
+	for (i = 0; i < s->ncols; i++)
+		sonde_log(SONDE_LOG_INFO, "session", "collector %s", s->cols[i].col->name);
 	s->state = SONDE_SESSION_COLLECTING;
 	s->t0 = sonde_clock_ns();
 	sonde_runner__clear_interrupt();
@@ -924,6 +936,10 @@ int sonde_session__run(struct sonde_session *s, struct sonde_strbuf *err)
 	s->out.duration_ns = sonde_clock_ns() - s->t0;
 	s->out.own_ns = s->out.duration_ns > s->busy_ns ? s->out.duration_ns - s->busy_ns : 0;
 	s->state = SONDE_SESSION_IDLE;
+	sonde_log(SONDE_LOG_INFO, "session",
+		  "%u runs and %u warm-ups in %.3f ms, %.3f ms of it sonde's own (between runs)",
+		  s->out.runs, s->out.warmups, (double)s->out.duration_ns / 1e6,
+		  (double)s->out.own_ns / 1e6);
 	return rc;
 }
 

@@ -77,6 +77,8 @@ void cli_apply_globals(void)
 {
 	if (g.debug)
 		sonde_log__enable_domains(g.debug);
+	else if (g.verbose >= 2) /* -vv: every domain's debug messages */
+		sonde_log__enable_domains("all");
 	sonde_log__set_level(g.quiet			 ? SONDE_LOG_ERROR
 			     : g.verbose >= 2 || g.debug ? SONDE_LOG_DEBUG
 			     : g.verbose		 ? SONDE_LOG_INFO

@@ -1199,7 +1199,9 @@ static int cmd_collect_one(int argc, char **argv)
 	so.ignore_failure = o.ignore_failure;
 	so.attach_pid = (pid_t)o.pid;
 	so.duration_s = o.duration;
-	if (!cli_quiet() && isatty(2))
+	/* a bar only where the target's own output does not reach the terminal: redrawn over
+	   a line, it would run into what the program prints (the one-run collectors show it) */
+	if (!cli_quiet() && isatty(2) && so.output != SONDE_OUTPUT_DEFAULT)
 		so.progress = draw_progress;
 	s = sonde_session__new(&so);
 	for (i = 0; s && i < ncols; i++)

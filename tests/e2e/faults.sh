@@ -26,7 +26,9 @@ git init -q repo && cd repo && echo a >a && git add a && git commit -qm a || exi
 # and a run that succeeds must give the answer of the run without faults
 # (stdout and OUTPUT the same): no allocation failure is swallowed into a
 # shorter answer. Every call of the first 80 is made to fail, then 80 spread
-# over the rest (40 and 40 for collect) (every call when SONDE_FAULTS_ALL is set, for a long run by hand).
+# over the rest (40 and 40 for collect) under `make test-full` (SONDE_TEST_FULL);
+# `make test` tries a quarter of those (20 and 20, 10 and 10); every call when
+# SONDE_FAULTS_ALL is set, for a long run by hand.
 # same A B: the same text, but for the time a report says it was written
 # (a profile, *.json, measured again: the same fields, each list as long, but
 # for its resources and warnings, which depend on the run: an extra major fault,
@@ -53,7 +55,11 @@ def walk(x, p):
 print("\n".join(sorted(set(k for k in walk(json.load(open(sys.argv[1])), "")
                           if not k.startswith((".resource", ".stats.warnings"))))))' "$1"
 }
-FIRST=80 SPREAD=80
+if [ -n "${SONDE_TEST_FULL:-}" ]; then
+	FIRST=80 SPREAD=80 FIRST_COLLECT=40
+else
+	FIRST=20 SPREAD=20 FIRST_COLLECT=10
+fi
 torture() {
 	name=$1 output=$2
 	shift 2
@@ -104,8 +110,8 @@ torture "export -f folded -o (memory)" out.txt export m.json -f folded -o out.tx
 torture "report -o (HTML)" r.html report t.json -o r.html
 torture "show bars -o (an SVG chart)" b.svg show t.json bars -o b.svg
 torture "status (the store's index)" - status
-# (each of these runs a target twice: fewer of its calls, the first 40 and 40 more)
-FIRST=40 SPREAD=40
+# (each of these runs a target twice: fewer of its calls, half as many)
+FIRST=$FIRST_COLLECT SPREAD=$FIRST_COLLECT
 torture "collect time -r 2 -o (a profile of the same shape)" c.json collect time -q -r 2 \
 	-o c.json -- "$PROGS/s-exit"
 finish

@@ -35,6 +35,19 @@ check "-q: nothing on stderr" [ -z "$err" ]
 check "-q: nothing on stdout" [ -z "$out" ]
 run -q collect time -r 2 -o q2.json -- "$PROGS/s-exit"
 check "-q before the command: the same" [ -z "$err$out" ]
+# -v: what sonde did (info); -vv: every step (debug, all domains); neither: none of it
+run collect time -r 2 -o v0.json -- "$PROGS/s-exit"
+check "no -v: no info or debug lines" sh -c '! printf "%s\n" "$1" | grep -q "^sonde: \(info\|debug\):"' _ "$err"
+run -v collect time -r 2 -o v1.json -- "$PROGS/s-exit"
+check "-v: the collectors, the runs' total and the file written, as info lines" \
+	sh -c 'for w in "info: session: collector time" "info: session: 2 runs and 0 warm-ups" "info: profile: wrote .v1.json.: time profile"; do
+		printf "%s\n" "$1" | grep -q "^sonde: $w" || exit 1; done' _ "$err"
+check "-v: no debug lines" sh -c '! printf "%s\n" "$1" | grep -q "^sonde: debug:"' _ "$err"
+run collect time -vv -r 2 -o v2.json -- "$PROGS/s-exit"
+check "-vv: each run, as debug lines" sh -c 'printf "%s\n" "$1" | grep -q "^sonde: debug: session: run 2: pid [0-9]*, exit 0, [0-9.]* ms"' _ "$err"
+run -vv show v2.json
+check "-vv show: the profile loaded, with its size and time" \
+	sh -c 'printf "%s\n" "$1" | grep -q "^sonde: debug: profile: loaded .v2.json.: time profile, [0-9]* resources, [0-9]* bytes in [0-9.]* ms"' _ "$err"
 
 # a repeated warning is printed once, naming the workloads it applies to
 run collect time -r 3 --parameter N=1,2,3 -o w.json -- "$PROGS/s-exit" 0 {N}

@@ -46,4 +46,15 @@ else
 	check "at a terminal: started with &, reading the terminal stops the job; fg goes on, exit 0" \
 		term background
 fi
+# the progress bar on a terminal: for a series whose output sonde discards, never over a
+# program's own output (the one-run collectors show it)
+if command -v script >/dev/null; then
+	script -qc "'$SONDE' collect memory -o bar-m.json -- '$PROGS/s-echo' hi" /dev/null >bar-m.txt 2>&1
+	check "one-run collector on a terminal: the program's lines, no progress bar" \
+		sh -c 'grep -q "out hi" bar-m.txt && ! grep -q "ETA" bar-m.txt'
+	script -qc "'$SONDE' collect time -r 3 -o bar-t.json -- '$PROGS/s-echo' hi" /dev/null >bar-t.txt 2>&1
+	check "a series on a terminal, output discarded: the bar counts its runs" grep -q "3/3 .*ETA" bar-t.txt
+else
+	skip "the progress bar on a terminal" "script(1) is not installed (bsdutils)"
+fi
 finish

@@ -16,6 +16,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "alone: compares timings, so meson runs it with no other test beside it "
         "(tests/meson.build: python-alone)")
+    config.addinivalue_line(
+        "markers", "slow: long, or loads every CPU: in the suite `slow` only (make test-full; "
+        "tests/meson.build: python-slow)")
 
 # Under a sanitizer build, tests/run preloads the sanitizer runtimes into this
 # interpreter; the programs the tests start (sonde, its targets, node) must not

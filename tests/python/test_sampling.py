@@ -152,6 +152,7 @@ def busy(n):
     return [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(n)]
 
 
+@pytest.mark.slow  # it loads every CPU for seconds: make test-full
 @pytest.mark.parametrize("trigger", ["", "task-clock"])
 def test_hot_share_agrees_with_cprofile_on_a_busy_machine(trigger, monkeypatch):
     """One more busy process than CPUs: the thread waits for a CPU about half
