@@ -133,7 +133,7 @@ int cmd_init(int argc, char **argv)
 {
 	const char *template = NULL;
 	const struct sonde_option opts[] = {
-		{ SONDE_OPT_CHOICE, 't', "template", &template, NULL,
+		{ SONDE_OPT_CHOICE, 0, "template", &template, NULL,
 		  "write a first configuration: user, developer or master", 0, 0, templates },
 		{ .type = SONDE_OPT_END }
 	};

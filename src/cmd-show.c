@@ -230,7 +230,7 @@ int cmd_show(int argc, char **argv)
 		{ SONDE_OPT_CHOICE, 0, "func", &func, NULL, "charts: sum, mean, count, min or max",
 		  0, 0, sonde_view__aggs },
 		{ SONDE_OPT_FLAG, 0, "stacked", &c.stacked, NULL, "charts: stack the groups" },
-		{ SONDE_OPT_CHOICE, 'w', "weight", &weight, NULL,
+		{ SONDE_OPT_CHOICE, 0, "weight", &weight, NULL,
 		  "flame graphs: bytes or count (memory), time or calls (trace), time or samples "
 		  "(sampled)",
 		  0, 0, flame_weights },
