@@ -587,6 +587,13 @@ static const char *field_label(const struct sonde_profile *p, const char *field,
 		return "time since the start";
 	if (!strcmp(field, "subtype"))
 		return "metric";
+	if (!strcmp(field, "uid") && !strcmp(type, "time")) {
+		const char *by = json_string_value(
+			json_object_get(sonde_profile__collector_info(p), "name"));
+
+		/* a C or Python timer's resources are its regions */
+		return by && (!strcmp(by, "timer") || !strcmp(by, "python")) ? "region" : "command";
+	}
 	if (!strcmp(field, "uid"))
 		return !strcmp(type, "mixed")	   ? "function"
 		       : !strcmp(type, "memory")   ? "allocation site"

@@ -315,6 +315,24 @@ static const char *main_type(const struct sonde_profile *p, int *err)
 	return json_string_value(json_object_get(fixed, "type"));
 }
 
+/* Whether every resource is a timed region (a C or Python timer's profile); -ENOMEM. */
+static int all_regions(const struct sonde_profile *p)
+{
+	size_t i, n = sonde_profile__resource_count(p);
+
+	for (i = 0; i < n; i++) {
+		json_t *fixed = NULL, *cols = NULL;
+		const char *st;
+
+		if (sonde_profile__resource_at(p, i, NULL, &fixed, &cols) || !fixed)
+			return -ENOMEM;
+		st = json_string_value(json_object_get(fixed, "subtype"));
+		if (!st || strcmp(st, "region"))
+			return 0;
+	}
+	return n > 0;
+}
+
 static int figure(struct sonde_strbuf *out, const char *id, struct sonde_strbuf *svg, int rc)
 {
 	int e = 0;
@@ -330,9 +348,10 @@ static int figure(struct sonde_strbuf *out, const char *id, struct sonde_strbuf 
 
 /*
  * A profile's charts, each on its own (the report writes them at once):
- * 0 bars (per uid, or per metric when there is one uid), 1 the scatter with the
+ * 0 bars (per uid; collect time's: per measure), 1 the scatter with the
  * models where there is a size to plot against, 2 the flow (the amount over
- * time; memory: live bytes over snapshots), 3 the flame graph.
+ * time; memory: live bytes over snapshots; a timer's regions: each sample's
+ * duration at its start), 3 the flame graph.
  */
 enum { CHARTS = 4 };
 
@@ -344,13 +363,17 @@ static int chart(struct sonde_strbuf *out, const struct sonde_profile *p, size_t
 	char id[48];
 	int rc = 0, e;
 	bool time = !strcmp(type, "time");
+	int regions = all_regions(p);
 
+	if (regions < 0)
+		return regions;
 	o.type = main_type(p, &e);
 	if (!o.type)
 		return e;
 	switch (which) {
 	case 0:
-		o.per = time ? "subtype" : "uid";
+		/* collect time: a bar per measure (real, user, ...); a timer: a bar per region */
+		o.per = time && !regions ? "subtype" : "uid";
 		o.func = time ? SONDE_AGG_MEAN : SONDE_AGG_SUM;
 		/* calls: each function's total as the table gives it (a recursive call
 		   inside another of the same function is not counted again, and every
@@ -376,7 +399,8 @@ static int chart(struct sonde_strbuf *out, const struct sonde_profile *p, size_t
 		rc = figure(out, id, &svg, e);
 		break;
 	case 2:
-		if (time)
+		/* a timer's regions: each sample's duration at its start, a line per region */
+		if (time && !regions)
 			break;
 		o.per = !strcmp(type, "memory") ? "snapshot" : "timestamp";
 		o.by = "uid";

@@ -298,11 +298,17 @@ class Reporter:
         machine, the git commit and the date as `sonde collect` stamps its own."""
         _sonde.save_profile(json.dumps(to_profile(self.recording, cmd)), os.fspath(path))
 
-    def save_html(self, path, title=None):
-        """The same self-contained HTML report as `sonde report`: tables, charts
-        and the regions' statistics, in one file with nothing to fetch."""
-        report_html([self.recording], path, names=[title or self.recording.created_by.get(
-            "class", "python")])
+    def save_html(self, path, title=None, baseline=None, baseline_title="baseline"):
+        """The same self-contained HTML report as `sonde report`, in one file with
+        nothing to fetch: the regions' statistics, a bar per region (its mean),
+        a timeline of every sample (its duration at its start), and with
+        baseline (a Timer, Metrics, profile or path) the comparison of each
+        region with the baseline's, as `sonde check` makes it."""
+        name = title or self.recording.created_by.get("class", "python")
+        if baseline is None:
+            report_html([self.recording], path, names=[name])
+        else:
+            report_html([baseline, self.recording], path, names=[baseline_title, name])
 
     def view(self, kind="table", **options):
         """One of libsonde's views of the recording's profile (see sonde.view)."""

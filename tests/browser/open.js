@@ -1,7 +1,8 @@
 // open.js SPEC.json: open each file of the spec in headless chromium and print
 // TAP lines. The spec is a list of {file, expect: {selector: min count},
 // zoom: bool, search: "term", texts: [literal text that must be shown],
-// screenshot: "path.png"}. Every page must load without console errors, page
+// bars: bool (each bar chart of a report agrees with the summary table beside
+// it, and its bars' drawn widths with their values), screenshot: "path.png"}. Every page must load without console errors, page
 // errors, dialogs (an escaped name that ran would alert) or network requests.
 'use strict';
 const path = require('path');
@@ -66,6 +67,50 @@ const ok = (cond, what) => console.log(`${cond ? 'ok' : 'not ok'} ${++n} - ${wha
       await page.locator('svg.sonde-flame .reset').first().click();
       const reset = await page.evaluate(() => !document.querySelector('svg.sonde-flame').getAttribute('data-zoomed'));
       ok(reset, `${name}: reset zoom goes back`);
+    }
+    if (s.bars) {
+      // Every bar of every profile's bar chart: its value (the bar's title) is the
+      // table's for that resource (the mean; memory: the bytes of its allocating
+      // rows, n x mean; trace: its outermost call, the max of a function entered once
+      // from the top), and the drawn widths are in the ratio of the values.
+      const res = await page.evaluate(() => {
+        const units = { ns: 1, 'µs': 1e3, ms: 1e6, s: 1e9, B: 1, KiB: 1024, MiB: 1 << 20, GiB: 1 << 30 };
+        // a printed value and how far it may be from what it rounds: half its last digit
+        const num = t => { const m = /^(-?[0-9.]+) ?([a-zA-Zµ]*)$/.exec(t.trim());
+                           if (!m) return { v: NaN, tol: 0 };
+                           const u = units[m[2]] || 1, d = (m[1].split('.')[1] || '').length;
+                           return { v: +m[1] * u, tol: 0.5 * Math.pow(10, -d) * u }; };
+        const out = [];
+        for (const sec of document.querySelectorAll('section.profile')) {
+          const fig = sec.querySelector('figure[id^="bars-"]'), tab = sec.querySelector('table.summary');
+          if (!fig || !tab) continue;
+          const rows = [...tab.querySelectorAll('tbody tr')].map(tr => [...tr.cells].map(c => c.textContent));
+          const bars = [...fig.querySelectorAll('g.bar rect')].map(r => {
+            const m = /^(.*): ([^(]*) \(/.exec(r.querySelector('title').textContent);
+            return { name: m[1], v: num(m[2]), w: +r.getAttribute('width') };
+          });
+          const vmax = Math.max(...bars.map(b => b.v.v)), wmax = Math.max(...bars.map(b => b.w));
+          for (const b of bars) {
+            const mine = rows.filter(r => r[0] === b.name || r[0].startsWith(b.name + ' ('));
+            const alloc = mine.filter(r => !/\((free|delete|delete\[\]|munmap)\)$/.test(r[0]));
+            const cand = mine.flatMap(r => [num(r[2]), num(r[6])]);
+            cand.push(alloc.reduce((t, r) => { const n = +r[1], m = num(r[2]);
+                                               return { v: t.v + n * m.v, tol: t.tol + n * m.tol }; },
+                                   { v: 0, tol: 0 }));
+            const w = b.w / wmax, v = b.v.v / vmax;
+            out.push({ sec: sec.id, name: b.name, v: b.v.v,
+                       table: cand.some(c => Math.abs(c.v - b.v.v) <= c.tol + b.v.tol + 1e-9),
+                       // the values' own rounding, and a tenth of a pixel of the drawing's
+                       drawn: Math.abs(w - v) <= b.v.tol / vmax + 0.15 / wmax + 1e-6 });
+          }
+        }
+        return out;
+      });
+      ok(res.length > 0, `${name}: ${res.length} bars read beside their tables`);
+      for (const r of res) {
+        ok(r.table, `${name}: ${r.sec} bar '${r.name}' (${r.v}) is the table's value`);
+        ok(r.drawn, `${name}: ${r.sec} bar '${r.name}' is drawn to scale`);
+      }
     }
     if (s.search) {
       const share = await page.evaluate(t => document.querySelector('svg.sonde-flame').sondeSearch(t), s.search);

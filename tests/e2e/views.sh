@@ -228,4 +228,21 @@ JSON
 if browser "views in chromium" spec.json; then
 	check "screenshots kept in $ART" [ -s "$ART/report.png" ]
 fi
+
+# make run's own report (the same three profiles of the bundled example) and a C
+# timer's: in Chromium, every bar is its table's value and is drawn to scale
+E=$BUILD/examples
+if [ -x "$E/sort-traced" ] && [ -x "$E/timer" ]; then
+	"$SONDE" collect time -q -r 5 -o mr-time.json -- "$E/sort" 200000 &&
+		"$SONDE" collect memory -q -o mr-memory.json -- "$E/sort" 200000 >/dev/null &&
+		"$SONDE" collect trace -q -o mr-trace.json -- "$E/sort-traced" 20000 >/dev/null &&
+		"$SONDE" report mr-trace.json mr-memory.json mr-time.json -o mr.html >/dev/null &&
+		"$E/timer" 8 mr-timer.json >/dev/null && "$SONDE" report mr-timer.json -o mr-timer.html >/dev/null
+	check "make run's report and a timer's report written" sh -c '[ -s mr.html ] && [ -s mr-timer.html ]'
+	printf '[{"file": "%s", "bars": true}, {"file": "%s", "bars": true}]\n' "$PWD/mr.html" \
+		"$PWD/mr-timer.html" >mr-spec.json
+	browser "report bars against the tables in chromium" mr-spec.json
+else
+	skip "make run's report in chromium" "the examples are not built"
+fi
 finish

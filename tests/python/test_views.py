@@ -118,9 +118,17 @@ def test_html_report_from_python(sonde_bin, tmp_path):
     # one file: nothing fetched from elsewhere
     assert "http://" not in html.replace("http://www.w3.org", "")
     assert "https://" not in html
+    # a bar per region (its mean), and every sample on a timeline, a line per region
+    assert html.count('<g class="bar">') == 2 and "mean time per region" in html
+    assert 'id="flow-0"' in html and "by region" in html
     # two recordings: the second is compared with the first, as sonde report does
     both = sonde.report_html([a, b], names=["before", "after"])
     assert "before" in both and "after" in both and 'class="comparison"' in both
+    # save_html with a baseline: the same comparison
+    cmp_path = tmp_path / "cmp.html"
+    sonde.Reporter(b).save_html(cmp_path, title="after", baseline=a)
+    cmp_html = cmp_path.read_text()
+    assert 'class="comparison"' in cmp_html and "baseline" in cmp_html
     # the program reads the same profile into the same report
     path = tmp_path / "run.json"
     sonde.Reporter(a).save_profile(path)
