@@ -26,7 +26,12 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	@ninja -C $(BUILD)
 
-run: build
+# what running the example needs, and nothing more (make build or make test: all of it)
+RUN_TARGETS = src/sonde runtime/memory/libsonde-memory.so runtime/trace/libsonde-trace.so \
+	runtime/sample/libsonde-sample.so runtime/spawn/sonde-spawn examples/sort examples/sort-traced
+
+run: deps $(BUILD)/build.ninja
+	@ninja -C $(BUILD) $(RUN_TARGETS)
 	@echo
 	@echo "== sonde collect time -- $(EXAMPLE) 200000"
 	@$(SONDE) collect time -r 10 -o $(BUILD)/example-time.json -- $(EXAMPLE) 200000
