@@ -21,7 +21,9 @@ _LAZY = {
     "counters": None,
     "BaseCollector": "collectors", "CounterCollector": "collectors",
     "MemoryCollector": "collectors", "Observatory": "collectors",
-    "TimingCollector": "collectors",
+    "TimingCollector": "collectors", "TraceCollector": "collectors",
+    "PowerCollector": "collectors", "SystemCollector": "collectors",
+    "EBPFCollector": "collectors", "Results": "collectors", "Traces": "collectors",
     "CpuCollector": "cpu",
     "MemoryTracker": "memory",
     "Comparison": "report", "Reporter": "report", "analyze_bottlenecks": "report",
@@ -48,7 +50,9 @@ def __dir__():
 
 __version__ = version
 __all__ = [
-    "BaseCollector", "CounterCollector", "CpuCollector", "MemoryCollector", "Observatory", "TimingCollector",
+    "BaseCollector", "CounterCollector", "CpuCollector", "EBPFCollector", "MemoryCollector",
+    "Observatory", "PowerCollector", "Results", "SystemCollector", "TimingCollector",
+    "TraceCollector", "Traces",
     "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError",
     "SondeWarning", "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks",
     "compare_runs", "report_html", "to_profile", "trace_size", "view", "counters",

@@ -92,7 +92,8 @@ def _work():
 def test_custom_collector_by_name(tmp_path, sonde_bin):
     obs = sonde.Observatory()
     obs.register_collector("calls", Calls)
-    assert obs.collectors() == ["calls", "counters", "memory", "timing"]
+    assert obs.collectors() == ["calls", "counters", "ebpf", "memory", "power", "system", "timing",
+                               "trace"]
     out = obs.profile(_work, collectors=["timing", "calls"], output_dir=tmp_path)
     assert out["calls"][0] == {"calls": 7}
     assert out["timing"][0]["wall_ns"] >= 10_000_000
