@@ -18,7 +18,7 @@ from ._sonde import NotSupported, SondeError, StateError, trace_size, version
 # loads the CPU collector before the program's first line, and each module it
 # loads is one whose import the program then finds done (_base.py).
 _LAZY = {
-    "counters": None,
+    "counters": None, "profiler": None, "collectors": None,
     "BaseCollector": "collectors", "CounterCollector": "collectors",
     "MemoryCollector": "collectors", "Observatory": "collectors",
     "TimingCollector": "collectors", "TraceCollector": "collectors",
