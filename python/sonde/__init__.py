@@ -24,7 +24,7 @@ _LAZY = {
     "TimingCollector": "collectors", "TraceCollector": "collectors",
     "PowerCollector": "collectors", "SystemCollector": "collectors",
     "EBPFCollector": "collectors", "Results": "collectors", "Traces": "collectors",
-    "CpuCollector": "cpu",
+    "CpuCollector": "cpu", "TraceBuffer": "cpu",
     "MemoryTracker": "memory",
     "Comparison": "report", "Reporter": "report", "analyze_bottlenecks": "report",
     "compare_runs": "report", "report_html": "report", "to_profile": "report", "view": "report",
@@ -52,7 +52,7 @@ __version__ = version
 __all__ = [
     "BaseCollector", "CounterCollector", "CpuCollector", "EBPFCollector", "MemoryCollector",
     "Observatory", "PowerCollector", "Results", "SystemCollector", "TimingCollector",
-    "TraceCollector", "Traces",
+    "TraceBuffer", "TraceCollector", "Traces",
     "Comparison", "MemoryTracker", "Metrics", "NotSupported", "Reporter", "SondeError",
     "SondeWarning", "StateError", "Stats", "Synchronization", "Timer", "analyze_bottlenecks",
     "compare_runs", "report_html", "to_profile", "trace_size", "view", "counters",

@@ -22,6 +22,88 @@ from . import _sonde
 from ._base import SondeWarning, StartStop
 
 
+class TraceBuffer:
+    """The shared trace buffer of the CPU collector's specification: a
+    CpuCollector made with one streams its events into it when it stops (each
+    thread records into a buffer of its own; they are merged then, in time
+    order). Events are dicts whose "type" is one of:
+
+    - cpu_call: a Python (or C, ``"c": True``) function's call, with function,
+      file, line, thread, start_ns, end_ns, duration_ns (None for a call still
+      open at stop) and depth;
+    - cpu_syscall: a system call (``syscalls=True``), with name, thread,
+      start_ns, end_ns, duration_ns and the function that made it;
+    - memory_alloc, memory_free: a sampled allocation and its free
+      (``memory=True``), with address, size, the bytes it stands for
+      (weight_bytes), the function, and with ``numa=True`` the NUMA node of its
+      page (node) and of the CPU that made it (cpu_node).
+    """
+
+    TYPES = ("cpu_call", "cpu_syscall", "memory_alloc", "memory_free")
+
+    def __init__(self):
+        self._events = []
+
+    def extend(self, events):
+        self._events.extend(events)
+        self._events.sort(key=lambda e: e.get("start_ns", e.get("ts_ns", 0)))
+
+    def events(self, type=None):
+        if type is not None and type not in self.TYPES:
+            raise ValueError(f"event types are {', '.join(self.TYPES)}")
+        return [e for e in self._events if type is None or e["type"] == type]
+
+    def counts(self):
+        out = dict.fromkeys(self.TYPES, 0)
+        for e in self._events:
+            out[e["type"]] += 1
+        return out
+
+    def clear(self):
+        self._events = []
+
+    def __len__(self):
+        return len(self._events)
+
+    def __iter__(self):
+        return iter(list(self._events))
+
+    def __repr__(self):
+        return f"<sonde.TraceBuffer {self.counts()}>"
+
+
+def _typed(raw, memory):
+    """The collector's raw events (call/return pairs per thread) as TraceBuffer events."""
+    out, stacks = [], {}
+    for e in raw:
+        kind, tid = e.get("event"), e.get("thread")
+        st = stacks.setdefault(tid, [])
+        if kind in ("call", "c_call", "syscall_enter"):
+            st.append(e)
+        elif kind in ("return", "c_return", "syscall_exit") and st:
+            b = st.pop()
+            out.append(_closed(b, e["ts_ns"], len(st)))
+    for st in stacks.values():  # still open at stop
+        for depth, b in enumerate(st):
+            out.append(_closed(b, None, depth))
+    for m in memory:
+        if m["event"] in ("memory_alloc", "memory_free"):
+            out.append({"type": m["event"], **{k: v for k, v in m.items() if k != "event"}})
+    return out
+
+
+def _closed(b, end, depth):
+    if b["event"] == "syscall_enter":
+        name = (b.get("function") or "syscall:?").split(":", 1)[-1]
+        return {"type": "cpu_syscall", "name": name, "thread": b["thread"],
+                "start_ns": b["ts_ns"], "end_ns": end,
+                "duration_ns": None if end is None else end - b["ts_ns"]}
+    return {"type": "cpu_call", "function": b.get("function"), "file": b.get("file"),
+            "line": b.get("line"), "c": b["event"] == "c_call", "thread": b["thread"],
+            "start_ns": b["ts_ns"], "end_ns": end,
+            "duration_ns": None if end is None else end - b["ts_ns"], "depth": depth}
+
+
 class CpuCollector(StartStop, _sonde.CpuCollector):
     """Every Python call and return of every thread (and C calls, c_calls=True).
 
@@ -56,11 +138,24 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
 
     def __init__(self, buffer=None, c_calls=True, syscalls=False, mode="calls", hz=100,
                  wall=False, memory=False, numa=False, memory_interval=256 * 1024,
-                 **sonde_rings):
+                 trace_buffer=None, **sonde_rings):
+        if isinstance(buffer, TraceBuffer):  # the specification's CpuCollector(trace_buffer)
+            buffer, trace_buffer = None, buffer
         super().__init__(buffer=buffer, c_calls=c_calls, syscalls=syscalls, mode=mode, hz=hz,
                          wall=wall, memory=memory, numa=numa, memory_interval=memory_interval,
                          **sonde_rings)
         self.results = None
+        self.trace_buffer = trace_buffer
+        self._memory = memory
+        self._initialized = True
+
+    @property
+    def state(self):
+        """uninitialized (made without __init__), idle, collecting or finalized: the
+        specification's Uninitialized -> Idle -> Collecting -> Finalized."""
+        if not self.__dict__.get("_initialized"):
+            return "uninitialized"
+        return _sonde.CpuCollector.state.__get__(self)
 
     def start(self):
         import atexit  # built in: nothing of the program's is imported
@@ -87,6 +182,9 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
 
         self.results = r = super().stop()
         atexit.unregister(self._stop_at_exit)  # (after: not a call of the profile's)
+        if self.trace_buffer is not None and not (r and r.get("mode") == "sampling"):
+            mem = self.memory_events() if self._memory else []
+            self.trace_buffer.extend(_typed(self.events(), mem))
         if r and r.get("mode") == "sampling":
             return r
         if r and r["dropped"]:
