@@ -35,8 +35,17 @@ run postprocess calls.json regression --decay span=0
 check "bad --decay: exit 2" [ "$rc" -eq 2 ]
 
 # --- check: the same command, slower ---
-X=0.01 run collect time -q -r 6 -o fast.json -- sh -c 'sleep $X'
-X=0.03 run collect time -q -r 6 -o slow.json -- sh -c 'sleep $X'
+# check's verdicts on known figures: a profile collected here, its wall times
+# then set to 6 known runs (about 10 ms) and, for the slower one, three times
+# those; live sleeps on a loaded machine could stretch any run and leave the
+# test unsure, which is no failure of check's
+X=0.01 run collect time -q -r 6 -o fast-live.json -- sh -c 'sleep $X'
+known() { # FILE FACTOR: fast-live.json with its real times set
+	jq --argjson f "$2" '(.resource_type_map | to_entries[] | select(.value.subtype == "real") | .key) as $k
+		| .resources[$k].amount = ([10.1, 10.3, 9.9, 10.2, 10.0, 10.4] | map(. * 1e6 * $f | floor))' \
+		fast-live.json >"$1"
+}
+known fast.json 1 && known slow.json 3
 run check fast.json slow.json
 check "check slower: exit 4" [ "$rc" -eq 4 ]
 check "check slower: real time is a severe degradation" has "$out" "severe degradation"
