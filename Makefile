@@ -73,7 +73,7 @@ test: build
 	@tests/run $(BUILD) --no-suite slow
 
 test-full: build
-	@SONDE_TEST_FULL=1 tests/run $(BUILD)
+	@TEST_FULL=1 tests/run $(BUILD)
 
 # meson install underneath: the binary, libsonde and sonde.pc, the runtimes, the
 # headers, the man pages and the bash and zsh completion, under PREFIX (DESTDIR

@@ -69,11 +69,12 @@ class MemoryTracker(StartStop):
         self._state = "running"
 
     def _sample(self):
+        # the time first: a sample's figures were all read at or after its time
+        t_ms = (time.monotonic_ns() - self._t0) / 1e6
         # not tracing (the program stopped tracemalloc): not measured, not 0
         traced = (tracemalloc.get_traced_memory()[0]
                   if self.track_allocations and tracemalloc.is_tracing() else None)
-        self._timeline.append({"t_ms": (time.monotonic_ns() - self._t0) / 1e6, "rss": _rss(),
-                               "allocated": traced})
+        self._timeline.append({"t_ms": t_ms, "rss": _rss(), "allocated": traced})
 
     def _run(self):
         while not self._stop.wait(self.interval / 1000):

@@ -26,7 +26,7 @@ git init -q repo && cd repo && echo a >a && git add a && git commit -qm a || exi
 # and a run that succeeds must give the answer of the run without faults
 # (stdout and OUTPUT the same): no allocation failure is swallowed into a
 # shorter answer. Every call of the first 80 is made to fail, then 80 spread
-# over the rest (40 and 40 for collect) under `make test-full` (SONDE_TEST_FULL);
+# over the rest (40 and 40 for collect) under `make test-full` (TEST_FULL);
 # `make test` tries a quarter of those (20 and 20, 10 and 10); every call when
 # SONDE_FAULTS_ALL is set, for a long run by hand.
 # same A B: the same text, but for the time a report says it was written
@@ -55,7 +55,7 @@ def walk(x, p):
 print("\n".join(sorted(set(k for k in walk(json.load(open(sys.argv[1])), "")
                           if not k.startswith((".resource", ".stats.warnings"))))))' "$1"
 }
-if [ -n "${SONDE_TEST_FULL:-}" ]; then
+if [ -n "${TEST_FULL:-}" ]; then
 	FIRST=80 SPREAD=80 FIRST_COLLECT=40
 else
 	FIRST=20 SPREAD=20 FIRST_COLLECT=10
