@@ -27,7 +27,7 @@ git init -q repo && cd repo && echo a >a && git add a && git commit -qm a || exi
 # (stdout and OUTPUT the same): no allocation failure is swallowed into a
 # shorter answer. Every call of the first 80 is made to fail, then 80 spread
 # over the rest (40 and 40 for collect) under `make test-full` (TEST_FULL);
-# `make test` tries a quarter of those (20 and 20, 10 and 10); every call when
+# `make test` tries fewer (12 and 12, 6 and 6); every call when
 # SONDE_FAULTS_ALL is set, for a long run by hand.
 # same A B: the same text, but for the time a report says it was written
 # (a profile, *.json, measured again: the same fields, each list as long, but
@@ -58,7 +58,7 @@ print("\n".join(sorted(set(k for k in walk(json.load(open(sys.argv[1])), "")
 if [ -n "${TEST_FULL:-}" ]; then
 	FIRST=80 SPREAD=80 FIRST_COLLECT=40
 else
-	FIRST=20 SPREAD=20 FIRST_COLLECT=10
+	FIRST=12 SPREAD=12 FIRST_COLLECT=6
 fi
 torture() {
 	name=$1 output=$2
