@@ -53,9 +53,10 @@ def test_timing_collector():
     assert 20_000_000 <= timing["wall"] <= outer
     assert timing.wall == timing["wall"]  # results are attributes too
     ms = TimingCollector(precision="ms")
+    t0 = time.perf_counter_ns()
     with ms:
         model.run()
-    assert 20 <= ms.get_results()["wall"] < 1000
+    assert 20 <= ms.get_results()["wall"] <= (time.perf_counter_ns() - t0) / 1e6
 
 
 def test_counter_collector_gpu_counters_are_none_with_the_reason():
@@ -222,7 +223,7 @@ def test_ebpf_collector():
     clocks = 1 - mine / wall
     print(f"scheduler interference index {r['scheduler_interference_index']:.3f}, "
           f"from the thread's clocks {clocks:.3f}")
-    assert 0.2 < clocks < 0.95  # the setup held: the CPU was shared (about half; more on a busy machine)
+    assert clocks > 0.2  # the setup held: the CPU was shared (about half; more on a busy machine)
     assert abs(r["scheduler_interference_index"] - clocks) < 0.1
     assert r["scheduler_interference_index"] == c.scheduler_interference_index()
     assert r["involuntary_context_switches"] > 0
