@@ -464,6 +464,30 @@ static const char *usage_with_registered(void)
  * or a plugin or external collector (alone). Returns how many, or 0 with *code set
  * (-1: none named, for help or usage to decide).
  */
+/* A global option that takes no separate value (-v, -vv, -q, --color=WHEN, ...). */
+static bool lone_global(const char *a)
+{
+	return !strcmp(a, "-q") || !strcmp(a, "--quiet") || !strcmp(a, "--verbose") ||
+	       (a[0] == '-' && a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) ||
+	       !strncmp(a, "--color=", 8) || !strncmp(a, "--debug=", 8);
+}
+
+/* `collect -vv time ...`: global options before the collector's name move after it,
+   where the option parser takes them (argv is permuted in place). */
+static void collector_first(int argc, char **argv)
+{
+	int j;
+
+	for (j = 1; j < argc && lone_global(argv[j]); j++)
+		;
+	if (j > 1 && j < argc && argv[j][0] != '-') {
+		char *name = argv[j];
+
+		memmove(&argv[2], &argv[1], (size_t)(j - 1) * sizeof(*argv));
+		argv[1] = name;
+	}
+}
+
 static size_t pick_collectors(int argc, char **argv, const struct sonde_collector **cols, int *skip,
 			      int *code, char **external)
 {
@@ -1022,6 +1046,7 @@ static int cmd_collect_one(int argc, char **argv)
 		cli_error("collect", "%s", strerror(ENOMEM));
 		return EXIT_FAILURE_;
 	}
+	collector_first(argc, argv);
 	ncols = pick_collectors(argc, argv, cols, &skip, &code, &registered_exe);
 	if (!ncols && code != -1) {
 		json_decref(params);

@@ -43,8 +43,11 @@ check "-v: the collectors, the runs' total and the file written, as info lines" 
 	sh -c 'for w in "info: session: collector time" "info: session: 2 runs and 0 warm-ups" "info: profile: wrote .v1.json.: time profile"; do
 		printf "%s\n" "$1" | grep -q "^sonde: $w" || exit 1; done' _ "$err"
 check "-v: no debug lines" sh -c '! printf "%s\n" "$1" | grep -q "^sonde: debug:"' _ "$err"
-run collect time -vv -r 2 -o v2.json -- "$PROGS/s-exit"
+run collect -vv time -r 2 -o v2.json -- "$PROGS/s-exit"
 check "-vv: each run, as debug lines" sh -c 'printf "%s\n" "$1" | grep -q "^sonde: debug: session: run 2: pid [0-9]*, exit 0, [0-9.]* ms"' _ "$err"
+run collect -q --color=never time -r 2 -o v3.json -- "$PROGS/s-exit"
+check "collect -q --color=never time: global options before the collector's name" \
+	sh -c '[ "$1" = 0 ] && [ -z "$2" ] && [ -s v3.json ]' _ "$rc" "$err"
 run -vv show v2.json
 check "-vv show: the profile loaded, with its size and time" \
 	sh -c 'printf "%s\n" "$1" | grep -q "^sonde: debug: profile: loaded .v2.json.: time profile, [0-9]* resources, [0-9]* bytes in [0-9.]* ms"' _ "$err"
