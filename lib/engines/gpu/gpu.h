@@ -1,0 +1,136 @@
+/*
+ * gpu.h - the GPU engine: what sonde does with NVIDIA's libraries and with
+ * the activity a GPU runtime recorded, for the gpu, power and system
+ * collectors and the counter service's GPU agents.
+ *
+ *   - the libraries: libcuda (the driver), libcupti and libnvidia-ml (NVML),
+ *     found and loaded with dlopen; where one is missing, one line says which
+ *     and why (nothing here needs NVIDIA's headers: proto/cupti.h and the
+ *     NVML declarations in nvml.c are the project's own);
+ *   - the clock: CUPTI's timestamps mapped onto sonde's from pairs of readings
+ *     of both clocks, with the uncertainty the pairs leave;
+ *   - the analysis: per kernel (count, total, mean, min, max), per stream
+ *     (busy time, time overlapped by another stream of the device), per copy
+ *     direction (count, bytes, time, bandwidth).
+ */
+#ifndef SONDE_ENGINE_GPU_H
+#define SONDE_ENGINE_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sonde/strbuf.h>
+#include "proto/gpu.h"
+
+/* ---- the libraries ---------------------------------------------------------------------- */
+
+/*
+ * Where libcupti.so is: `path` when given (--cupti), else $CUDA_HOME (or
+ * $CUDA_PATH, then /usr/local/cuda) under extras/CUPTI/lib64, lib64 and
+ * lib, then the loader's own search. 0 with the path found in out; -ENOENT with every place
+ * looked in `why`.
+ */
+int sonde_gpu__find_cupti(const char *path, struct sonde_strbuf *out, struct sonde_strbuf *why);
+/* Whether the NVIDIA driver (libcuda.so.1) loads here; -ENOENT with why. */
+int sonde_gpu__driver(struct sonde_strbuf *why);
+
+/* ---- NVML --------------------------------------------------------------------------------- */
+
+#define SONDE_NVML_MAX_DEVICES 64
+
+struct sonde_nvml_device {
+	unsigned index;
+	void *handle;
+	char name[96];
+	char uuid[96];
+	unsigned long long memory_total; /* bytes; 0: not read */
+};
+
+struct sonde_nvml;
+
+/* NVML loaded and initialised, its devices listed; NULL with why. */
+struct sonde_nvml *sonde_nvml__open(struct sonde_strbuf *why);
+void sonde_nvml__close(struct sonde_nvml *n);
+size_t sonde_nvml__count(const struct sonde_nvml *n);
+const struct sonde_nvml_device *sonde_nvml__device(const struct sonde_nvml *n, size_t i);
+
+/* One reading of a device; each figure NAN (or has_* false) where NVML refused it. */
+struct sonde_nvml_reading {
+	double power_w;	      /* nvmlDeviceGetPowerUsage */
+	double energy_j;      /* nvmlDeviceGetTotalEnergyConsumption, since the driver loaded */
+	double gpu_util_pct;  /* nvmlDeviceGetUtilizationRates: kernels running */
+	double mem_util_pct;  /* memory being read or written */
+	double memory_used;   /* bytes, nvmlDeviceGetMemoryInfo */
+	double sm_clock_mhz;  /* nvmlDeviceGetClockInfo (SM) */
+	double mem_clock_mhz; /* nvmlDeviceGetClockInfo (memory) */
+	double temperature_c; /* nvmlDeviceGetTemperature (GPU die) */
+};
+void sonde_nvml__read(const struct sonde_nvml *n, size_t i, struct sonde_nvml_reading *out);
+/* NVML's words for a result code. */
+const char *sonde_nvml__error(const struct sonde_nvml *n, int code);
+
+/* ---- the clock ------------------------------------------------------------------------------ */
+
+struct sonde_gpu_clock {
+	/* host_ns = host0 + (gpu_ns - gpu0) * rate */
+	uint64_t gpu0, host0;
+	double rate;
+	/* the largest distance of a pair from the fitted line plus the widest
+	   spread of a pair's readings: how far a mapped time may be off */
+	double uncertainty_ns;
+	size_t pairs;
+};
+
+/*
+ * Fit the mapping to n pairs (least squares; one pair: rate 1). -EINVAL
+ * without a pair.
+ */
+int sonde_gpu_clock__fit(const struct gpu_clock *pairs, size_t n, struct sonde_gpu_clock *out);
+
+static inline uint64_t sonde_gpu_clock__map(const struct sonde_gpu_clock *k, uint64_t gpu_ns)
+{
+	return k->host0 + (uint64_t)(int64_t)((double)(int64_t)(gpu_ns - k->gpu0) * k->rate);
+}
+
+/* ---- the analysis ---------------------------------------------------------------------------- */
+
+struct sonde_gpu_kernel_stats {
+	uint32_t name; /* gpu_name id */
+	uint64_t count;
+	double total_ns, min_ns, max_ns;
+};
+
+struct sonde_gpu_stream_stats {
+	uint32_t device, context, stream;
+	uint64_t kernels, copies, memsets;
+	double busy_ns;	      /* union of its work's intervals */
+	double overlapped_ns; /* of that, time another stream of the device was busy too */
+	double first_ns, last_ns;
+};
+
+struct sonde_gpu_copy_stats {
+	uint8_t kind; /* enum sonde_cupti_copy */
+	uint64_t count, bytes;
+	double total_ns;
+};
+
+struct sonde_gpu_analysis {
+	struct sonde_gpu_kernel_stats *kernels; /* by total time, largest first */
+	size_t nkernels;
+	struct sonde_gpu_stream_stats *streams; /* by device, context, stream */
+	size_t nstreams;
+	struct sonde_gpu_copy_stats *copies; /* by copy kind */
+	size_t ncopies;
+	uint64_t syncs;
+	double sync_ns;
+	/* per device: time any stream was busy, and time two or more were */
+	double busy_ns, concurrent_ns;
+};
+
+/* Analyse n activity records (times on any one clock). -ENOMEM. */
+int sonde_gpu__analyse(const struct gpu_act *acts, size_t n, struct sonde_gpu_analysis *out);
+void sonde_gpu_analysis__free(struct sonde_gpu_analysis *a);
+/* A copy kind's name: "HtoD", "DtoH", "DtoD", ... */
+const char *sonde_gpu__copy_name(unsigned kind);
+
+#endif

@@ -1,0 +1,327 @@
+/*
+ * Unit tests: the GPU engine without a GPU. CUPTI's activity records are laid
+ * out here byte by byte at the offsets CUPTI's API reference gives (not
+ * through sonde's own declarations, which they check), then read; the clock
+ * mapping is fitted to known pairs; the analysis gets work of known overlap;
+ * and where no NVIDIA driver is installed, the libraries are refused with the
+ * line the user reads.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "engines/gpu/gpu.h"
+
+static void put32(uint8_t *b, size_t off, uint32_t v)
+{
+	memcpy(b + off, &v, 4);
+}
+
+static void put64(uint8_t *b, size_t off, uint64_t v)
+{
+	memcpy(b + off, &v, 8);
+}
+
+/* CUpti_ActivityKernel9's leading fields, at their offsets */
+static void test_kernel_record(void **state)
+{
+	uint8_t _Alignas(8) b[256] = { 0 };
+	static const char name[] = "_Z6vecAddPfS_S_i";
+	const char *np = name;
+	struct gpu_act act;
+	struct gpu_api api;
+
+	(void)state;
+	put32(b, 0, SONDE_CUPTI_KIND_CONCURRENT_KERNEL);
+	b[6] = 32;			  /* registersPerThread (uint16_t at 6) */
+	put64(b, 16, 1000);		  /* start */
+	put64(b, 24, 4000);		  /* end */
+	put32(b, 40, 1);		  /* deviceId */
+	put32(b, 44, 7);		  /* contextId */
+	put32(b, 48, 13);		  /* streamId */
+	put32(b, 52, 256);		  /* gridX */
+	put32(b, 56, 2);		  /* gridY */
+	put32(b, 60, 1);		  /* gridZ */
+	put32(b, 64, 128);		  /* blockX */
+	put32(b, 68, 1);		  /* blockY */
+	put32(b, 72, 1);		  /* blockZ */
+	put32(b, 76, 1024);		  /* staticSharedMemory */
+	put32(b, 80, 512);		  /* dynamicSharedMemory */
+	put32(b, 92, 99);		  /* correlationId */
+	memcpy(b + 104, &np, sizeof(np)); /* name */
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
+	assert_int_equal(act.kind, GPU_ACT_KERNEL);
+	assert_int_equal(act.start, 1000);
+	assert_int_equal(act.end, 4000);
+	assert_int_equal(act.device, 1);
+	assert_int_equal(act.context, 7);
+	assert_int_equal(act.stream, 13);
+	assert_int_equal(act.correlation, 99);
+	assert_int_equal(act.grid[0], 256);
+	assert_int_equal(act.grid[1], 2);
+	assert_int_equal(act.block[0], 128);
+	assert_int_equal(act.regs, 32);
+	assert_int_equal(act.bytes, 1536);
+	assert_ptr_equal(((const struct sonde_cupti_kernel *)(const void *)b)->name, name);
+	/* the older kind reads the same */
+	put32(b, 0, SONDE_CUPTI_KIND_KERNEL);
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
+	assert_int_equal(act.stream, 13);
+}
+
+/* CUpti_ActivityMemcpy5, CUpti_ActivityMemset4, CUpti_ActivityAPI, CUpti_ActivitySynchronization */
+static void test_other_records(void **state)
+{
+	uint8_t _Alignas(8) b[128] = { 0 };
+	struct gpu_act act;
+	struct gpu_api api;
+
+	(void)state;
+	put32(b, 0, SONDE_CUPTI_KIND_MEMCPY);
+	b[4] = SONDE_CUPTI_COPY_HTOD;
+	put64(b, 8, 1 << 20); /* bytes */
+	put64(b, 16, 10);     /* start */
+	put64(b, 24, 20);     /* end */
+	put32(b, 32, 0);      /* deviceId */
+	put32(b, 36, 1);      /* contextId */
+	put32(b, 40, 7);      /* streamId */
+	put32(b, 44, 5);      /* correlationId */
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
+	assert_int_equal(act.kind, GPU_ACT_MEMCPY);
+	assert_int_equal(act.sub, SONDE_CUPTI_COPY_HTOD);
+	assert_int_equal(act.bytes, 1 << 20);
+	assert_int_equal(act.start, 10);
+	assert_int_equal(act.end, 20);
+	assert_int_equal(act.stream, 7);
+	assert_int_equal(act.correlation, 5);
+
+	memset(b, 0, sizeof(b));
+	put32(b, 0, SONDE_CUPTI_KIND_MEMSET);
+	put32(b, 4, 0xff); /* value */
+	put64(b, 8, 4096);
+	put64(b, 16, 30);
+	put64(b, 24, 35);
+	put32(b, 40, 9);
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
+	assert_int_equal(act.kind, GPU_ACT_MEMSET);
+	assert_int_equal(act.bytes, 4096);
+	assert_int_equal(act.stream, 9);
+	assert_int_equal(act.end - act.start, 5);
+
+	memset(b, 0, sizeof(b));
+	put32(b, 0, SONDE_CUPTI_KIND_RUNTIME);
+	put32(b, 4, 211); /* cbid */
+	put64(b, 8, 100);
+	put64(b, 16, 180);
+	put32(b, 24, 4242); /* processId */
+	put32(b, 28, 4243); /* threadId */
+	put32(b, 32, 77);   /* correlationId */
+	put32(b, 36, 0);    /* returnValue */
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_API);
+	assert_int_equal(api.driver, 0);
+	assert_int_equal(api.cbid, 211);
+	assert_int_equal(api.tid, 4243);
+	assert_int_equal(api.correlation, 77);
+	assert_int_equal(api.end - api.start, 80);
+	put32(b, 0, SONDE_CUPTI_KIND_DRIVER);
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_API);
+	assert_int_equal(api.driver, 1);
+
+	memset(b, 0, sizeof(b));
+	put32(b, 0, SONDE_CUPTI_KIND_SYNCHRONIZATION);
+	put32(b, 4, SONDE_CUPTI_SYNC_STREAM);
+	put64(b, 8, 500);
+	put64(b, 16, 900);
+	put32(b, 24, 31); /* correlationId */
+	put32(b, 28, 1);  /* contextId */
+	put32(b, 32, 7);  /* streamId */
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
+	assert_int_equal(act.kind, GPU_ACT_SYNC);
+	assert_int_equal(act.sub, SONDE_CUPTI_SYNC_STREAM);
+	assert_int_equal(act.stream, 7);
+	assert_int_equal(act.correlation, 31);
+	assert_int_equal(act.end - act.start, 400);
+
+	/* a kind sonde does not read is left to the caller to count */
+	put32(b, 0, SONDE_CUPTI_KIND_OVERHEAD);
+	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), 0);
+}
+
+/* Pairs on a clock 2 s ahead running 20 ppm fast, read with ±50 ns of noise */
+static void test_clock_fit(void **state)
+{
+	struct gpu_clock p[5] = { 0 };
+	struct sonde_gpu_clock k;
+	size_t i;
+	static const int noise[] = { 50, -50, 0, 30, -20 };
+
+	(void)state;
+	assert_int_equal(sonde_gpu_clock__fit(p, 0, &k), -EINVAL);
+	for (i = 0; i < 5; i++) {
+		uint64_t host = 1000000000ull + i * 250000000ull;
+
+		p[i].host_ns = host + noise[i];
+		p[i].gpu_ns = (uint64_t)(2000000000.0 + (double)host * (1 + 20e-6));
+		p[i].spread_ns = 100;
+	}
+	assert_int_equal(sonde_gpu_clock__fit(p, 5, &k), 0);
+	assert_int_equal(k.pairs, 5);
+	assert_true(fabs(k.rate * (1 + 20e-6) - 1) < 2e-7); /* 50 ns over 1 s */
+	/* a GPU time between the pairs maps to its host time within the noise */
+	{
+		uint64_t host = 1600000000ull;
+		uint64_t gpu = (uint64_t)(2000000000.0 + (double)host * (1 + 20e-6));
+		int64_t err = (int64_t)(sonde_gpu_clock__map(&k, gpu) - host);
+
+		assert_true(err < 150 && err > -150);
+	}
+	/* the uncertainty holds the worst residual and the readings' spread */
+	assert_true(k.uncertainty_ns >= 100 && k.uncertainty_ns < 200);
+
+	/* one pair: an offset alone */
+	assert_int_equal(sonde_gpu_clock__fit(p, 1, &k), 0);
+	assert_true(k.rate == 1);
+	assert_int_equal(sonde_gpu_clock__map(&k, p[0].gpu_ns + 1000), p[0].host_ns + 1000);
+}
+
+static struct gpu_act act(uint8_t kind, uint32_t dev, uint32_t stream, uint64_t s, uint64_t e,
+			  uint32_t name, uint64_t bytes, uint8_t sub)
+{
+	struct gpu_act a = { .kind = kind,
+			     .device = dev,
+			     .context = 1,
+			     .stream = stream,
+			     .start = s,
+			     .end = e,
+			     .name = name,
+			     .bytes = bytes,
+			     .sub = sub };
+
+	return a;
+}
+
+/*
+ * Device 0: stream 7 runs kernels [0,100] and [150,250], stream 8 copies
+ * [50,200], [200,220] (touching: one busy stretch) and [400,440]: both busy
+ * over [50,100] and [150,220]. Device 1 runs alone at the
+ * same times (another device's work does not overlap this one's).
+ */
+static void test_analysis(void **state)
+{
+	struct gpu_act w[] = {
+		act(GPU_ACT_KERNEL, 0, 7, 0, 100, 1, 0, 0),
+		act(GPU_ACT_MEMCPY, 0, 8, 50, 200, 0, 1000, SONDE_CUPTI_COPY_HTOD),
+		act(GPU_ACT_KERNEL, 0, 7, 150, 250, 2, 0, 0),
+		act(GPU_ACT_KERNEL, 1, 7, 0, 300, 1, 0, 0),
+		act(GPU_ACT_MEMSET, 1, 7, 300, 310, 0, 64, 0),
+		act(GPU_ACT_SYNC, 0, 7, 90, 260, 0, 0, SONDE_CUPTI_SYNC_CONTEXT),
+		act(GPU_ACT_MEMCPY, 0, 8, 200, 220, 0, 3000, SONDE_CUPTI_COPY_HTOD),
+		act(GPU_ACT_MEMCPY, 0, 8, 400, 440, 0, 500, SONDE_CUPTI_COPY_DTOH),
+	};
+	struct sonde_gpu_analysis a;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(sonde_gpu__analyse(w, sizeof(w) / sizeof(w[0]), &a), 0);
+	assert_int_equal(a.nstreams, 3);
+	/* device 0 stream 7, device 0 stream 8, device 1 stream 7 */
+	assert_int_equal(a.streams[0].device, 0);
+	assert_int_equal(a.streams[0].stream, 7);
+	assert_true(a.streams[0].busy_ns == 200);
+	/* with stream 8 over [50,100] and [150,220] (its copies [50,200], [200,220]) */
+	assert_true(a.streams[0].overlapped_ns == 120);
+	assert_int_equal(a.streams[0].kernels, 2);
+	assert_int_equal(a.streams[1].stream, 8);
+	assert_true(a.streams[1].busy_ns == 150 + 20 + 40);
+	assert_true(a.streams[1].overlapped_ns == 120);
+	assert_int_equal(a.streams[1].copies, 3);
+	assert_int_equal(a.streams[2].device, 1);
+	assert_true(a.streams[2].busy_ns == 310);
+	assert_true(a.streams[2].overlapped_ns == 0);
+	assert_int_equal(a.streams[2].memsets, 1);
+	/* device 0 busy over [0,250] and [400,440]; device 1 over [0,310] */
+	assert_true(a.busy_ns == 250 + 40 + 310);
+	assert_true(a.concurrent_ns == 120);
+	/* kernels by total: name 1 (100 + 300), then name 2 (100) */
+	assert_int_equal(a.nkernels, 2);
+	assert_int_equal(a.kernels[0].name, 1);
+	assert_int_equal(a.kernels[0].count, 2);
+	assert_true(a.kernels[0].total_ns == 400);
+	assert_true(a.kernels[0].min_ns == 100 && a.kernels[0].max_ns == 300);
+	assert_int_equal(a.kernels[1].name, 2);
+	/* copies by direction */
+	assert_int_equal(a.ncopies, 2);
+	assert_int_equal(a.copies[0].kind, SONDE_CUPTI_COPY_HTOD);
+	assert_int_equal(a.copies[0].count, 2);
+	assert_int_equal(a.copies[0].bytes, 4000);
+	assert_true(a.copies[0].total_ns == 170);
+	assert_string_equal(sonde_gpu__copy_name(a.copies[1].kind), "DtoH");
+	assert_int_equal(a.syncs, 1);
+	assert_true(a.sync_ns == 170);
+	for (i = 0; i < a.nstreams; i++)
+		assert_true(a.streams[i].overlapped_ns <= a.streams[i].busy_ns);
+	sonde_gpu_analysis__free(&a);
+
+	/* nothing: empty, not an error */
+	assert_int_equal(sonde_gpu__analyse(NULL, 0, &a), 0);
+	assert_int_equal(a.nstreams + a.nkernels + a.ncopies, 0);
+	sonde_gpu_analysis__free(&a);
+}
+
+/* Where the driver is missing, each library is refused with what is missing. */
+static void test_no_driver(void **state)
+{
+	struct sonde_strbuf why, out;
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_LAZY);
+
+	(void)state;
+	if (h) {
+		dlclose(h);
+		skip(); /* a driver is installed: tests/gpu/ checks the libraries there */
+		return;
+	}
+	sonde_strbuf__init(&why);
+	sonde_strbuf__init(&out);
+	assert_null(sonde_nvml__open(&why));
+	assert_non_null(strstr(why.buf, "libnvidia-ml.so.1 not found"));
+	sonde_strbuf__reset(&why);
+	assert_int_equal(sonde_gpu__driver(&why), -ENOENT);
+	assert_string_equal(why.buf, "no NVIDIA driver here (libcuda.so.1: not found)");
+	sonde_strbuf__reset(&why);
+	assert_int_equal(sonde_gpu__find_cupti("/nonexistent/libcupti.so", &out, &why), -ENOENT);
+	assert_non_null(strstr(why.buf, "--cupti /nonexistent/libcupti.so does not load"));
+	sonde_strbuf__reset(&why);
+	setenv("CUDA_HOME", "/nonexistent-cuda", 1);
+	h = dlopen("libcupti.so", RTLD_LAZY);
+	if (h) {
+		/* a CUDA toolkit without a driver (headers and libraries, no GPU):
+		   /usr/local/cuda or the loader finds its CUPTI */
+		dlclose(h);
+		assert_int_equal(sonde_gpu__find_cupti(NULL, &out, &why), 0);
+		assert_non_null(strstr(out.buf, "libcupti.so"));
+	} else {
+		assert_int_equal(sonde_gpu__find_cupti(NULL, &out, &why), -ENOENT);
+		assert_non_null(
+			strstr(why.buf, "/nonexistent-cuda/{extras/CUPTI/lib64,lib64,lib}"));
+		assert_non_null(strstr(why.buf, "--cupti PATH"));
+	}
+	sonde_strbuf__release(&why);
+	sonde_strbuf__release(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kernel_record), cmocka_unit_test(test_other_records),
+		cmocka_unit_test(test_clock_fit),     cmocka_unit_test(test_analysis),
+		cmocka_unit_test(test_no_driver),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
