@@ -20,12 +20,13 @@ extern const struct sonde_collector sonde_collector_sample;
 extern const struct sonde_collector sonde_collector_system;
 extern const struct sonde_collector sonde_collector_sched;
 extern const struct sonde_collector sonde_collector_power;
+extern const struct sonde_collector sonde_collector_gpu;
 
 static const struct sonde_collector *const builtins[] = {
 	&sonde_collector_time,	   &sonde_collector_memory, &sonde_collector_trace,
 	&sonde_collector_counters, &sonde_collector_python, &sonde_collector_sample,
 	&sonde_collector_system,   &sonde_collector_sched,  &sonde_collector_power,
-	&sonde_collector_external,
+	&sonde_collector_gpu,	   &sonde_collector_external,
 };
 
 /* the joins of profiles of one run (registry.h): their code is their collectors' */

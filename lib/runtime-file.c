@@ -20,6 +20,7 @@ char *sonde_runtime_file(const char *name)
 					   "../runtime/trace/",
 					   "../runtime/spawn/",
 					   "../runtime/sample/",
+					   "../runtime/gpu/",
 					   NULL };
 	char *path = NULL, *copy, *dir;
 	Dl_info di;

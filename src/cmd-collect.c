@@ -34,7 +34,7 @@ static const char usage[] =
 	"       sonde collect --external EXE [options] [--] CMD [ARGS...]\n"
 	"\n"
 	"Run CMD under a collector and write its profile. Collectors: time, memory, trace,\n"
-	"counters, sample, python, system, sched, power, external. With several joined by\n"
+	"counters, sample, python, system, sched, power, gpu, external. With several joined by\n"
 	"'+' (time+system+sched) the runs carry them all at once, on one clock: each\n"
 	"writes its own profile, and the profiles share a run id (sonde export RUN\n"
 	"--format perfetto lays them on one timeline). An option that two of them have\n"

@@ -13,9 +13,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <cmocka.h>
+#include <sonde/ring.h>
 #include "engines/gpu/gpu.h"
 
 static void put32(uint8_t *b, size_t off, uint32_t v)
@@ -295,32 +299,203 @@ static void test_no_driver(void **state)
 	assert_string_equal(why.buf, "no NVIDIA driver here (libcuda.so.1: not found)");
 	sonde_strbuf__reset(&why);
 	assert_int_equal(sonde_gpu__find_cupti("/nonexistent/libcupti.so", &out, &why), -ENOENT);
-	assert_non_null(strstr(why.buf, "--cupti /nonexistent/libcupti.so does not load"));
+	assert_string_equal(why.buf, "--cupti /nonexistent/libcupti.so does not load (No such "
+				     "file or directory)");
 	sonde_strbuf__reset(&why);
 	setenv("CUDA_HOME", "/nonexistent-cuda", 1);
-	h = dlopen("libcupti.so", RTLD_LAZY);
-	if (h) {
-		/* a CUDA toolkit without a driver (headers and libraries, no GPU):
-		   /usr/local/cuda or the loader finds its CUPTI */
-		dlclose(h);
+	if (!access("/usr/local/cuda/lib/libcupti.so", R_OK) ||
+	    !access("/usr/local/cuda/lib64/libcupti.so", R_OK) ||
+	    !access("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so", R_OK)) {
+		/* a CUDA toolkit without a driver (headers and libraries, no GPU) */
 		assert_int_equal(sonde_gpu__find_cupti(NULL, &out, &why), 0);
-		assert_non_null(strstr(out.buf, "libcupti.so"));
+		assert_non_null(strstr(out.buf, "/usr/local/cuda/"));
+	} else if (!access("/usr/lib/x86_64-linux-gnu/libcupti.so", R_OK)) {
+		assert_int_equal(sonde_gpu__find_cupti(NULL, &out, &why), 0);
 	} else {
 		assert_int_equal(sonde_gpu__find_cupti(NULL, &out, &why), -ENOENT);
 		assert_non_null(
 			strstr(why.buf, "/nonexistent-cuda/{extras/CUPTI/lib64,lib64,lib}"));
 		assert_non_null(strstr(why.buf, "--cupti PATH"));
 	}
+	/* a file that is not a library */
+	sonde_strbuf__reset(&why);
+	assert_int_equal(sonde_gpu__find_cupti("/etc/passwd", &out, &why), -ENOENT);
+	assert_string_equal(
+		why.buf,
+		"--cupti /etc/passwd does not load (not a shared library for this machine)");
 	sonde_strbuf__release(&why);
 	sonde_strbuf__release(&out);
+}
+
+/*
+ * The runtime as the NVIDIA driver starts it (CUDA_INJECTION64_PATH: dlopen,
+ * then InitializeInjection), with the CUPTI of this machine. Without a driver
+ * CUPTI refuses to enable its activity (or, without a toolkit, does not load):
+ * either way the runtime writes its process record and the reason into the
+ * ring, and sonde reads them back.
+ */
+static void test_runtime_refused(void **state)
+{
+	struct sonde_ring_area *area;
+	struct sonde_ring_drainer *d;
+	struct sonde_gpu_run run = { 0 };
+	struct sonde_strbuf cupti, why;
+	char path[4096], log[] = "/tmp/sonde-test-gpu-XXXXXX";
+	const char *build = getenv("BUILD");
+	int (*init)(void);
+	void *rt, *drv = dlopen("libcuda.so.1", RTLD_LAZY);
+	int fd, status;
+	off_t len;
+	char *buf;
+	pid_t pid;
+	bool found;
+
+	(void)state;
+	if (drv) {
+		dlclose(drv);
+		skip(); /* with a driver, CUPTI would record: tests/gpu/ */
+		return;
+	}
+	assert_non_null(build);
+	sonde_strbuf__init(&cupti);
+	sonde_strbuf__init(&why);
+	unsetenv("CUDA_HOME");
+	found = !sonde_gpu__find_cupti(NULL, &cupti, &why);
+	if (!found)
+		sonde_strbuf__adds(&cupti, "libcupti.so"); /* will not load: said so */
+	assert_int_equal(sonde_ring_area__create(1, 1u << 16, SONDE_RING_LOSSLESS, &area), 0);
+	fd = mkstemp(log);
+	assert_true(fd >= 0);
+	unlink(log);
+	assert_int_equal(sonde_ring_drainer__start(area, fd, 1000, &d), 0);
+	setenv(GPU_ENV_RING, sonde_ring_area__path(area), 1);
+	setenv(GPU_ENV_CUPTI, cupti.buf, 1);
+	setenv(GPU_ENV_LEVEL, "3", 1);
+	snprintf(path, sizeof(path), "%s/runtime/gpu/libsonde-gpu.so", build);
+	/* in a child, as in a program: CUPTI's own allocations are not this test's
+	   to account for (a sanitized build checks leaks at exit: _exit skips it) */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		rt = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		*(void **)&init = rt ? dlsym(rt, "InitializeInjection") : NULL;
+		_exit(!init ? 2 : init() == 1 ? 0 : 1); /* 1: the program goes on */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(sonde_ring_drainer__stop(d), 0);
+	len = lseek(fd, 0, SEEK_END);
+	assert_true(len > 0);
+	buf = malloc((size_t)len);
+	assert_int_equal(pread(fd, buf, (size_t)len, 0), len);
+	assert_int_equal(sonde_gpu_run__read(&run, buf, (size_t)len), 0);
+	assert_int_equal(run.processes, 1);
+	assert_non_null(run.status);
+	if (found)
+		/* this machine's CUPTI: no device to enable its activity on */
+		assert_non_null(strstr(run.status, "cuptiActivityEnable(CONCURRENT_KERNEL): "));
+	else
+		assert_string_equal(run.status, "CUPTI did not load in the program: "
+						"No such file or directory");
+	print_message("# %s\n", run.status);
+	assert_int_equal(run.nacts + run.napis, 0);
+	sonde_gpu_run__free(&run);
+	free(buf);
+	close(fd);
+	sonde_ring_area__destroy(area);
+	sonde_strbuf__release(&cupti);
+	sonde_strbuf__release(&why);
+}
+
+/* A log laid out as the drainer writes it: chunks of two processes, interleaved */
+static void put_rec(struct sonde_strbuf *b, uint32_t type, const void *rec, size_t len)
+{
+	uint32_t h = (type << 24) | (uint32_t)len;
+	size_t at = b->len;
+
+	sonde_strbuf__add(b, rec, len);
+	memcpy(b->buf + at, &h, 4);
+}
+
+static void put_chunk(struct sonde_strbuf *b, uint32_t serial, size_t *at)
+{
+	struct sonde_ring_chunk ch = { .serial = serial };
+
+	if (*at != (size_t)-1) {
+		uint64_t bytes = b->len - *at - sizeof(ch);
+
+		memcpy(b->buf + *at + offsetof(struct sonde_ring_chunk, bytes), &bytes, 8);
+	}
+	if (serial == UINT32_MAX)
+		return;
+	*at = b->len;
+	sonde_strbuf__add(b, &ch, sizeof(ch));
+}
+
+static void put_name(struct sonde_strbuf *b, uint32_t id, const char *s)
+{
+	char rec[64] = { 0 };
+	struct gpu_name n = { .id = id };
+
+	memcpy(rec, &n, sizeof(n));
+	strcpy(rec + sizeof(n), s);
+	put_rec(b, GPU_REC_NAME, rec, (sizeof(n) + strlen(s) + 1 + 7) & ~7u);
+}
+
+static void test_log(void **state)
+{
+	struct sonde_strbuf b;
+	struct sonde_gpu_run run = { 0 };
+	struct rt_proc proc = { 0 };
+	struct gpu_act k = { .kind = GPU_ACT_KERNEL, .name = 1, .start = 10, .end = 20 };
+	struct gpu_api api = { .cbid = 211, .start = 1, .end = 5 };
+	struct gpu_clock clk = { .gpu_ns = 100, .host_ns = 50 };
+	struct gpu_dropped dr = { .records = 3 };
+	size_t at = (size_t)-1;
+
+	(void)state;
+	sonde_strbuf__init(&b);
+	put_chunk(&b, 1, &at);
+	put_rec(&b, GPU_REC_PROC, &proc, sizeof(proc));
+	put_name(&b, 1, "kernA");
+	put_chunk(&b, 2, &at);
+	put_rec(&b, GPU_REC_PROC, &proc, sizeof(proc));
+	put_name(&b, 1, "kernB"); /* the second process's own id 1 */
+	put_name(&b, SONDE_GPU_API_NAME(0, 211), "cudaLaunchKernel");
+	put_chunk(&b, 1, &at);
+	put_rec(&b, GPU_REC_ACT, &k, sizeof(k)); /* kernA */
+	put_rec(&b, GPU_REC_CLOCK, &clk, sizeof(clk));
+	put_chunk(&b, 2, &at);
+	put_rec(&b, GPU_REC_ACT, &k, sizeof(k)); /* kernB */
+	put_rec(&b, GPU_REC_API, &api, sizeof(api));
+	put_rec(&b, GPU_REC_DROPPED, &dr, sizeof(dr));
+	put_chunk(&b, UINT32_MAX, &at);
+	assert_int_equal(sonde_gpu_run__read(&run, b.buf, b.len), 0);
+	assert_int_equal(run.processes, 2);
+	assert_int_equal(run.nacts, 2);
+	assert_string_equal(sonde_gpu_run__name(&run, run.acts[0].name), "kernA");
+	assert_string_equal(sonde_gpu_run__name(&run, run.acts[1].name), "kernB");
+	assert_int_equal(run.napis, 1);
+	assert_string_equal(sonde_gpu_run__name(&run, SONDE_GPU_API_NAME(0, run.apis[0].cbid)),
+			    "cudaLaunchKernel");
+	assert_int_equal(run.nclocks, 1);
+	assert_int_equal(run.dropped, 3);
+	assert_null(run.status);
+	sonde_gpu_run__free(&run);
+	/* a record longer than its chunk: refused */
+	b.buf[sizeof(struct sonde_ring_chunk)] = 0x7f;
+	assert_int_equal(sonde_gpu_run__read(&run, b.buf, b.len), -EINVAL);
+	sonde_gpu_run__free(&run);
+	sonde_strbuf__release(&b);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kernel_record), cmocka_unit_test(test_other_records),
-		cmocka_unit_test(test_clock_fit),     cmocka_unit_test(test_analysis),
-		cmocka_unit_test(test_no_driver),
+		cmocka_unit_test(test_kernel_record),	cmocka_unit_test(test_other_records),
+		cmocka_unit_test(test_clock_fit),	cmocka_unit_test(test_analysis),
+		cmocka_unit_test(test_no_driver),	cmocka_unit_test(test_log),
+		cmocka_unit_test(test_runtime_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,7 @@
 #include <sonde/collector.h>
 #include "../../grow.h"
 #include "../../ticker.h"
+#include "../../engines/gpu/gpu.h"
 
 #define MAX_DOMAINS 64
 
@@ -81,10 +82,7 @@ struct runrow {
 
 /* NVML and ROCm SMI, as far as sonde calls them */
 struct gpu_libs {
-	void *nvml;
-	int (*nvml_energy)(void *dev, unsigned long long *mj);
-	int (*nvml_power)(void *dev, unsigned int *mw);
-	void *nvml_dev[16];
+	struct sonde_nvml *nvml;
 	void *rocm;
 	int (*rocm_power)(uint32_t dv, uint32_t sensor, uint64_t *uw);
 };
@@ -166,14 +164,8 @@ static bool read_domain(struct power_state *st, struct domain *d, double *v)
 		*v = (double)c * d->scale;
 		return true;
 	}
-	case S_NVML: {
-		unsigned long long mj;
-
-		if (st->g.nvml_energy(st->g.nvml_dev[d->dev], &mj))
-			return false;
-		*v = (double)mj / 1e3;
-		return true;
-	}
+	case S_NVML:
+		return sonde_nvml__energy(st->g.nvml, d->dev, v);
 	case S_ROCM: {
 		uint64_t uw;
 
@@ -426,45 +418,38 @@ static void find_battery(struct power_state *st)
 
 static void find_gpus(struct power_state *st)
 {
-	int (*init)(void), (*count)(unsigned *), (*handle)(unsigned, void **);
-	int (*name)(void *, char *, unsigned);
 	unsigned n = 0, i;
-	char buf[96], dname[352];
+	size_t before_gpus = st->nd;
+	char dname[352];
 
 	if (st->overridden)
 		return;
-	st->g.nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!st->g.nvml) {
-		add_missing(st, "NVML: libnvidia-ml.so.1 not found");
-	} else {
-		init = (int (*)(void))dlsym(st->g.nvml, "nvmlInit_v2");
-		count = (int (*)(unsigned *))dlsym(st->g.nvml, "nvmlDeviceGetCount_v2");
-		handle = (int (*)(unsigned, void **))dlsym(st->g.nvml,
-							   "nvmlDeviceGetHandleByIndex_v2");
-		name = (int (*)(void *, char *, unsigned))dlsym(st->g.nvml, "nvmlDeviceGetName");
-		st->g.nvml_energy = (int (*)(void *, unsigned long long *))dlsym(
-			st->g.nvml, "nvmlDeviceGetTotalEnergyConsumption");
-		if (!init || !count || !handle || !st->g.nvml_energy || init() || count(&n))
-			n = 0;
-		for (i = 0; i < n && i < 16; i++) {
-			struct domain *d;
-			unsigned long long mj;
+	{
+		struct sonde_strbuf why;
 
-			if (handle(i, &st->g.nvml_dev[i]) ||
-			    st->g.nvml_energy(st->g.nvml_dev[i], &mj))
-				continue;
-			if (!name || name(st->g.nvml_dev[i], buf, sizeof(buf)))
-				snprintf(buf, sizeof(buf), "NVIDIA GPU");
-			snprintf(dname, sizeof(dname), "gpu%u:%s", i, buf);
-			d = new_domain(st, S_NVML, K_COUNTER, dname);
-			if (d) {
-				d->dev = i;
-				d->coarse = true; /* an H100's moves every 100 to 200 ms */
-			}
-		}
-		if (!n)
-			add_missing(st, "NVML: no GPU that reports its energy");
+		sonde_strbuf__init(&why);
+		st->g.nvml = sonde_nvml__open(&why);
+		if (!st->g.nvml)
+			add_missing(st, why.buf);
+		sonde_strbuf__release(&why);
 	}
+	n = (unsigned)sonde_nvml__count(st->g.nvml);
+	for (i = 0; i < n; i++) {
+		const struct sonde_nvml_device *g = sonde_nvml__device(st->g.nvml, i);
+		struct domain *d;
+		double j;
+
+		if (!sonde_nvml__energy(st->g.nvml, i, &j))
+			continue;
+		snprintf(dname, sizeof(dname), "gpu%u:%s", g->index, g->name);
+		d = new_domain(st, S_NVML, K_COUNTER, dname);
+		if (d) {
+			d->dev = i;
+			d->coarse = true; /* an H100's moves every 100 to 200 ms */
+		}
+	}
+	if (st->g.nvml && st->nd == before_gpus)
+		add_missing(st, "NVML: no GPU that reports its energy");
 	st->g.rocm = dlopen("librocm_smi64.so", RTLD_NOW | RTLD_LOCAL);
 	if (!st->g.rocm) {
 		add_missing(st, "ROCm SMI: librocm_smi64.so not found");
@@ -740,8 +725,7 @@ static void power_cleanup(struct sonde_collection *c)
 	for (i = 0; i < st->nd; i++)
 		if (st->d[i].fd >= 0)
 			close(st->d[i].fd);
-	if (st->g.nvml)
-		dlclose(st->g.nvml);
+	sonde_nvml__close(st->g.nvml);
 	if (st->g.rocm)
 		dlclose(st->g.rocm);
 	pthread_mutex_destroy(&st->lock);

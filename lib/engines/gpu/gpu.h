@@ -27,7 +27,8 @@
 /*
  * Where libcupti.so is: `path` when given (--cupti), else $CUDA_HOME (or
  * $CUDA_PATH, then /usr/local/cuda) under extras/CUPTI/lib64, lib64 and
- * lib, then the loader's own search. 0 with the path found in out; -ENOENT with every place
+ * lib, then LD_LIBRARY_PATH and the system's library directories. Found by
+ * its ELF header, not loaded (CUPTI's constructors are for the target). 0 with the path found in out; -ENOENT with every place
  * looked in `why`.
  */
 int sonde_gpu__find_cupti(const char *path, struct sonde_strbuf *out, struct sonde_strbuf *why);
@@ -66,6 +67,8 @@ struct sonde_nvml_reading {
 	double temperature_c; /* nvmlDeviceGetTemperature (GPU die) */
 };
 void sonde_nvml__read(const struct sonde_nvml *n, size_t i, struct sonde_nvml_reading *out);
+/* The device's energy counter (J since the driver loaded); false where NVML refused it. */
+bool sonde_nvml__energy(const struct sonde_nvml *n, size_t i, double *joules);
 /* NVML's words for a result code. */
 const char *sonde_nvml__error(const struct sonde_nvml *n, int code);
 
@@ -91,6 +94,35 @@ static inline uint64_t sonde_gpu_clock__map(const struct sonde_gpu_clock *k, uin
 {
 	return k->host0 + (uint64_t)(int64_t)((double)(int64_t)(gpu_ns - k->gpu0) * k->rate);
 }
+
+/* ---- a run's records ------------------------------------------------------------------------- */
+
+/* What the GPU runtime wrote during one run, read from the run's log. */
+struct sonde_gpu_run {
+	struct gpu_act *acts;
+	size_t nacts, capacts;
+	struct gpu_api *apis;
+	size_t napis, capapis;
+	struct gpu_clock *clocks;
+	size_t nclocks, capclocks;
+	char **names; /* by id (kernel ids from 1); API names are looked up with __name */
+	uint32_t *name_ids;
+	size_t nnames, capnames;
+	uint64_t dropped;   /* records CUPTI could not keep (GPU_REC_DROPPED) */
+	unsigned processes; /* images that initialised CUDA (GPU_REC_PROC) */
+	char *status;	    /* the first reason CUPTI could not start, or NULL */
+};
+
+/*
+ * Read a run's part of the log (ring.h's chunks of records) into r, adding to
+ * what it holds. -EINVAL for a malformed log, -ENOMEM.
+ */
+int sonde_gpu_run__read(struct sonde_gpu_run *r, const void *log, size_t len);
+/* The name of an id, or NULL. */
+const char *sonde_gpu_run__name(const struct sonde_gpu_run *r, uint32_t id);
+void sonde_gpu_run__free(struct sonde_gpu_run *r);
+/* An API call's name id: the callback domain (1 driver, 2 runtime) and its id. */
+#define SONDE_GPU_API_NAME(driver, cbid) (0x80000000u | ((driver) ? 1u << 24 : 2u << 24) | (cbid))
 
 /* ---- the analysis ---------------------------------------------------------------------------- */
 

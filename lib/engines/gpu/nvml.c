@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ struct sonde_nvml *sonde_nvml__open(struct sonde_strbuf *why)
 	}
 	n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!n->lib) {
-		sonde_strbuf__adds(why, "NVML: libnvidia-ml.so.1 not found (no NVIDIA driver)");
+		sonde_strbuf__adds(why, "NVML: libnvidia-ml.so.1 not found");
 		free(n);
 		return NULL;
 	}
@@ -153,6 +154,16 @@ const char *sonde_nvml__error(const struct sonde_nvml *n, int code)
 	return s ? s : "unknown NVML error";
 }
 
+bool sonde_nvml__energy(const struct sonde_nvml *n, size_t i, double *joules)
+{
+	unsigned long long mj;
+
+	if (!n || i >= n->n || !n->energy || n->energy(n->dev[i].handle, &mj))
+		return false;
+	*joules = (double)mj / 1e3;
+	return true;
+}
+
 void sonde_nvml__read(const struct sonde_nvml *n, size_t i, struct sonde_nvml_reading *r)
 {
 	void *h = n && i < n->n ? n->dev[i].handle : NULL;
@@ -202,31 +213,52 @@ int sonde_gpu__driver(struct sonde_strbuf *why)
 	return 0;
 }
 
-static bool loads(const char *path)
+/*
+ * Whether path is a shared object this machine's loader can take: readable,
+ * ELF, 64-bit, of this machine. CUPTI is not loaded into sonde to find out:
+ * its constructors set up state (and memory) that only the target needs.
+ */
+static bool loadable(const char *path, const char **why)
 {
-	void *h;
+	unsigned char h[20];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	uint16_t type, machine;
 
-	if (strchr(path, '/') && access(path, R_OK))
+	if (fd < 0) {
+		*why = strerror(errno);
 		return false;
-	h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-	if (!h)
+	}
+	n = read(fd, h, sizeof(h));
+	close(fd);
+	*why = "not a shared library for this machine";
+	if (n != (ssize_t)sizeof(h) || memcmp(h, "\177ELF", 4) || h[4] != 2 /* ELFCLASS64 */)
 		return false;
-	dlclose(h);
-	return true;
+	memcpy(&type, h + 16, 2);
+	memcpy(&machine, h + 18, 2);
+#if defined(__x86_64__)
+	return type == 3 /* ET_DYN */ && machine == 62 /* EM_X86_64 */;
+#elif defined(__aarch64__)
+	return type == 3 && machine == 183 /* EM_AARCH64 */;
+#else
+	return type == 3;
+#endif
 }
 
 int sonde_gpu__find_cupti(const char *path, struct sonde_strbuf *out, struct sonde_strbuf *why)
 {
 	const char *homes[] = { getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda" };
+	/* where distributions put it (Debian's libcupti-dev: the multiarch dir) */
+	static const char *const system[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+					      "/usr/lib" };
+	const char *ld = getenv("LD_LIBRARY_PATH"), *e;
 	char buf[4096];
 	size_t i;
 
 	if (path) {
-		if (loads(path))
+		if (loadable(path, &e))
 			return sonde_strbuf__adds(out, path);
-		sonde_strbuf__addf(why, "--cupti %s does not load (%s)", path,
-				   access(path, R_OK) ? strerror(errno)
-						      : "not a library for this machine");
+		sonde_strbuf__addf(why, "--cupti %s does not load (%s)", path, e);
 		return -ENOENT;
 	}
 	sonde_strbuf__adds(why, "libcupti.so not found (looked in");
@@ -238,13 +270,27 @@ int sonde_gpu__find_cupti(const char *path, struct sonde_strbuf *out, struct son
 			continue;
 		for (j = 0; j < sizeof(under) / sizeof(under[0]); j++) {
 			snprintf(buf, sizeof(buf), "%s/%s/libcupti.so", homes[i], under[j]);
-			if (loads(buf))
+			if (loadable(buf, &e))
 				return sonde_strbuf__adds(out, buf);
 		}
 		sonde_strbuf__addf(why, " %s/{extras/CUPTI/lib64,lib64,lib},", homes[i]);
 	}
-	if (loads("libcupti.so"))
-		return sonde_strbuf__adds(out, "libcupti.so");
-	sonde_strbuf__adds(why, " and the loader's path; give it with --cupti PATH)");
+	/* LD_LIBRARY_PATH's directories, then the system's */
+	while (ld && *ld) {
+		size_t n = strcspn(ld, ":");
+
+		if (n && n < sizeof(buf) - 16) {
+			snprintf(buf, sizeof(buf), "%.*s/libcupti.so", (int)n, ld);
+			if (loadable(buf, &e))
+				return sonde_strbuf__adds(out, buf);
+		}
+		ld += n + (ld[n] == ':');
+	}
+	for (i = 0; i < sizeof(system) / sizeof(system[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s/libcupti.so", system[i]);
+		if (loadable(buf, &e))
+			return sonde_strbuf__adds(out, buf);
+	}
+	sonde_strbuf__adds(why, " LD_LIBRARY_PATH and /usr/lib; give it with --cupti PATH)");
 	return -ENOENT;
 }
