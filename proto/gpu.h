@@ -67,8 +67,8 @@ struct gpu_api {
 	uint32_t hdr;
 	uint8_t driver; /* 1: a driver API call, 0: a runtime API call */
 	uint8_t pad[3];
-	uint32_t cbid, tid, correlation, result;
-	uint64_t start, end;
+	uint32_t cbid, pid, tid, correlation, result, pad2;
+	uint64_t start, end; /* CUPTI's clock, ns */
 };
 
 struct gpu_clock {
@@ -154,7 +154,7 @@ static inline int gpu_from_cupti(const struct sonde_cupti_record *r, struct gpu_
 
 		memset(api, 0, sizeof(*api));
 		api->driver = r->kind == SONDE_CUPTI_KIND_DRIVER;
-		api->cbid = a->cbid, api->tid = a->thread_id;
+		api->cbid = a->cbid, api->pid = a->process_id, api->tid = a->thread_id;
 		api->correlation = a->correlation_id, api->result = a->return_value;
 		api->start = a->start, api->end = a->end;
 		return GPU_REC_API;

@@ -10,7 +10,10 @@
  *   system, power: counter tracks, one per metric (per-CPU ones included);
  *   counters (-I): counter tracks, one per counter;
  *   memory: the heap's size as a counter track (the first run);
- *   time: each run as a slice on a "runs" track.
+ *   time: each run as a slice on a "runs" track;
+ *   gpu: a process per GPU, a track per stream with its kernels, copies,
+ *        memsets and synchronisations; the CUDA calls on the calling
+ *        thread's track, beside its functions.
  * The machine-wide tracks belong to a process named "sonde: <collector>".
  *
  * The same walk over the profiles feeds two writers (struct sink): the
@@ -34,6 +37,8 @@
 #define PID_POWER  -3
 #define PID_COUNT  -4
 #define PID_MEMORY -5
+/* GPU d's streams: a process each device, PID_GPU - d */
+#define PID_GPU -100
 /* A sched state track sits beside its thread's: tid + this. */
 #define SCHED_TID 1000000000LL
 /* The SVG's function lanes of a thread, one per call depth: tid + (depth + 1) * this. */
@@ -244,6 +249,64 @@ static int heap_track(const struct sonde_profile *p, const struct sink *k)
 	return 0;
 }
 
+static int gpu_spans(const struct sonde_profile *p, const struct sink *k)
+{
+	json_t *g = sonde_profile__part(p, "gpu"), *names = json_object_get(g, "names"), *x;
+	json_t *streams = json_object_get(g, "streams");
+	size_t i;
+
+	if (!json_is_array(json_object_get(g, "spans")) || !json_is_array(names))
+		return -EINVAL;
+	json_array_foreach(streams, i, x)
+	{
+		long long dev = (long long)json_integer_value(json_object_get(x, "device"));
+		long long s = (long long)json_integer_value(json_object_get(x, "stream"));
+		char name[64];
+		size_t j;
+		json_t *y;
+
+		json_array_foreach(streams, j, y)
+		{
+			if (j >= i ||
+			    (long long)json_integer_value(json_object_get(y, "device")) == dev)
+				break;
+		}
+		if (j >= i) { /* the device's first stream: name its process */
+			snprintf(name, sizeof(name), "GPU %lld", dev);
+			k->name(k->ctx, PID_GPU - dev, 0, name);
+		}
+		snprintf(name, sizeof(name), "stream %lld", s);
+		k->name(k->ctx, PID_GPU - dev, s + 1, name);
+	}
+	json_array_foreach(json_object_get(g, "spans"), i, x)
+	{
+		json_t *st =
+			json_array_get(streams, (size_t)json_integer_value(json_array_get(x, 0)));
+		const char *fn = json_string_value(
+			json_array_get(names, (size_t)json_integer_value(json_array_get(x, 2))));
+
+		if (!st)
+			continue;
+		k->span(k->ctx,
+			PID_GPU - (long long)json_integer_value(json_object_get(st, "device")),
+			(long long)json_integer_value(json_object_get(st, "stream")) + 1,
+			fn ? fn : "?", json_string_value(json_array_get(x, 1)),
+			(long long)json_integer_value(json_array_get(x, 3)),
+			(long long)json_integer_value(json_array_get(x, 4)), -1);
+	}
+	json_array_foreach(json_object_get(g, "calls"), i, x)
+	{
+		const char *fn = json_string_value(
+			json_array_get(names, (size_t)json_integer_value(json_array_get(x, 2))));
+
+		k->span(k->ctx, (long long)json_integer_value(json_array_get(x, 0)),
+			(long long)json_integer_value(json_array_get(x, 1)), fn ? fn : "?", "cuda",
+			(long long)json_integer_value(json_array_get(x, 3)),
+			(long long)json_integer_value(json_array_get(x, 4)), -1);
+	}
+	return 0;
+}
+
 /* The profiles must come from one run: -EXDEV when their run ids differ. */
 static int one_run(const struct sonde_profile *const *p, size_t n)
 {
@@ -274,6 +337,8 @@ static int walk(const struct sonde_profile *p, const struct sink *k)
 	snprintf(name, sizeof(name), "sonde: %s", sget(ci, "name") ? sget(ci, "name") : type);
 	if (!strcmp(type, "sched"))
 		return sched_spans(p, k);
+	if (!strcmp(type, "gpu"))
+		return gpu_spans(p, k);
 	if (!strcmp(type, "system") || !strcmp(type, "power")) {
 		long long pid = !strcmp(type, "system") ? PID_SYSTEM : PID_POWER;
 

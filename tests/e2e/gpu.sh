@@ -28,4 +28,30 @@ check "--help names its options" all '[ "$rc" = 0 ]' 'has "$out" "--level LEVEL"
 	'has "$out" "--cupti PATH"' 'has "$out" "--ring-mib N"'
 run collect --help
 check "collect --help lists gpu" has "$out" "power, gpu, external"
+
+# The timeline of a gpu profile as docs/profile-format.md describes its "gpu"
+# part (written here: no GPU records one): a process per GPU, a track per
+# stream, the CUDA calls on the calling thread's track; times in µs.
+"$SONDE" collect time -r 1 -o t.json -- true 2>/dev/null
+jq '.header.type = "gpu" | .collector_info.name = "gpu" | .gpu = {
+	names: ["vecAdd(float*, float*, float*, int)", "HtoD", "cudaLaunchKernel"],
+	streams: [{device: 0, context: 1, stream: 7}, {device: 0, context: 1, stream: 13},
+		  {device: 1, context: 2, stream: 7}],
+	spans: [[0, "kernel", 0, 1000000, 2500000, 11], [1, "memcpy", 1, 500000, 400000, 10],
+		[2, "kernel", 0, 1200000, 1000, 12]],
+	calls: [[4242, 4243, 2, 900000, 20000, 11]]}' t.json >g.json
+run export g.json -f perfetto -o perfetto.json
+ev() { jq -c "[.traceEvents[] | $1]" perfetto.json; }
+check "export -f perfetto of a gpu profile" [ "$rc" = 0 ]
+check "a process per GPU, named once" all \
+	'[ "$(ev "select(.name == \"process_name\") | .args.name")" = "[\"GPU 0\",\"GPU 1\"]" ]' \
+	'[ "$(ev "select(.name == \"thread_name\" and .pid == -100) | .args.name")" = "[\"stream 7\",\"stream 13\"]" ]'
+check "the kernel on its stream's track, in µs" \
+	[ "$(ev 'select(.ph == "X" and .cat == "kernel" and .pid == -100) | [.tid, .ts, .dur, .name]')" = \
+	'[[8,1000,2500,"vecAdd(float*, float*, float*, int)"]]' ]
+check "the copy on its own stream, the other GPU's kernel on its process" all \
+	'[ "$(ev "select(.cat == \"memcpy\") | [.pid, .tid, .ts, .dur]")" = "[[-100,14,500,400]]" ]' \
+	'[ "$(ev "select(.cat == \"kernel\" and .pid == -101) | [.tid, .ts, .dur]")" = "[[8,1200,1]]" ]'
+check "the CUDA call on the calling thread" \
+	[ "$(ev 'select(.cat == "cuda") | [.pid, .tid, .ts, .dur, .name]')" = '[[4242,4243,900,20,"cudaLaunchKernel"]]' ]
 finish

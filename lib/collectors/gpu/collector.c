@@ -36,6 +36,12 @@ struct gpu_state {
 	double uncertainty_ns; /* the widest of the runs' clock mappings */
 	char *status;	       /* CUPTI's refusal, the first seen */
 	unsigned runs_without_cuda;
+	uint64_t t0; /* the collection's start: timeline times count from it */
+	/* the timeline (the profile's "gpu" part): names, streams, spans, calls */
+	json_t *names, *name_ix, *streams, *stream_ix, *spans, *calls;
+	long long max_spans;
+	uint64_t left_out; /* spans and calls past max_spans */
+	uint64_t unmapped; /* runs without a clock reading: no timeline for them */
 };
 
 static const char *const gpu_levels[] = { "kernel", "api", "full", NULL };
@@ -64,7 +70,15 @@ static int gpu_before(struct sonde_collection *c)
 					     : GPU_LEVEL_KERNEL;
 	st->records = json_array();
 	st->sym = sonde_symbols__new();
-	if (!st->records || !st->sym)
+	st->names = json_array();
+	st->name_ix = json_object();
+	st->streams = json_array();
+	st->stream_ix = json_object();
+	st->spans = json_array();
+	st->calls = json_array();
+	st->max_spans = sonde_collection__param_int(c, "max-spans", 1000000);
+	if (!st->records || !st->sym || !st->names || !st->name_ix || !st->streams ||
+	    !st->stream_ix || !st->spans || !st->calls)
 		return -ENOMEM;
 	sonde_strbuf__init(&why);
 	sonde_strbuf__init(&cupti);
@@ -229,19 +243,118 @@ static int rows(struct gpu_state *st, const struct sonde_gpu_run *run,
 	return rc;
 }
 
+/* The index of a name in the timeline's list, added the first time. -1: no memory. */
+static json_int_t intern(struct gpu_state *st, const char *name)
+{
+	json_t *ix = json_object_get(st->name_ix, name);
+	json_int_t i = (json_int_t)json_array_size(st->names);
+
+	if (ix)
+		return json_integer_value(ix);
+	if (json_array_append_new(st->names, json_string(name)) ||
+	    json_object_set_new(st->name_ix, name, json_integer(i)))
+		return -1;
+	return i;
+}
+
+static json_int_t stream_index(struct gpu_state *st, const struct gpu_act *a)
+{
+	char key[48];
+	json_t *ix;
+	json_int_t i = (json_int_t)json_array_size(st->streams);
+
+	snprintf(key, sizeof(key), "%u:%u:%u", a->device, a->context, a->stream);
+	ix = json_object_get(st->stream_ix, key);
+	if (ix)
+		return json_integer_value(ix);
+	if (json_array_append_new(st->streams,
+				  json_pack("{s:i, s:i, s:i}", "device", (int)a->device, "context",
+					    (int)a->context, "stream", (int)a->stream)) ||
+	    json_object_set_new(st->stream_ix, key, json_integer(i)))
+		return -1;
+	return i;
+}
+
+static json_int_t rel(const struct gpu_state *st, const struct sonde_gpu_clock *k, uint64_t t)
+{
+	uint64_t h = sonde_gpu_clock__map(k, t);
+
+	return h > st->t0 ? (json_int_t)(h - st->t0) : 0;
+}
+
+/*
+ * The run's work and calls on sonde's clock, from the collection's start:
+ * spans [stream, kind, name, start_ns, duration_ns, correlation] and calls
+ * [pid, tid, name, start_ns, duration_ns, correlation].
+ */
+static int timeline(struct gpu_state *st, const struct sonde_gpu_run *run)
+{
+	static const char *const kinds[] = { "?", "kernel", "memcpy", "memset", "sync" };
+	struct sonde_gpu_clock k;
+	size_t i;
+
+	if (!run->nclocks) {
+		st->unmapped += run->nacts || run->napis;
+		return 0;
+	}
+	if (sonde_gpu_clock__fit(run->clocks, run->nclocks, &k))
+		return 0;
+	if (k.uncertainty_ns > st->uncertainty_ns)
+		st->uncertainty_ns = k.uncertainty_ns;
+	for (i = 0; i < run->nacts; i++) {
+		const struct gpu_act *a = &run->acts[i];
+		const char *name = a->kind == GPU_ACT_KERNEL   ? sonde_gpu_run__name(run, a->name)
+				   : a->kind == GPU_ACT_MEMCPY ? sonde_gpu__copy_name(a->sub)
+							       : kinds[a->kind < 5 ? a->kind : 0];
+		json_int_t s, n;
+
+		if ((long long)json_array_size(st->spans) >= st->max_spans) {
+			st->left_out++;
+			continue;
+		}
+		if (a->kind == GPU_ACT_KERNEL)
+			name = sonde_symbols__demangle(st->sym, name ? name : "?");
+		s = stream_index(st, a);
+		n = intern(st, name ? name : "?");
+		if (s < 0 || n < 0 ||
+		    json_array_append_new(
+			    st->spans,
+			    json_pack("[I, s, I, I, I, I]", s, kinds[a->kind < 5 ? a->kind : 0], n,
+				      rel(st, &k, a->start),
+				      (json_int_t)(a->end > a->start ? a->end - a->start : 0),
+				      (json_int_t)a->correlation)))
+			return -ENOMEM;
+	}
+	for (i = 0; i < run->napis; i++) {
+		const struct gpu_api *a = &run->apis[i];
+		const char *name = sonde_gpu_run__name(run, SONDE_GPU_API_NAME(a->driver, a->cbid));
+		json_int_t n;
+
+		if ((long long)json_array_size(st->calls) >= st->max_spans) {
+			st->left_out++;
+			continue;
+		}
+		n = intern(st, name ? name : "?");
+		if (n < 0 ||
+		    json_array_append_new(
+			    st->calls,
+			    json_pack("[I, I, I, I, I, I]", (json_int_t)a->pid, (json_int_t)a->tid,
+				      n, rel(st, &k, a->start),
+				      (json_int_t)(a->end > a->start ? a->end - a->start : 0),
+				      (json_int_t)a->correlation)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int analyse(void *ctx, const void *log, size_t len, const struct sonde_run_info *ri)
 {
 	struct gpu_state *st = ctx;
 	struct sonde_gpu_run run = { 0 };
 	int rc = sonde_gpu_run__read(&run, log, len);
 
-	if (!rc && run.nclocks) {
-		struct sonde_gpu_clock k;
-
-		if (!sonde_gpu_clock__fit(run.clocks, run.nclocks, &k) &&
-		    k.uncertainty_ns > st->uncertainty_ns)
-			st->uncertainty_ns = k.uncertainty_ns;
-	}
+	if (!rc)
+		rc = timeline(st, &run);
 	if (!rc) {
 		st->acts += run.nacts;
 		st->apis += run.napis;
@@ -255,6 +368,15 @@ static int analyse(void *ctx, const void *log, size_t len, const struct sonde_ru
 	}
 	sonde_gpu_run__free(&run);
 	return rc;
+}
+
+static int gpu_start(struct sonde_collection *c, pid_t pid)
+{
+	struct gpu_state *st = sonde_collection__priv(c);
+
+	(void)pid;
+	st->t0 = sonde_collection__t0_ns(c);
+	return 0;
 }
 
 static int gpu_stop(struct sonde_collection *c, const struct sonde_run_info *ri)
@@ -293,6 +415,26 @@ static int gpu_after(struct sonde_collection *c, struct sonde_profile *p)
 		      "pairs", (json_int_t)st->clocks, "uncertainty_ns", st->uncertainty_ns);
 	if (!g || sonde_profile__set(stats, "gpu", g))
 		return -ENOMEM;
+	if (st->left_out) {
+		sonde_collection__note(
+			c,
+			"the timeline keeps the first %lld spans and calls (--max-spans): "
+			"%llu left out of it (the rows count them all)",
+			st->max_spans, (unsigned long long)st->left_out);
+		json_object_set_new(g, "timeline_left_out", json_integer((json_int_t)st->left_out));
+	}
+	if (st->unmapped)
+		sonde_collection__note(c,
+				       "%llu run(s) without a reading of CUPTI's clock: not on the "
+				       "timeline",
+				       (unsigned long long)st->unmapped);
+	if (json_array_size(st->spans) || json_array_size(st->calls)) {
+		json_t *part = json_pack("{s:O, s:O, s:O, s:O}", "names", st->names, "streams",
+					 st->streams, "spans", st->spans, "calls", st->calls);
+
+		if (!part || sonde_profile__set_part(p, "gpu", part))
+			return -ENOMEM;
+	}
 	if (st->status)
 		sonde_collection__note(c, "CUPTI: %s", st->status);
 	return sonde_profile__add_records(p, st->records);
@@ -307,6 +449,12 @@ static void gpu_cleanup(struct sonde_collection *c)
 	if (st->host_started)
 		rt_host__release(&st->host);
 	json_decref(st->records);
+	json_decref(st->names);
+	json_decref(st->name_ix);
+	json_decref(st->streams);
+	json_decref(st->stream_ix);
+	json_decref(st->spans);
+	json_decref(st->calls);
 	sonde_symbols__free(st->sym);
 	free(st->status);
 	free(st);
@@ -322,6 +470,10 @@ static const struct sonde_option gpu_options[] = {
 	  0, 0, gpu_levels },
 	{ SONDE_OPT_STRING, 0, "cupti", NULL, "PATH",
 	  "the libcupti.so to load (default: found under $CUDA_HOME or /usr/local/cuda)" },
+	{ SONDE_OPT_INT, 0, "max-spans", NULL, "N",
+	  "keep the first N kernels, copies and calls on the timeline (1000000); the rows "
+	  "count them all",
+	  1, 1e12 },
 	RT_HOST_RING_OPTION("8 MiB"),
 	{ .type = SONDE_OPT_END },
 };
@@ -335,6 +487,7 @@ const struct sonde_collector sonde_collector_gpu = {
 	.options = gpu_options,
 	.flags = SONDE_COLLECTOR_ORDER_IS_RUN,
 	.before = gpu_before,
+	.start = gpu_start,
 	.stop = gpu_stop,
 	.after = gpu_after,
 	.cleanup = gpu_cleanup,
