@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include <sonde/profile.h>
 #include <sonde/ring.h>
 #include "engines/gpu/gpu.h"
 
@@ -489,13 +490,149 @@ static void test_log(void **state)
 	sonde_strbuf__release(&b);
 }
 
+/* The column `col` of the resource whose uid is uid (its first row). */
+static double value(const struct sonde_profile *p, const char *uid, const char *col)
+{
+	size_t i, n = sonde_profile__resource_count(p);
+
+	for (i = 0; i < n; i++) {
+		json_t *fixed, *cols;
+
+		assert_int_equal(sonde_profile__resource_at(p, i, NULL, &fixed, &cols), 0);
+		if (!strcmp(json_string_value(json_object_get(fixed, "uid")), uid))
+			return json_number_value(json_array_get(json_object_get(cols, col), 0));
+	}
+	fail_msg("no resource %s", uid);
+	return NAN;
+}
+
+/*
+ * A run's log of known content through the profile builder: two streams of
+ * one GPU (kernel k on stream 7 over [1000, 3000] and [4000, 5000] on CUPTI's
+ * clock, a 1 MiB copy on stream 8 over [2000, 4500]), one runtime call; CUPTI's
+ * clock 1 s ahead of sonde's. Rows, stats and the timeline as the format says.
+ */
+static void test_profile(void **state)
+{
+	struct sonde_strbuf b;
+	struct sonde_gpu_run run = { 0 };
+	struct rt_proc proc = { 0 };
+	struct gpu_act k1 = { .kind = GPU_ACT_KERNEL,
+			      .name = 1,
+			      .device = 0,
+			      .stream = 7,
+			      .start = 1000001000,
+			      .end = 1000003000,
+			      .correlation = 5 };
+	struct gpu_act k2 = k1;
+	struct gpu_act cp = { .kind = GPU_ACT_MEMCPY,
+			      .sub = SONDE_CUPTI_COPY_HTOD,
+			      .stream = 8,
+			      .start = 1000002000,
+			      .end = 1000004500,
+			      .bytes = 1 << 20 };
+	struct gpu_api api = { .cbid = 211,
+			       .pid = 77,
+			       .tid = 78,
+			       .start = 1000000500,
+			       .end = 1000000900,
+			       .correlation = 5 };
+	struct gpu_clock c1 = { .gpu_ns = 1000000000, .host_ns = 0 },
+			 c2 = { .gpu_ns = 1010000000, .host_ns = 10000000 };
+	struct sonde_gpu_builder *bld;
+	struct sonde_profile *p, *back;
+	struct sonde_strbuf err;
+	json_t *g, *spans, *calls;
+	char path[] = "/tmp/sonde-test-gpu-profile-XXXXXX";
+	size_t at = (size_t)-1;
+	int fd;
+
+	(void)state;
+	k2.start = 1000004000, k2.end = 1000005000, k2.correlation = 6;
+	sonde_strbuf__init(&b);
+	put_chunk(&b, 1, &at);
+	put_rec(&b, GPU_REC_PROC, &proc, sizeof(proc));
+	put_name(&b, 1, "_Z6vecAddPfS_S_i");
+	put_name(&b, SONDE_GPU_API_NAME(0, 211), "cudaLaunchKernel");
+	put_rec(&b, GPU_REC_CLOCK, &c1, sizeof(c1));
+	put_rec(&b, GPU_REC_API, &api, sizeof(api));
+	put_rec(&b, GPU_REC_ACT, &k1, sizeof(k1));
+	put_rec(&b, GPU_REC_ACT, &cp, sizeof(cp));
+	put_rec(&b, GPU_REC_ACT, &k2, sizeof(k2));
+	put_rec(&b, GPU_REC_CLOCK, &c2, sizeof(c2));
+	put_chunk(&b, UINT32_MAX, &at);
+	assert_int_equal(sonde_gpu_run__read(&run, b.buf, b.len), 0);
+
+	bld = sonde_gpu_builder__new(100, 1000);
+	assert_non_null(bld);
+	assert_int_equal(sonde_gpu_builder__add_run(bld, &run, 0, false, 0), 0);
+	p = sonde_profile__new("gpu");
+	assert_non_null(p);
+	assert_int_equal(sonde_gpu_builder__write(bld, p), 0);
+
+	/* rows: the kernel demangled, its two launches */
+	assert_true(value(p, "vecAdd(float*, float*, float*, int)", "amount") == 3000);
+	assert_true(value(p, "vecAdd(float*, float*, float*, int)", "calls") == 2);
+	assert_true(value(p, "vecAdd(float*, float*, float*, int)", "min") == 1000);
+	assert_true(value(p, "vecAdd(float*, float*, float*, int)", "max") == 2000);
+	/* stream 7 busy 3000, overlapped by the copy over [2000,3000] and [4000,4500] */
+	assert_true(value(p, "gpu0:stream7", "amount") == 3000);
+	assert_true(value(p, "gpu0:stream7", "overlapped") == 1500);
+	assert_true(value(p, "gpu0:stream8", "amount") == 2500);
+	assert_true(value(p, "memcpy HtoD", "bytes") == 1 << 20);
+	assert_true(fabs(value(p, "memcpy HtoD", "bandwidth") - (1 << 20) / 2500e-9) < 1);
+	assert_true(value(p, "gpu", "amount") == 4000); /* [1000, 5000] */
+	assert_true(value(p, "gpu", "concurrent") == 1500);
+	assert_true(value(p, "cudaLaunchKernel", "calls") == 1);
+	assert_true(value(p, "cudaLaunchKernel", "amount") == 400);
+
+	/* stats and the timeline: times on sonde's clock, from t0 = 100 */
+	g = json_object_get(sonde_profile__stats(p), "gpu");
+	assert_int_equal(json_integer_value(json_object_get(g, "activity_records")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(g, "clock"), "pairs")),
+			 2);
+	spans = json_object_get(sonde_profile__part(p, "gpu"), "spans");
+	calls = json_object_get(sonde_profile__part(p, "gpu"), "calls");
+	assert_int_equal(json_array_size(spans), 3);
+	/* [stream, kind, name, start, duration, correlation] */
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(spans, 0), 3)),
+			 1000 - 100);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(spans, 0), 4)), 2000);
+	assert_string_equal(json_string_value(json_array_get(json_array_get(spans, 1), 1)),
+			    "memcpy");
+	assert_int_equal(json_array_size(calls), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(calls, 0), 0)), 77);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(calls, 0), 3)),
+			 500 - 100);
+
+	/* written and read back whole */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(sonde_profile__save(p, path), 0);
+	sonde_strbuf__init(&err);
+	back = sonde_profile__load(path, &err);
+	assert_non_null(back);
+	assert_string_equal(sonde_profile__type(back), "gpu");
+	assert_true(value(back, "gpu0:stream7", "overlapped") == 1500);
+	assert_int_equal(
+		json_array_size(json_object_get(sonde_profile__part(back, "gpu"), "spans")), 3);
+	unlink(path);
+	sonde_profile__free(back);
+	sonde_profile__free(p);
+	sonde_strbuf__release(&err);
+	sonde_gpu_builder__free(bld);
+	sonde_gpu_run__free(&run);
+	sonde_strbuf__release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernel_record),	cmocka_unit_test(test_other_records),
 		cmocka_unit_test(test_clock_fit),	cmocka_unit_test(test_analysis),
 		cmocka_unit_test(test_no_driver),	cmocka_unit_test(test_log),
-		cmocka_unit_test(test_runtime_refused),
+		cmocka_unit_test(test_runtime_refused), cmocka_unit_test(test_profile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

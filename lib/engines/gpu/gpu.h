@@ -28,8 +28,8 @@
  * Where libcupti.so is: `path` when given (--cupti), else $CUDA_HOME (or
  * $CUDA_PATH, then /usr/local/cuda) under extras/CUPTI/lib64, lib64 and
  * lib, then LD_LIBRARY_PATH and the system's library directories. Found by
- * its ELF header, not loaded (CUPTI's constructors are for the target). 0 with the path found in out; -ENOENT with every place
- * looked in `why`.
+ * its ELF header, not loaded (CUPTI's constructors are for the target). 0 with the path found in
+ * out; -ENOENT with every place looked in `why`.
  */
 int sonde_gpu__find_cupti(const char *path, struct sonde_strbuf *out, struct sonde_strbuf *why);
 /* Whether the NVIDIA driver (libcuda.so.1) loads here; -ENOENT with why. */
@@ -164,5 +164,34 @@ int sonde_gpu__analyse(const struct gpu_act *acts, size_t n, struct sonde_gpu_an
 void sonde_gpu_analysis__free(struct sonde_gpu_analysis *a);
 /* A copy kind's name: "HtoD", "DtoH", "DtoD", ... */
 const char *sonde_gpu__copy_name(unsigned kind);
+
+/* ---- the profile -------------------------------------------------------------------------------
+ */
+
+struct sonde_gpu_totals {
+	uint64_t acts, apis, dropped, clocks, processes;
+	uint64_t left_out; /* spans and calls past max_spans: not on the timeline */
+	uint64_t unmapped; /* runs without a reading of CUPTI's clock: no timeline */
+	unsigned runs_without_cuda;
+	double uncertainty_ns; /* the widest of the runs' clock mappings */
+	char *status;	       /* CUPTI's first refusal, or NULL */
+};
+
+struct sonde_profile;
+struct sonde_gpu_builder;
+
+/*
+ * A gpu profile, run by run: t0 is the collection's start on sonde's clock
+ * (the timeline counts from it), max_spans what the timeline keeps.
+ */
+struct sonde_gpu_builder *sonde_gpu_builder__new(uint64_t t0, long long max_spans);
+void sonde_gpu_builder__set_t0(struct sonde_gpu_builder *b, uint64_t t0);
+/* One run's records (index 0-based; its size where it has one). -ENOMEM. */
+int sonde_gpu_builder__add_run(struct sonde_gpu_builder *b, const struct sonde_gpu_run *run,
+			       unsigned index, bool has_size, double size);
+const struct sonde_gpu_totals *sonde_gpu_builder__totals(const struct sonde_gpu_builder *b);
+/* The rows, stats.gpu and the timeline into p. -ENOMEM. */
+int sonde_gpu_builder__write(struct sonde_gpu_builder *b, struct sonde_profile *p);
+void sonde_gpu_builder__free(struct sonde_gpu_builder *b);
 
 #endif
