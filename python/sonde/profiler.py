@@ -8,7 +8,8 @@ sonde's own timers, metrics, memory tracker and reports:
     timer.get_elapsed("forward_pass")          # ms
 
 The GPU parts read CUDA through torch where this process uses it: CUDATimer
-synchronises the device around each region (its ``synchronize``), and
+times each region between two CUDA events (the device synchronised before it
+with ``synchronize``), and
 MemoryTracker's ``peak_allocated``/``peak_reserved`` are the CUDA caching
 allocator's. Where CUDA is absent they say so once (a SondeWarning) and the GPU
 figures are None with the reason: a CPU figure is never given a GPU name.
@@ -17,6 +18,7 @@ figures are None with the reason: a CPU figure is never given a GPU name.
 import sys
 
 from ._base import SondeWarning
+from ._sonde import StateError
 from .memory import MemoryTracker as _HostMemoryTracker
 from .report import Reporter as _Reporter
 from .report import analyze_bottlenecks as _analyze
@@ -52,10 +54,16 @@ def _cuda():
 
 
 class CUDATimer(Timer):
-    """Named regions timed around GPU work: with ``synchronize`` (the default) the
-    device is synchronised before each clock reading where CUDA is present, so
-    a region holds the work it launched; kitsune's defaults (warm-up 3, repeat
-    10). Without CUDA the regions time the host side, and the timer says so."""
+    """Named regions timed on the GPU, as kitsune's CUDATimer: where CUDA is
+    present each region records a CUDA event at its start and one at its end
+    (``torch.cuda.Event(enable_timing=True)``), and its duration is the time
+    between them on the device (``elapsed_time``), read when first asked for;
+    with ``synchronize`` (the default) the device is synchronised before the
+    start event too, so a region holds only the work it launched. The host's
+    times are kept as well (``host_durations``). kitsune's defaults: warm-up
+    3, repeat 10. Without CUDA the regions time the host side, and the timer
+    says so (a warning, and ``synchronization.applied`` False with the
+    reason)."""
 
     def __init__(self, synchronize=True, warmup=3, repeat=10):
         torch, why = _cuda()
@@ -65,43 +73,94 @@ class CUDATimer(Timer):
             if t.device_synchronize is None:
                 t.device_synchronize = torch.cuda.synchronize
         super().__init__(warmup=warmup, repeat=repeat, synchronize=synchronize and torch is not None)
-        if synchronize and torch is None:
+        if torch is None:
             from .timing import Synchronization
 
-            self.synchronization = Synchronization(True, False, why)
-            _warn_once(f"CUDATimer: synchronize not applied: {why}; regions time the host side")
+            self.synchronization = Synchronization(bool(synchronize), False, why)
+            _warn_once(f"CUDATimer: no CUDA events: {why}; regions time the host side")
         self._torch = torch
+        self._sync = bool(synchronize)
+        self._events = {}  # name -> [(start, end)], in the order the regions ended
+        self._open = {}    # name -> [start events of the regions open now]
+        self._gpu_ns = {}  # name -> durations read so far (ns)
+
+    @property
+    def uses_events(self):
+        """True where regions are timed with CUDA events."""
+        return self._torch is not None
 
     def measure(self, name):
-        if self._torch is None or not self.synchronization.applied:
+        if self._torch is None:
             return Timer.measure(self, name)
-        return _Synced(self, name)
+        return _Evented(self, name)
 
     def start(self, name):
-        if self._torch is not None and self.synchronization.applied:
-            self._torch.cuda.synchronize()
+        if self._torch is not None:
+            if self._sync:
+                self._torch.cuda.synchronize()
+            ev = self._torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self._open.setdefault(name, []).append(ev)
         return Timer.start(self, name)
 
     def stop(self, name):
-        if self._torch is not None and self.synchronization.applied:
-            self._torch.cuda.synchronize()
+        if self._torch is not None and self._open.get(name):
+            ev = self._torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self._events.setdefault(name, []).append((self._open[name].pop(), ev))
         return Timer.stop(self, name)
 
+    def _resolve(self, name):
+        """The GPU durations of name's regions (ns), each read once (waiting
+        for its end event)."""
+        pairs = self._events.get(name, [])
+        got = self._gpu_ns.setdefault(name, [])
+        for start, end in pairs[len(got):]:
+            end.synchronize()
+            got.append(round(start.elapsed_time(end) * 1e6))
+        return got
 
-class _Synced:
-    """A region that synchronises the device before it starts and before it ends."""
+    def host_durations(self, name, include_warmup=False):
+        """The host's durations of name's regions (ns)."""
+        return Timer.durations(self, name, include_warmup)
+
+    def durations(self, name, include_warmup=False):
+        if self._torch is None or name not in self._events:
+            return Timer.durations(self, name, include_warmup)
+        d = self._resolve(name)
+        return list(d) if include_warmup else d[self.warmup:]
+
+    def _stats(self, name):
+        if self._torch is None or name not in self._events:
+            return Timer._stats(self, name)
+        from .timing import Stats
+
+        d = self._resolve(name)
+        kept = d[self.warmup:]
+        if not kept:
+            raise StateError(f"region '{name}' ran {len(d)} times, all of them warm-up "
+                             f"(warmup={self.warmup})")
+        return Stats.of(name, kept, "ms", 1e6, len(d) - len(kept))
+
+    def get_elapsed(self, name):
+        """The last duration of a region, in ms: on the GPU where CUDA is present."""
+        if self._torch is None or not self._events.get(name):
+            return Timer.get_elapsed(self, name)
+        return self._resolve(name)[-1] / 1e6
+
+
+class _Evented:
+    """A region between two CUDA events (the device synchronised first when asked)."""
 
     def __init__(self, timer, name):
         self.timer, self.name = timer, name
 
     def __enter__(self):
-        self.timer._torch.cuda.synchronize()
-        Timer.start(self.timer, self.name)
+        self.timer.start(self.name)
         return self
 
     def __exit__(self, *exc):
-        self.timer._torch.cuda.synchronize()
-        Timer.stop(self.timer, self.name)
+        self.timer.stop(self.name)
         return False
 
 
@@ -247,7 +306,9 @@ class StreamProfiler:
     def __enter__(self):
         torch, why = _cuda()
         self._why = why or ("per-stream busy time needs CUDA's activity records (CUPTI), "
-                            "and this build of sonde has no GPU backend yet")
+                            "which this process does not load: run the script under "
+                            "`sonde collect gpu`, whose profile gives each stream's busy and "
+                            "overlapped time")
         _warn_once(f"StreamProfiler: streams not measured: {self._why}")
         return self
 
