@@ -35,7 +35,21 @@ enum sonde_cupti_kind {
 	SONDE_CUPTI_KIND_OVERHEAD = 17,
 	SONDE_CUPTI_KIND_SYNCHRONIZATION = 38,
 	SONDE_CUPTI_KIND_MEMORY = 45,
+	SONDE_CUPTI_KIND_MEMORY2 = 49, /* allocations and releases of device memory */
 };
+
+/* CUpti_ActivityFlag, as a marker's flags */
+#define SONDE_CUPTI_MARKER_INSTANTANEOUS (1u << 0)
+#define SONDE_CUPTI_MARKER_START	 (1u << 1)
+#define SONDE_CUPTI_MARKER_END		 (1u << 2)
+
+/* CUpti_ActivityObjectKind */
+#define SONDE_CUPTI_OBJECT_PROCESS 1
+#define SONDE_CUPTI_OBJECT_THREAD  2
+
+/* CUpti_ActivityMemoryOperationType */
+#define SONDE_CUPTI_MEMORY_ALLOCATION 1
+#define SONDE_CUPTI_MEMORY_RELEASE    2
 
 /* CUpti_ActivityMemcpyKind (the memcpy record's copyKind) */
 enum sonde_cupti_copy {
@@ -159,7 +173,44 @@ struct SONDE_CUPTI_PACKED sonde_cupti_sync {
 	uint32_t cuda_event_id;
 };
 
+/*
+ * CUpti_ActivityMarker2: an NVTX mark, or one end of an NVTX range (the two
+ * ends of a range share its id). objectId holds (processId, threadId) for a
+ * thread's marker, (deviceId, contextId, streamId) for a stream's.
+ */
+struct SONDE_CUPTI_PACKED sonde_cupti_marker {
+	uint32_t kind;
+	uint32_t flags; /* SONDE_CUPTI_MARKER_* */
+	uint64_t timestamp;
+	uint32_t id;
+	uint32_t object_kind; /* SONDE_CUPTI_OBJECT_* */
+	uint32_t object_id[3];
+	uint32_t pad;
+	const char *name;
+	const char *domain;
+};
+
+/* CUpti_ActivityMemory3 and 4 (MEMORY2): one allocation or release of GPU memory */
+struct SONDE_CUPTI_PACKED sonde_cupti_memory {
+	uint32_t kind;
+	uint32_t operation;   /* SONDE_CUPTI_MEMORY_* */
+	uint32_t memory_kind; /* CUpti_ActivityMemoryKind: 3 device, 1 pageable, ... */
+	uint32_t correlation_id;
+	uint64_t address;
+	uint64_t bytes;
+	uint64_t timestamp;
+	uint64_t pc;
+	uint32_t process_id;
+	uint32_t device_id;
+	uint32_t context_id;
+	uint32_t stream_id;
+};
+
 _Static_assert(offsetof(struct sonde_cupti_kernel, start) == 16, "CUPTI kernel.start");
+_Static_assert(offsetof(struct sonde_cupti_marker, object_id) == 24, "CUPTI marker.objectId");
+_Static_assert(offsetof(struct sonde_cupti_marker, name) == 40, "CUPTI marker.name");
+_Static_assert(offsetof(struct sonde_cupti_memory, timestamp) == 32, "CUPTI memory.timestamp");
+_Static_assert(offsetof(struct sonde_cupti_memory, stream_id) == 60, "CUPTI memory.streamId");
 _Static_assert(offsetof(struct sonde_cupti_kernel, device_id) == 40, "CUPTI kernel.deviceId");
 _Static_assert(offsetof(struct sonde_cupti_kernel, grid) == 52, "CUPTI kernel.gridX");
 _Static_assert(offsetof(struct sonde_cupti_kernel, block) == 64, "CUPTI kernel.blockX");

@@ -36,6 +36,8 @@ enum gpu_rec {
 	GPU_REC_CLOCK = 6,   /* struct gpu_clock: CUPTI's clock and sonde's, read together */
 	GPU_REC_DROPPED = 7, /* struct gpu_dropped: records CUPTI could not keep */
 	GPU_REC_STATUS = 8,  /* struct gpu_status: CUPTI could not start, and why */
+	GPU_REC_MARKER = 9,  /* struct gpu_marker: an NVTX mark or one end of a range */
+	GPU_REC_MEMORY = 10, /* struct gpu_memory: device memory allocated or released */
 };
 
 enum gpu_act_kind {
@@ -71,6 +73,33 @@ struct gpu_api {
 	uint64_t start, end; /* CUPTI's clock, ns */
 };
 
+struct gpu_marker {
+	uint32_t hdr;
+	uint32_t flags; /* SONDE_CUPTI_MARKER_* */
+	uint32_t id;	/* a range's two ends share it */
+	uint32_t pid, tid;
+	uint32_t name; /* gpu_name id (the start and marks carry one; 0: none) */
+	uint64_t ts;   /* CUPTI's clock, ns */
+};
+
+struct gpu_memory {
+	uint32_t hdr;
+	uint8_t release;     /* 0: allocated, 1: released */
+	uint8_t memory_kind; /* CUPTI's: 3 device memory */
+	uint16_t pad;
+	uint32_t device, context, stream, correlation, pid;
+	uint64_t address, bytes;
+	uint64_t ts; /* CUPTI's clock, ns */
+};
+
+/* One CUPTI record read: which member holds it is gpu_from_cupti's answer. */
+union gpu_out {
+	struct gpu_act act;
+	struct gpu_api api;
+	struct gpu_marker marker;
+	struct gpu_memory memory;
+};
+
 struct gpu_clock {
 	uint32_t hdr;
 	uint32_t pad;
@@ -92,13 +121,15 @@ struct gpu_status {
 };
 
 /*
- * One CUPTI activity record read into a gpu_act or a gpu_api (the caller
- * fills in the kernel's name id). Returns GPU_REC_ACT, GPU_REC_API, or 0 for
- * a kind sonde does not read (left out and counted by the caller).
+ * One CUPTI activity record read into out (the caller fills in the name ids
+ * of kernels and markers). Returns GPU_REC_ACT, GPU_REC_API, GPU_REC_MARKER,
+ * GPU_REC_MEMORY, or 0 for a kind sonde does not read (counted by the caller).
  */
-static inline int gpu_from_cupti(const struct sonde_cupti_record *r, struct gpu_act *act,
-				 struct gpu_api *api)
+static inline int gpu_from_cupti(const struct sonde_cupti_record *r, union gpu_out *out)
 {
+	struct gpu_act *act = &out->act;
+	struct gpu_api *api = &out->api;
+
 	switch (r->kind) {
 	case SONDE_CUPTI_KIND_KERNEL:
 	case SONDE_CUPTI_KIND_CONCURRENT_KERNEL: {
@@ -158,6 +189,32 @@ static inline int gpu_from_cupti(const struct sonde_cupti_record *r, struct gpu_
 		api->correlation = a->correlation_id, api->result = a->return_value;
 		api->start = a->start, api->end = a->end;
 		return GPU_REC_API;
+	}
+	case SONDE_CUPTI_KIND_MARKER: {
+		const struct sonde_cupti_marker *m = (const void *)r;
+		struct gpu_marker *g = &out->marker;
+
+		memset(g, 0, sizeof(*g));
+		g->flags = m->flags, g->id = m->id, g->ts = m->timestamp;
+		if (m->object_kind == SONDE_CUPTI_OBJECT_THREAD ||
+		    m->object_kind == SONDE_CUPTI_OBJECT_PROCESS)
+			g->pid = m->object_id[0], g->tid = m->object_id[1];
+		return GPU_REC_MARKER;
+	}
+	case SONDE_CUPTI_KIND_MEMORY2: {
+		const struct sonde_cupti_memory *m = (const void *)r;
+		struct gpu_memory *g = &out->memory;
+
+		if (m->operation != SONDE_CUPTI_MEMORY_ALLOCATION &&
+		    m->operation != SONDE_CUPTI_MEMORY_RELEASE)
+			return 0;
+		memset(g, 0, sizeof(*g));
+		g->release = m->operation == SONDE_CUPTI_MEMORY_RELEASE;
+		g->memory_kind = (uint8_t)m->memory_kind;
+		g->device = m->device_id, g->context = m->context_id, g->stream = m->stream_id;
+		g->correlation = m->correlation_id, g->pid = m->process_id;
+		g->address = m->address, g->bytes = m->bytes, g->ts = m->timestamp;
+		return GPU_REC_MEMORY;
 	}
 	default:
 		return 0;

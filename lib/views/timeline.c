@@ -12,8 +12,8 @@
  *   memory: the heap's size as a counter track (the first run);
  *   time: each run as a slice on a "runs" track;
  *   gpu: a process per GPU, a track per stream with its kernels, copies,
- *        memsets and synchronisations; the CUDA calls on the calling
- *        thread's track, beside its functions.
+ *        memsets and synchronisations, and its device memory as a counter;
+ *        the CUDA calls and NVTX ranges on the calling thread's track.
  * The machine-wide tracks belong to a process named "sonde: <collector>".
  *
  * The same walk over the profiles feeds two writers (struct sink): the
@@ -253,31 +253,39 @@ static int gpu_spans(const struct sonde_profile *p, const struct sink *k)
 {
 	json_t *g = sonde_profile__part(p, "gpu"), *names = json_object_get(g, "names"), *x;
 	json_t *streams = json_object_get(g, "streams");
+	struct u64map named = { 0 }; /* devices whose process is named */
 	size_t i;
 
 	if (!json_is_array(json_object_get(g, "spans")) || !json_is_array(names))
 		return -EINVAL;
-	json_array_foreach(streams, i, x)
-	{
-		long long dev = (long long)json_integer_value(json_object_get(x, "device"));
-		long long s = (long long)json_integer_value(json_object_get(x, "stream"));
-		char name[64];
-		size_t j;
-		json_t *y;
-
-		json_array_foreach(streams, j, y)
+	/* a process per device, named once: its streams' and its memory's */
+	for (int pass = 0; pass < 2; pass++) {
+		json_array_foreach(pass ? json_object_get(g, "memory") : streams, i, x)
 		{
-			if (j >= i ||
-			    (long long)json_integer_value(json_object_get(y, "device")) == dev)
-				break;
+			long long dev = (long long)json_integer_value(
+				pass ? json_array_get(x, 0) : json_object_get(x, "device"));
+			char name[64];
+			bool seen;
+			uint64_t *slot = u64map__upsert(&named, (uint64_t)dev, &seen);
+
+			if (!slot) {
+				u64map__release(&named);
+				return -ENOMEM;
+			}
+			if (!seen) {
+				snprintf(name, sizeof(name), "GPU %lld", dev);
+				k->name(k->ctx, PID_GPU - dev, 0, name);
+			}
+			if (!pass) {
+				long long st =
+					(long long)json_integer_value(json_object_get(x, "stream"));
+
+				snprintf(name, sizeof(name), "stream %lld", st);
+				k->name(k->ctx, PID_GPU - dev, st + 1, name);
+			}
 		}
-		if (j >= i) { /* the device's first stream: name its process */
-			snprintf(name, sizeof(name), "GPU %lld", dev);
-			k->name(k->ctx, PID_GPU - dev, 0, name);
-		}
-		snprintf(name, sizeof(name), "stream %lld", s);
-		k->name(k->ctx, PID_GPU - dev, s + 1, name);
 	}
+	u64map__release(&named);
 	json_array_foreach(json_object_get(g, "spans"), i, x)
 	{
 		json_t *st =
@@ -293,6 +301,24 @@ static int gpu_spans(const struct sonde_profile *p, const struct sink *k)
 			fn ? fn : "?", json_string_value(json_array_get(x, 1)),
 			(long long)json_integer_value(json_array_get(x, 3)),
 			(long long)json_integer_value(json_array_get(x, 4)), -1);
+	}
+	json_array_foreach(json_object_get(g, "ranges"), i, x)
+	{
+		const char *fn = json_string_value(
+			json_array_get(names, (size_t)json_integer_value(json_array_get(x, 2))));
+
+		k->span(k->ctx, (long long)json_integer_value(json_array_get(x, 0)),
+			(long long)json_integer_value(json_array_get(x, 1)), fn ? fn : "?", "nvtx",
+			(long long)json_integer_value(json_array_get(x, 3)),
+			(long long)json_integer_value(json_array_get(x, 4)), -1);
+	}
+	json_array_foreach(json_object_get(g, "memory"), i, x)
+	{
+		long long dev = (long long)json_integer_value(json_array_get(x, 0));
+
+		k->counter(k->ctx, PID_GPU - dev, "device memory (B)",
+			   (long long)json_integer_value(json_array_get(x, 1)),
+			   (double)json_integer_value(json_array_get(x, 2)));
 	}
 	json_array_foreach(json_object_get(g, "calls"), i, x)
 	{

@@ -7,11 +7,12 @@
  * and nothing in the program needs changing. It loads CUPTI (the path sonde
  * found, SONDE_GPU_CUPTI), enables the activity kinds of the level asked for,
  * and hands CUPTI buffers; each completed buffer is read into sonde's records
- * (proto/gpu.h) in one ring: kernel and API names once each, before their
- * first use, and a reading of both clocks with every buffer so that sonde maps
- * CUPTI's timestamps onto its own. At exit it flushes what CUPTI holds and says
- * how many records CUPTI dropped. Where CUPTI refuses, the reason goes into
- * the ring (GPU_REC_STATUS) and the program runs on untouched.
+ * (proto/gpu.h) in one ring: kernel, API and NVTX names once each, before
+ * their first use; allocations and releases of device memory; NVTX marks and
+ * ranges (sonde names CUPTI in NVTX_INJECTION64_PATH); and a reading of both clocks with every
+ * buffer so that sonde maps CUPTI's timestamps onto its own. At exit it flushes what CUPTI holds
+ * and says how many records CUPTI dropped. Where CUPTI refuses, the reason goes into the ring
+ * (GPU_REC_STATUS) and the program runs on untouched.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -143,13 +144,39 @@ static uint32_t name_id(uintptr_t key, const char *name)
 	return r->id;
 }
 
+static void put_copy(uint32_t type, const void *rec, size_t len)
+{
+	void *r = sonde_ring__reserve(&g.w, type, (uint32_t)rt_pad8(len));
+
+	if (r) {
+		memcpy((char *)r + 4, (const char *)rec + 4, len - 4);
+		sonde_ring__commit(&g.w);
+	}
+}
+
 static void put_record(const struct sonde_cupti_record *rec)
 {
+	union gpu_out o;
 	struct gpu_act act;
 	struct gpu_api api;
 	void *r;
+	int type = gpu_from_cupti(rec, &o);
 
-	switch (gpu_from_cupti(rec, &act, &api)) {
+	act = o.act;
+	api = o.api;
+	switch (type) {
+	case GPU_REC_MARKER: {
+		const struct sonde_cupti_marker *m = (const void *)rec;
+
+		/* a range's end carries no name: its start had it */
+		if (m->name && !(m->flags & SONDE_CUPTI_MARKER_END))
+			o.marker.name = name_id((uintptr_t)m->name, m->name);
+		put_copy(GPU_REC_MARKER, &o.marker, sizeof(o.marker));
+		break;
+	}
+	case GPU_REC_MEMORY:
+		put_copy(GPU_REC_MEMORY, &o.memory, sizeof(o.memory));
+		break;
 	case GPU_REC_ACT:
 		if (act.kind == GPU_ACT_KERNEL) {
 			const char *name =
@@ -327,6 +354,11 @@ RT_EXPORT int InitializeInjection(void)
 	if (ok && (level & GPU_LEVEL_API))
 		ok = enable(SONDE_CUPTI_KIND_RUNTIME, "RUNTIME") &&
 		     enable(SONDE_CUPTI_KIND_DRIVER, "DRIVER");
+	/* what an older CUPTI may not have: said, and the rest recorded */
+	if (ok && (level & GPU_LEVEL_KERNEL))
+		enable(SONDE_CUPTI_KIND_MEMORY2, "MEMORY2");
+	if (ok)
+		enable(SONDE_CUPTI_KIND_MARKER, "MARKER");
 	if (ok) {
 		put_clock();
 		g.on = true;

@@ -39,12 +39,15 @@ jq '.header.type = "gpu" | .collector_info.name = "gpu" | .gpu = {
 		  {device: 1, context: 2, stream: 7}],
 	spans: [[0, "kernel", 0, 1000000, 2500000, 11], [1, "memcpy", 1, 500000, 400000, 10],
 		[2, "kernel", 0, 1200000, 1000, 12]],
-	calls: [[4242, 4243, 2, 900000, 20000, 11]]}' t.json >g.json
+	calls: [[4242, 4243, 2, 900000, 20000, 11]],
+	ranges: [[4242, 4243, 3, 800000, 3000000]],
+	memory: [[0, 100000, 1048576], [2, 200000, 4096]]}' t.json |
+	jq '.gpu.names += ["epoch"]' >g.json
 run export g.json -f perfetto -o perfetto.json
 ev() { jq -c "[.traceEvents[] | $1]" perfetto.json; }
 check "export -f perfetto of a gpu profile" [ "$rc" = 0 ]
-check "a process per GPU, named once" all \
-	'[ "$(ev "select(.name == \"process_name\") | .args.name")" = "[\"GPU 0\",\"GPU 1\"]" ]' \
+check "a process per GPU, named once (GPU 2: its memory only)" all \
+	'[ "$(ev "select(.name == \"process_name\") | .args.name")" = "[\"GPU 0\",\"GPU 1\",\"GPU 2\"]" ]' \
 	'[ "$(ev "select(.name == \"thread_name\" and .pid == -100) | .args.name")" = "[\"stream 7\",\"stream 13\"]" ]'
 check "the kernel on its stream's track, in µs" \
 	[ "$(ev 'select(.ph == "X" and .cat == "kernel" and .pid == -100) | [.tid, .ts, .dur, .name]')" = \
@@ -52,6 +55,11 @@ check "the kernel on its stream's track, in µs" \
 check "the copy on its own stream, the other GPU's kernel on its process" all \
 	'[ "$(ev "select(.cat == \"memcpy\") | [.pid, .tid, .ts, .dur]")" = "[[-100,14,500,400]]" ]' \
 	'[ "$(ev "select(.cat == \"kernel\" and .pid == -101) | [.tid, .ts, .dur]")" = "[[8,1200,1]]" ]'
+check "an NVTX range on the calling thread" \
+	[ "$(ev 'select(.cat == "nvtx") | [.pid, .tid, .ts, .dur, .name]')" = '[[4242,4243,800,3000,"epoch"]]' ]
+check "device memory: a counter on its GPU's process" \
+	[ "$(ev 'select(.ph == "C") | [.pid, .name, .ts, (.args | to_entries[0].value)]')" = \
+	'[[-100,"device memory (B)",100,1048576],[-102,"device memory (B)",200,4096]]' ]
 check "the CUDA call on the calling thread" \
 	[ "$(ev 'select(.cat == "cuda") | [.pid, .tid, .ts, .dur, .name]')" = '[[4242,4243,900,20,"cudaLaunchKernel"]]' ]
 finish

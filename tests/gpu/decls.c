@@ -34,11 +34,13 @@ typedef CUpti_ActivityKernel10 kernel_t;
 typedef CUpti_ActivityMemcpy6 memcpy_t;
 typedef CUpti_ActivityMemset4 memset_t;
 typedef CUpti_ActivitySynchronization2 sync_t;
+typedef CUpti_ActivityMemory4 memory_t;
 #else
 typedef CUpti_ActivityKernel9 kernel_t;
 typedef CUpti_ActivityMemcpy5 memcpy_t;
 typedef CUpti_ActivityMemset4 memset_t;
 typedef CUpti_ActivitySynchronization sync_t;
+typedef CUpti_ActivityMemory3 memory_t;
 #endif
 
 int main(void)
@@ -122,6 +124,41 @@ int main(void)
 	FIELD(sonde_cupti_sync, sync_t, correlation_id, correlationId);
 	FIELD(sonde_cupti_sync, sync_t, context_id, contextId);
 	FIELD(sonde_cupti_sync, sync_t, stream_id, streamId);
+	check("CUPTI_ACTIVITY_KIND_MEMORY2", SONDE_CUPTI_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY2);
+	check("CUPTI_ACTIVITY_FLAG_MARKER_START", SONDE_CUPTI_MARKER_START,
+	      CUPTI_ACTIVITY_FLAG_MARKER_START);
+	check("CUPTI_ACTIVITY_FLAG_MARKER_END", SONDE_CUPTI_MARKER_END,
+	      CUPTI_ACTIVITY_FLAG_MARKER_END);
+	check("CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS", SONDE_CUPTI_MARKER_INSTANTANEOUS,
+	      CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS);
+	check("CUPTI_ACTIVITY_OBJECT_THREAD", SONDE_CUPTI_OBJECT_THREAD,
+	      CUPTI_ACTIVITY_OBJECT_THREAD);
+	check("CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION", SONDE_CUPTI_MEMORY_ALLOCATION,
+	      CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
+	check("CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE", SONDE_CUPTI_MEMORY_RELEASE,
+	      CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE);
+
+	FIELD(sonde_cupti_marker, CUpti_ActivityMarker2, flags, flags);
+	FIELD(sonde_cupti_marker, CUpti_ActivityMarker2, timestamp, timestamp);
+	FIELD(sonde_cupti_marker, CUpti_ActivityMarker2, id, id);
+	FIELD(sonde_cupti_marker, CUpti_ActivityMarker2, object_kind, objectKind);
+	FIELD(sonde_cupti_marker, CUpti_ActivityMarker2, object_id, objectId);
+	FIELD(sonde_cupti_marker, CUpti_ActivityMarker2, name, name);
+	FIELD(sonde_cupti_marker, CUpti_ActivityMarker2, domain, domain);
+	check("CUpti_ActivityMarker2.objectId.pt.threadId",
+	      offsetof(struct sonde_cupti_marker, object_id[1]),
+	      offsetof(CUpti_ActivityMarker2, objectId.pt.threadId));
+
+	FIELD(sonde_cupti_memory, memory_t, operation, memoryOperationType);
+	FIELD(sonde_cupti_memory, memory_t, memory_kind, memoryKind);
+	FIELD(sonde_cupti_memory, memory_t, correlation_id, correlationId);
+	FIELD(sonde_cupti_memory, memory_t, address, address);
+	FIELD(sonde_cupti_memory, memory_t, bytes, bytes);
+	FIELD(sonde_cupti_memory, memory_t, timestamp, timestamp);
+	FIELD(sonde_cupti_memory, memory_t, process_id, processId);
+	FIELD(sonde_cupti_memory, memory_t, device_id, deviceId);
+	FIELD(sonde_cupti_memory, memory_t, context_id, contextId);
+	FIELD(sonde_cupti_memory, memory_t, stream_id, streamId);
 	printf("1..%d\n", n);
 	return failed != 0;
 }

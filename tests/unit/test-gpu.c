@@ -39,8 +39,7 @@ static void test_kernel_record(void **state)
 	uint8_t _Alignas(8) b[256] = { 0 };
 	static const char name[] = "_Z6vecAddPfS_S_i";
 	const char *np = name;
-	struct gpu_act act;
-	struct gpu_api api;
+	union gpu_out o;
 
 	(void)state;
 	put32(b, 0, SONDE_CUPTI_KIND_CONCURRENT_KERNEL);
@@ -60,32 +59,31 @@ static void test_kernel_record(void **state)
 	put32(b, 80, 512);		  /* dynamicSharedMemory */
 	put32(b, 92, 99);		  /* correlationId */
 	memcpy(b + 104, &np, sizeof(np)); /* name */
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
-	assert_int_equal(act.kind, GPU_ACT_KERNEL);
-	assert_int_equal(act.start, 1000);
-	assert_int_equal(act.end, 4000);
-	assert_int_equal(act.device, 1);
-	assert_int_equal(act.context, 7);
-	assert_int_equal(act.stream, 13);
-	assert_int_equal(act.correlation, 99);
-	assert_int_equal(act.grid[0], 256);
-	assert_int_equal(act.grid[1], 2);
-	assert_int_equal(act.block[0], 128);
-	assert_int_equal(act.regs, 32);
-	assert_int_equal(act.bytes, 1536);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_ACT);
+	assert_int_equal(o.act.kind, GPU_ACT_KERNEL);
+	assert_int_equal(o.act.start, 1000);
+	assert_int_equal(o.act.end, 4000);
+	assert_int_equal(o.act.device, 1);
+	assert_int_equal(o.act.context, 7);
+	assert_int_equal(o.act.stream, 13);
+	assert_int_equal(o.act.correlation, 99);
+	assert_int_equal(o.act.grid[0], 256);
+	assert_int_equal(o.act.grid[1], 2);
+	assert_int_equal(o.act.block[0], 128);
+	assert_int_equal(o.act.regs, 32);
+	assert_int_equal(o.act.bytes, 1536);
 	assert_ptr_equal(((const struct sonde_cupti_kernel *)(const void *)b)->name, name);
 	/* the older kind reads the same */
 	put32(b, 0, SONDE_CUPTI_KIND_KERNEL);
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
-	assert_int_equal(act.stream, 13);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_ACT);
+	assert_int_equal(o.act.stream, 13);
 }
 
 /* CUpti_ActivityMemcpy5, CUpti_ActivityMemset4, CUpti_ActivityAPI, CUpti_ActivitySynchronization */
 static void test_other_records(void **state)
 {
 	uint8_t _Alignas(8) b[128] = { 0 };
-	struct gpu_act act;
-	struct gpu_api api;
+	union gpu_out o;
 
 	(void)state;
 	put32(b, 0, SONDE_CUPTI_KIND_MEMCPY);
@@ -97,14 +95,14 @@ static void test_other_records(void **state)
 	put32(b, 36, 1);      /* contextId */
 	put32(b, 40, 7);      /* streamId */
 	put32(b, 44, 5);      /* correlationId */
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
-	assert_int_equal(act.kind, GPU_ACT_MEMCPY);
-	assert_int_equal(act.sub, SONDE_CUPTI_COPY_HTOD);
-	assert_int_equal(act.bytes, 1 << 20);
-	assert_int_equal(act.start, 10);
-	assert_int_equal(act.end, 20);
-	assert_int_equal(act.stream, 7);
-	assert_int_equal(act.correlation, 5);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_ACT);
+	assert_int_equal(o.act.kind, GPU_ACT_MEMCPY);
+	assert_int_equal(o.act.sub, SONDE_CUPTI_COPY_HTOD);
+	assert_int_equal(o.act.bytes, 1 << 20);
+	assert_int_equal(o.act.start, 10);
+	assert_int_equal(o.act.end, 20);
+	assert_int_equal(o.act.stream, 7);
+	assert_int_equal(o.act.correlation, 5);
 
 	memset(b, 0, sizeof(b));
 	put32(b, 0, SONDE_CUPTI_KIND_MEMSET);
@@ -113,11 +111,11 @@ static void test_other_records(void **state)
 	put64(b, 16, 30);
 	put64(b, 24, 35);
 	put32(b, 40, 9);
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
-	assert_int_equal(act.kind, GPU_ACT_MEMSET);
-	assert_int_equal(act.bytes, 4096);
-	assert_int_equal(act.stream, 9);
-	assert_int_equal(act.end - act.start, 5);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_ACT);
+	assert_int_equal(o.act.kind, GPU_ACT_MEMSET);
+	assert_int_equal(o.act.bytes, 4096);
+	assert_int_equal(o.act.stream, 9);
+	assert_int_equal(o.act.end - o.act.start, 5);
 
 	memset(b, 0, sizeof(b));
 	put32(b, 0, SONDE_CUPTI_KIND_RUNTIME);
@@ -128,15 +126,15 @@ static void test_other_records(void **state)
 	put32(b, 28, 4243); /* threadId */
 	put32(b, 32, 77);   /* correlationId */
 	put32(b, 36, 0);    /* returnValue */
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_API);
-	assert_int_equal(api.driver, 0);
-	assert_int_equal(api.cbid, 211);
-	assert_int_equal(api.tid, 4243);
-	assert_int_equal(api.correlation, 77);
-	assert_int_equal(api.end - api.start, 80);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_API);
+	assert_int_equal(o.api.driver, 0);
+	assert_int_equal(o.api.cbid, 211);
+	assert_int_equal(o.api.tid, 4243);
+	assert_int_equal(o.api.correlation, 77);
+	assert_int_equal(o.api.end - o.api.start, 80);
 	put32(b, 0, SONDE_CUPTI_KIND_DRIVER);
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_API);
-	assert_int_equal(api.driver, 1);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_API);
+	assert_int_equal(o.api.driver, 1);
 
 	memset(b, 0, sizeof(b));
 	put32(b, 0, SONDE_CUPTI_KIND_SYNCHRONIZATION);
@@ -146,16 +144,55 @@ static void test_other_records(void **state)
 	put32(b, 24, 31); /* correlationId */
 	put32(b, 28, 1);  /* contextId */
 	put32(b, 32, 7);  /* streamId */
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), GPU_REC_ACT);
-	assert_int_equal(act.kind, GPU_ACT_SYNC);
-	assert_int_equal(act.sub, SONDE_CUPTI_SYNC_STREAM);
-	assert_int_equal(act.stream, 7);
-	assert_int_equal(act.correlation, 31);
-	assert_int_equal(act.end - act.start, 400);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_ACT);
+	assert_int_equal(o.act.kind, GPU_ACT_SYNC);
+	assert_int_equal(o.act.sub, SONDE_CUPTI_SYNC_STREAM);
+	assert_int_equal(o.act.stream, 7);
+	assert_int_equal(o.act.correlation, 31);
+	assert_int_equal(o.act.end - o.act.start, 400);
+
+	/* CUpti_ActivityMarker2: the start of a thread's NVTX range */
+	memset(b, 0, sizeof(b));
+	put32(b, 0, SONDE_CUPTI_KIND_MARKER);
+	put32(b, 4, SONDE_CUPTI_MARKER_START);
+	put64(b, 8, 123456); /* timestamp */
+	put32(b, 16, 9);     /* id */
+	put32(b, 20, SONDE_CUPTI_OBJECT_THREAD);
+	put32(b, 24, 4242); /* objectId.pt.processId */
+	put32(b, 28, 4243); /* objectId.pt.threadId */
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_MARKER);
+	assert_int_equal(o.marker.flags, SONDE_CUPTI_MARKER_START);
+	assert_int_equal(o.marker.ts, 123456);
+	assert_int_equal(o.marker.id, 9);
+	assert_int_equal(o.marker.pid, 4242);
+	assert_int_equal(o.marker.tid, 4243);
+
+	/* CUpti_ActivityMemory4: 1 MiB of device memory released */
+	memset(b, 0, sizeof(b));
+	put32(b, 0, SONDE_CUPTI_KIND_MEMORY2);
+	put32(b, 4, SONDE_CUPTI_MEMORY_RELEASE);
+	put32(b, 8, 3);		      /* memoryKind: device */
+	put32(b, 12, 44);	      /* correlationId */
+	put64(b, 16, 0x7f0000000000); /* address */
+	put64(b, 24, 1 << 20);	      /* bytes */
+	put64(b, 32, 777);	      /* timestamp */
+	put32(b, 48, 4242);	      /* processId */
+	put32(b, 52, 1);	      /* deviceId */
+	put32(b, 60, 7);	      /* streamId */
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), GPU_REC_MEMORY);
+	assert_int_equal(o.memory.release, 1);
+	assert_int_equal(o.memory.memory_kind, 3);
+	assert_int_equal(o.memory.address, 0x7f0000000000);
+	assert_int_equal(o.memory.bytes, 1 << 20);
+	assert_int_equal(o.memory.ts, 777);
+	assert_int_equal(o.memory.device, 1);
+	assert_int_equal(o.memory.stream, 7);
+	put32(b, 4, 0); /* an operation CUPTI calls invalid */
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), 0);
 
 	/* a kind sonde does not read is left to the caller to count */
 	put32(b, 0, SONDE_CUPTI_KIND_OVERHEAD);
-	assert_int_equal(gpu_from_cupti((const void *)b, &act, &api), 0);
+	assert_int_equal(gpu_from_cupti((const void *)b, &o), 0);
 }
 
 /* Pairs on a clock 2 s ahead running 20 ppm fast, read with ±50 ns of noise */
@@ -548,6 +585,34 @@ static void test_profile(void **state)
 	int fd;
 
 	(void)state;
+	struct gpu_marker m_start = { .flags = SONDE_CUPTI_MARKER_START,
+				      .id = 1,
+				      .pid = 77,
+				      .tid = 78,
+				      .name = 2,
+				      .ts = 1000001500 };
+	struct gpu_marker m_end = {
+		.flags = SONDE_CUPTI_MARKER_END, .id = 1, .pid = 77, .tid = 78, .ts = 1000002500
+	};
+	struct gpu_marker m_mark = { .flags = SONDE_CUPTI_MARKER_INSTANTANEOUS,
+				     .id = 3,
+				     .pid = 77,
+				     .tid = 78,
+				     .name = 2,
+				     .ts = 1000003000 };
+	struct gpu_marker m_open = { .flags = SONDE_CUPTI_MARKER_START,
+				     .id = 2,
+				     .pid = 77,
+				     .tid = 78,
+				     .name = 2,
+				     .ts = 1000003500 };
+	struct gpu_memory mem_a = { .address = 0x1000, .bytes = 1 << 20, .ts = 1000000100 };
+	struct gpu_memory mem_b = { .address = 0x200000, .bytes = 2 << 20, .ts = 1000000200 };
+	struct gpu_memory mem_free = {
+		.release = 1, .address = 0x1000, .bytes = 1 << 20, .ts = 1000004000
+	};
+	json_t *ranges, *memory;
+
 	k2.start = 1000004000, k2.end = 1000005000, k2.correlation = 6;
 	sonde_strbuf__init(&b);
 	put_chunk(&b, 1, &at);
@@ -559,6 +624,15 @@ static void test_profile(void **state)
 	put_rec(&b, GPU_REC_ACT, &k1, sizeof(k1));
 	put_rec(&b, GPU_REC_ACT, &cp, sizeof(cp));
 	put_rec(&b, GPU_REC_ACT, &k2, sizeof(k2));
+	put_name(&b, 2, "epoch");
+	put_rec(&b, GPU_REC_MARKER, &m_start, sizeof(m_start));
+	put_rec(&b, GPU_REC_MARKER, &m_end, sizeof(m_end));
+	put_rec(&b, GPU_REC_MARKER, &m_mark, sizeof(m_mark));
+	put_rec(&b, GPU_REC_MARKER, &m_open, sizeof(m_open));
+	/* out of time order, as CUPTI's buffers can hand them over */
+	put_rec(&b, GPU_REC_MEMORY, &mem_free, sizeof(mem_free));
+	put_rec(&b, GPU_REC_MEMORY, &mem_a, sizeof(mem_a));
+	put_rec(&b, GPU_REC_MEMORY, &mem_b, sizeof(mem_b));
 	put_rec(&b, GPU_REC_CLOCK, &c2, sizeof(c2));
 	put_chunk(&b, UINT32_MAX, &at);
 	assert_int_equal(sonde_gpu_run__read(&run, b.buf, b.len), 0);
@@ -585,6 +659,16 @@ static void test_profile(void **state)
 	assert_true(value(p, "gpu", "concurrent") == 1500);
 	assert_true(value(p, "cudaLaunchKernel", "calls") == 1);
 	assert_true(value(p, "cudaLaunchKernel", "amount") == 400);
+	/* NVTX: the range (1000 ns) and the mark (0 ns); the range never ended is said */
+	assert_true(value(p, "epoch", "calls") == 2);
+	assert_true(value(p, "epoch", "amount") == 1000);
+	assert_true(value(p, "epoch", "max") == 1000 && value(p, "epoch", "min") == 0);
+	/* device memory: 1 MiB and 2 MiB allocated, the 1 MiB released */
+	assert_true(value(p, "gpu0 memory", "amount") == 3 << 20);
+	assert_true(value(p, "gpu0 memory", "allocations") == 2);
+	assert_true(value(p, "gpu0 memory", "releases") == 1);
+	assert_true(value(p, "gpu0 memory", "allocated") == 3 << 20);
+	assert_true(value(p, "gpu0 memory", "live_at_end") == 2 << 20);
 
 	/* stats and the timeline: times on sonde's clock, from t0 = 100 */
 	g = json_object_get(sonde_profile__stats(p), "gpu");
@@ -600,6 +684,22 @@ static void test_profile(void **state)
 	assert_int_equal(json_integer_value(json_array_get(json_array_get(spans, 0), 4)), 2000);
 	assert_string_equal(json_string_value(json_array_get(json_array_get(spans, 1), 1)),
 			    "memcpy");
+	assert_int_equal(json_integer_value(json_object_get(g, "ranges_not_ended")), 1);
+	ranges = json_object_get(sonde_profile__part(p, "gpu"), "ranges");
+	memory = json_object_get(sonde_profile__part(p, "gpu"), "memory");
+	/* [pid, tid, name, start, duration] */
+	assert_int_equal(json_array_size(ranges), 2);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(ranges, 0), 1)), 78);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(ranges, 0), 3)),
+			 1500 - 100);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(ranges, 0), 4)), 1000);
+	/* [device, t, live bytes], in time order */
+	assert_int_equal(json_array_size(memory), 3);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(memory, 0), 2)), 1 << 20);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(memory, 1), 2)), 3 << 20);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(memory, 2), 1)),
+			 4000 - 100);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(memory, 2), 2)), 2 << 20);
 	assert_int_equal(json_array_size(calls), 1);
 	assert_int_equal(json_integer_value(json_array_get(json_array_get(calls, 0), 0)), 77);
 	assert_int_equal(json_integer_value(json_array_get(json_array_get(calls, 0), 3)),

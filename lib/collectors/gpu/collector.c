@@ -87,6 +87,14 @@ static int gpu_before(struct sonde_collection *c)
 		rc = sonde_collection__setenv(c, GPU_ENV_CUPTI, cupti.buf);
 	if (!rc)
 		rc = sonde_collection__setenv(c, GPU_ENV_LEVEL, num);
+	/* NVTX hands its marks and ranges to the library named here: CUPTI */
+	if (!rc && getenv("NVTX_INJECTION64_PATH"))
+		sonde_collection__note(c,
+				       "NVTX ranges are not recorded: NVTX_INJECTION64_PATH "
+				       "names another tool (%s)",
+				       getenv("NVTX_INJECTION64_PATH"));
+	else if (!rc)
+		rc = sonde_collection__setenv(c, "NVTX_INJECTION64_PATH", cupti.buf);
 	free(runtime);
 	sonde_strbuf__release(&cupti);
 	if (!rc)

@@ -306,3 +306,126 @@ nomem:
 	sonde_gpu_analysis__free(a);
 	return -ENOMEM;
 }
+
+/* ---- NVTX ranges ------------------------------------------------------------------------------
+ */
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct sonde_gpu_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int sonde_gpu__ranges(const struct gpu_marker *m, size_t n, struct sonde_gpu_range **out,
+		      size_t *nout, size_t *unpaired)
+{
+	struct u64map open = { 0 }; /* range id -> its start's index + 1 */
+	struct sonde_gpu_range *r = calloc(n ? n : 1, sizeof(*r));
+	size_t i, k = 0;
+
+	*out = NULL, *nout = 0, *unpaired = 0;
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t at;
+
+		if (m[i].flags & SONDE_CUPTI_MARKER_INSTANTANEOUS) {
+			r[k++] = (struct sonde_gpu_range){ m[i].pid, m[i].tid, m[i].name, m[i].ts,
+							   m[i].ts };
+		} else if (m[i].flags & SONDE_CUPTI_MARKER_START) {
+			if (u64map__put(&open, m[i].id, i + 1))
+				goto nomem;
+		} else if ((m[i].flags & SONDE_CUPTI_MARKER_END) &&
+			   u64map__take(&open, m[i].id, &at)) {
+			const struct gpu_marker *s = &m[at - 1];
+
+			r[k++] = (struct sonde_gpu_range){ s->pid, s->tid, s->name, s->ts,
+							   m[i].ts > s->ts ? m[i].ts : s->ts };
+		}
+	}
+	*unpaired = open.n;
+	u64map__release(&open);
+	qsort(r, k, sizeof(*r), range_cmp);
+	*out = r, *nout = k;
+	return 0;
+nomem:
+	u64map__release(&open);
+	free(r);
+	return -ENOMEM;
+}
+
+/* ---- device memory ----------------------------------------------------------------------------
+ */
+
+struct mem_step {
+	uint64_t ts;
+	size_t i;
+};
+
+static int step_cmp(const void *a, const void *b)
+{
+	const struct mem_step *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i; /* stable */
+}
+
+int sonde_gpu__memory(const struct gpu_memory *m, size_t n, struct sonde_gpu_memory_stats **out,
+		      size_t *nout, uint64_t *live, size_t *order)
+{
+	struct mem_step *st = malloc((n ? n : 1) * sizeof(*st));
+	struct sonde_gpu_memory_stats *d = calloc(n ? n : 1, sizeof(*d));
+	uint64_t *cur = calloc(n ? n : 1, sizeof(*cur)); /* live bytes per device row */
+	struct u64map sizes = { 0 };			 /* address -> bytes allocated */
+	size_t nd = 0, i, j;
+
+	*out = NULL, *nout = 0;
+	if (!st || !d || !cur)
+		goto nomem;
+	for (i = 0; i < n; i++)
+		st[i] = (struct mem_step){ m[i].ts, i };
+	qsort(st, n, sizeof(*st), step_cmp);
+	for (i = 0; i < n; i++) {
+		const struct gpu_memory *x = &m[st[i].i];
+
+		for (j = 0; j < nd && d[j].device != x->device; j++)
+			;
+		if (j == nd)
+			d[nd++].device = x->device;
+		if (!x->release) {
+			d[j].allocations++;
+			d[j].bytes_allocated += x->bytes;
+			cur[j] += x->bytes;
+			if (u64map__put(&sizes, x->address, x->bytes))
+				goto nomem;
+			if (cur[j] > d[j].peak)
+				d[j].peak = cur[j];
+		} else {
+			uint64_t b = x->bytes;
+
+			d[j].releases++;
+			/* a release of memory allocated before recording began is not live */
+			if (u64map__take(&sizes, x->address, &b))
+				cur[j] -= b <= cur[j] ? b : cur[j];
+		}
+		if (live)
+			live[i] = cur[j];
+		if (order)
+			order[i] = st[i].i;
+	}
+	for (j = 0; j < nd; j++)
+		d[j].live_end = cur[j];
+	u64map__release(&sizes);
+	free(st);
+	free(cur);
+	*out = d, *nout = nd;
+	return 0;
+nomem:
+	u64map__release(&sizes);
+	free(st);
+	free(cur);
+	free(d);
+	return -ENOMEM;
+}

@@ -105,6 +105,10 @@ struct sonde_gpu_run {
 	size_t napis, capapis;
 	struct gpu_clock *clocks;
 	size_t nclocks, capclocks;
+	struct gpu_marker *markers;
+	size_t nmarkers, capmarkers;
+	struct gpu_memory *mems;
+	size_t nmems, capmems;
 	char **names; /* by id (kernel ids from 1); API names are looked up with __name */
 	uint32_t *name_ids;
 	size_t nnames, capnames;
@@ -159,6 +163,37 @@ struct sonde_gpu_analysis {
 	double busy_ns, concurrent_ns;
 };
 
+/* An NVTX range (or mark: end == start) of a thread, its ends paired by id. */
+struct sonde_gpu_range {
+	uint32_t pid, tid, name;
+	uint64_t start, end;
+};
+
+/*
+ * The markers' ranges and marks, in start order; a start without its end (the
+ * program exited inside the range) is counted in *unpaired, not shown as a
+ * range. -ENOMEM.
+ */
+int sonde_gpu__ranges(const struct gpu_marker *m, size_t n, struct sonde_gpu_range **out,
+		      size_t *nout, size_t *unpaired);
+
+/* Device memory per device, from its allocations and releases. */
+struct sonde_gpu_memory_stats {
+	uint32_t device;
+	uint64_t allocations, releases;
+	uint64_t bytes_allocated; /* the allocations' bytes, added up */
+	uint64_t peak;		  /* the most live at once */
+	uint64_t live_end;	  /* allocated and not released by the end */
+};
+
+/*
+ * Walk the memory records in time order; live (may be NULL) gets, for each
+ * record, the device's live bytes after it (same order as the records after
+ * a stable sort by time: *order gives the record index of each step). -ENOMEM.
+ */
+int sonde_gpu__memory(const struct gpu_memory *m, size_t n, struct sonde_gpu_memory_stats **out,
+		      size_t *nout, uint64_t *live, size_t *order);
+
 /* Analyse n activity records (times on any one clock). -ENOMEM. */
 int sonde_gpu__analyse(const struct gpu_act *acts, size_t n, struct sonde_gpu_analysis *out);
 void sonde_gpu_analysis__free(struct sonde_gpu_analysis *a);
@@ -170,8 +205,9 @@ const char *sonde_gpu__copy_name(unsigned kind);
 
 struct sonde_gpu_totals {
 	uint64_t acts, apis, dropped, clocks, processes;
-	uint64_t left_out; /* spans and calls past max_spans: not on the timeline */
-	uint64_t unmapped; /* runs without a reading of CUPTI's clock: no timeline */
+	uint64_t left_out;	  /* spans and calls past max_spans: not on the timeline */
+	uint64_t unmapped;	  /* runs without a reading of CUPTI's clock: no timeline */
+	uint64_t unpaired_ranges; /* NVTX ranges started and not ended */
 	unsigned runs_without_cuda;
 	double uncertainty_ns; /* the widest of the runs' clock mappings */
 	char *status;	       /* CUPTI's first refusal, or NULL */

@@ -106,6 +106,24 @@ static int record(struct sonde_gpu_run *r, uint32_t type, const uint8_t *q, uint
 		memcpy(&a, q, sizeof(a));
 		return push((void **)&r->apis, &r->napis, &r->capapis, &a, sizeof(a));
 	}
+	case GPU_REC_MARKER: {
+		struct gpu_marker m;
+
+		if (len < sizeof(m))
+			return -EINVAL;
+		memcpy(&m, q, sizeof(m));
+		if (m.name)
+			m.name += *base;
+		return push((void **)&r->markers, &r->nmarkers, &r->capmarkers, &m, sizeof(m));
+	}
+	case GPU_REC_MEMORY: {
+		struct gpu_memory m;
+
+		if (len < sizeof(m))
+			return -EINVAL;
+		memcpy(&m, q, sizeof(m));
+		return push((void **)&r->mems, &r->nmems, &r->capmems, &m, sizeof(m));
+	}
 	case GPU_REC_CLOCK: {
 		struct gpu_clock c;
 
@@ -199,6 +217,8 @@ void sonde_gpu_run__free(struct sonde_gpu_run *r)
 	free(r->acts);
 	free(r->apis);
 	free(r->clocks);
+	free(r->markers);
+	free(r->mems);
 	free(r->status);
 	memset(r, 0, sizeof(*r));
 }

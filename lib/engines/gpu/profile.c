@@ -19,7 +19,7 @@ struct sonde_gpu_builder {
 	struct sonde_gpu_totals tot;
 	uint64_t t0; /* the collection's start: timeline times count from it */
 	/* the timeline: names, streams, spans, calls */
-	json_t *names, *name_ix, *streams, *stream_ix, *spans, *calls;
+	json_t *names, *name_ix, *streams, *stream_ix, *spans, *calls, *ranges, *memory;
 	long long max_spans;
 };
 
@@ -46,6 +46,89 @@ static int add(struct sonde_gpu_builder *st, json_t *r)
 }
 
 /* The run's rows from its records. */
+/* NVTX ranges: per name, how many and their time (marks: how many) */
+static int range_rows(struct sonde_gpu_builder *st, const struct sonde_gpu_run *run,
+		      const struct run_of *ri)
+{
+	struct sonde_gpu_range *r;
+	size_t n, unpaired, i;
+	json_t *by = json_object(), *row_;
+	const char *key;
+	int rc = sonde_gpu__ranges(run->markers, run->nmarkers, &r, &n, &unpaired);
+
+	if (rc || !by) {
+		json_decref(by);
+		if (!rc)
+			free(r);
+		return -ENOMEM;
+	}
+	st->tot.unpaired_ranges += unpaired;
+	for (i = 0; !rc && i < n; i++) {
+		const char *name = sonde_gpu_run__name(run, r[i].name);
+		double d = (double)(r[i].end - r[i].start);
+
+		name = name ? name : "?";
+		row_ = json_object_get(by, name);
+		if (!row_) {
+			row_ = row(name, "nvtx", "time", 0, ri);
+			if (!row_ || json_object_set_new(by, name, row_)) {
+				rc = -ENOMEM;
+				break;
+			}
+			json_object_set_new(row_, "calls", json_integer(0));
+			json_object_set_new(row_, "min", json_real(d));
+			json_object_set_new(row_, "max", json_real(d));
+		}
+		json_object_set_new(
+			row_, "amount",
+			json_real(json_number_value(json_object_get(row_, "amount")) + d));
+		json_object_set_new(
+			row_, "calls",
+			json_integer(json_integer_value(json_object_get(row_, "calls")) + 1));
+		if (d < json_number_value(json_object_get(row_, "min")))
+			json_object_set_new(row_, "min", json_real(d));
+		if (d > json_number_value(json_object_get(row_, "max")))
+			json_object_set_new(row_, "max", json_real(d));
+	}
+	json_object_foreach(by, key, row_)
+	{
+		if (!rc && json_array_append(st->records, row_))
+			rc = -ENOMEM;
+	}
+	json_decref(by);
+	free(r);
+	return rc;
+}
+
+/* Device memory: per device, allocations, releases, bytes, peak and what stayed */
+static int memory_rows(struct sonde_gpu_builder *st, const struct sonde_gpu_run *run,
+		       const struct run_of *ri)
+{
+	struct sonde_gpu_memory_stats *d;
+	size_t n, i;
+	char uid[64];
+	int rc = sonde_gpu__memory(run->mems, run->nmems, &d, &n, NULL, NULL);
+
+	for (i = 0; !rc && i < n; i++) {
+		json_t *r;
+
+		snprintf(uid, sizeof(uid), "gpu%u memory", d[i].device);
+		r = row(uid, "memory", "peak", (double)d[i].peak, ri);
+		if (r) {
+			json_object_set_new(r, "allocations",
+					    json_integer((json_int_t)d[i].allocations));
+			json_object_set_new(r, "releases", json_integer((json_int_t)d[i].releases));
+			json_object_set_new(r, "allocated",
+					    json_integer((json_int_t)d[i].bytes_allocated));
+			json_object_set_new(r, "live_at_end",
+					    json_integer((json_int_t)d[i].live_end));
+		}
+		rc = add(st, r);
+	}
+	free(d);
+	return rc;
+}
+
 static int rows(struct sonde_gpu_builder *st, const struct sonde_gpu_run *run,
 		const struct run_of *ri)
 {
@@ -116,6 +199,10 @@ static int rows(struct sonde_gpu_builder *st, const struct sonde_gpu_run *run,
 		rc = add(st, r);
 	}
 	sonde_gpu_analysis__free(&a);
+	if (!rc)
+		rc = range_rows(st, run, ri);
+	if (!rc)
+		rc = memory_rows(st, run, ri);
 	/* API calls: per function, calls and host time */
 	if (!rc && run->napis) {
 		json_t *by = json_object();
@@ -238,6 +325,59 @@ static int timeline(struct sonde_gpu_builder *st, const struct sonde_gpu_run *ru
 				      (json_int_t)a->correlation)))
 			return -ENOMEM;
 	}
+	if (run->nmarkers) {
+		struct sonde_gpu_range *r;
+		size_t n, unpaired;
+
+		if (sonde_gpu__ranges(run->markers, run->nmarkers, &r, &n, &unpaired))
+			return -ENOMEM;
+		for (i = 0; i < n; i++) {
+			const char *name = sonde_gpu_run__name(run, r[i].name);
+			json_int_t ni;
+
+			if ((long long)json_array_size(st->ranges) >= st->max_spans) {
+				st->tot.left_out++;
+				continue;
+			}
+			ni = intern(st, name ? name : "?");
+			if (ni < 0 ||
+			    json_array_append_new(st->ranges,
+						  json_pack("[I, I, I, I, I]", (json_int_t)r[i].pid,
+							    (json_int_t)r[i].tid, ni,
+							    rel(st, &k, r[i].start),
+							    (json_int_t)(r[i].end - r[i].start)))) {
+				free(r);
+				return -ENOMEM;
+			}
+		}
+		free(r);
+	}
+	if (run->nmems) {
+		struct sonde_gpu_memory_stats *d = NULL;
+		uint64_t *live = malloc(run->nmems * sizeof(*live));
+		size_t *order = malloc(run->nmems * sizeof(*order)), n;
+		int rc = live && order
+				 ? sonde_gpu__memory(run->mems, run->nmems, &d, &n, live, order)
+				 : -ENOMEM;
+
+		free(d); /* the per-device figures are the rows' */
+		for (i = 0; !rc && i < run->nmems; i++) {
+			const struct gpu_memory *m = &run->mems[order[i]];
+
+			if ((long long)json_array_size(st->memory) >= st->max_spans) {
+				st->tot.left_out++;
+				continue;
+			}
+			if (json_array_append_new(
+				    st->memory, json_pack("[I, I, I]", (json_int_t)m->device,
+							  rel(st, &k, m->ts), (json_int_t)live[i])))
+				rc = -ENOMEM;
+		}
+		free(live);
+		free(order);
+		if (rc)
+			return rc;
+	}
 	for (i = 0; i < run->napis; i++) {
 		const struct gpu_api *a = &run->apis[i];
 		const char *name = sonde_gpu_run__name(run, SONDE_GPU_API_NAME(a->driver, a->cbid));
@@ -276,8 +416,10 @@ struct sonde_gpu_builder *sonde_gpu_builder__new(uint64_t t0, long long max_span
 	b->stream_ix = json_object();
 	b->spans = json_array();
 	b->calls = json_array();
-	if (!b->records || !b->sym || !b->names || !b->name_ix || !b->streams || !b->stream_ix ||
-	    !b->spans || !b->calls) {
+	b->ranges = json_array();
+	b->memory = json_array();
+	if (!b->ranges || !b->memory || !b->records || !b->sym || !b->names || !b->name_ix ||
+	    !b->streams || !b->stream_ix || !b->spans || !b->calls) {
 		sonde_gpu_builder__free(b);
 		return NULL;
 	}
@@ -329,9 +471,15 @@ int sonde_gpu_builder__write(struct sonde_gpu_builder *b, struct sonde_profile *
 	if (b->tot.left_out &&
 	    json_object_set_new(g, "timeline_left_out", json_integer((json_int_t)b->tot.left_out)))
 		return -ENOMEM;
-	if (json_array_size(b->spans) || json_array_size(b->calls)) {
-		json_t *part = json_pack("{s:O, s:O, s:O, s:O}", "names", b->names, "streams",
-					 b->streams, "spans", b->spans, "calls", b->calls);
+	if (b->tot.unpaired_ranges &&
+	    json_object_set_new(g, "ranges_not_ended",
+				json_integer((json_int_t)b->tot.unpaired_ranges)))
+		return -ENOMEM;
+	if (json_array_size(b->spans) || json_array_size(b->calls) || json_array_size(b->ranges) ||
+	    json_array_size(b->memory)) {
+		json_t *part = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "names", b->names,
+					 "streams", b->streams, "spans", b->spans, "calls",
+					 b->calls, "ranges", b->ranges, "memory", b->memory);
 
 		if (!part || sonde_profile__set_part(p, "gpu", part))
 			return -ENOMEM;
@@ -350,6 +498,8 @@ void sonde_gpu_builder__free(struct sonde_gpu_builder *b)
 	json_decref(b->stream_ix);
 	json_decref(b->spans);
 	json_decref(b->calls);
+	json_decref(b->ranges);
+	json_decref(b->memory);
 	sonde_symbols__free(b->sym);
 	free(b->tot.status);
 	free(b);
