@@ -794,9 +794,65 @@ static ssize_t read_report(int fd, struct spawn_report *rep)
 	return got;
 }
 
-/* Start the target through sonde-spawn (see the top of this file). */
+/*
+ * Whether the helper died (killed, say) while it served the request: then a
+ * target it made before it died (our child: CLONE_PARENT) is killed and
+ * reaped, so that the request can be made again of a new helper without a
+ * second copy of the run.
+ */
+static bool helper_died(struct sonde_runner *r)
+{
+	pid_t all[64], got = 0;
+	size_t k, i, j;
+	int status, tries;
+
+	/* its report pipe closed without a word: it is exiting (up to 1 s to be reaped) */
+	for (tries = 0; r->helper_pid > 0 && tries < 1000; tries++) {
+		struct timespec ts = { 0, 1000000 };
+
+		got = waitpid(r->helper_pid, &status, WNOHANG);
+		if (got != 0 && !(got < 0 && errno == EINTR))
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (r->helper_pid <= 0 || got != r->helper_pid)
+		return false;
+	r->helper_pid = 0;
+	close(r->helper_sock);
+	r->helper_sock = -1;
+	k = children(all, 64);
+	for (i = 0; i < k; i++) {
+		for (j = 0; j < r->nknown && r->known[j] != all[i]; j++)
+			;
+		if (j == r->nknown) {
+			kill(all[i], SIGKILL);
+			while (waitpid(all[i], NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+	return true;
+}
+
+static int helper_target_once(struct sonde_runner *r, const struct redirect *rd, size_t n,
+			      struct sonde_run *out, bool *retry);
+
+/*
+ * Start the target through sonde-spawn (see the top of this file). A helper
+ * that dies before it names the target is replaced, and asked again, once.
+ */
 static int helper_target(struct sonde_runner *r, const struct redirect *rd, size_t n,
 			 struct sonde_run *out)
+{
+	bool retry = false;
+	int err = helper_target_once(r, rd, n, out, &retry);
+
+	if (retry)
+		err = helper_target_once(r, rd, n, out, &retry);
+	return err;
+}
+
+static int helper_target_once(struct sonde_runner *r, const struct redirect *rd, size_t n,
+			      struct sonde_run *out, bool *retry)
 {
 	int rep[2], bar[2] = { -1, -1 }, err = 0;
 	struct spawn_report rec = { 0 };
@@ -819,8 +875,13 @@ static int helper_target(struct sonde_runner *r, const struct redirect *rd, size
 		;
 	if (rec.kind != 1) {
 		err = rec.kind == 3 && rec.err ? -rec.err : -ECHILD;
+		if (rec.kind != 3 && !*retry && helper_died(r))
+			*retry = true;
+		else
+			*retry = false;
 		goto out;
 	}
+	*retry = false;
 	out->pid = (pid_t)rec.pid;
 	setpgid(out->pid, out->pid);
 	current_pgid = out->pid;

@@ -77,7 +77,8 @@ class CUDATimer(Timer):
             from .timing import Synchronization
 
             self.synchronization = Synchronization(bool(synchronize), False, why)
-            _warn_once(f"CUDATimer: no CUDA events: {why}; regions time the host side")
+            _warn_once(f"CUDATimer: no CUDA events, synchronize not applied: {why}; regions "
+                       "time the host side")
         self._torch = torch
         self._sync = bool(synchronize)
         self._events = {}  # name -> [(start, end)], in the order the regions ended

@@ -8,7 +8,9 @@
  * busy) from /proc/stat, memory from /proc/meminfo, pressure stall
  * information from /proc/pressure, disk throughput from /sys/block/DISK/stat
  * (physical disks only: stacked devices would count twice) and network
- * throughput from /proc/net/dev (all interfaces but lo). The process tree,
+ * throughput from /proc/net/dev (all interfaces but lo), and each NVIDIA GPU's
+ * utilisation, memory, power, clocks and temperature through NVML where the
+ * driver is installed (stats.system.gpus_not_read says why not). The process tree,
  * walked from the target through /proc/PID/task/TID/children: on-CPU time,
  * context switches and page faults from a group of software perf counters
  * that the tree inherits, read at the sample's time (the kernel brings a
@@ -49,12 +51,13 @@
 #include "../../procfile.h"
 #include "../../ticker.h"
 #include "../../u64map.h"
+#include "../../engines/gpu/gpu.h"
 
 #define MAX_CPUS  1024
 #define MAX_DEPTH 64
 
-enum unit { U_PCT, U_BYTES, U_BPS, U_PER_S, U_COUNT };
-static const char *const unit_name[] = { "%", "B", "B/s", "1/s", "count" };
+enum unit { U_PCT, U_BYTES, U_BPS, U_PER_S, U_COUNT, U_W, U_MHZ, U_CELSIUS };
+static const char *const unit_name[] = { "%", "B", "B/s", "1/s", "count", "W", "MHz", "°C" };
 
 /* The metrics, in sample order; per-CPU ones repeat for every CPU after the totals. */
 enum {
@@ -130,6 +133,22 @@ static const struct {
 /* the per-CPU ones: M_CPU_USER .. M_CPU_BUSY */
 #define N_PERCPU 6
 
+/* Each NVIDIA GPU's, through NVML (gauges, read with the machine): uid "gpuN.NAME". */
+#define MAX_GPUS 16
+enum { G_UTIL, G_MEM_UTIL, G_MEM_USED, G_POWER, G_SM_CLOCK, G_MEM_CLOCK, G_TEMP, N_PERGPU };
+static const struct {
+	const char *name;
+	enum unit unit;
+} gmetric[N_PERGPU] = {
+	[G_UTIL] = { "util", U_PCT },
+	[G_MEM_UTIL] = { "memory.util", U_PCT },
+	[G_MEM_USED] = { "memory.used", U_BYTES },
+	[G_POWER] = { "power", U_W },
+	[G_SM_CLOCK] = { "clock.sm", U_MHZ },
+	[G_MEM_CLOCK] = { "clock.memory", U_MHZ },
+	[G_TEMP] = { "temperature", U_CELSIUS },
+};
+
 /* Cumulative counters read at one instant; rates and shares are differences of two. */
 struct raw {
 	uint64_t t;
@@ -140,6 +159,7 @@ struct raw {
 	unsigned long long disk[2], net[2]; /* bytes */
 	unsigned long long pcpu, prd, pwr, prc, pwc, psw, pmin, pmaj; /* the tree, cumulative */
 	double rss, threads, procs;
+	double gpu[MAX_GPUS][N_PERGPU]; /* NAN: not read */
 	bool have_proc;
 	bool have_pcpu;	   /* pcpu read (a failed read of the counter: not measured) */
 	bool have_machine; /* cpu, mem, psi, disk, net read */
@@ -205,6 +225,9 @@ struct system_state {
 	unsigned long long tc[4]; /* their last reading (enum tree_counter) */
 	bool clock_noted;
 	bool cpus_beyond, too_deep; /* limits met: said in notes */
+	struct sonde_nvml *nvml;    /* NULL: no GPU read (gpu_why says why) */
+	unsigned ngpu;
+	char gpu_why[160];
 };
 
 /* the tree's counters, inherited by every thread and process of it */
@@ -611,6 +634,24 @@ static void read_counters(struct system_state *st, struct raw *r)
 	}
 }
 
+static void read_gpus(struct system_state *st, struct raw *r)
+{
+	unsigned g;
+
+	for (g = 0; g < st->ngpu; g++) {
+		struct sonde_nvml_reading x;
+
+		sonde_nvml__read(st->nvml, g, &x);
+		r->gpu[g][G_UTIL] = x.gpu_util_pct;
+		r->gpu[g][G_MEM_UTIL] = x.mem_util_pct;
+		r->gpu[g][G_MEM_USED] = x.memory_used;
+		r->gpu[g][G_POWER] = x.power_w;
+		r->gpu[g][G_SM_CLOCK] = x.sm_clock_mhz;
+		r->gpu[g][G_MEM_CLOCK] = x.mem_clock_mhz;
+		r->gpu[g][G_TEMP] = x.temperature_c;
+	}
+}
+
 static void read_all(struct system_state *st, struct raw *r, bool machine)
 {
 	size_t i;
@@ -634,6 +675,7 @@ static void read_all(struct system_state *st, struct raw *r, bool machine)
 			read_disks(st, r);
 		if (st->net_ok)
 			read_net(st, r);
+		read_gpus(st, r);
 	}
 	r->have_proc = false;
 	r->rss = r->threads = r->procs = 0;
@@ -670,6 +712,12 @@ static void read_all(struct system_state *st, struct raw *r, bool machine)
 }
 
 /* ---- one sample: the differences of two readings ------------------------------------------ */
+
+/* Where GPU g's metric m lies in a sample: after the totals and the per-CPU ones. */
+static size_t gpu_index(const struct system_state *st, unsigned g, int m)
+{
+	return M__N + (st->per_cpu ? st->ncpu * N_PERCPU : 0) + g * N_PERGPU + (size_t)m;
+}
 
 /* A CPU's (or, in row 0, all CPUs') ticks: /proc/stat's eight fields summed. */
 static unsigned long long ticks(const unsigned long long *c)
@@ -791,6 +839,9 @@ static void record(struct system_state *st, const struct raw *a, const struct ra
 						? share(ma->cpu[c + 1], b->cpu[c + 1],
 							M_CPU_USER + m)
 						: NAN;
+		for (c = 0; c < st->ngpu; c++)
+			for (m = 0; m < N_PERGPU; m++)
+				v[gpu_index(st, c, m)] = b->gpu[c][m];
 		keep_machine(st->mlast, b);
 	}
 	if (a->have_proc && b->have_proc) {
@@ -979,7 +1030,21 @@ static int system_before(struct sonde_collection *c)
 	st->disk_fd = calloc(st->ndisks ? st->ndisks : 1, sizeof(int));
 	st->disk_ok = st->disk_fd != NULL; /* no physical disk: 0 B/s */
 	st->net_ok = access("/proc/net/dev", R_OK) == 0;
-	st->per = M__N + (st->per_cpu ? st->ncpu * N_PERCPU : 0);
+	{ /* NVIDIA GPUs: NVML where the driver is installed */
+		struct sonde_strbuf why;
+
+		sonde_strbuf__init(&why);
+		st->nvml = sonde_nvml__open(&why);
+		st->ngpu = (unsigned)sonde_nvml__count(st->nvml);
+		if (st->ngpu > MAX_GPUS) {
+			sonde_collection__note(c, "gpu*.*: the first %d of %u GPUs are read",
+					       MAX_GPUS, st->ngpu);
+			st->ngpu = MAX_GPUS;
+		}
+		snprintf(st->gpu_why, sizeof(st->gpu_why), "%s", why.buf);
+		sonde_strbuf__release(&why);
+	}
+	st->per = M__N + (st->per_cpu ? st->ncpu * N_PERCPU : 0) + st->ngpu * N_PERGPU;
 	return 0;
 }
 
@@ -1076,18 +1141,26 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Add one metric's resource and its summary; idx is its place in a sample. */
-static int emit(struct system_state *st, struct sonde_profile *p, json_t *summary, size_t idx,
-		int m, int cpu, double *tmp)
+/* What a series is: its uid, unit, whether it is the machine's and a rate. */
+struct series {
+	const char *uid;
+	enum unit unit;
+	bool process, rate;
+	int cpu;      /* a CPU's own (no summary): its number; else -1 */
+	bool summary; /* summarised in stats.system.summary */
+};
+
+/* Add one series' resource and its summary; idx is its place in a sample. */
+static int emit_series(struct system_state *st, struct sonde_profile *p, json_t *summary,
+		       size_t idx, const struct series *se, double *tmp)
 {
-	json_t *extra = json_pack("{s:s}", "unit", unit_name[metric[m].unit]), *sum;
-	char uid[64];
+	json_t *extra = json_pack("{s:s}", "unit", unit_name[se->unit]), *sum;
 	double total = 0, acc = 0, peak = -INFINITY, secs = 0;
 	size_t i, n = 0;
 	long res;
-	int err = 0;
+	int err = 0, cpu = se->cpu;
 
-	bool mach = !metric[m].process; /* over the machine's windows */
+	bool mach = !se->process; /* over the machine's windows */
 
 	if (cpu >= 0)
 		json_object_set_new(extra, "cpu", json_integer(cpu));
@@ -1106,15 +1179,11 @@ static int emit(struct system_state *st, struct sonde_profile *p, json_t *summar
 	}
 	if (!n) { /* never measured: no resource, and the summary says so */
 		json_decref(extra);
-		if (cpu < 0)
-			json_object_set_new(summary, metric[m].uid, json_null());
+		if (se->summary)
+			json_object_set_new(summary, se->uid, json_null());
 		return 0;
 	}
-	if (cpu >= 0) /* cpu.user of CPU 3: cpu3.user */
-		snprintf(uid, sizeof(uid), "cpu%d%s", cpu, metric[m].uid + 3);
-	else
-		snprintf(uid, sizeof(uid), "%s", metric[m].uid);
-	res = sonde_profile__resource(p, uid, "system", metric[m].process ? "process" : "machine",
+	res = sonde_profile__resource(p, se->uid, "system", se->process ? "process" : "machine",
 				      extra);
 	json_decref(extra);
 	if (res < 0)
@@ -1133,17 +1202,43 @@ static int emit(struct system_state *st, struct sonde_profile *p, json_t *summar
 			json_integer((json_int_t)(mach ? st->s[i].mdur : st->s[i].dur)));
 		err |= sonde_profile__append(p, res, "order", json_integer(st->s[i].run + 1));
 	}
-	if (cpu >= 0)
+	if (!se->summary)
 		return err ? -ENOMEM : 0;
 	qsort(tmp, n, sizeof(*tmp), cmp_double);
 	/* shares and levels: the time-weighted mean; rates: the total over the time seen */
-	sum = json_pack("{s:s, s:f, s:f, s:f, s:I}", "unit", unit_name[metric[m].unit], "mean",
-			secs > 0 && metric[m].rate ? total / secs : acc / (double)n, "peak", peak,
-			"p95", tmp[(size_t)ceil(0.95 * (double)n) - 1], "samples", (json_int_t)n);
-	if (metric[m].rate)
+	sum = json_pack("{s:s, s:f, s:f, s:f, s:I}", "unit", unit_name[se->unit], "mean",
+			secs > 0 && se->rate ? total / secs : acc / (double)n, "peak", peak, "p95",
+			tmp[(size_t)ceil(0.95 * (double)n) - 1], "samples", (json_int_t)n);
+	if (se->rate)
 		json_object_set_new(sum, "total", json_real(total));
-	json_object_set_new(summary, metric[m].uid, sum);
+	json_object_set_new(summary, se->uid, sum);
 	return err ? -ENOMEM : 0;
+}
+
+/* A metric of the table (cpu >= 0: that CPU's own, cpu3.user). */
+static int emit(struct system_state *st, struct sonde_profile *p, json_t *summary, size_t idx,
+		int m, int cpu, double *tmp)
+{
+	char uid[64];
+	struct series se = { uid, metric[m].unit, metric[m].process, metric[m].rate, cpu, cpu < 0 };
+
+	if (cpu >= 0) /* cpu.user of CPU 3: cpu3.user */
+		snprintf(uid, sizeof(uid), "cpu%d%s", cpu, metric[m].uid + 3);
+	else
+		snprintf(uid, sizeof(uid), "%s", metric[m].uid);
+	return emit_series(st, p, summary, idx, &se, tmp);
+}
+
+/* GPU g's metric m: gpu0.util */
+static int emit_gpu(struct system_state *st, struct sonde_profile *p, json_t *summary, unsigned g,
+		    int m, double *tmp)
+{
+	char uid[64];
+	struct series se = { uid, gmetric[m].unit, false, false, -1, true };
+
+	snprintf(uid, sizeof(uid), "gpu%u.%s", sonde_nvml__device(st->nvml, g)->index,
+		 gmetric[m].name);
+	return emit_series(st, p, summary, gpu_index(st, g, m), &se, tmp);
 }
 
 static int system_after(struct sonde_collection *c, struct sonde_profile *p)
@@ -1167,6 +1262,9 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 		for (m = 0; m < N_PERCPU && !rc; m++)
 			rc = emit(st, p, summary, M__N + cpu * N_PERCPU + (size_t)m, M_CPU_USER + m,
 				  (int)cpu, tmp);
+	for (cpu = 0; cpu < st->ngpu && !rc; cpu++)
+		for (m = 0; m < N_PERGPU && !rc; m++)
+			rc = emit_gpu(st, p, summary, cpu, m, tmp);
 	free(tmp);
 	for (i = 0; i < st->ns; i++)
 		dur += (double)st->s[i].dur;
@@ -1175,6 +1273,9 @@ static int system_after(struct sonde_collection *c, struct sonde_profile *p)
 			    json_real(st->interval_ms * (double)st->machine_every));
 	json_object_set_new(sys, "samples", json_integer((json_int_t)st->ns));
 	json_object_set_new(sys, "cpus", json_integer(st->ncpu));
+	json_object_set_new(sys, "gpus", json_integer(st->ngpu));
+	if (!st->ngpu)
+		json_object_set_new(sys, "gpus_not_read", json_string(st->gpu_why));
 	json_object_set_new(sys, "summary", summary);
 	/* the runs' totals as wait4 gives them (the tree, reaped children included): what
 	   the series should add up to, less what came and went between two samples */
@@ -1249,6 +1350,7 @@ static void system_cleanup(struct sonde_collection *c)
 		return;
 	ticker__stop(&st->ticker);
 	close_tree_counters(st);
+	sonde_nvml__close(st->nvml);
 	for (i = 0; i < st->ndisks; i++) {
 		free(st->disks[i]);
 		if (st->disk_fd)
