@@ -36,7 +36,10 @@ class TraceBuffer:
     - memory_alloc, memory_free: a sampled allocation and its free
       (``memory=True``), with address, size, the bytes it stands for
       (weight_bytes), the function, and with ``numa=True`` the NUMA node of its
-      page (node) and of the CPU that made it (cpu_node).
+      page (node) and of the CPU that made it (cpu_node); a free also gives the
+      node the page was on when the block was allocated (alloc_node) and
+      whether the kernel migrated it meanwhile (migrated: None where a node
+      could not be read).
     """
 
     TYPES = ("cpu_call", "cpu_syscall", "memory_alloc", "memory_free")
@@ -86,9 +89,19 @@ def _typed(raw, memory):
     for st in stacks.values():  # still open at stop
         for depth, b in enumerate(st):
             out.append(_closed(b, None, depth))
+    nodes = {}  # a live sampled block's address -> the node its page was on when allocated
     for m in memory:
         if m["event"] in ("memory_alloc", "memory_free"):
-            out.append({"type": m["event"], **{k: v for k, v in m.items() if k != "event"}})
+            e = {"type": m["event"], **{k: v for k, v in m.items() if k != "event"}}
+            if m["event"] == "memory_alloc":
+                nodes[m.get("address")] = m.get("node")
+            elif "node" in m:
+                # a page the kernel moved to another node while the block lived
+                first = nodes.pop(m.get("address"), None)
+                e["alloc_node"] = first
+                e["migrated"] = None if first is None or m["node"] is None \
+                    else first != m["node"]
+            out.append(e)
     return out
 
 

@@ -78,3 +78,36 @@ def test_memory_events_against_tracemalloc():
     # 4 MiB allocated in 64 KiB blocks: sampled every 64 KiB, the estimate is near it
     assert 0.5 * 4 * 2**20 <= estimate <= 2 * traced
     del kept
+
+
+def test_numa_nodes_and_migrations():
+    """numa=True: each sampled block's page node when allocated and when freed, and
+    whether the kernel moved it meanwhile; checked against the kernel's own answer
+    for this machine (one node: nothing migrates; no libnuma: None, with the reason)."""
+    import ctypes
+    import ctypes.util
+
+    buf = TraceBuffer()
+    c = CpuCollector(buf, memory=True, numa=True, memory_interval=16 * 1024)
+    with c:
+        kept = [bytearray(64 * 1024) for _ in range(64)]
+        del kept[:32]
+    frees = [e for e in buf.events("memory_free") if e.get("address") is not None]
+    allocs = buf.events("memory_alloc")
+    assert allocs and frees
+    nodes = sorted(os.listdir("/sys/devices/system/node")) if \
+        os.path.isdir("/sys/devices/system/node") else []
+    online = [n for n in nodes if n.startswith("node")]
+    have_numa = ctypes.util.find_library("numa") is not None
+    for e in frees:
+        assert "alloc_node" in e and "migrated" in e
+        if e["node"] is None or e["alloc_node"] is None:
+            assert e["migrated"] is None
+        else:
+            assert e["migrated"] == (e["node"] != e["alloc_node"])
+            assert f"node{e['node']}" in online
+    if have_numa and len(online) == 1:
+        read = [e for e in frees if e["migrated"] is not None]
+        assert read, "libnuma is here: the nodes of freed blocks are read"
+        assert not any(e["migrated"] for e in read)  # one node: nothing to move to
+    del kept
