@@ -15,6 +15,8 @@
  *         converted).
  * csv:    one line per value row of every resource: uid, type, subtype, then
  *         every column that any resource has (empty where a resource has none).
+ * pprof:  the stacks in pprof's format, gzipped (go tool pprof, speedscope,
+ *         Pyroscope, Parca read it): two values a stack, how many and how much.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,17 +24,19 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sonde/compress.h>
 #include "cli.h"
 
 static const char usage[] =
-	"usage: sonde export PROFILE --format folded|csv|json|perfetto [--weight W] [-o FILE]\n"
+	"usage: sonde export PROFILE --format folded|csv|json|perfetto|pprof [--weight W] [-o "
+	"FILE]\n"
 	"       sonde export RUN|PROFILE... --format perfetto [-o FILE]\n"
 	"\n"
 	"Write a profile in another format, to FILE or to stdout. With perfetto, the\n"
 	"profiles of one run (sonde collect time+system+sched) go on one timeline: name\n"
 	"them, or give the run id that 'sonde collect' printed (6 hex digits or more).";
 
-static const char *const formats[] = { "folded", "csv", "json", "perfetto", NULL };
+static const char *const formats[] = { "folded", "csv", "json", "perfetto", "pprof", NULL };
 static const char *const weights[] = { "bytes", "count", "time", "calls", "samples", NULL };
 
 /* Whether s looks like a run id or its start: 6 to 32 lowercase hex digits. */
@@ -265,7 +269,11 @@ int cmd_export(int argc, char **argv)
 	if (!argc)
 		return cli_usage("export", "which profile?");
 	if (!format)
-		return cli_usage("export", "which format? --format folded|csv|json|perfetto");
+		return cli_usage("export", "which format? --format folded|csv|json|perfetto|pprof");
+	if (!strcmp(format, "pprof") && out_file &&
+	    sonde_compress__by_name(out_file) == SONDE_COMPRESS_ZSTD)
+		return cli_usage("export", "pprof is gzipped: name the file .pb.gz, or .pb "
+					   "(gzipped all the same, as pprof's readers expect)");
 	if (!strcmp(format, "perfetto") &&
 	    (argc > 1 || (is_run_id(argv[0]) && access(argv[0], F_OK))))
 		return export_timeline(argc, argv, out_file);
@@ -290,6 +298,11 @@ int cmd_export(int argc, char **argv)
 		}
 	} else if (!strcmp(format, "folded")) {
 		rc = sonde_view__folded(p, weight, &sb);
+	} else if (!strcmp(format, "pprof")) {
+		/* a FILE.gz is compressed by the writer: the protobuf goes to it bare */
+		rc = sonde_view__pprof(
+			p, !out_file || sonde_compress__by_name(out_file) != SONDE_COMPRESS_GZIP,
+			&sb);
 	} else if (!strcmp(format, "json")) {
 		size_t len;
 		char *doc = sonde_profile__dump(p, &len);
@@ -302,7 +315,8 @@ int cmd_export(int argc, char **argv)
 	if (rc == -ENOTSUP) {
 		char why[160];
 
-		cli_error("export", "'%s' has no stacks to fold: %s", argv[0],
+		cli_error("export", "'%s' has no stacks %s: %s", argv[0],
+			  !strcmp(format, "pprof") ? "for pprof" : "to fold",
 			  cli_nothing_because(p, "stacks", why, sizeof(why)));
 		code = EXIT_UNSUPPORTED;
 	} else if (rc) {

@@ -109,6 +109,14 @@ void sonde_view__color(const char *name, const char *palette, char out[24]);
  * has no stacks.
  */
 int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out);
+/*
+ * The profile's stacks in pprof's format (profile.proto, gzipped): each stack
+ * a sample with two values, how many (calls, samples, allocations) and how
+ * much (time in ns, bytes), as go tool pprof and speedscope read it; gzip
+ * false: the protobuf bare (for a writer that compresses it). -ENOTSUP: the
+ * profile has no stacks.
+ */
+int sonde_view__pprof(const struct sonde_profile *p, bool gzip, struct sonde_strbuf *out);
 /* The default flame-graph weight of a profile, and its unit in *unit. */
 const char *sonde_view__flame_weight(const struct sonde_profile *p, const char **unit);
 

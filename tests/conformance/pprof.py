@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""sonde export -f pprof read back by go tool pprof (Debian's golang-go): on the
+same profiles, pprof's per-function figures must be sonde's own.
+
+  trace (cf-recurse, cf-threads): flat time = sonde show's self, cum time =
+      its total (recursion counted once, as both count it), flat calls = its
+      calls;
+  sample (k-burn): cum samples = sonde show's samples, flat and cum CPU time =
+      its self and total;
+  memory (cf-alloc): total bytes and allocations = stats.memory's;
+  python: a function's file and line reach pprof (two helpers of one name in
+      two files stay two functions);
+  the export is stable (the same bytes twice; FILE.pb and FILE.pb.gz hold the
+  same protobuf), and what has no stacks, or a name pprof cannot read, is
+  refused with one line.
+"""
+import csv
+import gzip
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SONDE = os.environ["SONDE"]
+PROGS = os.environ["PROGS"]
+n = 0
+
+
+def tap(ok, what, detail=""):
+    global n
+    n += 1
+    print(f"{'ok' if ok else 'not ok'} {n} - {what}")
+    for line in detail.splitlines():
+        print(f"# {line}")
+
+
+def sonde(*args, check=True):
+    r = subprocess.run([SONDE, *args], capture_output=True, text=True, cwd=WORK)
+    if check and r.returncode:
+        raise SystemExit(f"Bail out! sonde {' '.join(args)}: exit {r.returncode}: {r.stderr}")
+    return r
+
+
+def pprof_top(path, index, unit=None):
+    """go tool pprof -top: {function: (flat, cum)} and the total."""
+    args = ["go", "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0",
+            "-edgefraction=0", f"-sample_index={index}"]
+    if unit:
+        args.append(f"-unit={unit}")
+    out = subprocess.run(args + [path], capture_output=True, text=True, check=True,
+                         cwd=WORK).stdout
+    rows, total = {}, None
+    for line in out.splitlines():
+        m = re.search(r"of (\d+)\S* total", line)
+        if m:
+            total = int(m.group(1))
+        m = re.match(r"\s*(\d+)\S*\s+\S+%\s+\S+%\s+(\d+)\S*\s+\S+%\s+(.+)$", line)
+        if m:
+            rows[m.group(3).strip()] = (int(m.group(1)), int(m.group(2)))
+    return rows, total
+
+
+def sonde_functions(profile):
+    rows = csv.DictReader(io.StringIO(sonde("show", profile, "--format", "csv").stdout))
+    return {r["function"]: r for r in rows}
+
+
+def trace_case(prog):
+    name = os.path.basename(prog)
+    sonde("collect", "trace", "-o", f"{name}.json", "--", prog)
+    sonde("export", f"{name}.json", "-f", "pprof", "-o", f"{name}.pb.gz")
+    own = sonde_functions(f"{name}.json")
+    time_rows, _ = pprof_top(f"{name}.pb.gz", "time", "ns")
+    call_rows, _ = pprof_top(f"{name}.pb.gz", "calls")
+    bad = []
+    for fn, r in own.items():
+        t = time_rows.get(fn)
+        c = call_rows.get(fn)
+        if not t or t != (int(r["self_ns"]), int(r["total_ns"])):
+            bad.append(f"{fn}: time flat/cum {t}, sonde self/total {r['self_ns']}/{r['total_ns']}")
+        if not c or c[0] != int(r["calls"]):
+            bad.append(f"{fn}: calls {c and c[0]}, sonde {r['calls']}")
+    extra = set(time_rows) - set(own)
+    if extra:
+        bad.append(f"functions only pprof shows: {sorted(extra)}")
+    tap(not bad and len(own) > 1,
+        f"trace of {name}: go tool pprof's flat and cum time and calls are sonde's "
+        f"({len(own)} functions)", "\n".join(bad))
+
+
+def sample_case():
+    """CPU samples of k-burn: pprof's cum samples and flat and cum CPU time are sonde's."""
+    r = subprocess.run([SONDE, "collect", "sample", "-o", "smp.json", "--", f"{PROGS}/k-burn"],
+                       capture_output=True, text=True, cwd=WORK)
+    if r.returncode == 3:
+        tap(True, "sample: CPU samples # SKIP perf_event sampling is not available here: "
+            + r.stderr.strip().splitlines()[-1])
+        return
+    sonde("export", "smp.json", "-f", "pprof", "-o", "smp.pb.gz")
+    own = sonde_functions("smp.json")
+    cnt, _ = pprof_top("smp.pb.gz", "samples")
+    cpu, _ = pprof_top("smp.pb.gz", "cpu", "ns")
+    bad = [f"{fn}: samples cum {cnt.get(fn)}, cpu flat/cum {cpu.get(fn)}; sonde {dict(r)}"
+           for fn, r in own.items()
+           if not cnt.get(fn) or cnt[fn][1] != int(r["samples"]) or
+           cpu.get(fn) != (int(r["self_ns"]), int(r["total_ns"]))]
+    tap(not bad and own, f"sample of k-burn: pprof's samples and CPU time are sonde's "
+        f"({len(own)} functions)", "\n".join(bad))
+
+
+def memory_case():
+    sonde("collect", "memory", "-o", "mem.json", "--", f"{PROGS}/cf-alloc")
+    sonde("export", "mem.json", "-f", "pprof", "-o", "mem.pb.gz")
+    st = json.load(open(os.path.join(WORK, "mem.json")))["stats"]["memory"]
+    _, space = pprof_top("mem.pb.gz", "alloc_space", "B")
+    _, count = pprof_top("mem.pb.gz", "allocations")
+    tap(space == st["allocated_bytes"] and count == st["allocations"],
+        "memory of cf-alloc: pprof's total bytes and allocations are sonde's",
+        f"pprof {space} B in {count}; sonde {st['allocated_bytes']} B in {st['allocations']}")
+
+
+def python_case():
+    for f, body in (("a.py", "def helper():\n    return sum(range(100))\n"),
+                    ("b.py", "def helper():\n    return sum(range(10))\n")):
+        with open(os.path.join(WORK, f), "w") as fh:
+            fh.write(body)
+    with open(os.path.join(WORK, "main.py"), "w") as fh:
+        fh.write("import a, b\nfor _ in range(30):\n    a.helper()\n    b.helper()\n")
+    r = subprocess.run([SONDE, "collect", "python", "-o", "py.json", "--", "/usr/bin/python3",
+                        "main.py"], capture_output=True, text=True, cwd=WORK)
+    if r.returncode:
+        tap(False, "python: collect python", r.stderr)
+        return
+    sonde("export", "py.json", "-f", "pprof", "-o", "py.pb.gz")
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", "py.pb.gz"], capture_output=True,
+                         text=True, cwd=WORK, check=True).stdout
+    found = [ln.strip() for ln in raw.splitlines() if "helper" in ln]
+    tap(any(" a.py:1" in ln for ln in found) and any(" b.py:1" in ln for ln in found),
+        "python: each helper's file and line reach pprof (two functions of one name)",
+        "\n".join(found[:6]))
+
+
+def stability():
+    a = subprocess.run([SONDE, "export", "cf-recurse.json", "-f", "pprof"], cwd=WORK,
+                       capture_output=True).stdout
+    r1 = subprocess.run([SONDE, "export", "cf-recurse.json", "-f", "pprof", "-o", "x1.pb"],
+                        cwd=WORK)
+    r2 = subprocess.run([SONDE, "export", "cf-recurse.json", "-f", "pprof", "-o", "x2.pb"],
+                        cwd=WORK)
+    r3 = subprocess.run([SONDE, "export", "cf-recurse.json", "-f", "pprof", "-o", "x3.pb.gz"],
+                        cwd=WORK)
+    raw = [gzip.open(os.path.join(WORK, f)).read() for f in ("x1.pb", "x2.pb", "x3.pb.gz")]
+    tap(not (r1.returncode or r2.returncode or r3.returncode) and raw[0] == raw[1] == raw[2]
+        and gzip.decompress(a) == raw[0],
+        "the export is stable: twice the same protobuf, FILE.pb, FILE.pb.gz and stdout alike")
+
+
+def refusals():
+    sonde("collect", "time", "-r", "1", "-o", "t.json", "--", "/bin/true")
+    r = sonde("export", "t.json", "-f", "pprof", check=False)
+    tap(r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and "no stacks" in r.stderr,
+        "a profile without stacks: exit 3, one line", r.stderr)
+    r = sonde("export", "cf-recurse.json", "-f", "pprof", "-o", "x.pb.zst", check=False)
+    tap(r.returncode == 2 and "gzip" in r.stderr and not os.path.exists(
+        os.path.join(WORK, "x.pb.zst")), "a .zst name: exit 2, nothing written", r.stderr)
+
+
+if not shutil.which("go"):
+    print("1..0 # SKIP go tool pprof is not installed (golang-go: scripts/install-deps)")
+    sys.exit(0)
+WORK = tempfile.mkdtemp(prefix="sonde-pprof-")
+os.environ.setdefault("GOCACHE", os.path.join(WORK, ".gocache"))
+os.environ.setdefault("HOME", WORK)
+try:
+    trace_case(f"{PROGS}/cf-recurse")
+    trace_case(f"{PROGS}/cf-threads")
+    sample_case()
+    memory_case()
+    python_case()
+    stability()
+    refusals()
+finally:
+    shutil.rmtree(WORK, ignore_errors=True)
+print(f"1..{n}")
