@@ -4,12 +4,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <sonde/config.h>
 #include "cli.h"
@@ -482,6 +484,49 @@ int cli_write_output(const char *path, const char *buf, size_t len)
 	if (!path || !strcmp(path, "-"))
 		return len && fwrite(buf, 1, len, stdout) != len ? -EIO : 0;
 	return sonde_file__write_data(path, buf ? buf : "", len, 0, NULL);
+}
+
+/* ---- where a new profile goes --------------------------------------------------------- */
+
+static void sanitize(struct sonde_strbuf *sb, const char *s)
+{
+	for (; *s; s++)
+		sonde_strbuf__addch(sb, (*s == '/' || *s == ' ' || *s == '\t' || *s == '*' ||
+					 *s == '?' || *s == ':')
+						? '_'
+						: *s);
+}
+
+char *cli_job_path(const char *argv0, const char *collector, char **values)
+{
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	struct sonde_store *s = sonde_store__open(".");
+	char date[32], *a0 = strdup(argv0);
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t i;
+
+	if (s)
+		sonde_strbuf__addf(&sb, "%s/", sonde_store__jobs(s));
+	sonde_store__free(s);
+	sanitize(&sb, a0 ? basename(a0) : "cmd");
+	free(a0);
+	sonde_strbuf__addch(&sb, '-');
+	sanitize(&sb, collector);
+	if (values) {
+		sonde_strbuf__addch(&sb, '-');
+		for (i = 0; values[i] && i < 4; i++) {
+			if (i)
+				sonde_strbuf__addch(&sb, ',');
+			sanitize(&sb, values[i]);
+		}
+		if (values[i])
+			sonde_strbuf__adds(&sb, ",...");
+	}
+	localtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%Y-%m-%d-%H-%M-%S", &tm);
+	sonde_strbuf__addf(&sb, "-%s.json", date);
+	return sonde_strbuf__detach(&sb, NULL);
 }
 
 int cli_write_new(const char *path, const char *buf, size_t len, char **used)

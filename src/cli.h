@@ -142,6 +142,11 @@ int cli_write_output(const char *path, const char *buf, size_t len);
  */
 int cli_write_new(const char *path, const char *buf, size_t len, char **used);
 /*
+ * A new profile's default path: .sonde/jobs/ of the store above the current
+ * directory (else here), BIN-COLLECTOR[-VALUES]-DATE.json. Caller frees.
+ */
+char *cli_job_path(const char *argv0, const char *collector, char **values);
+/*
  * Split s into words as a shell does, without any substitution: blanks
  * separate, 'single' and "double" quotes group (a backslash escapes outside
  * quotes, and ", \\, $ and ` inside double quotes); $VAR, ~ and globs stay as
@@ -164,6 +169,7 @@ int cli_run(const char *dir, char *const *argv, const char *out, const char *env
 const struct cli_command *cli_commands(size_t *n);
 int cmd_help(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_postprocess(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -217,47 +217,6 @@ static void install_signals(void)
 
 /* ---- where the profile goes ----------------------------------------------------------- */
 
-static void sanitize(struct sonde_strbuf *sb, const char *s)
-{
-	for (; *s; s++)
-		sonde_strbuf__addch(sb, (*s == '/' || *s == ' ' || *s == '\t' || *s == '*' ||
-					 *s == '?' || *s == ':')
-						? '_'
-						: *s);
-}
-
-static char *default_path(const char *argv0, const char *collector, char **values)
-{
-	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
-	struct sonde_store *s = sonde_store__open(".");
-	char date[32], *a0 = strdup(argv0);
-	time_t now = time(NULL);
-	struct tm tm;
-	size_t i;
-
-	if (s)
-		sonde_strbuf__addf(&sb, "%s/", sonde_store__jobs(s));
-	sonde_store__free(s);
-	sanitize(&sb, a0 ? basename(a0) : "cmd");
-	free(a0);
-	sonde_strbuf__addch(&sb, '-');
-	sanitize(&sb, collector);
-	if (values) {
-		sonde_strbuf__addch(&sb, '-');
-		for (i = 0; values[i] && i < 4; i++) {
-			if (i)
-				sonde_strbuf__addch(&sb, ',');
-			sanitize(&sb, values[i]);
-		}
-		if (values[i])
-			sonde_strbuf__adds(&sb, ",...");
-	}
-	localtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%Y-%m-%d-%H-%M-%S", &tm);
-	sonde_strbuf__addf(&sb, "-%s.json", date);
-	return sonde_strbuf__detach(&sb, NULL);
-}
-
 /* The directory part of path must be writable; say so before running anything. */
 /* Bytes under which a profile's file system counts as full before the run: the
    workload is not run for a profile that has no room (a run of minutes lost). */
@@ -669,7 +628,7 @@ static char *profile_path(const struct collect_opts *o, char **argv, const char 
 	size_t stem;
 
 	if (!o->out_file)
-		return default_path(argv[0], name, values);
+		return cli_job_path(argv[0], name, values);
 	if (ncols == 1)
 		return strdup(o->out_file);
 	stem = strlen(o->out_file) - sonde_profile__extension(o->out_file);

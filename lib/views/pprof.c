@@ -214,11 +214,12 @@ static const struct kind *kind_of(const struct sonde_profile *p)
 				 sample = { "samples", "time", "samples", "cpu", "nanoseconds" },
 				 memory = { "count", "bytes", "allocations", "alloc_space",
 					    "bytes" };
+	/* sampled stacks (collect sample, python's sampling mode, an import) count samples */
 	const char *c =
-		json_string_value(json_object_get(sonde_profile__collector_info(p), "name"));
+		json_string_value(json_object_get(sonde_profile__part(p, "trace"), "count"));
 
 	if (sonde_profile__part(p, "trace"))
-		return c && !strcmp(c, "sample") ? &sample : &trace;
+		return c && !strcmp(c, "samples") ? &sample : &trace;
 	return &memory;
 }
 

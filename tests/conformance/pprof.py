@@ -12,7 +12,11 @@ same profiles, pprof's per-function figures must be sonde's own.
       two files stay two functions);
   the export is stable (the same bytes twice; FILE.pb and FILE.pb.gz hold the
   same protobuf), and what has no stacks, or a name pprof cannot read, is
-  refused with one line.
+  refused with one line;
+  sonde import: perf record -g of p-shares through perf script gives each
+  function perf report's share; a sample profile exported, imported and
+  exported again reads the same in go tool pprof; what is neither format, a
+  heap profile, and a pprof cut short are refused with one line.
 """
 import csv
 import gzip
@@ -167,6 +171,80 @@ def stability():
         "the export is stable: twice the same protobuf, FILE.pb, FILE.pb.gz and stdout alike")
 
 
+def perf_case():
+    """perf record -g of p-shares, read by perf script, imported: each function's share
+    of the samples is the one perf report --stdio gives (the same samples)."""
+    if not shutil.which("perf"):
+        tap(True, "import of perf script # SKIP perf is not installed (linux-perf)")
+        return
+    rec = subprocess.run(["perf", "record", "-q", "-g", "-e", "cpu-clock", "-F", "999", "-o",
+                          "perf.data", "--", f"{PROGS}/p-shares", "100"], cwd=WORK,
+                         capture_output=True, text=True)
+    if rec.returncode:
+        tap(True, "import of perf script # SKIP perf record is refused here: "
+            + (rec.stderr.strip().splitlines() or ["?"])[-1])
+        return
+    with open(os.path.join(WORK, "perf.txt"), "w") as fh:
+        subprocess.run(["perf", "script", "-i", "perf.data"], cwd=WORK, stdout=fh, check=True,
+                       stderr=subprocess.DEVNULL)
+    r = sonde("import", "perf.txt", "-o", "imp.json", check=False)
+    if r.returncode:
+        tap(False, "import of perf script: sonde import", r.stderr)
+        return
+    rep = subprocess.run(["perf", "report", "-i", "perf.data", "--stdio", "--no-children",
+                          "--sort", "sym", "-g", "none", "--percent-limit", "0"], cwd=WORK,
+                         capture_output=True, text=True, check=True).stdout
+    theirs = {}
+    for line in rep.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(\S+)", line)
+        if m:
+            theirs[m.group(2)] = theirs.get(m.group(2), 0) + float(m.group(1))
+    own = sonde_functions("imp.json")
+    total = sum(int(r["self_ns"]) for r in own.values())
+    ours = {fn: 100.0 * int(r["self_ns"]) / total for fn, r in own.items()} if total else {}
+    bad = [f"{fn}: perf {pct:.2f} %, sonde {ours.get(fn, 0):.2f} %"
+           for fn, pct in theirs.items() if pct >= 1 and abs(pct - ours.get(fn, 0)) > 0.5]
+    top = max(theirs, key=theirs.get) if theirs else None
+    tap(not bad and top == "hot" and max(ours, key=ours.get) == "hot",
+        f"import of perf script (perf record -g of p-shares): each function's share is perf "
+        f"report's (hot {theirs.get('hot', 0):.1f} %, warm {theirs.get('warm', 0):.1f} %)",
+        "\n".join(bad))
+
+
+def roundtrip():
+    """sample profile -> pprof -> sonde import -> pprof: go tool pprof reads the same."""
+    if not os.path.exists(os.path.join(WORK, "smp.pb.gz")):
+        tap(True, "export, import, export # SKIP no sample profile here")
+        return
+    sonde("import", "smp.pb.gz", "-o", "back.json")
+    sonde("export", "back.json", "-f", "pprof", "-o", "back.pb.gz")
+    a = pprof_top("smp.pb.gz", "cpu", "ns")
+    b = pprof_top("back.pb.gz", "cpu", "ns")
+    c = pprof_top("smp.pb.gz", "samples")
+    d = pprof_top("back.pb.gz", "samples")
+    tap(a == b and c == d and a[1],
+        f"export, import, export: the same per-function CPU time and samples "
+        f"({len(a[0])} functions, {c[1]} samples)",
+        "" if a == b else f"first {sorted(a[0].items())[:5]}\nagain {sorted(b[0].items())[:5]}")
+
+
+def import_refusals():
+    with open(os.path.join(WORK, "junk.bin"), "wb") as fh:
+        fh.write(bytes(range(256)) * 4)
+    r = sonde("import", "junk.bin", check=False)
+    tap(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+        "import of neither format: exit 2, one line", r.stderr)
+    r = sonde("import", "mem.pb.gz", check=False)
+    tap(r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and "time" in r.stderr,
+        "import of a heap profile (pprof of bytes): exit 3, one line", r.stderr)
+    with open(os.path.join(WORK, "cut.pb"), "wb") as fh:
+        # inside its first field (sample_type's length says more bytes follow)
+        fh.write(gzip.open(os.path.join(WORK, "x1.pb")).read()[:3])
+    r = sonde("import", "cut.pb", check=False)
+    tap(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+        "import of a pprof cut short: exit 2, one line", f"exit {r.returncode}: {r.stderr}")
+
+
 def refusals():
     sonde("collect", "time", "-r", "1", "-o", "t.json", "--", "/bin/true")
     r = sonde("export", "t.json", "-f", "pprof", check=False)
@@ -191,6 +269,9 @@ try:
     python_case()
     stability()
     refusals()
+    perf_case()
+    roundtrip()
+    import_refusals()
 finally:
     shutil.rmtree(WORK, ignore_errors=True)
 print(f"1..{n}")

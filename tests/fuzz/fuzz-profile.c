@@ -70,6 +70,8 @@ static void views(struct sonde_profile *p)
 	sonde_strbuf__reset(&a);
 	sonde_view__perfetto(p, &a);
 	sonde_strbuf__reset(&a);
+	sonde_view__pprof(p, false, &a);
+	sonde_strbuf__reset(&a);
 	{
 		const struct sonde_profile *one = p;
 

@@ -1,0 +1,84 @@
+/*
+ * cmd-import.c - `sonde import FILE [-o OUT]`: a profile another tool
+ * recorded (pprof, `perf script` output) as a sonde profile, written where
+ * `collect` writes its own (.sonde/jobs/, or OUT) and stamped with this work
+ * tree's commit, so that show, report, check, add and log take it as any other.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sonde/file.h>
+#include <sonde/import.h>
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sonde import FILE [-o OUT]\n"
+	"\n"
+	"Read a profile another tool recorded and write it as a sonde profile: a pprof\n"
+	"file (go tool pprof, Pyroscope, Parca; gzipped or not) or the output of\n"
+	"'perf script' for 'perf record -g -e cpu-clock'. Its stacks become a sampled\n"
+	"trace profile (samples, self and total time per function and calling\n"
+	"context), written to .sonde/jobs/ (or OUT) with this work tree's commit, as\n"
+	"collect writes its own. docs/pprof.md says what maps to what.";
+
+int cmd_import(int argc, char **argv)
+{
+	const char *out_file = NULL;
+	struct sonde_option opts[] = {
+		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
+		  "write the profile to FILE (default: .sonde/jobs/FILE-import-DATE.json)" },
+		{ .type = SONDE_OPT_END },
+	};
+	struct sonde_strbuf err = SONDE_STRBUF_INIT;
+	struct sonde_profile *p = NULL;
+	char *buf = NULL, *path = NULL, *used = NULL;
+	size_t len = 0;
+	int first, code = EXIT_OK, rc;
+
+	first = cli_parse("import", usage, opts, argc - 1, argv + 1, SONDE_OPTPARSE_PERMUTE, NULL,
+			  &code);
+	if (first < 0)
+		return code;
+	argv += 1 + first;
+	argc -= 1 + first;
+	if (argc != 1)
+		return cli_usage("import", argc ? "one file at a time" : "which file?");
+	rc = sonde_file__read(argv[0], &buf, &len);
+	if (rc) {
+		cli_error("import", "cannot read '%s': %s", argv[0], strerror(-rc));
+		return EXIT_FAILURE_;
+	}
+	rc = sonde_import__load(buf, len, argv[0], &p, &err);
+	free(buf);
+	if (rc) {
+		cli_error("import", "'%s': %s", argv[0], err.len ? err.buf : strerror(-rc));
+		sonde_strbuf__release(&err);
+		return rc == -ENOMEM	? EXIT_FAILURE_
+		       : rc == -ENOTSUP ? EXIT_UNSUPPORTED
+					: EXIT_USAGE;
+	}
+	sonde_strbuf__release(&err);
+	if (sonde_profile__stamp(p) ||
+	    sonde_profile__set(sonde_profile__header(p), "cmd", json_string(argv[0]))) {
+		cli_error("import", "out of memory");
+		sonde_profile__free(p);
+		return EXIT_FAILURE_;
+	}
+	path = out_file ? strdup(out_file) : cli_job_path(argv[0], "import", NULL);
+	rc = path ? sonde_profile__write(p, path, out_file ? 0 : SONDE_FILE_NEW, &used) : -ENOMEM;
+	if (rc) {
+		cli_error("import", "cannot write '%s': %s", path ? path : "?", strerror(-rc));
+		code = EXIT_FAILURE_;
+	} else if (!cli_quiet()) {
+		json_t *im = json_object_get(sonde_profile__metadata(p), "imported");
+
+		fprintf(stderr, "%lld samples of %s imported; profile written to '%s'\n",
+			(long long)json_integer_value(json_object_get(im, "samples")),
+			json_string_value(json_object_get(im, "format")), used ? used : path);
+	}
+	free(path);
+	free(used);
+	sonde_profile__free(p);
+	return code;
+}
