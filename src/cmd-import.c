@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sonde/file.h>
 #include <sonde/import.h>
 #include "cli.h"
@@ -17,10 +18,54 @@ static const char usage[] =
 	"\n"
 	"Read a profile another tool recorded and write it as a sonde profile: a pprof\n"
 	"file (go tool pprof, Pyroscope, Parca; gzipped or not) or the output of\n"
-	"'perf script' for 'perf record -g -e cpu-clock'. Its stacks become a sampled\n"
+	"'perf script' for 'perf record -g -e cpu-clock' (or perf.data itself, read\n"
+	"through perf script). Its stacks become a sampled\n"
 	"trace profile (samples, self and total time per function and calling\n"
 	"context), written to .sonde/jobs/ (or OUT) with this work tree's commit, as\n"
 	"collect writes its own. docs/pprof.md says what maps to what.";
+
+/*
+ * perf.data, read by `perf script -i FILE` (its stdout: the samples as text,
+ * what sonde reads; its stderr, warnings, left out) into *buf.
+ */
+static int perf_script(const char *path, char **buf, size_t *len)
+{
+	const char *tmp = getenv("TMPDIR");
+	char out[4096];
+	char *const argv[] = { "sh", "-c",	   "exec perf script -i \"$1\" 2>/dev/null",
+			       "sh", (char *)path, NULL };
+	int fd, rc;
+
+	snprintf(out, sizeof(out), "%s/sonde-import-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(out);
+	if (fd < 0) {
+		cli_error("import", "cannot make a temporary file in '%s': %s",
+			  tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		return EXIT_FAILURE_;
+	}
+	close(fd);
+	rc = cli_run(NULL, argv, out, NULL);
+	if (rc == 127) {
+		unlink(out);
+		cli_error("import",
+			  "'%s' is perf.data, which sonde reads through 'perf script': "
+			  "perf is not installed (linux-perf)",
+			  path);
+		return EXIT_UNSUPPORTED;
+	}
+	if (rc) {
+		unlink(out);
+		cli_error("import", "perf script could not read '%s' (exit %d)", path, rc);
+		return EXIT_USAGE;
+	}
+	rc = sonde_file__read(out, buf, len);
+	unlink(out);
+	if (rc) {
+		cli_error("import", "cannot read perf script's output: %s", strerror(-rc));
+		return EXIT_FAILURE_;
+	}
+	return EXIT_OK;
+}
 
 int cmd_import(int argc, char **argv)
 {
@@ -48,6 +93,13 @@ int cmd_import(int argc, char **argv)
 	if (rc) {
 		cli_error("import", "cannot read '%s': %s", argv[0], strerror(-rc));
 		return EXIT_FAILURE_;
+	}
+	if (len >= 8 && !memcmp(buf, "PERFILE2", 8)) { /* perf.data: perf script reads it */
+		free(buf);
+		buf = NULL;
+		code = perf_script(argv[0], &buf, &len);
+		if (code != EXIT_OK)
+			return code;
 	}
 	rc = sonde_import__load(buf, len, argv[0], &p, &err);
 	free(buf);

@@ -205,6 +205,11 @@ def perf_case():
     bad = [f"{fn}: perf {pct:.2f} %, sonde {ours.get(fn, 0):.2f} %"
            for fn, pct in theirs.items() if pct >= 1 and abs(pct - ours.get(fn, 0)) > 0.5]
     top = max(theirs, key=theirs.get) if theirs else None
+    # perf.data itself: read through perf script, the same profile
+    sonde("import", "perf.data", "-o", "imp-data.json")
+    direct = {fn: r["self_ns"] for fn, r in sonde_functions("imp-data.json").items()}
+    if direct != {fn: r["self_ns"] for fn, r in own.items()}:
+        bad.append("sonde import perf.data differs from the import of perf script's output")
     tap(not bad and top == "hot" and max(ours, key=ours.get) == "hot",
         f"import of perf script (perf record -g of p-shares): each function's share is perf "
         f"report's (hot {theirs.get('hot', 0):.1f} %, warm {theirs.get('warm', 0):.1f} %)",
