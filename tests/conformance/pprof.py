@@ -10,6 +10,7 @@ same profiles, pprof's per-function figures must be sonde's own.
   memory (cf-alloc): total bytes and allocations = stats.memory's;
   python: a function's file and line reach pprof (two helpers of one name in
       two files stay two functions);
+  go tool pprof -http serves its views of the export without an error;
   the export is stable (the same bytes twice; FILE.pb and FILE.pb.gz hold the
   same protobuf), and what has no stacks, or a name pprof cannot read, is
   refused with one line;
@@ -171,6 +172,51 @@ def stability():
         "the export is stable: twice the same protobuf, FILE.pb, FILE.pb.gz and stdout alike")
 
 
+def http_case():
+    """go tool pprof -http serves the export's every view (graph, top, flame graph,
+    peek, source) with no error of its own."""
+    import socket
+    import time
+    import urllib.request
+
+    smp = os.path.exists(os.path.join(WORK, "smp.pb.gz"))
+    path = os.path.join(WORK, "smp.pb.gz" if smp else "cf-recurse.pb.gz")
+    hottest = "burn" if smp else "main"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(os.path.join(WORK, "http.log"), "w+")
+    srv = subprocess.Popen(["go", "tool", "pprof", f"-http=127.0.0.1:{port}", "-no_browser",
+                            path], stdout=log, stderr=subprocess.STDOUT, cwd=WORK)
+    codes, body = {}, ""
+    try:
+        for _ in range(300):  # up to 30 s for it to listen
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/ui/top", timeout=5).read()
+                break
+            except OSError:
+                if srv.poll() is not None:
+                    break
+                time.sleep(0.1)
+        for view in ("", "top", "flamegraph", "peek", "source"):
+            try:
+                r = urllib.request.urlopen(f"http://127.0.0.1:{port}/ui/{view}", timeout=30)
+                codes[view or "graph"] = r.status
+                if view == "top":
+                    body = r.read().decode("utf-8", "replace")
+            except OSError as e:
+                codes[view or "graph"] = getattr(e, "code", str(e))
+    finally:
+        srv.terminate()
+        srv.wait()
+    log.seek(0)
+    said = [ln for ln in log.read().splitlines()
+            if re.search(r"(?i)error|failed|malformed", ln)]
+    tap(all(c == 200 for c in codes.values()) and not said and hottest in body,
+        "go tool pprof -http serves every view of the export, and says no error",
+        f"{codes}\n" + "\n".join(said))
+
+
 def perf_case():
     """perf record -g of p-shares, read by perf script, imported: each function's share
     of the samples is the one perf report --stdio gives (the same samples)."""
@@ -274,6 +320,7 @@ try:
     python_case()
     stability()
     refusals()
+    http_case()
     perf_case()
     roundtrip()
     import_refusals()
