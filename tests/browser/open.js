@@ -90,6 +90,8 @@ const ok = (cond, what) => console.log(`${cond ? 'ok' : 'not ok'} ${++n} - ${wha
             return { name: m[1], v: num(m[2]), w: +r.getAttribute('width') };
           });
           const vmax = Math.max(...bars.map(b => b.v.v)), wmax = Math.max(...bars.map(b => b.w));
+          // the longest bar's printed value is rounded too: every ratio to it carries that
+          const tmax = bars.find(b => b.v.v === vmax).v.tol;
           for (const b of bars) {
             const mine = rows.filter(r => r[0] === b.name || r[0].startsWith(b.name + ' ('));
             const alloc = mine.filter(r => !/\((free|delete|delete\[\]|munmap)\)$/.test(r[0]));
@@ -100,8 +102,9 @@ const ok = (cond, what) => console.log(`${cond ? 'ok' : 'not ok'} ${++n} - ${wha
             const w = b.w / wmax, v = b.v.v / vmax;
             out.push({ sec: sec.id, name: b.name, v: b.v.v,
                        table: cand.some(c => Math.abs(c.v - b.v.v) <= c.tol + b.v.tol + 1e-9),
-                       // the values' own rounding, and a tenth of a pixel of the drawing's
-                       drawn: Math.abs(w - v) <= b.v.tol / vmax + 0.15 / wmax + 1e-6 });
+                       // the values' own rounding (this bar's and the longest's), and a
+                       // tenth of a pixel of the drawing's
+                       drawn: Math.abs(w - v) <= b.v.tol / vmax + v * tmax / vmax + 0.15 / wmax + 1e-6 });
           }
         }
         return out;
