@@ -16,4 +16,6 @@ check "sonde help show" has "$out" "usage: sonde show"
 run version --features
 check "version --features" has "$out" "collector:time yes"
 check "version --features: unit tests part" has "$out" "unit-tests"
+check "version --features: the GPU collector says it has not yet run on a GPU" \
+	has "$out" "collector:gpu yes (not yet run on a GPU"
 finish
