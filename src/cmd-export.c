@@ -37,7 +37,8 @@ static const char usage[] =
 	"them, or give the run id that 'sonde collect' printed (6 hex digits or more).";
 
 static const char *const formats[] = { "folded", "csv", "json", "perfetto", "pprof", NULL };
-static const char *const weights[] = { "bytes", "count", "time", "calls", "samples", NULL };
+static const char *const weights[] = { "bytes", "count", "leaked_bytes", "leaked", "peak_bytes",
+				       "time",	"calls", "samples",	 NULL };
 
 /* Whether s looks like a run id or its start: 6 to 32 lowercase hex digits. */
 static bool is_run_id(const char *s)

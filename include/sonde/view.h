@@ -105,8 +105,9 @@ void sonde_view__color(const char *name, const char *palette, char out[24]);
 
 /*
  * The folded stacks of a profile ("a;b;c WEIGHT" lines), weighted by weight:
- * memory "bytes" or "count", trace "time" or "calls". -ENOTSUP: the profile
- * has no stacks.
+ * memory "bytes" or "count" (allocated), "leaked_bytes" or "leaked" (still
+ * allocated at the end), "peak_bytes" (held at the peak); trace "time" or
+ * "calls". -ENOTSUP: the profile has no stacks (or none of that weight).
  */
 int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct sonde_strbuf *out);
 /*

@@ -114,6 +114,11 @@ int sonde_view__folded(const struct sonde_profile *p, const char *weight, struct
 
 	if (sonde_profile__part(p, "trace"))
 		return view_trace_folded(p, count, out, add_frame);
+	/* memory: the allocating sites' summary members (what is left at the
+	 * end, what each held at the peak), or bytes/count allocated */
+	if (!strcmp(weight, "leaked") || !strcmp(weight, "leaked_bytes") ||
+	    !strcmp(weight, "peak_bytes"))
+		return memory_folded(p, weight, out);
 	return memory_folded(p, count ? "count" : "bytes", out);
 }
 

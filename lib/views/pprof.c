@@ -2,9 +2,11 @@
  * pprof.c - a profile with stacks as pprof's format (profile.proto, gzipped),
  * which go tool pprof, speedscope, Pyroscope, Parca and Grafana read.
  *
- * The stacks are the profile's folded stacks (flame.c), taken twice: by count
- * (calls, samples, allocations) and by amount (time, bytes); a stack is one
- * pprof sample with both values, its frames one location each, leaf first.
+ * The stacks are the profile's folded stacks (flame.c), taken once per value:
+ * by count (calls, samples, allocations) and by amount (time, bytes), and a
+ * memory profile's also by what was left allocated at the end (blocks, bytes)
+ * and what each stack held at the peak; a stack is one pprof sample with all
+ * its values, its frames one location each, leaf first.
  * A frame named "NAME (FILE:LINE)" (Python's, and where sonde knows the line)
  * becomes function NAME of FILE with its line. The profile's command, commit
  * and machine go into the comments; its date into time_nanos and its
@@ -33,6 +35,7 @@ struct pp {
 	struct sonde_strmap stacks; /* folded stack -> sample index + 1 */
 	SondePprof__Sample **smp;
 	size_t nsmp, capsmp;
+	size_t nvalue; /* values per sample */
 };
 
 static int64_t str_ix(struct pp *pp, const char *s)
@@ -148,10 +151,10 @@ static int add_folded(struct pp *pp, const char *folded, size_t k)
 				return -ENOMEM;
 			sonde_pprof__sample__init(s);
 			s->location_id = calloc(depth, sizeof(uint64_t));
-			s->value = calloc(2, sizeof(int64_t));
+			s->value = calloc(pp->nvalue, sizeof(int64_t));
 			if (!s->location_id || !s->value)
 				return -ENOMEM;
-			s->n_value = 2;
+			s->n_value = pp->nvalue;
 			/* pprof wants the leaf first: the folded frames are root first */
 			for (i = depth, f = line; i-- > 0;) {
 				const char *semi = memchr(f, ';', (size_t)(stop - f));
@@ -202,18 +205,35 @@ static void pp_free(struct pp *pp)
 	sonde_strmap__release(&pp->stacks);
 }
 
-/* What a profile's two values are: by its collector (its folded weights, and pprof's names). */
+/* What a profile's values are: by its collector, each a folded weight and
+ * pprof's type and unit for it; the value of default is pprof's default. */
+#define MAX_VALUES 5
+struct value {
+	const char *weight, *type, *unit;
+};
 struct kind {
-	const char *count_weight, *amount_weight;
-	const char *count_type, *amount_type, *amount_unit;
+	struct value v[MAX_VALUES];
+	size_t n, dflt;
 };
 
 static const struct kind *kind_of(const struct sonde_profile *p)
 {
-	static const struct kind trace = { "calls", "time", "calls", "time", "nanoseconds" },
-				 sample = { "samples", "time", "samples", "cpu", "nanoseconds" },
-				 memory = { "count", "bytes", "allocations", "alloc_space",
-					    "bytes" };
+	static const struct kind
+		trace = { { { "calls", "calls", "count" }, { "time", "time", "nanoseconds" } },
+			  2,
+			  1 },
+		sample = { { { "samples", "samples", "count" }, { "time", "cpu", "nanoseconds" } },
+			   2,
+			   1 },
+		/* Go's heap profiles' names, so that go tool pprof's -inuse_space,
+		 * -alloc_objects... pick them: in use = still allocated at the end */
+		memory = { { { "count", "alloc_objects", "count" },
+			     { "bytes", "alloc_space", "bytes" },
+			     { "leaked", "inuse_objects", "count" },
+			     { "leaked_bytes", "inuse_space", "bytes" },
+			     { "peak_bytes", "peak_space", "bytes" } },
+			   5,
+			   1 };
 	/* sampled stacks (collect sample, python's sampling mode, an import) count samples */
 	const char *c =
 		json_string_value(json_object_get(sonde_profile__part(p, "trace"), "count"));
@@ -241,42 +261,50 @@ static int comment(struct pp *pp, int64_t *ids, size_t *n, const char *what, con
 int sonde_view__pprof(const struct sonde_profile *p, bool gzip, struct sonde_strbuf *out)
 {
 	const struct kind *k = kind_of(p);
-	struct sonde_strbuf f1, f2;
+	struct sonde_strbuf f[MAX_VALUES];
 	struct pp pp;
 	SondePprof__Profile prof = SONDE_PPROF__PROFILE__INIT;
-	SondePprof__ValueType vt[2] = { SONDE_PPROF__VALUE_TYPE__INIT,
-					SONDE_PPROF__VALUE_TYPE__INIT };
-	SondePprof__ValueType *vts[2] = { &vt[0], &vt[1] };
+	SondePprof__ValueType vt[MAX_VALUES];
+	SondePprof__ValueType *vts[MAX_VALUES];
 	SondePprof__ValueType period = SONDE_PPROF__VALUE_TYPE__INIT;
 	json_t *h = sonde_profile__header(p), *m = sonde_profile__part(p, "machine");
 	json_t *md = sonde_profile__metadata(p);
 	int64_t comments[4];
-	size_t nc = 0, len;
+	size_t nc = 0, len, i;
 	uint8_t *buf = NULL;
 	char *gz = NULL;
 	size_t gzlen = 0;
-	int rc;
+	int rc = 0;
 
 	memset(&pp, 0, sizeof(pp));
-	sonde_strbuf__init(&f1);
-	sonde_strbuf__init(&f2);
-	rc = sonde_view__folded(p, k->count_weight, &f1);
-	if (!rc)
-		rc = sonde_view__folded(p, k->amount_weight, &f2);
+	pp.nvalue = k->n;
+	for (i = 0; i < k->n; i++) {
+		sonde_strbuf__init(&f[i]);
+		sonde_pprof__value_type__init(&vt[i]);
+		vts[i] = &vt[i];
+	}
+	/* the first two (count and amount) must have stacks; the others may
+	 * have none of their weight (nothing leaked) */
+	for (i = 0; i < k->n && !rc; i++) {
+		rc = sonde_view__folded(p, k->v[i].weight, &f[i]);
+		if (rc == -ENOTSUP && i >= 2)
+			rc = 0;
+	}
 	if (rc)
 		goto out;
 	rc = -ENOMEM;
 	if (str_ix(&pp, "") != 0) /* index 0 is the empty string */
 		goto out;
-	vt[0].type = str_ix(&pp, k->count_type);
-	vt[0].unit = str_ix(&pp, "count");
-	vt[1].type = str_ix(&pp, k->amount_type);
-	vt[1].unit = str_ix(&pp, k->amount_unit);
-	period = vt[1];
-	if (vt[0].type < 0 || vt[0].unit < 0 || vt[1].type < 0 || vt[1].unit < 0)
-		goto out;
-	if (add_folded(&pp, f1.buf, 0) || add_folded(&pp, f2.buf, 1))
-		goto out;
+	for (i = 0; i < k->n; i++) {
+		vt[i].type = str_ix(&pp, k->v[i].type);
+		vt[i].unit = str_ix(&pp, k->v[i].unit);
+		if (vt[i].type < 0 || vt[i].unit < 0)
+			goto out;
+	}
+	period = vt[k->dflt];
+	for (i = 0; i < k->n; i++)
+		if (add_folded(&pp, f[i].buf, i))
+			goto out;
 	if (comment(&pp, comments, &nc, "command", json_string_value(json_object_get(h, "cmd"))) ||
 	    comment(&pp, comments, &nc, "commit",
 		    json_string_value(sonde_profile__part(p, "origin"))) ||
@@ -297,9 +325,9 @@ int sonde_view__pprof(const struct sonde_profile *p, bool gzip, struct sonde_str
 		prof.duration_nanos = (int64_t)json_integer_value(
 			json_object_get(sonde_profile__stats(p), "duration_ns"));
 	}
-	prof.n_sample_type = 2;
+	prof.n_sample_type = k->n;
 	prof.sample_type = vts;
-	prof.default_sample_type = vt[1].type;
+	prof.default_sample_type = vt[k->dflt].type;
 	prof.period_type = &period;
 	prof.period = 1;
 	prof.n_sample = pp.nsmp;
@@ -328,7 +356,7 @@ out:
 	free(buf);
 	free(gz);
 	pp_free(&pp);
-	sonde_strbuf__release(&f1);
-	sonde_strbuf__release(&f2);
+	for (i = 0; i < k->n; i++)
+		sonde_strbuf__release(&f[i]);
 	return rc;
 }

@@ -2,7 +2,9 @@
 // TAP lines. The spec is a list of {file, expect: {selector: min count},
 // zoom: bool, search: "term", texts: [literal text that must be shown],
 // bars: bool (each bar chart of a report agrees with the summary table beside
-// it, and its bars' drawn widths with their values), screenshot: "path.png"}. Every page must load without console errors, page
+// it, and its bars' drawn widths with their values), screenshot: "path.png",
+// speedscope: {function: [total ns, self ns]} (file is a profile opened in
+// speedscope, whose Sandwich view must show those figures)}. Every page must load without console errors, page
 // errors, dialogs (an escaped name that ran would alert) or network requests.
 'use strict';
 const path = require('path');
@@ -30,7 +32,44 @@ const ok = (cond, what) => console.log(`${cond ? 'ok' : 'not ok'} ${++n} - ${wha
     page.on('pageerror', e => errors.push(String(e)));
     page.on('dialog', d => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
     page.on('request', r => { if (!/^(file|data|about):/.test(r.url())) remote.push(r.url()); });
-    await page.goto('file://' + path.resolve(s.file), { waitUntil: 'load' });
+    if (s.speedscope) {
+      // s.file is a profile (pprof) for speedscope's own page (from npm): load it
+      // as its user does, through Browse, and read the Sandwich view's table.
+      await page.goto('file://' + path.join(process.env.PW_DIR, 'node_modules', 'speedscope',
+                                            'dist', 'release', 'index.html'), { waitUntil: 'load' });
+      const [chooser] = await Promise.all([page.waitForEvent('filechooser'),
+                                           page.locator('label[for=file]').click()]);
+      await chooser.setFiles(path.resolve(s.file));
+      await page.getByText('Sandwich').first().click();
+      await page.locator('tr td').first().waitFor({ timeout: 10000 }).catch(() => {});
+      ok((await page.title()).startsWith(name), `${name}: speedscope opens it (title '${await page.title()}')`);
+      const rows = await page.evaluate(() => {
+        const units = { ns: 1, 'µs': 1e3, ms: 1e6, s: 1e9, min: 60e9 };
+        // "69.39µs (100%)": the value and half its last printed digit
+        const num = t => { const m = /^([0-9.]+)\s*(ns|µs|ms|s|min)\b/.exec(t.trim());
+                           if (!m) return null;
+                           const d = (m[1].split('.')[1] || '').length;
+                           return { v: +m[1] * units[m[2]], tol: 0.5 * Math.pow(10, -d) * units[m[2]] }; };
+        const out = {};
+        for (const tr of document.querySelectorAll('tr')) {
+          const td = tr.querySelectorAll('td');
+          if (td.length !== 3) continue;
+          out[td[2].textContent.trim()] = { total: num(td[0].firstChild.textContent),
+                                            self: num(td[1].firstChild.textContent) };
+        }
+        return out;
+      });
+      ok(Object.keys(rows).length > 0, `${name}: speedscope's Sandwich view lists ${Object.keys(rows).length} functions`);
+      for (const [fn, [total, self]] of Object.entries(s.speedscope)) {
+        const r = rows[fn];
+        const near = (x, want) => x && Math.abs(x.v - want) <= x.tol + 1e-9;
+        ok(r && near(r.total, total) && near(r.self, self),
+           `${name}: speedscope's total and self of '${fn}' are sonde's (${total} ns, ${self} ns)` +
+           (r ? ` (shown ${r.total && r.total.v}, ${r.self && r.self.v})` : ' (not listed)'));
+      }
+    } else {
+      await page.goto('file://' + path.resolve(s.file), { waitUntil: 'load' });
+    }
     for (const [sel, min] of Object.entries(s.expect || {})) {
       const c = await page.locator(sel).count();
       ok(c >= min, `${name}: ${c} '${sel}' (at least ${min})`);

@@ -7,7 +7,9 @@ same profiles, pprof's per-function figures must be sonde's own.
       calls;
   sample (k-burn): cum samples = sonde show's samples, flat and cum CPU time =
       its self and total;
-  memory (cf-alloc): total bytes and allocations = stats.memory's;
+  memory (cf-alloc): total bytes and allocations = stats.memory's, in-use
+      bytes and objects = its leaked bytes and blocks (by function), the
+      peak_space = its peak;
   python: a function's file and line reach pprof (two helpers of one name in
       two files stay two functions);
   go tool pprof -http serves its views of the export without an error;
@@ -122,10 +124,26 @@ def memory_case():
     sonde("export", "mem.json", "-f", "pprof", "-o", "mem.pb.gz")
     st = json.load(open(os.path.join(WORK, "mem.json")))["stats"]["memory"]
     _, space = pprof_top("mem.pb.gz", "alloc_space", "B")
-    _, count = pprof_top("mem.pb.gz", "allocations")
+    _, count = pprof_top("mem.pb.gz", "alloc_objects")
     tap(space == st["allocated_bytes"] and count == st["allocations"],
         "memory of cf-alloc: pprof's total bytes and allocations are sonde's",
         f"pprof {space} B in {count}; sonde {st['allocated_bytes']} B in {st['allocations']}")
+    # in use (Go's name for what a heap holds when the profile is taken): what
+    # was still allocated at the end; peak_space: what each stack held at the peak
+    rows, inuse = pprof_top("mem.pb.gz", "inuse_space", "B")
+    _, blocks = pprof_top("mem.pb.gz", "inuse_objects")
+    tap(st["leaked_bytes"] > 0 and inuse == st["leaked_bytes"] and blocks == st["leaked_blocks"],
+        "memory of cf-alloc: pprof's in-use bytes and objects are sonde's leaked bytes and blocks",
+        f"pprof {inuse} B in {blocks}; sonde {st['leaked_bytes']} B in {st['leaked_blocks']}")
+    prof = json.load(open(os.path.join(WORK, "mem.json")))
+    leakers = {r["uid_object"]["function"] for r in prof["resource_type_map"].values()
+               if r.get("summary", {}).get("leaked_bytes", 0) > 0}
+    flat = {f for f, (fl, _) in rows.items() if fl > 0}
+    tap(flat == leakers, "memory of cf-alloc: the functions holding in-use bytes are those "
+        "that leaked", f"pprof {sorted(flat)}; sonde {sorted(leakers)}")
+    _, peak = pprof_top("mem.pb.gz", "peak_space", "B")
+    tap(peak == st["peak_heap_bytes"], "memory of cf-alloc: pprof's peak_space is sonde's peak",
+        f"pprof {peak} B; sonde {st['peak_heap_bytes']} B")
 
 
 def python_case():

@@ -60,6 +60,13 @@ run export known.json --format folded
 check "export folded: main;make weighted by bytes" has "$out" "main;make 700"
 run export known.json --format folded --weight count
 check "export folded by count" has "$out" "main;make 7"
+run export known.json --format folded --weight leaked_bytes
+check "export folded by leaked bytes: the two leaks of main (1000 B and 300 B)" [ "$out" = "main 1300" ]
+run export known.json --format folded --weight leaked
+check "export folded by leaked blocks: 2" [ "$out" = "main 2" ]
+run export known.json --format folded --weight peak_bytes
+check "export folded by what each stack held at the peak: the sum is the peak" [ \
+	"$(printf '%s\n' "$out" | awk '{ s += $NF } END { print s }')" = "$(jq .stats.memory.peak_heap_bytes known.json)" ]
 run export known.json --format csv
 check "export csv has a header" has "$out" "uid,type,subtype,amount"
 # the report's bars: bytes allocated per site as the memory view counts them, every

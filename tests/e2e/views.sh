@@ -238,6 +238,35 @@ if browser "views in chromium" spec.json; then
 	check "screenshots kept in $ART" [ -s "$ART/report.png" ]
 fi
 
+# pprof exports in speedscope (from npm, its own page): a trace profile and a
+# CPU sample profile open through its Browse button without an error, and its
+# Sandwich view shows each function's total and self time as sonde show does
+# (speedscope prints two decimals: within half the last). The functions of at
+# least 1 % of the profile's time: speedscope draws only the rows on screen.
+speedscope_spec() { # CSV of sonde show: the [total, self] of each function
+	awk -F, 'NR > 1 { gsub(/"/, "", $1); t[$1] = $(NF - 1 + off) + 0; f[$1] = $(NF + off) + 0;
+		if (t[$1] > max) max = t[$1] }
+	END { sep = ""; for (k in t) if (t[k] >= max / 100) {
+		printf "%s\"%s\": [%d, %d]", sep, k, t[k], f[k]; sep = ", " } }' off="$1"
+}
+run collect trace -q -o ss-trace.json -- "$PROGS/cf-recurse"
+run export ss-trace.json -f pprof -o ss-trace.pb.gz
+# trace CSV: function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns (total, self 3 from the end)
+trace_rows=$("$SONDE" show ss-trace.json --format csv | speedscope_spec -3)
+spec_items="{\"file\": \"ss-trace.pb.gz\", \"speedscope\": {$trace_rows}}"
+if "$SONDE" collect sample -q -o ss-sample.json -- "$PROGS/k-burn" >/dev/null 2>ss-sample.err; then
+	run export ss-sample.json -f pprof -o ss-sample.pb.gz
+	# sample CSV: function,samples,total_ns,self_ns
+	sample_rows=$("$SONDE" show ss-sample.json --format csv | speedscope_spec 0)
+	spec_items="$spec_items, {\"file\": \"ss-sample.pb.gz\", \"speedscope\": {$sample_rows}}"
+else
+	skip "a sample profile in speedscope" "perf_event sampling is not available here: $(tail -1 ss-sample.err)"
+fi
+echo "[$spec_items]" >ss-spec.json
+check "speedscope: the functions to compare are read from sonde show" \
+	jq -e '[.[].speedscope | length] | all(. > 0)' ss-spec.json
+browser "pprof exports in speedscope" ss-spec.json || true
+
 # make run's own report (the same three profiles of the bundled example) and a C
 # timer's: in Chromium, every bar is its table's value and is drawn to scale
 E=$BUILD/examples
