@@ -23,6 +23,7 @@
 #include "perf-warm.h"
 #include <sonde/clock.h>
 #include <sonde/git.h>
+#include <sonde/job.h>
 #include <sonde/log.h>
 #include <sonde/session.h>
 #include <sonde/warning.h>
@@ -273,7 +274,14 @@ struct sonde_session *sonde_session__new(const struct sonde_session_opts *opts)
 	s->setenv = json_object();
 	s->stdout_fd = -1;
 	sonde_strbuf__init(&s->preload);
-	make_run_id(s->run_id);
+	{ /* a rank of a distributed job: the id every rank of it shares */
+		struct sonde_job j;
+
+		if (sonde_job__detect(NULL, &j) >= 0 && j.run_id[0])
+			memcpy(s->run_id, j.run_id, sizeof(s->run_id));
+		else
+			make_run_id(s->run_id);
+	}
 	if (!s->setenv) {
 		free(s);
 		errno = ENOMEM;
@@ -812,8 +820,9 @@ static int run_workload(struct sonde_session *s, const char *value, unsigned *do
 		}
 		s->busy_ns += run.end_ns - run.start_ns;
 		sonde_log(SONDE_LOG_DEBUG, "session", "%s %u%s%s: pid %d, %s %d, %.3f ms",
-			  warm ? "warm-up" : "run", *done + 1, value ? " @" : "", value ? value : "",
-			  (int)run.pid, WIFSIGNALED(run.status) ? "signal" : "exit",
+			  warm ? "warm-up" : "run", *done + 1, value ? " @" : "",
+			  value ? value : "", (int)run.pid,
+			  WIFSIGNALED(run.status) ? "signal" : "exit",
 			  WIFSIGNALED(run.status) ? WTERMSIG(run.status) : WEXITSTATUS(run.status),
 			  (double)(run.end_ns - run.start_ns) / 1e6);
 		info.index = *done;
@@ -1080,6 +1089,7 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 	rc |= sonde_profile__set(ci, "params", json_incref(c->params));
 	sonde_git__origin_finish(&s->origin); /* done before the runs; here if none ran */
 	rc |= sonde_profile__stamp_origin(p, &s->origin);
+	rc |= sonde_profile__stamp_job(p);
 	rc |= sonde_profile__set(st, "runs", json_integer(s->out.runs));
 	rc |= sonde_profile__set(st, "warmup_runs", json_integer(s->out.warmups));
 	rc |= sonde_profile__set(st, "failed_runs", json_integer(s->out.failed));

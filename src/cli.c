@@ -2,6 +2,7 @@
  * cli.c - helpers shared by the commands: messages, exit codes, option parsing
  * with generated help, and profile names (path, N@p, N@i).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sonde/config.h>
+#include <sonde/job.h>
 #include "cli.h"
 
 pid_t cli_spawn(const char *dir, char *const *argv, const char *out, const char *env)
@@ -525,8 +527,33 @@ char *cli_job_path(const char *argv0, const char *collector, char **values)
 	}
 	localtime_r(&now, &tm);
 	strftime(date, sizeof(date), "%Y-%m-%d-%H-%M-%S", &tm);
-	sonde_strbuf__addf(&sb, "-%s.json", date);
+	sonde_strbuf__addf(&sb, "-%s", date);
+	{ /* a rank of a job: its job, rank and host */
+		struct sonde_job j;
+
+		if (sonde_job__detect(NULL, &j) > 0) {
+			sonde_strbuf__adds(&sb, "-job");
+			sanitize(&sb, j.id[0] ? j.id : j.launcher);
+			sonde_strbuf__addf(&sb, "-rank%ld-", j.rank);
+			sanitize(&sb, j.host);
+		}
+	}
+	sonde_strbuf__adds(&sb, ".json");
 	return sonde_strbuf__detach(&sb, NULL);
+}
+
+char *cli_rank_path(const char *path)
+{
+	struct sonde_job j;
+	size_t stem;
+	char *out = NULL;
+
+	if (!path || !strcmp(path, "-") || sonde_job__detect(NULL, &j) <= 0 || j.size == 1)
+		return path ? strdup(path) : NULL;
+	stem = strlen(path) - sonde_profile__extension(path);
+	if (asprintf(&out, "%.*s-rank%ld%s", (int)stem, path, j.rank, path + stem) < 0)
+		return NULL;
+	return out;
 }
 
 int cli_write_new(const char *path, const char *buf, size_t len, char **used)
@@ -628,4 +655,104 @@ void cli_free_words(char **v, size_t n)
 	for (i = 0; v && i < n; i++)
 		free(v[i]);
 	free(v);
+}
+
+/* Whether s looks like a run id or its start: 6 to 32 lowercase hex digits. */
+bool cli_is_run_id(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n >= 6 && n <= 32 && !s[n];
+}
+
+/* Add the profiles of dir whose run id starts with run. */
+static int find_run_in(const char *dir, const char *run, struct sonde_profile ***v, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char key[64];
+
+	if (!d)
+		return 0;
+	snprintf(key, sizeof(key), "\"%s", run);
+	while ((e = readdir(d))) {
+		char *path = NULL, *buf = NULL;
+		struct sonde_profile *p;
+		struct sonde_profile **nv;
+		size_t len;
+		const char *id;
+
+		if (!sonde_profile__extension(e->d_name) ||
+		    asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+			continue;
+		/* a cheap look first: the id is in the text */
+		if (sonde_file__read_data(path, &buf, &len) || !strstr(buf, key)) {
+			free(buf);
+			free(path);
+			continue;
+		}
+		p = sonde_profile__parse(buf, len, path, NULL);
+		free(buf);
+		free(path);
+		id = p ? json_string_value(json_object_get(sonde_profile__header(p), "run_id"))
+		       : NULL;
+		if (!id || strncmp(id, run, strlen(run))) {
+			sonde_profile__free(p);
+			continue;
+		}
+		nv = realloc(*v, (*n + 1) * sizeof(**v));
+		if (!nv) {
+			sonde_profile__free(p);
+			closedir(d);
+			return -ENOMEM;
+		}
+		*v = nv;
+		(*v)[(*n)++] = p;
+	}
+	closedir(d);
+	return 0;
+}
+
+int cli_load_run(const char *cmd, const char *run, struct sonde_profile ***v, size_t *n)
+{
+	struct sonde_store *st = sonde_store__open(".");
+	size_t before = *n, k, j;
+	const char *id = NULL;
+
+	if (find_run_in(".", run, v, n) || (st && strcmp(sonde_store__jobs(st), ".") &&
+					    find_run_in(sonde_store__jobs(st), run, v, n))) {
+		sonde_store__free(st);
+		cli_error(cmd, "out of memory");
+		return EXIT_FAILURE_;
+	}
+	sonde_store__free(st);
+	if (*n == before) {
+		cli_error(cmd,
+			  "no profile of run '%s' here (looked in the current directory and the "
+			  "store's pending profiles)",
+			  run);
+		return EXIT_FAILURE_; /* as a profile that cannot be read */
+	}
+	/* a prefix must name one run; a profile found twice counts once */
+	for (k = before; k < *n; k++) {
+		const char *r = json_string_value(
+			json_object_get(sonde_profile__header((*v)[k]), "run_id"));
+
+		if (id && strcmp(id, r)) {
+			cli_error(cmd,
+				  "'%s' starts more than one run id (%s, %s): give more digits",
+				  run, id, r);
+			return EXIT_USAGE;
+		}
+		id = r;
+	}
+	for (k = before; k < *n; k++)
+		for (j = k + 1; j < *n; j++)
+			if (sonde_profile__header((*v)[k]) &&
+			    json_equal(sonde_profile__root((*v)[k]),
+				       sonde_profile__root((*v)[j]))) {
+				sonde_profile__free((*v)[j]);
+				(*v)[j--] = (*v)[--*n];
+			}
+	return EXIT_OK;
 }

@@ -143,9 +143,17 @@ int cli_write_output(const char *path, const char *buf, size_t len);
 int cli_write_new(const char *path, const char *buf, size_t len, char **used);
 /*
  * A new profile's default path: .sonde/jobs/ of the store above the current
- * directory (else here), BIN-COLLECTOR[-VALUES]-DATE.json. Caller frees.
+ * directory (else here), BIN-COLLECTOR[-VALUES]-DATE.json; a rank of a
+ * distributed job's BIN-COLLECTOR[-VALUES]-DATE-jobID-rankR-HOST.json.
+ * Caller frees.
  */
 char *cli_job_path(const char *argv0, const char *collector, char **values);
+/*
+ * -o PATH of a rank of a distributed job of more than one rank (job.h):
+ * PATH with -rankR before its extension, so that the ranks do not write one
+ * file; PATH itself (a copy) otherwise. NULL: no memory.
+ */
+char *cli_rank_path(const char *path);
 /*
  * Split s into words as a shell does, without any substitution: blanks
  * separate, 'single' and "double" quotes group (a backslash escapes outside
@@ -191,5 +199,15 @@ json_t *cli_registered_collector(const char *name, json_t **cfg);
 int cmd_run(int argc, char **argv);
 /* `sonde collect bounds` (cmd-collect-bounds.c): argv[1] is "bounds". */
 int collect_bounds(int argc, char **argv);
+
+/* Whether s looks like a run id or its start: 6 to 32 lowercase hex digits. */
+bool cli_is_run_id(const char *s);
+/*
+ * Add to *v (*n of them) the profiles of run (a run id or its first digits)
+ * in the current directory and the store's pending profiles, each once.
+ * Returns an exit code, after one line on stderr: none found, a prefix of
+ * more than one run, no memory.
+ */
+int cli_load_run(const char *cmd, const char *run, struct sonde_profile ***v, size_t *n);
 
 #endif

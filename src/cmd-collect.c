@@ -619,24 +619,27 @@ static char *last_written;	/* the path of the profile finish() wrote (for :::) *
 /*
  * Where collector name's profile goes: -o FILE, or with several collectors in
  * the run FILE with -NAME before its extension (run.json: run-sched.json);
- * else the default path.
+ * else the default path. A rank of a job of several: -rankR after FILE's stem.
  */
 static char *profile_path(const struct collect_opts *o, char **argv, const char *name,
 			  char **values, size_t ncols)
 {
-	char *path = NULL;
+	char *path = NULL, *base;
 	size_t stem;
+	int rc;
 
 	if (!o->out_file)
 		return cli_job_path(argv[0], name, values);
-	if (ncols == 1)
-		return strdup(o->out_file);
-	stem = strlen(o->out_file) - sonde_profile__extension(o->out_file);
-	if (!sonde_profile__extension(o->out_file))
-		return asprintf(&path, "%s-%s.json", o->out_file, name) < 0 ? NULL : path;
-	return asprintf(&path, "%.*s-%s%s", (int)stem, o->out_file, name, o->out_file + stem) < 0
-		       ? NULL
-		       : path;
+	base = cli_rank_path(o->out_file); /* a rank's: FILE-rankR */
+	if (!base || ncols == 1)
+		return base;
+	stem = strlen(base) - sonde_profile__extension(base);
+	if (!sonde_profile__extension(base))
+		rc = asprintf(&path, "%s-%s.json", base, name);
+	else
+		rc = asprintf(&path, "%.*s-%s%s", (int)stem, base, name, base + stem);
+	free(base);
+	return rc < 0 ? NULL : path;
 }
 
 /* Keep the captured output beside the first profile (PROFILE.out); every profile names it. */

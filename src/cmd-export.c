@@ -18,7 +18,6 @@
  * pprof:  the stacks in pprof's format, gzipped (go tool pprof, speedscope,
  *         Pyroscope, Parca read it): two values a stack, how many and how much.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -40,62 +39,6 @@ static const char *const formats[] = { "folded", "csv", "json", "perfetto", "ppr
 static const char *const weights[] = { "bytes", "count", "leaked_bytes", "leaked", "peak_bytes",
 				       "time",	"calls", "samples",	 NULL };
 
-/* Whether s looks like a run id or its start: 6 to 32 lowercase hex digits. */
-static bool is_run_id(const char *s)
-{
-	size_t n = strspn(s, "0123456789abcdef");
-
-	return n >= 6 && n <= 32 && !s[n];
-}
-
-/* Add the profiles of dir whose run id starts with run. */
-static int find_run_in(const char *dir, const char *run, struct sonde_profile ***v, size_t *n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char key[64];
-
-	if (!d)
-		return 0;
-	snprintf(key, sizeof(key), "\"%s", run);
-	while ((e = readdir(d))) {
-		char *path = NULL, *buf = NULL;
-		struct sonde_profile *p;
-		struct sonde_profile **nv;
-		size_t len;
-		const char *id;
-
-		if (!sonde_profile__extension(e->d_name) ||
-		    asprintf(&path, "%s/%s", dir, e->d_name) < 0)
-			continue;
-		/* a cheap look first: the id is in the text */
-		if (sonde_file__read_data(path, &buf, &len) || !strstr(buf, key)) {
-			free(buf);
-			free(path);
-			continue;
-		}
-		p = sonde_profile__parse(buf, len, path, NULL);
-		free(buf);
-		free(path);
-		id = p ? json_string_value(json_object_get(sonde_profile__header(p), "run_id"))
-		       : NULL;
-		if (!id || strncmp(id, run, strlen(run))) {
-			sonde_profile__free(p);
-			continue;
-		}
-		nv = realloc(*v, (*n + 1) * sizeof(**v));
-		if (!nv) {
-			sonde_profile__free(p);
-			closedir(d);
-			return -ENOMEM;
-		}
-		*v = nv;
-		(*v)[(*n)++] = p;
-	}
-	closedir(d);
-	return 0;
-}
-
 /*
  * The profiles named (paths, N@p, N@i) or of a run id, for the timeline.
  * Returns an exit code; *v and *n hold what was loaded.
@@ -107,48 +50,10 @@ static int load_timeline(int argc, char **argv, struct sonde_profile ***v, size_
 	for (i = 0; i < argc; i++) {
 		struct sonde_profile *p, **nv;
 
-		if (is_run_id(argv[i]) && access(argv[i], F_OK)) {
-			struct sonde_store *st = sonde_store__open(".");
-			size_t before = *n, k, j;
-			const char *id = NULL;
-
-			if (find_run_in(".", argv[i], v, n) ||
-			    (st && strcmp(sonde_store__jobs(st), ".") &&
-			     find_run_in(sonde_store__jobs(st), argv[i], v, n))) {
-				sonde_store__free(st);
-				cli_error("export", "out of memory");
-				return EXIT_FAILURE_;
-			}
-			sonde_store__free(st);
-			if (*n == before) {
-				cli_error("export",
-					  "no profile of run '%s' here (looked in the current "
-					  "directory and the store's pending profiles)",
-					  argv[i]);
-				return EXIT_FAILURE_; /* as a profile that cannot be read */
-			}
-			/* a prefix must name one run; a profile found twice counts once */
-			for (k = before; k < *n; k++) {
-				const char *r = json_string_value(
-					json_object_get(sonde_profile__header((*v)[k]), "run_id"));
-
-				if (id && strcmp(id, r)) {
-					cli_error("export",
-						  "'%s' starts more than one run id (%s, %s): give "
-						  "more digits",
-						  argv[i], id, r);
-					return EXIT_USAGE;
-				}
-				id = r;
-			}
-			for (k = before; k < *n; k++)
-				for (j = k + 1; j < *n; j++)
-					if (sonde_profile__header((*v)[k]) &&
-					    json_equal(sonde_profile__root((*v)[k]),
-						       sonde_profile__root((*v)[j]))) {
-						sonde_profile__free((*v)[j]);
-						(*v)[j--] = (*v)[--*n];
-					}
+		if (cli_is_run_id(argv[i]) && access(argv[i], F_OK)) {
+			code = cli_load_run("export", argv[i], v, n);
+			if (code)
+				return code;
 			continue;
 		}
 		p = cli_load_profile("export", argv[i], &code);
@@ -220,8 +125,14 @@ static int export_timeline(int argc, char **argv, const char *out_file)
 
 	if (code == EXIT_OK) {
 		rc = sonde_view__timeline((const struct sonde_profile *const *)v, n, &sb);
+		char why[320];
+
 		for (i = 0; rc == 0 && i < n; i++)
 			say_cut(v[i]);
+		if (rc == 0 && !cli_quiet() &&
+		    sonde_view__timeline_alignment((const struct sonde_profile *const *)v, n, why,
+						   sizeof(why)) > 0)
+			fprintf(stderr, "sonde: export: %s\n", why);
 		if (rc == -EXDEV) {
 			cli_error("export",
 				  "these profiles come from different runs (their run ids "
@@ -276,7 +187,7 @@ int cmd_export(int argc, char **argv)
 		return cli_usage("export", "pprof is gzipped: name the file .pb.gz, or .pb "
 					   "(gzipped all the same, as pprof's readers expect)");
 	if (!strcmp(format, "perfetto") &&
-	    (argc > 1 || (is_run_id(argv[0]) && access(argv[0], F_OK))))
+	    (argc > 1 || (cli_is_run_id(argv[0]) && access(argv[0], F_OK))))
 		return export_timeline(argc, argv, out_file);
 	if (argc != 1)
 		return cli_usage("export", "one profile at a time (several: --format perfetto, "

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sonde/file.h>
+#include <sonde/git.h>
 #include <sonde/import.h>
 #include "cli.h"
 
@@ -69,6 +70,7 @@ static int perf_script(const char *path, char **buf, size_t *len)
 
 int cmd_import(int argc, char **argv)
 {
+	struct sonde_git_origin origin;
 	const char *out_file = NULL;
 	struct sonde_option opts[] = {
 		{ SONDE_OPT_STRING, 'o', "output", &out_file, "FILE",
@@ -111,7 +113,10 @@ int cmd_import(int argc, char **argv)
 					: EXIT_USAGE;
 	}
 	sonde_strbuf__release(&err);
-	if (sonde_profile__stamp(p) ||
+	/* where it was measured is unknown: no job, no clock of this host */
+	sonde_git__origin_start(&origin, ".");
+	sonde_git__origin_finish(&origin);
+	if (sonde_profile__stamp_origin(p, &origin) ||
 	    sonde_profile__set(sonde_profile__header(p), "cmd", json_string(argv[0]))) {
 		cli_error("import", "out of memory");
 		sonde_profile__free(p);

@@ -201,6 +201,52 @@ static int show_one(const char *path, const char *view, const struct sonde_view_
 	return code;
 }
 
+/* sonde show RUN: the ranks of its job, or each of its profiles in its own view. */
+static int show_run(const char *run, const char *view, const char *format)
+{
+	struct sonde_profile **v = NULL;
+	struct sonde_strbuf sb = SONDE_STRBUF_INIT;
+	size_t n = 0, i;
+	int code = cli_load_run("show", run, &v, &n), rc;
+
+	if (code)
+		goto out;
+	if (view) {
+		code = cli_usage("show",
+				 "a run shows its ranks or its profiles: give a profile "
+				 "for the %s view",
+				 view);
+		goto out;
+	}
+	rc = sonde_view__ranks((const struct sonde_profile *const *)v, n,
+			       sonde_view__format_of(format), &sb);
+	if (rc == -EINVAL) { /* not a job's ranks: each profile as show prints it */
+		const struct sonde_view_args a = { .sz = sizeof(a),
+						   .fmt = sonde_view__format_of(format),
+						   .top = 20,
+						   .notes = true,
+						   .warnings = true };
+
+		for (i = 0, rc = 0; i < n && !rc; i++) {
+			if (n > 1)
+				sonde_strbuf__addf(&sb, "%s== %s (%s)\n", i ? "\n" : "",
+						   json_string_value(json_object_get(
+							   sonde_profile__header(v[i]), "cmd")),
+						   sonde_profile__type(v[i]));
+			rc = sonde_view__show(v[i], NULL, &a, &sb);
+		}
+	}
+	if (cli_emit(rc, &sb, stdout)) {
+		cli_error("show", "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
+		code = EXIT_FAILURE_;
+	}
+out:
+	for (i = 0; i < n; i++)
+		sonde_profile__free(v[i]);
+	free(v);
+	return code;
+}
+
 int cmd_show(int argc, char **argv)
 {
 	static const char *const time_units[] = { "ns", "us", "ms", "s", NULL };
@@ -291,6 +337,9 @@ int cmd_show(int argc, char **argv)
 		sonde_strbuf__release(&names);
 		return code;
 	}
+	/* a run id: the ranks of a distributed job side by side, else each of its profiles */
+	if (nprof == 1 && cli_is_run_id(profiles[0]) && access(profiles[0], F_OK))
+		return show_run(profiles[0], view, format);
 	/* several profiles (a shell glob): each in turn, under its name */
 	for (k = 0; k < nprof; k++) {
 		int rc;

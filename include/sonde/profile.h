@@ -55,12 +55,20 @@ size_t sonde_profile__extension(const char *name);
 /*
  * Record where and when p is measured: machine, the origin commit and whether
  * the work tree is dirty (when the current directory is in a git work tree),
- * metadata.date and metadata.sonde_version. Returns 0 or -ENOMEM.
+ * metadata.date and metadata.sonde_version, and the job of this process
+ * (sonde_profile__stamp_job). Returns 0 or -ENOMEM.
  */
 int sonde_profile__stamp(struct sonde_profile *p);
-/* The same, with the origin already asked of git (sonde_git__origin_finish done). */
+/* The origin, machine, date and version only, with the origin already asked
+ * of git (sonde_git__origin_finish done). */
 struct sonde_git_origin;
 int sonde_profile__stamp_origin(struct sonde_profile *p, const struct sonde_git_origin *o);
+/*
+ * Record the clocks of this host (metadata.clock: sonde_job__clock) and,
+ * where this process is a rank of a distributed job (job.h), metadata.job
+ * and the job's run id as header.run_id. Returns 0 or -ENOMEM.
+ */
+int sonde_profile__stamp_job(struct sonde_profile *p);
 
 /* Serialise (indented JSON, keys in a stable order). Caller frees. NULL on ENOMEM. */
 char *sonde_profile__dump(const struct sonde_profile *p, size_t *len);

@@ -89,6 +89,22 @@ int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out
  */
 int sonde_view__timeline(const struct sonde_profile *const *p, size_t n, struct sonde_strbuf *out);
 /*
+ * How the profiles' clocks were laid on one timeline, where any is a rank of
+ * a distributed job (one host: exactly; several: through their wall clocks,
+ * within a stated bound or not bounded): one sentence in buf, 1; 0 when none
+ * is a rank.
+ */
+int sonde_view__timeline_alignment(const struct sonde_profile *const *p, size_t n, char *buf,
+				   size_t len);
+/*
+ * The ranks of one distributed job (profiles with metadata.job) side by side:
+ * per collector and metric (each rank's mean), the lowest, mean and highest
+ * over the ranks, max/mean and the highest rank with its host; the ranks of
+ * the job that have no profile are named. -EINVAL: no profile of a rank.
+ */
+int sonde_view__ranks(const struct sonde_profile *const *p, size_t n, enum sonde_view_format fmt,
+		      struct sonde_strbuf *out);
+/*
  * The same run drawn as SVG for the HTML report: a lane per track (the runs,
  * each thread's scheduler states, each counter that moves). -EXDEV and
  * -EINVAL as sonde_view__timeline().

@@ -333,6 +333,171 @@ static int gpu_spans(const struct sonde_profile *p, const struct sink *k)
 	return 0;
 }
 
+/* ---- the ranks of a job: a pid range each, their hosts' clocks onto the first's ---------- */
+
+#define RANK_PIDS (1LL << 24) /* a rank's range: above any pid (pid_max is 2^22) */
+
+long long view_place_pid(const struct view_place *pl, long long pid)
+{
+	if (!pl || !pl->pid_base)
+		return pid;
+	return pid >= 0 ? pl->pid_base + pid : pid - pl->pid_base;
+}
+
+static json_t *clock_of(const struct sonde_profile *p)
+{
+	return json_object_get(sonde_profile__metadata(p), "clock");
+}
+
+static long long iget_(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+/*
+ * Where each profile goes (pl[i], its name prefix in prefix[i]), when any is a
+ * rank of a job; false when none is (the profiles are laid as they are). The
+ * clocks: profiles of one boot share its monotonic clock (shift 0, exact);
+ * another host's is mapped through both hosts' CLOCK_REALTIME, read beside
+ * CLOCK_MONOTONIC when each profile was stamped, to within both clocks'
+ * maxerror (adjtimex) and the time each pair took to read; said in *why.
+ */
+struct placing {
+	struct view_place *pl;
+	char (*prefix)[320];
+	long long bound_ns; /* -1: not bounded (a clock not synchronised) */
+	size_t hosts, ranks;
+	bool shifted;
+};
+
+static bool place_ranks(const struct sonde_profile *const *p, size_t n, struct placing *pc)
+{
+	json_t *ref = NULL;
+	const char *hosts[64];
+	size_t i, h;
+	bool any = false;
+
+	memset(pc, 0, sizeof(*pc));
+	for (i = 0; i < n; i++)
+		any |= json_is_integer(json_object_get(
+			json_object_get(sonde_profile__metadata(p[i]), "job"), "rank"));
+	if (!any)
+		return false;
+	pc->pl = calloc(n, sizeof(*pc->pl));
+	pc->prefix = calloc(n, sizeof(*pc->prefix));
+	if (!pc->pl || !pc->prefix) {
+		free(pc->pl);
+		free(pc->prefix);
+		memset(pc, 0, sizeof(*pc));
+		return false;
+	}
+	for (i = 0; i < n; i++) {
+		json_t *j = json_object_get(sonde_profile__metadata(p[i]), "job");
+		json_t *c = clock_of(p[i]), *rank = json_object_get(j, "rank");
+		const char *host = sget(j, "host") ? sget(j, "host") : "?";
+
+		if (json_is_integer(rank)) {
+			pc->pl[i].pid_base = ((long long)json_integer_value(rank) + 1) * RANK_PIDS;
+			snprintf(pc->prefix[i], sizeof(pc->prefix[i]),
+				 "rank %lld (%.200s): ", (long long)json_integer_value(rank), host);
+			pc->pl[i].prefix = pc->prefix[i];
+			pc->ranks++;
+		}
+		for (h = 0; h < pc->hosts && strcmp(hosts[h], host); h++)
+			;
+		if (h == pc->hosts && pc->hosts < 64)
+			hosts[pc->hosts++] = host;
+		if (!json_is_object(c))
+			continue;
+		if (!ref) {
+			ref = c;
+			continue;
+		}
+		if (sget(c, "boot_id") && sget(ref, "boot_id") &&
+		    !strcmp(sget(c, "boot_id"), sget(ref, "boot_id")))
+			continue; /* one boot, one monotonic clock */
+		pc->pl[i].shift_ns = (iget_(c, "realtime_ns") - iget_(c, "monotonic_ns")) -
+				     (iget_(ref, "realtime_ns") - iget_(ref, "monotonic_ns"));
+		pc->shifted = true;
+		if (pc->bound_ns >= 0) {
+			long long e = iget_(c, "maxerror_ns"), r = iget_(ref, "maxerror_ns");
+			long long b = e < 0 || r < 0
+					      ? -1
+					      : e + r + iget_(c, "read_ns") + iget_(ref, "read_ns");
+
+			if (b < 0 || b > pc->bound_ns)
+				pc->bound_ns = b;
+		}
+	}
+	return true;
+}
+
+static void placing_free(struct placing *pc)
+{
+	free(pc->pl);
+	free(pc->prefix);
+}
+
+int sonde_view__timeline_alignment(const struct sonde_profile *const *p, size_t n, char *buf,
+				   size_t len)
+{
+	struct placing pc;
+	char b[32];
+
+	if (!place_ranks(p, n, &pc))
+		return 0;
+	if (!pc.shifted)
+		snprintf(buf, len, "%zu rank profile%s on one host's clock: aligned exactly",
+			 pc.ranks, pc.ranks == 1 ? "" : "s");
+	else if (pc.bound_ns < 0)
+		snprintf(buf, len,
+			 "%zu rank profiles of %zu hosts aligned through each host's wall clock "
+			 "(CLOCK_REALTIME): not bounded, a host's clock is not synchronised (NTP)",
+			 pc.ranks, pc.hosts);
+	else
+		snprintf(buf, len,
+			 "%zu rank profiles of %zu hosts aligned through each host's wall clock "
+			 "(CLOCK_REALTIME): to within %s (the clocks' maxerror)",
+			 pc.ranks, pc.hosts,
+			 sonde_format__duration((double)pc.bound_ns, b, sizeof(b)));
+	placing_free(&pc);
+	return 1;
+}
+
+/* A sink that places one profile's tracks (view_place) before the writer's. */
+struct placed {
+	const struct sink *inner;
+	const struct view_place *pl;
+};
+
+static void p_name(void *ctx, long long pid, long long tid, const char *name)
+{
+	struct placed *x = ctx;
+	char buf[512];
+
+	if (!tid && x->pl->prefix) {
+		snprintf(buf, sizeof(buf), "%s%s", x->pl->prefix, name);
+		name = buf;
+	}
+	x->inner->name(x->inner->ctx, view_place_pid(x->pl, pid), tid, name);
+}
+
+static void p_span(void *ctx, long long pid, long long tid, const char *name, const char *cat,
+		   long long ts, long long dur, int cpu)
+{
+	struct placed *x = ctx;
+
+	x->inner->span(x->inner->ctx, view_place_pid(x->pl, pid), tid, name, cat,
+		       ts + x->pl->shift_ns, dur, cpu);
+}
+
+static void p_counter(void *ctx, long long pid, const char *name, long long ts, double v)
+{
+	struct placed *x = ctx;
+
+	x->inner->counter(x->inner->ctx, view_place_pid(x->pl, pid), name, ts + x->pl->shift_ns, v);
+}
+
 /* The profiles must come from one run: -EXDEV when their run ids differ. */
 static int one_run(const struct sonde_profile *const *p, size_t n)
 {
@@ -456,20 +621,40 @@ int sonde_view__timeline(const struct sonde_profile *const *p, size_t n, struct 
 	size_t i;
 	int rc = one_run(p, n);
 
+	struct placing pc;
+	bool ranked;
+	char why[320];
+
 	if (rc)
 		return rc;
+	ranked = place_ranks(p, n, &pc);
 	sonde_strbuf__adds(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	for (i = 0; i < n && rc != -ENOMEM; i++) {
-		rc = sonde_profile__part(p[i], "trace") ? view_trace_events(p[i], out, &o.first)
-							: walk(p[i], &k);
+		const struct view_place *pl = ranked ? &pc.pl[i] : NULL;
+		struct placed x = { &k, pl };
+		const struct sink kp = { p_name, p_span, p_counter, &x };
+
+		rc = sonde_profile__part(p[i], "trace") ? view_trace_events(p[i], pl, out, &o.first)
+							: walk(p[i], pl ? &kp : &k);
 		if (!rc)
 			any = true;
 	}
+	if (ranked)
+		placing_free(&pc);
 	if (rc == -ENOMEM)
 		return rc;
 	if (!any)
 		return -EINVAL;
-	return sonde_strbuf__adds(out, "\n]}\n");
+	sonde_strbuf__adds(out, "\n]");
+	if (sonde_view__timeline_alignment(p, n, why, sizeof(why)) > 0) {
+		json_t *w = json_string(why);
+
+		sonde_strbuf__adds(out, ",\"otherData\":{\"clock_alignment\":");
+		view_add_json(out, w);
+		json_decref(w);
+		sonde_strbuf__addch(out, '}');
+	}
+	return sonde_strbuf__adds(out, "}\n");
 }
 
 int sonde_view__perfetto(const struct sonde_profile *p, struct sonde_strbuf *out)
@@ -681,15 +866,28 @@ int sonde_view__timeline_svg(const struct sonde_profile *const *p, size_t n,
 	int rc = one_run(p, n), pass, y;
 	char a[32], b[32];
 
+	struct placing pc;
+	bool ranked;
+
 	if (rc)
 		return rc;
+	ranked = place_ranks(p, n, &pc);
 	for (pass = 0; pass < 2; pass++) {
 		o.measuring = pass == 0;
-		for (i = 0; i < n; i++)
-			walk(p[i], &k);
-		if (!(o.t1 > o.t0) || !isfinite(o.t1 - o.t0))
+		for (i = 0; i < n; i++) {
+			struct placed x = { &k, ranked ? &pc.pl[i] : NULL };
+			const struct sink kp = { p_name, p_span, p_counter, &x };
+
+			walk(p[i], ranked ? &kp : &k);
+		}
+		if (!(o.t1 > o.t0) || !isfinite(o.t1 - o.t0)) {
+			if (ranked)
+				placing_free(&pc);
 			return -EINVAL;
+		}
 	}
+	if (ranked)
+		placing_free(&pc);
 	if (o.err) {
 		free(o.l);
 		return o.err;

@@ -681,7 +681,8 @@ static void frame_plain(struct sonde_strbuf *sb, const char *name)
  * A sampled profile's timeline: each sample an instant on its thread's track,
  * named by its innermost function, with its stack and weight.
  */
-static int add_samples(const struct sonde_profile *p, struct sonde_strbuf *out, bool *firstp)
+static int add_samples(const struct sonde_profile *p, const struct view_place *pl,
+		       struct sonde_strbuf *out, bool *firstp)
 {
 	bool first = *firstp;
 	json_t *smp = json_object_get(sonde_profile__part(p, "trace"), "samples");
@@ -719,9 +720,10 @@ static int add_samples(const struct sonde_profile *p, struct sonde_strbuf *out, 
 		view_add_json(out, name);
 		json_decref(name);
 		sonde_strbuf__addf(out, ",\"cat\":\"sample\",\"pid\":%lld,\"tid\":%lld,\"ts\":",
-				   (long long)json_integer_value(json_array_get(x, 0)),
+				   view_place_pid(pl, json_integer_value(json_array_get(x, 0))),
 				   (long long)json_integer_value(json_array_get(x, 1)));
-		view_add_us(out, json_integer_value(json_array_get(x, 2)));
+		view_add_us(out,
+			    json_integer_value(json_array_get(x, 2)) + (pl ? pl->shift_ns : 0));
 		name = json_pack("{s:s?, s:I}", "stack", stack.buf, "weight_ns",
 				 json_integer_value(json_array_get(x, 4)));
 		sonde_strbuf__adds(out, ",\"args\":");
@@ -738,7 +740,8 @@ static int add_samples(const struct sonde_profile *p, struct sonde_strbuf *out, 
 }
 
 /* The trace profile's events for the timeline (timeline.c writes the document around them). */
-int view_trace_events(const struct sonde_profile *p, struct sonde_strbuf *out, bool *firstp)
+int view_trace_events(const struct sonde_profile *p, const struct view_place *pl,
+		      struct sonde_strbuf *out, bool *firstp)
 {
 	json_t *tr = sonde_profile__part(p, "trace");
 	json_t *slices = json_object_get(tr, "slices"), *funcs = json_object_get(tr, "functions");
@@ -756,8 +759,18 @@ int view_trace_events(const struct sonde_profile *p, struct sonde_strbuf *out, b
 		return -ENOMEM;
 	json_array_foreach(json_object_get(tr, "processes"), i, x)
 	{
+		const char *exe = json_string_value(json_object_get(x, "exe"));
+		char *named = NULL;
+
+		if (pl && pl->prefix && asprintf(&named, "%s%s", pl->prefix, exe ? exe : "?") < 0)
+			named = NULL;
 		m = json_pack("{s:s, s:s, s:I, s:{s:O}}", "ph", "M", "name", "process_name", "pid",
-			      iget(x, "pid"), "args", "name", json_object_get(x, "exe"));
+			      (json_int_t)view_place_pid(pl, iget(x, "pid")), "args", "name",
+			      named ? json_string(named) : json_object_get(x, "exe"));
+		if (named) { /* the new string's reference: O took one of its own */
+			json_decref(json_object_get(json_object_get(m, "args"), "name"));
+			free(named);
+		}
 		sonde_strbuf__adds(out, first ? "\n" : ",\n");
 		view_add_json(out, m);
 		json_decref(m);
@@ -766,8 +779,8 @@ int view_trace_events(const struct sonde_profile *p, struct sonde_strbuf *out, b
 	json_array_foreach(json_object_get(tr, "threads"), i, x)
 	{
 		m = json_pack("{s:s, s:s, s:I, s:I, s:{s:O}}", "ph", "M", "name", "thread_name",
-			      "pid", iget(x, "pid"), "tid", iget(x, "tid"), "args", "name",
-			      json_object_get(x, "name"));
+			      "pid", (json_int_t)view_place_pid(pl, iget(x, "pid")), "tid",
+			      iget(x, "tid"), "args", "name", json_object_get(x, "name"));
 		sonde_strbuf__adds(out, first ? "\n" : ",\n");
 		view_add_json(out, m);
 		json_decref(m);
@@ -791,15 +804,15 @@ int view_trace_events(const struct sonde_profile *p, struct sonde_strbuf *out, b
 					      : ",\n{\"ph\":\"X\",\"name\":");
 		view_add_json(out, name ? name : json_null());
 		sonde_strbuf__addf(out, ",\"cat\":\"function\",\"pid\":%lld,\"tid\":%lld,\"ts\":",
-				   (long long)s[i].pid, (long long)s[i].tid);
-		view_add_us(out, s[i].start);
+				   view_place_pid(pl, s[i].pid), (long long)s[i].tid);
+		view_add_us(out, s[i].start + (pl ? pl->shift_ns : 0));
 		sonde_strbuf__adds(out, ",\"dur\":");
 		view_add_us(out, s[i].dur);
 		sonde_strbuf__addch(out, '}');
 		first = false;
 	}
 	free(s);
-	rc = sampled(p) && add_samples(p, out, &first) ? -ENOMEM : 0;
+	rc = sampled(p) && add_samples(p, pl, out, &first) ? -ENOMEM : 0;
 	*firstp = first;
 	return rc;
 }
