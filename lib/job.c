@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <sonde/clock.h>
 #include <sonde/job.h>
+#include <sonde/profile.h>
 
 static const char *env(char *const *envp, const char *name)
 {
@@ -199,6 +200,20 @@ int sonde_job__detect(char *const *envp, struct sonde_job *j)
 	if (!own || !*own)
 		memset(j, 0, sizeof(*j));
 	return 0;
+}
+
+char *sonde_job__path(const char *path)
+{
+	struct sonde_job j;
+	size_t stem;
+	char *out = NULL;
+
+	if (sonde_job__detect(NULL, &j) <= 0 || j.size == 1)
+		return strdup(path);
+	stem = strlen(path) - sonde_profile__extension(path);
+	if (asprintf(&out, "%.*s-rank%ld%s", (int)stem, path, j.rank, path + stem) < 0)
+		return NULL;
+	return out;
 }
 
 json_t *sonde_job__json(const struct sonde_job *j)

@@ -1090,6 +1090,9 @@ static int fill_profile(struct sonde_session *s, struct sonde_collection *c,
 	sonde_git__origin_finish(&s->origin); /* done before the runs; here if none ran */
 	rc |= sonde_profile__stamp_origin(p, &s->origin);
 	rc |= sonde_profile__stamp_job(p);
+	/* what the timestamps count from, on the clock stamped: for the ranks' timeline */
+	rc |= sonde_profile__set(json_object_get(md, "clock"), "start_monotonic_ns",
+				 json_integer((json_int_t)s->t0));
 	rc |= sonde_profile__set(st, "runs", json_integer(s->out.runs));
 	rc |= sonde_profile__set(st, "warmup_runs", json_integer(s->out.warmups));
 	rc |= sonde_profile__set(st, "failed_runs", json_integer(s->out.failed));

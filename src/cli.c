@@ -544,16 +544,9 @@ char *cli_job_path(const char *argv0, const char *collector, char **values)
 
 char *cli_rank_path(const char *path)
 {
-	struct sonde_job j;
-	size_t stem;
-	char *out = NULL;
-
-	if (!path || !strcmp(path, "-") || sonde_job__detect(NULL, &j) <= 0 || j.size == 1)
+	if (!path || !strcmp(path, "-"))
 		return path ? strdup(path) : NULL;
-	stem = strlen(path) - sonde_profile__extension(path);
-	if (asprintf(&out, "%.*s-rank%ld%s", (int)stem, path, j.rank, path + stem) < 0)
-		return NULL;
-	return out;
+	return sonde_job__path(path);
 }
 
 int cli_write_new(const char *path, const char *buf, size_t len, char **used)

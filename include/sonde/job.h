@@ -34,6 +34,14 @@ struct sonde_job {
  */
 int sonde_job__detect(char *const *envp, struct sonde_job *j);
 
+/*
+ * Where a rank writes a file the user named for one process: path with
+ * -rankR before its profile extension (.json, .json.gz, .json.zst; else at
+ * its end) when this process is a rank of a job of more than one rank, path
+ * itself otherwise. A new string; NULL when memory ran out.
+ */
+char *sonde_job__path(const char *path);
+
 /* The job as a profile's metadata.job object (new reference; NULL: no memory). */
 json_t *sonde_job__json(const struct sonde_job *j);
 

@@ -48,7 +48,70 @@ static int by_rank(const void *a, const void *b)
 	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* The metrics of one collector's ranks (sorted by rank). */
+/* Rank i's value v of metric label. */
+static int add(struct sonde_strmap *index, struct metric **m, size_t *cap, size_t *nm,
+	       const char *label, const char *unit, double v, size_t i)
+{
+	bool hit;
+	uint64_t *at = sonde_strmap__upsert(index, label, strlen(label), &hit);
+	struct metric *x;
+
+	if (!at)
+		return -ENOMEM;
+	if (!hit) {
+		if (sonde_grow((void **)m, cap, *nm + 1, sizeof(**m)))
+			return -ENOMEM;
+		*at = *nm;
+		(*m)[*nm] = (struct metric){ strdup(label), unit, v, v, 0, 0, i };
+		if (!(*m)[(*nm)++].label)
+			return -ENOMEM;
+	}
+	x = &(*m)[*at];
+	x->sum += v;
+	x->n++;
+	if (v < x->lo)
+		x->lo = v;
+	if (v > x->hi) {
+		x->hi = v;
+		x->hi_at = i;
+	}
+	return 0;
+}
+
+/*
+ * The whole run's figures of rank i beside its table: how long its runs took,
+ * and a memory profile's totals (its table holds each site's sizes).
+ */
+static int add_totals(const struct sonde_profile *p, size_t i, struct sonde_strmap *index,
+		      struct metric **m, size_t *cap, size_t *nm)
+{
+	static const struct {
+		const char *key, *label, *unit;
+	} mem[] = {
+		{ "allocations", "allocations (whole run)", NULL },
+		{ "allocated_bytes", "bytes allocated (whole run)", "B" },
+		{ "peak_heap_bytes", "peak heap (whole run)", "B" },
+		{ "leaked_bytes", "leaked (whole run)", "B" },
+	};
+	json_t *st = sonde_profile__stats(p), *d = json_object_get(st, "duration_ns");
+	json_t *memory = json_object_get(st, "memory");
+	int rc = 0;
+	size_t k;
+
+	if (json_is_integer(d))
+		rc = add(index, m, cap, nm, "duration (whole run)", "ns",
+			 (double)json_integer_value(d), i);
+	for (k = 0; k < sizeof(mem) / sizeof(mem[0]) && !rc; k++) {
+		json_t *v = json_object_get(memory, mem[k].key);
+
+		if (json_is_integer(v))
+			rc = add(index, m, cap, nm, mem[k].label, mem[k].unit,
+				 (double)json_integer_value(v), i);
+	}
+	return rc;
+}
+
+/* The metrics of one collector's ranks (sorted by rank): its totals, then its table's rows. */
 static int metrics_of(const struct rank_of *r, size_t nr, struct metric **out, size_t *nm)
 {
 	struct sonde_strmap index = SONDE_STRMAP_INIT;
@@ -61,47 +124,13 @@ static int metrics_of(const struct rank_of *r, size_t nr, struct metric **out, s
 		struct sonde_table_row *rows;
 		size_t n;
 
-		rc = sonde_table__rows(r[i].p, &rows, &n);
-		if (rc)
+		rc = add_totals(r[i].p, i, &index, &m, &cap, nm);
+		if (rc || (rc = sonde_table__rows(r[i].p, &rows, &n)))
 			break;
-		for (k = 0; k < n && !rc; k++) {
-			const char *label = rows[k].label;
-			double v = rows[k].s.mean;
-			bool hit;
-			uint64_t *at;
-			struct metric *x;
-
-			if (!rows[k].s.n || !isfinite(v))
-				continue;
-			at = sonde_strmap__upsert(&index, label, strlen(label), &hit);
-			if (!at) {
-				rc = -ENOMEM;
-				break;
-			}
-			if (!hit) {
-				if (sonde_grow((void **)&m, &cap, *nm + 1, sizeof(*m))) {
-					rc = -ENOMEM;
-					break;
-				}
-				*at = *nm;
-				m[*nm] = (struct metric){
-					strdup(label), rows[k].unit, v, v, 0, 0, i
-				};
-				if (!m[(*nm)++].label) {
-					rc = -ENOMEM;
-					break;
-				}
-			}
-			x = &m[*at];
-			x->sum += v;
-			x->n++;
-			if (v < x->lo)
-				x->lo = v;
-			if (v > x->hi) {
-				x->hi = v;
-				x->hi_at = i;
-			}
-		}
+		for (k = 0; k < n && !rc; k++)
+			if (rows[k].s.n && isfinite(rows[k].s.mean))
+				rc = add(&index, &m, &cap, nm, rows[k].label, rows[k].unit,
+					 rows[k].s.mean, i);
 		free(rows);
 	}
 	sonde_strmap__release(&index);

@@ -360,7 +360,9 @@ static long long iget_(json_t *o, const char *k)
  * clocks: profiles of one boot share its monotonic clock (shift 0, exact);
  * another host's is mapped through both hosts' CLOCK_REALTIME, read beside
  * CLOCK_MONOTONIC when each profile was stamped, to within both clocks'
- * maxerror (adjtimex) and the time each pair took to read; said in *why.
+ * maxerror (adjtimex) and the time each pair took to read. Each profile's
+ * timestamps count from its collection's start (metadata.clock's
+ * start_monotonic_ns): the first profile's start is the timeline's zero.
  */
 struct placing {
 	struct view_place *pl;
@@ -373,6 +375,7 @@ struct placing {
 static bool place_ranks(const struct sonde_profile *const *p, size_t n, struct placing *pc)
 {
 	json_t *ref = NULL;
+	long long ref_rank = -1;
 	const char *hosts[64];
 	size_t i, h;
 	bool any = false;
@@ -383,6 +386,19 @@ static bool place_ranks(const struct sonde_profile *const *p, size_t n, struct p
 			json_object_get(sonde_profile__metadata(p[i]), "job"), "rank"));
 	if (!any)
 		return false;
+	/* the lowest rank's clock is the timeline's (a profile of no rank: after) */
+	for (i = 0; i < n; i++) {
+		json_t *c = clock_of(p[i]);
+		json_t *rank = json_object_get(
+			json_object_get(sonde_profile__metadata(p[i]), "job"), "rank");
+
+		if (json_is_object(c) &&
+		    (!ref || (json_is_integer(rank) &&
+			      (ref_rank < 0 || json_integer_value(rank) < ref_rank)))) {
+			ref = c;
+			ref_rank = json_is_integer(rank) ? (long long)json_integer_value(rank) : -1;
+		}
+	}
 	pc->pl = calloc(n, sizeof(*pc->pl));
 	pc->prefix = calloc(n, sizeof(*pc->prefix));
 	if (!pc->pl || !pc->prefix) {
@@ -407,17 +423,16 @@ static bool place_ranks(const struct sonde_profile *const *p, size_t n, struct p
 			;
 		if (h == pc->hosts && pc->hosts < 64)
 			hosts[pc->hosts++] = host;
-		if (!json_is_object(c))
+		if (!json_is_object(c) || c == ref)
 			continue;
-		if (!ref) {
-			ref = c;
-			continue;
-		}
+		/* the timestamps count from each collection's start: onto the first's */
+		pc->pl[i].shift_ns =
+			iget_(c, "start_monotonic_ns") - iget_(ref, "start_monotonic_ns");
 		if (sget(c, "boot_id") && sget(ref, "boot_id") &&
 		    !strcmp(sget(c, "boot_id"), sget(ref, "boot_id")))
 			continue; /* one boot, one monotonic clock */
-		pc->pl[i].shift_ns = (iget_(c, "realtime_ns") - iget_(c, "monotonic_ns")) -
-				     (iget_(ref, "realtime_ns") - iget_(ref, "monotonic_ns"));
+		pc->pl[i].shift_ns += (iget_(c, "realtime_ns") - iget_(c, "monotonic_ns")) -
+				      (iget_(ref, "realtime_ns") - iget_(ref, "monotonic_ns"));
 		pc->shifted = true;
 		if (pc->bound_ns >= 0) {
 			long long e = iget_(c, "maxerror_ns"), r = iget_(ref, "maxerror_ns");

@@ -31,6 +31,7 @@
 #include <sonde/check.h>
 #include <sonde/clock.h>
 #include <sonde/file.h>
+#include <sonde/job.h>
 #include <sonde/profile.h>
 #include <sonde/sonde.h>
 #include <sonde/stats.h>
@@ -952,6 +953,8 @@ static PyObject *mod_save_profile(PyObject *m, PyObject *args)
 	const char *json, *path;
 	Py_ssize_t len;
 	struct sonde_profile *p;
+	PyObject *ret;
+	char *used;
 	int rc;
 
 	(void)m;
@@ -960,14 +963,24 @@ static PyObject *mod_save_profile(PyObject *m, PyObject *args)
 	p = parse(json, len, path);
 	if (!p)
 		return NULL;
+	/* a rank of a job of several: its own file (PATH-rankR), never one for all */
+	used = sonde_job__path(path);
+	if (!used) {
+		sonde_profile__free(p);
+		return PyErr_NoMemory();
+	}
 	rc = sonde_profile__stamp(p);
-	Py_BEGIN_ALLOW_THREADS if (!rc) rc = sonde_profile__save(p, path);
+	Py_BEGIN_ALLOW_THREADS if (!rc) rc = sonde_profile__save(p, used);
 	Py_END_ALLOW_THREADS sonde_profile__free(p);
 	if (rc) {
 		errno = -rc;
-		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+		PyErr_SetFromErrnoWithFilename(PyExc_OSError, used);
+		free(used);
+		return NULL;
 	}
-	Py_RETURN_NONE;
+	ret = PyUnicode_FromString(used);
+	free(used);
+	return ret;
 }
 
 /* stamp(json): the profile's JSON stamped with machine, commit and date (as collect stamps). */

@@ -232,6 +232,8 @@ class CpuCollector(StartStop, _sonde.CpuCollector):
         return json.loads(self.profile_json(cmd))
 
     def save_profile(self, path, cmd=None):
-        """Write the profile (stamped with machine, commit and date); .gz/.zst compress."""
+        """Write the profile (stamped with machine, commit and date); .gz/.zst compress.
+        A rank of a distributed job of several ranks writes PATH-rankR instead
+        (docs/distributed.md). Returns the path written."""
         cmd = cmd or os.path.basename(sys.argv[0] or "python") or "python"
-        _sonde.save_profile(self.profile_json(cmd), os.fspath(path))
+        return _sonde.save_profile(self.profile_json(cmd), os.fspath(path))

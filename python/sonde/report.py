@@ -295,8 +295,11 @@ class Reporter:
 
     def save_profile(self, path, cmd=None):
         """A sonde profile (path ending .gz or .zst: compressed), stamped with the
-        machine, the git commit and the date as `sonde collect` stamps its own."""
-        _sonde.save_profile(json.dumps(to_profile(self.recording, cmd)), os.fspath(path))
+        machine, the git commit and the date as `sonde collect` stamps its own.
+        A rank of a distributed job (torchrun, mpirun, srun) of several ranks
+        writes PATH-rankR, with the job's run id (docs/distributed.md), so
+        that `sonde show RUN` compares the ranks. Returns the path written."""
+        return _sonde.save_profile(json.dumps(to_profile(self.recording, cmd)), os.fspath(path))
 
     def save_html(self, path, title=None, baseline=None, baseline_title="baseline"):
         """The same self-contained HTML report as `sonde report`, in one file with

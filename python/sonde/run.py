@@ -207,8 +207,8 @@ def main(argv=None):
         def write():
             if os.getpid() != pid or col.state != "finalized":
                 return  # a forked child that exits normally: the recording is the parent's
-            col.save_profile(o.output, cmd)
-            sys.stderr.write(f"sonde: profile written to {o.output}\n")
+            used = col.save_profile(o.output, cmd)  # a rank's: OUTPUT-rankR
+            sys.stderr.write(f"sonde: profile written to {used}\n")
 
         # exit handlers run last registered first: stop (the last thing recorded, with
         # the program's threads joined and its own handlers run), then write
