@@ -599,11 +599,27 @@ static int begin_write(struct sonde_store *s)
 
 int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbuf *err)
 {
-	struct sonde_profile *p = sonde_profile__load(path, err);
-	const char *origin, *base = strrchr(path, '/');
-	char dir[PATH_MAX], dest[PATH_MAX * 2], *used = NULL, *buf = NULL, digest[40];
-	sqlite3_stmt *st = NULL;
+	const char *base = strrchr(path, '/');
+	char *buf = NULL;
 	size_t len;
+	int rc = sonde_file__read_data(path, &buf, &len); /* the digest is the JSON's */
+
+	if (rc) {
+		sonde_strbuf__addf(err, "cannot read '%s': %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = sonde_store__add_data(s, path, base ? base + 1 : path, buf, len, err);
+	free(buf);
+	return rc;
+}
+
+int sonde_store__add_data(struct sonde_store *s, const char *what, const char *name,
+			  const char *buf, size_t len, struct sonde_strbuf *err)
+{
+	struct sonde_profile *p = sonde_profile__parse(buf, len, what, err);
+	const char *origin;
+	char dir[PATH_MAX], dest[PATH_MAX * 2], *used = NULL, digest[40];
+	sqlite3_stmt *st = NULL;
 	int rc;
 
 	if (!p)
@@ -611,16 +627,14 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	origin = sonde_profile__origin(p);
 	if (!origin) {
 		sonde_strbuf__addf(
-			err, "'%s' has no origin commit: collect it inside a git work tree", path);
+			err, "'%s' has no origin commit: collect it inside a git work tree", what);
 		sonde_profile__free(p);
 		return -EINVAL;
 	}
 	snprintf(dir, sizeof(dir), "%s/%s", s->objects, origin);
 	rc = sonde_file__mkdir_p(dir, 0755);
-	if (!rc)
-		rc = sonde_file__read_data(path, &buf, &len); /* the digest is the JSON's */
 	if (rc) {
-		sonde_strbuf__addf(err, "cannot store '%s': %s", path, strerror(-rc));
+		sonde_strbuf__addf(err, "cannot store '%s': %s", what, strerror(-rc));
 		sonde_profile__free(p);
 		return rc;
 	}
@@ -630,7 +644,6 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	if (rc) {
 		sonde_strbuf__addf(err, "cannot lock the index: %s",
 				   s->db ? sqlite3_errmsg(s->db) : strerror(-rc));
-		free(buf);
 		sonde_profile__free(p);
 		return rc;
 	}
@@ -638,31 +651,30 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 			       NULL) == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, digest, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) == SQLITE_ROW) {
-			sonde_strbuf__addf(err, "'%s' is already registered (as %s)", path,
+			sonde_strbuf__addf(err, "'%s' is already registered (as %s)", what,
 					   (const char *)sqlite3_column_text(st, 0));
 			rc = -EEXIST;
 		}
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	snprintf(dest, sizeof(dest), "%s/%s", dir, base ? base + 1 : path);
+	snprintf(dest, sizeof(dest), "%s/%s", dir, name);
 	if (!rc) {
 		rc = sonde_file__write_data(dest, buf, len, SONDE_FILE_NEW, &used);
 		if (rc)
-			sonde_strbuf__addf(err, "cannot store '%s': %s", path, strerror(-rc));
+			sonde_strbuf__addf(err, "cannot store '%s': %s", what, strerror(-rc));
 	}
-	free(buf);
 	if (rc) {
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		sonde_profile__free(p);
 		return rc;
 	}
-	rc = insert(s, p, origin, used, digest, (long long)time(NULL), 0, err, path);
+	rc = insert(s, p, origin, used, digest, (long long)time(NULL), 0, err, what);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 	if (rc) {
 		if (!err->len)
-			sonde_strbuf__addf(err, "cannot index '%s': %s", path,
+			sonde_strbuf__addf(err, "cannot index '%s': %s", what,
 					   sqlite3_errmsg(s->db));
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		unlink(used);
@@ -670,6 +682,25 @@ int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbu
 	free(used);
 	sonde_profile__free(p);
 	return rc;
+}
+
+void sonde_store__digest(const char *buf, size_t len, char out[40])
+{
+	digest_of(buf, len, out);
+}
+
+int sonde_store__has_digest(struct sonde_store *s, const char *digest)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM profiles WHERE digest = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, digest, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 /* One row for a profile stored at `stored` (under objects/). */

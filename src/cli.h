@@ -188,6 +188,8 @@ int cmd_status(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_push(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_utils(int argc, char **argv);

@@ -125,10 +125,13 @@ out:
 
 static const char usage_head[] =
 	"usage: sonde show PROFILE... [VIEW [OTHER]] [options]\n"
+	"       sonde show RUN [-f FORMAT]\n"
 	"\n"
 	"Show a profile. PROFILE is a path, N@p (the Nth pending profile, see\n"
 	"'sonde status') or N@i (the Nth profile registered for HEAD); several\n"
-	"(a shell glob) are shown in turn, each under its name.\n"
+	"(a shell glob) are shown in turn, each under its name. RUN (a run id or\n"
+	"its first 6+ hex digits): the ranks of a distributed job side by side\n"
+	"(min, mean, max, max/mean, the highest rank), else the run's profiles.\n"
 	"Views (the drawn ones write a standalone SVG to -o FILE, default stdout;\n"
 	"diff takes OTHER, the profile compared with PROFILE):";
 

@@ -18,6 +18,8 @@ static const struct cli_command commands[] = {
 	{ "rm", cmd_rm, "remove registered or pending profiles" },
 	{ "log", cmd_log, "list commits with the number of profiles of each" },
 	{ "fsck", cmd_fsck, "rebuild the store's index from its stored profiles" },
+	{ "push", cmd_push, "send the registered profiles to a git remote (refs/sonde/profiles)" },
+	{ "pull", cmd_pull, "register the profiles a git remote holds that the store lacks" },
 	{ "show", cmd_show, "print or draw a profile (tables, charts, flame graphs)" },
 	{ "export", cmd_export,
 	  "write a profile in another format (csv, json, folded, perfetto, pprof)" },

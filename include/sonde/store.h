@@ -65,6 +65,16 @@ long sonde_store__count(struct sonde_store *s, const char *commit);
  * it. The profile is loaded and checked first. Returns 0 or -errno (message in err).
  */
 int sonde_store__add(struct sonde_store *s, const char *path, struct sonde_strbuf *err);
+/*
+ * The same for a profile's JSON in memory (buf, len), stored as objects/<origin>/name;
+ * what names it in messages. -EEXIST when that content is registered already.
+ */
+int sonde_store__add_data(struct sonde_store *s, const char *what, const char *name,
+			  const char *buf, size_t len, struct sonde_strbuf *err);
+/* The digest the store knows a profile's JSON by (32 hex digits and a NUL). */
+void sonde_store__digest(const char *buf, size_t len, char out[40]);
+/* 1 when a profile of that digest is registered, 0 when not, or -errno. */
+int sonde_store__has_digest(struct sonde_store *s, const char *digest);
 /* Unregister (and delete the object of) a registered profile by index row id. */
 int sonde_store__remove(struct sonde_store *s, long long id);
 /*
