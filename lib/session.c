@@ -1031,17 +1031,7 @@ static json_t *cmd_string(char *const *argv)
 
 		if (sb.len)
 			sonde_strbuf__addch(&sb, ' ');
-		if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!")])
-			sonde_strbuf__adds(&sb, a);
-		else {
-			sonde_strbuf__addch(&sb, '\'');
-			for (; *a; a++)
-				if (*a == '\'')
-					sonde_strbuf__adds(&sb, "'\\''");
-				else
-					sonde_strbuf__addch(&sb, *a);
-			sonde_strbuf__addch(&sb, '\'');
-		}
+		sonde_strbuf__add_quoted(&sb, a);
 	}
 	j = sonde_strbuf__error(&sb) ? NULL : json_string(sb.buf);
 	sonde_strbuf__release(&sb);

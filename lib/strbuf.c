@@ -142,3 +142,16 @@ void sonde_strbuf__release(struct sonde_strbuf *sb)
 		free(sb->buf);
 	sonde_strbuf__init(sb);
 }
+
+int sonde_strbuf__add_quoted(struct sonde_strbuf *sb, const char *a)
+{
+	if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!")])
+		return sonde_strbuf__adds(sb, a);
+	sonde_strbuf__addch(sb, '\'');
+	for (; *a; a++)
+		if (*a == '\'')
+			sonde_strbuf__adds(sb, "'\\''");
+		else
+			sonde_strbuf__addch(sb, *a);
+	return sonde_strbuf__addch(sb, '\'');
+}

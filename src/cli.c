@@ -749,3 +749,25 @@ int cli_load_run(const char *cmd, const char *run, struct sonde_profile ***v, si
 			}
 	return EXIT_OK;
 }
+
+char *cli_which(const char *name)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char *full = NULL;
+
+	if (strchr(name, '/'))
+		return access(name, X_OK) ? NULL : strdup(name);
+	for (p = path ? path : "/usr/bin:/bin"; p && *p; p = *end ? end + 1 : end) {
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		if (end == p ? asprintf(&full, "./%s", name) < 0 /* an empty entry: here */
+			     : asprintf(&full, "%.*s/%s", (int)(end - p), p, name) < 0)
+			return NULL;
+		if (!access(full, X_OK))
+			return full;
+		free(full);
+		full = NULL;
+	}
+	return NULL;
+}

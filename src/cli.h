@@ -172,6 +172,8 @@ void cli_free_words(char **v, size_t n);
 pid_t cli_spawn(const char *dir, char *const *argv, const char *out, const char *env);
 /* cli_spawn, then wait: its exit status, 128 + the signal that ended it, -1 if it never ran. */
 int cli_run(const char *dir, char *const *argv, const char *out, const char *env);
+/* The path of program name in PATH (malloc'ed), or NULL when there is none. */
+char *cli_which(const char *name);
 
 /* The command table of sonde.c (for `sonde help`). */
 const struct cli_command *cli_commands(size_t *n);

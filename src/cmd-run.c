@@ -35,7 +35,7 @@
 static const char usage[] =
 	"usage: sonde run job -b CMD [-a ARGS] [-w WORKLOAD]... -c COLLECTOR... [--cp K=V]...\n"
 	"                     [-p POSTPROCESSOR]... [--pp K=V]... [--jobs N]\n"
-	"       sonde run matrix [--jobs N]\n\n"
+	"       sonde run matrix [--jobs N] [--slurm [--sbatch-args ARGS]]\n\n"
 	"Collect profiles in a batch. 'job' runs each COLLECTOR over CMD ARGS WORKLOAD\n"
 	"for each workload; 'matrix' runs every combination of the configuration's\n"
 	"cmds, args, workloads and collectors (sonde config; keys in config.md in\n"
@@ -781,21 +781,12 @@ static void push_params(char ***argv, size_t *n, size_t *cap, json_t *params)
 	}
 }
 
-static int start(struct batch *b, struct job *j, size_t index)
+/* The collect command line of job j (its path set); NULL when memory ran out. */
+static char **collect_argv(struct batch *b, struct job *j)
 {
-	const char *dir = getenv("TMPDIR");
-	char **argv = NULL, **words, tmp[4096];
-	size_t n = 0, cap = 0, nwords;
-	size_t i;
-	int fd, rc;
+	char **argv = NULL, **words;
+	size_t n = 0, cap = 0, nwords, i;
 
-	snprintf(tmp, sizeof(tmp), "%s/sonde-run-XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	j->log = strdup(tmp);
-	j->path = name_of(b, j, index);
 	push(&argv, &n, &cap, b->self);
 	push(&argv, &n, &cap, "collect");
 	push(&argv, &n, &cap, j->collector);
@@ -810,10 +801,9 @@ static int start(struct batch *b, struct job *j, size_t index)
 	push(&argv, &n, &cap, j->cmd);
 	if (*j->args) {
 		/* split as a shell splits, nothing substituted (docs/config.md) */
-		rc = cli_split_words(j->args, &words, &nwords);
-		if (rc) {
+		if (cli_split_words(j->args, &words, &nwords)) {
 			free_argv(argv);
-			return rc;
+			return NULL;
 		}
 		for (i = 0; i < nwords; i++)
 			push(&argv, &n, &cap, words[i]);
@@ -821,6 +811,23 @@ static int start(struct batch *b, struct job *j, size_t index)
 	}
 	if (j->value)
 		push(&argv, &n, &cap, j->value);
+	return argv;
+}
+
+static int start(struct batch *b, struct job *j, size_t index)
+{
+	const char *dir = getenv("TMPDIR");
+	char **argv, tmp[4096];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s/sonde-run-XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	j->log = strdup(tmp);
+	j->path = name_of(b, j, index);
+	argv = j->path ? collect_argv(b, j) : NULL;
 	if (!argv || !j->log || !j->path) {
 		free_argv(argv);
 		return -ENOMEM;
@@ -1053,6 +1060,202 @@ static int run_all(struct batch *b, long long parallel)
 	return EXIT_OK;
 }
 
+/*
+ * --slurm: the batch as one Slurm job array. The store's slurm/STAMP/ gets
+ * the script (task N: job N's collect, its postprocessors, its add, then
+ * its exit status into task-N.rc), batch.json (the job id and each task's
+ * job), and each task's output (task-N.log). sonde status reads them.
+ */
+static int submit_slurm(struct batch *b, const char *sbatch_args)
+{
+	struct sonde_store *store = sonde_store__open(".");
+	struct sonde_strbuf sh = SONDE_STRBUF_INIT, out = SONDE_STRBUF_INIT;
+	char dir[PATH_MAX], cwd[PATH_MAX], script[PATH_MAX + 16], arr[64], stamp[32], *bin;
+	char **argv = NULL, **words = NULL;
+	size_t n = 0, cap = 0, nwords = 0, i;
+	json_t *doc = NULL, *tasks = json_array();
+	bool exclusive = false;
+	time_t now = time(NULL);
+	struct tm tm;
+	int code = EXIT_OK, rc;
+
+	bin = cli_which("sbatch");
+	if (!bin) {
+		cli_error("run", "--slurm: sbatch is not installed here (Slurm's client, "
+				 "package slurm-client), or not on PATH");
+		code = EXIT_UNSUPPORTED;
+		goto out;
+	}
+	if (!store || !getcwd(cwd, sizeof(cwd)) || !tasks) {
+		cli_error("run", "--slurm: %s",
+			  !store ? "no store" : strerror(errno ? errno : ENOMEM));
+		code = EXIT_FAILURE_;
+		goto out;
+	}
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	snprintf(dir, sizeof(dir), "%s/slurm/%s-%ld", sonde_store__root(store), stamp,
+		 (long)getpid());
+	rc = sonde_file__mkdir_p(dir, 0755);
+	if (rc) {
+		cli_error("run", "cannot make '%s': %s", dir, strerror(-rc));
+		code = EXIT_FAILURE_;
+		goto out;
+	}
+	sonde_strbuf__adds(&sh, "#!/bin/sh\n# sonde run --slurm: task N is job N of the batch\n"
+				"#SBATCH --job-name=sonde-batch\n#SBATCH --output=");
+	sonde_strbuf__addf(&sh, "%s/task-%%a.log\ncd ", dir);
+	sonde_strbuf__add_quoted(&sh, cwd);
+	sonde_strbuf__adds(&sh, " || exit 1\ncase \"$SLURM_ARRAY_TASK_ID\" in\n");
+	for (i = 0; i < b->n; i++) {
+		struct job *j = &b->j[i];
+		char **cv;
+		json_t *p;
+		size_t k;
+
+		j->path = name_of(b, j, i);
+		cv = j->path ? collect_argv(b, j) : NULL;
+		if (!cv) {
+			cli_error("run", "out of memory");
+			code = EXIT_FAILURE_;
+			goto out;
+		}
+		exclusive |= j->exclusive;
+		sonde_strbuf__addf(&sh, "%zu)", i);
+		for (k = 0; cv[k]; k++) {
+			sonde_strbuf__addch(&sh, ' ');
+			sonde_strbuf__add_quoted(&sh, cv[k]);
+		}
+		free_argv(cv);
+		json_array_foreach(j->posts, k, p)
+		{
+			const char *name = json_string_value(json_object_get(p, "name"));
+			const char *key;
+			json_t *v;
+
+			if (!name)
+				continue;
+			sonde_strbuf__adds(&sh, " &&\n   ");
+			sonde_strbuf__add_quoted(&sh, b->self);
+			sonde_strbuf__adds(&sh, " postprocess ");
+			sonde_strbuf__add_quoted(&sh, j->path);
+			sonde_strbuf__addch(&sh, ' ');
+			sonde_strbuf__add_quoted(&sh, name);
+			json_object_foreach(json_object_get(p, "params"), key, v)
+			{
+				char buf[64], opt[256];
+				const char *val = str_of(v, buf, sizeof(buf));
+
+				snprintf(opt, sizeof(opt), "--%s", key);
+				sonde_strbuf__addch(&sh, ' ');
+				sonde_strbuf__add_quoted(&sh, opt);
+				if (val && !json_is_true(v)) {
+					sonde_strbuf__addch(&sh, ' ');
+					sonde_strbuf__add_quoted(&sh, val);
+				}
+			}
+		}
+		if (b->register_after) {
+			sonde_strbuf__adds(&sh, " &&\n   ");
+			sonde_strbuf__add_quoted(&sh, b->self);
+			sonde_strbuf__adds(&sh, " add ");
+			sonde_strbuf__add_quoted(&sh, j->path);
+		}
+		sonde_strbuf__adds(&sh, " ;;\n");
+		json_array_append_new(tasks, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s}", "task",
+						       (json_int_t)i, "collector", j->collector,
+						       "cmd", j->cmd, "args", j->args, "workload",
+						       j->workload, "profile", j->path));
+	}
+	sonde_strbuf__adds(&sh,
+			   "*) echo \"sonde: no task $SLURM_ARRAY_TASK_ID in this batch\" >&2; "
+			   "false ;;\nesac\nrc=$?\n");
+	sonde_strbuf__addf(&sh,
+			   "echo \"$rc\" >\"%s/task-$SLURM_ARRAY_TASK_ID.rc.new\" &&\n"
+			   "  mv -f \"%s/task-$SLURM_ARRAY_TASK_ID.rc.new\" "
+			   "\"%s/task-$SLURM_ARRAY_TASK_ID.rc\"\nexit \"$rc\"\n",
+			   dir, dir, dir);
+	snprintf(script, sizeof(script), "%s/batch.sh", dir);
+	rc = sonde_strbuf__error(&sh) ? -ENOMEM : sonde_file__write_atomic(script, sh.buf, sh.len);
+	if (rc) {
+		cli_error("run", "cannot write '%s': %s", script, strerror(-rc));
+		code = EXIT_FAILURE_;
+		goto out;
+	}
+	/* sbatch --parsable --array=0-(N-1) [--exclusive] [ARGS] SCRIPT */
+	snprintf(arr, sizeof(arr), "--array=0-%zu", b->n ? b->n - 1 : 0);
+	push(&argv, &n, &cap, bin);
+	push(&argv, &n, &cap, "--parsable");
+	push(&argv, &n, &cap, arr);
+	if (sbatch_args) {
+		rc = cli_split_words(sbatch_args, &words, &nwords);
+		if (rc) {
+			code = cli_usage("run", "--sbatch-args: %s",
+					 rc == -EINVAL ? "a quote left open" : strerror(-rc));
+			goto out;
+		}
+	}
+	/* jobs that measure time or machine-wide counts run alone here: so on the nodes */
+	if (exclusive && (!sbatch_args || (!strstr(sbatch_args, "--exclusive") &&
+					   !strstr(sbatch_args, "--oversubscribe"))))
+		push(&argv, &n, &cap, "--exclusive");
+	for (i = 0; i < nwords; i++)
+		push(&argv, &n, &cap, words[i]);
+	push(&argv, &n, &cap, script);
+	{
+		char log[PATH_MAX + 16], line[256] = "";
+		FILE *f;
+
+		snprintf(log, sizeof(log), "%s/sbatch.out", dir);
+		rc = argv ? cli_run(NULL, argv, log, NULL) : -ENOMEM;
+		f = fopen(log, "re");
+		if (f) {
+			while (fgets(line, sizeof(line), f))
+				if (line[0] >= '0' && line[0] <= '9')
+					break;
+			fclose(f);
+		}
+		if (rc || !(line[0] >= '0' && line[0] <= '9')) {
+			cli_error("run", "sbatch refused the batch (exit %d): %s", rc,
+				  line[0] ? line : "see the log");
+			code = EXIT_FAILURE_;
+			goto out;
+		}
+		line[strcspn(line, ";\n")] = '\0';
+		doc = json_pack("{s:s, s:s, s:s, s:I, s:O}", "job_id", line, "dir", dir,
+				"submitted", stamp, "tasks_total", (json_int_t)b->n, "tasks",
+				tasks);
+		snprintf(log, sizeof(log), "%s/batch.json", dir);
+		{
+			char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+
+			rc = text ? sonde_file__write_atomic(log, text, strlen(text)) : -ENOMEM;
+			free(text);
+		}
+		if (rc) {
+			cli_error("run", "submitted as Slurm job %s, but cannot write '%s': %s",
+				  line, log, strerror(-rc));
+			code = EXIT_FAILURE_;
+			goto out;
+		}
+		if (!cli_quiet())
+			printf("submitted %zu job%s as Slurm job array %s; 'sonde status' follows "
+			       "them (logs in %s)\n",
+			       b->n, b->n == 1 ? "" : "s", line, dir);
+	}
+out:
+	free(bin);
+	free_argv(argv);
+	if (words)
+		cli_free_words(words, nwords);
+	json_decref(doc);
+	json_decref(tasks);
+	sonde_strbuf__release(&sh);
+	sonde_strbuf__release(&out);
+	sonde_store__free(store);
+	return code;
+}
+
 static void batch_free(struct batch *b)
 {
 	size_t i;
@@ -1128,6 +1331,8 @@ int cmd_run(int argc, char **argv)
 	struct sonde_strlist workloads = { 0 }, collectors = { 0 }, cps = { 0 }, posts = { 0 },
 			     pps = { 0 };
 	long long parallel = 1;
+	bool slurm = false;
+	const char *sbatch_args = NULL;
 	const struct sonde_option opts[] = {
 		{ SONDE_OPT_GROUP, 0, NULL, NULL, NULL, "run job" },
 		{ SONDE_OPT_STRING, 'b', "cmd", &cmd, "CMD", "the command (job)" },
@@ -1143,6 +1348,11 @@ int cmd_run(int argc, char **argv)
 		{ SONDE_OPT_LIST, 0, "pp", &pps, "K=V",
 		  "an option of the postprocessors (job; repeatable)" },
 		{ SONDE_OPT_GROUP, 0, NULL, NULL, NULL, "both" },
+		{ SONDE_OPT_FLAG, 0, "slurm", &slurm, NULL,
+		  "submit the jobs as one Slurm job array (sbatch) instead of running them "
+		  "here; sonde status follows them" },
+		{ SONDE_OPT_STRING, 0, "sbatch-args", &sbatch_args, "ARGS",
+		  "with --slurm: sbatch's options, one string (--partition=p --time=10)" },
 		{ SONDE_OPT_INT, 'j', "jobs", &parallel, "N",
 		  "jobs at a time (1); time, counters, sched, system, power and sample jobs run "
 		  "alone",
@@ -1292,9 +1502,18 @@ int cmd_run(int argc, char **argv)
 		code = bad("%s", "profiles.register_after_run needs a store (sonde init)");
 		goto out;
 	}
+	if (sbatch_args && !slurm) {
+		code = cli_usage("run", "--sbatch-args goes with --slurm");
+		goto out;
+	}
+	if (slurm && !*b.outdir) {
+		code = bad("%s", "--slurm needs a store (sonde init) on a file system the "
+				 "cluster's nodes share: the tasks write their profiles there");
+		goto out;
+	}
 	if (!strcmp(argv[0], "matrix") && (code = pre_run(cfg)))
 		goto out;
-	code = run_all(&b, parallel);
+	code = slurm ? submit_slurm(&b, sbatch_args) : run_all(&b, parallel);
 out:
 	batch_free(&b);
 	json_decref(job);

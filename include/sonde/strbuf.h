@@ -34,6 +34,8 @@ int sonde_strbuf__grow(struct sonde_strbuf *sb, size_t extra);
 int sonde_strbuf__add(struct sonde_strbuf *sb, const void *data, size_t len);
 int sonde_strbuf__adds(struct sonde_strbuf *sb, const char *s);
 int sonde_strbuf__addch(struct sonde_strbuf *sb, char c);
+/* One argument as the shell reads it back: as it is, else in single quotes. */
+int sonde_strbuf__add_quoted(struct sonde_strbuf *sb, const char *arg);
 int sonde_strbuf__addf(struct sonde_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int sonde_strbuf__vaddf(struct sonde_strbuf *sb, const char *fmt, va_list ap);
