@@ -19,7 +19,12 @@ amount() {
 real=$(ls /sys/class/powercap/*/energy_uj /sys/class/hwmon/*/power*_input \
 	/sys/class/hwmon/*/energy*_input /sys/class/power_supply/*/power_now 2>/dev/null | head -1)
 run collect power -o real.json -- sleep 0.2
-if [ -z "$real" ] && ! ldconfig -p 2>/dev/null | grep -q -e libnvidia-ml.so.1 -e librocm_smi64 &&
+# a GPU NVML or ROCm SMI can read: the driver's device, or the kernel's AMD card
+# (their libraries alone are no source: Debian's Slurm brings ROCm SMI's along)
+gpu=
+[ -e /dev/nvidiactl ] && ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1 && gpu=nvidia
+grep -qs 0x1002 /sys/class/drm/card*/device/vendor && gpu=amd
+if [ -z "$real" ] && [ -z "$gpu" ] &&
 	{ [ ! -d /sys/bus/event_source/devices/power ] || [ "$rc" = 3 ]; }; then
 	check "no source here: exit 3" [ "$rc" = 3 ]
 	check "one line, <not supported>, every source named" all \

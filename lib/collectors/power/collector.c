@@ -416,6 +416,33 @@ static void find_battery(struct power_state *st)
 		add_missing(st, "battery: no power_now");
 }
 
+/* Whether the kernel shows an AMD GPU (vendor 0x1002 under /sys/class/drm/card*). */
+static bool amd_gpu(const struct power_state *st)
+{
+	char dir[512], path[1024], v[16];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/sys/class/drm", st->root);
+	d = opendir(dir);
+	while (d && !found && (e = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(e->d_name, "card", 4) || strchr(e->d_name, '-'))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/device/vendor", dir, e->d_name);
+		f = fopen(path, "re");
+		if (f) {
+			found = fgets(v, sizeof(v), f) && !strncmp(v, "0x1002", 6);
+			fclose(f);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 static void find_gpus(struct power_state *st)
 {
 	unsigned n = 0, i;
@@ -450,6 +477,13 @@ static void find_gpus(struct power_state *st)
 	}
 	if (st->g.nvml && st->nd == before_gpus)
 		add_missing(st, "NVML: no GPU that reports its energy");
+	/* ROCm SMI only where the kernel shows an AMD GPU: its init prints to the
+	 * terminal where there is none (Debian's Slurm brings the library along) */
+	if (!amd_gpu(st)) {
+		add_missing(st, "ROCm SMI: no AMD GPU (no /sys/class/drm/card*/device/vendor "
+				"0x1002)");
+		return;
+	}
 	st->g.rocm = dlopen("librocm_smi64.so", RTLD_NOW | RTLD_LOCAL);
 	if (!st->g.rocm) {
 		add_missing(st, "ROCm SMI: librocm_smi64.so not found");
