@@ -400,12 +400,15 @@ static int from_perf_script(const char *buf, size_t len, struct sonde_calltrace 
 		memcpy(line, p, l);
 		line[l] = 0;
 		if ((blank || p == end) && in_sample) {
-			/* the sample ends: its frames, leaf first, fed outermost first */
+			/* the sample ends: its frames, leaf first, fed outermost first; one
+			 * without frames is perf report's [unknown]: its time is not lost */
 			for (i = 0; !rc && i < depth; i++)
 				rc = func_id(ct, dsos[depth - 1 - i], 0, names[depth - 1 - i],
 					     &ids[i]);
+			if (!rc && !depth)
+				rc = func_id(ct, "[unknown]", 0, "[unknown]", &ids[0]);
 			if (!rc)
-				rc = feed(ct, tid, &tl, 1, period, ids, depth);
+				rc = feed(ct, tid, &tl, 1, period, ids, depth ? depth : 1);
 			for (i = 0; i < depth; i++)
 				free(copies[i]);
 			depth = 0;
@@ -416,7 +419,10 @@ static int from_perf_script(const char *buf, size_t len, struct sonde_calltrace 
 					for (i = 0; i < depth; i++)
 						free(copies[i]);
 					if (!rc)
-						rc = feed(ct, tid, &tl, 1, period, NULL, 0);
+						rc = func_id(ct, "[unknown]", 0, "[unknown]",
+							     &ids[0]);
+					if (!rc)
+						rc = feed(ct, tid, &tl, 1, period, ids, 1);
 					depth = 0;
 				}
 				if (!parse_header(line, &tid, &period, event, sizeof(event))) {
